@@ -1,0 +1,276 @@
+//! Topic configuration: what a topic is created with, what can change later, and the
+//! validation that keeps every value in range. Persisted as `topic.json`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{KafkoError, Result};
+
+/// Codec applied to each batch's record area.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Compression {
+    /// Stored as is.
+    #[default]
+    None,
+    /// LZ4 block format (`lz4_flex`).
+    Lz4,
+    /// Zstandard, level 1.
+    Zstd,
+}
+
+/// When acknowledged writes reach stable storage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "mode")]
+pub enum FsyncPolicy {
+    /// Acknowledged once in the OS page cache (survives a process crash, not a power cut).
+    #[default]
+    Never,
+    /// fsync at most this many milliseconds after a write.
+    IntervalMs {
+        /// Maximum age of unsynced acknowledged data.
+        interval_ms: u64,
+    },
+    /// Acknowledged only after fsync; one fsync covers every batch written together.
+    Always,
+}
+
+/// What happens to old records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CleanupPolicy {
+    /// Delete whole segments by age and size.
+    #[default]
+    Delete,
+    /// Keep the latest record per key.
+    Compact,
+    /// Both: compact, and delete by age and size.
+    CompactDelete,
+}
+
+impl CleanupPolicy {
+    /// Whether the cleaner compacts this topic.
+    pub fn compacts(self) -> bool {
+        matches!(self, CleanupPolicy::Compact | CleanupPolicy::CompactDelete)
+    }
+    /// Whether retention deletes old segments.
+    pub fn deletes(self) -> bool {
+        matches!(self, CleanupPolicy::Delete | CleanupPolicy::CompactDelete)
+    }
+}
+
+/// A topic's configuration. `partitions` is fixed at creation; the rest can be updated.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TopicConfig {
+    /// Number of partitions (1..=1024).
+    pub partitions: u32,
+    /// Batch codec.
+    pub compression: Compression,
+    /// Delete sealed segments whose newest record is older than this; `None` keeps forever.
+    pub retention_ms: Option<u64>,
+    /// Delete the oldest sealed segments while a partition is larger; `None` = unbounded.
+    pub retention_bytes: Option<u64>,
+    /// Roll the active segment when it would exceed this size.
+    pub segment_bytes: u64,
+    /// Durability of acknowledged writes.
+    pub fsync: FsyncPolicy,
+    /// Largest accepted record (key + value + headers).
+    pub max_record_bytes: u64,
+    /// Delete, compact or both.
+    pub cleanup_policy: CleanupPolicy,
+    /// Compaction keeps records younger than this out of cleaning.
+    pub min_compaction_lag_ms: u64,
+    /// Compaction keeps tombstones this long after they were cleaned once.
+    pub delete_retention_ms: u64,
+}
+
+/// Alias with the seed's name.
+pub type LogConfig = TopicConfig;
+
+impl Default for TopicConfig {
+    fn default() -> Self {
+        TopicConfig {
+            partitions: 1,
+            compression: Compression::None,
+            retention_ms: Some(7 * 24 * 3600 * 1000),
+            retention_bytes: None,
+            segment_bytes: 64 * 1024 * 1024,
+            fsync: FsyncPolicy::Never,
+            max_record_bytes: 1024 * 1024,
+            cleanup_policy: CleanupPolicy::Delete,
+            min_compaction_lag_ms: 0,
+            delete_retention_ms: 24 * 3600 * 1000,
+        }
+    }
+}
+
+/// Hard ceiling for a single batch on disk; see FORMAT.md.
+pub const MAX_BATCH_BYTES: u64 = 64 * 1024 * 1024;
+
+impl TopicConfig {
+    /// Checks every value is in range.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |reason: String| Err(KafkoError::InvalidConfig { reason });
+        if !(1..=1024).contains(&self.partitions) {
+            return bad(format!(
+                "partitions must be 1..=1024, got {}",
+                self.partitions
+            ));
+        }
+        if !(4096..=1 << 32).contains(&self.segment_bytes) {
+            return bad(format!(
+                "segment_bytes must be 4096..=4294967296, got {}",
+                self.segment_bytes
+            ));
+        }
+        if self.max_record_bytes == 0 || self.max_record_bytes > MAX_BATCH_BYTES / 2 {
+            return bad(format!(
+                "max_record_bytes must be 1..={}, got {}",
+                MAX_BATCH_BYTES / 2,
+                self.max_record_bytes
+            ));
+        }
+        if let FsyncPolicy::IntervalMs { interval_ms } = self.fsync
+            && interval_ms == 0
+        {
+            return bad("fsync interval_ms must be > 0 (use always)".into());
+        }
+        Ok(())
+    }
+
+    /// Applies an update, refusing changes to immutable fields.
+    pub fn apply(&self, update: &TopicConfigUpdate) -> Result<TopicConfig> {
+        let mut next = self.clone();
+        if let Some(p) = update.partitions
+            && p != self.partitions
+        {
+            return Err(KafkoError::InvalidConfig {
+                reason: "partitions cannot be changed after creation".into(),
+            });
+        }
+        if let Some(v) = update.compression {
+            next.compression = v;
+        }
+        if let Some(v) = update.retention_ms {
+            next.retention_ms = v;
+        }
+        if let Some(v) = update.retention_bytes {
+            next.retention_bytes = v;
+        }
+        if let Some(v) = update.segment_bytes {
+            next.segment_bytes = v;
+        }
+        if let Some(v) = update.fsync {
+            next.fsync = v;
+        }
+        if let Some(v) = update.max_record_bytes {
+            next.max_record_bytes = v;
+        }
+        if let Some(v) = update.cleanup_policy {
+            next.cleanup_policy = v;
+        }
+        if let Some(v) = update.min_compaction_lag_ms {
+            next.min_compaction_lag_ms = v;
+        }
+        if let Some(v) = update.delete_retention_ms {
+            next.delete_retention_ms = v;
+        }
+        next.validate()?;
+        Ok(next)
+    }
+}
+
+/// A partial update of a [`TopicConfig`]; absent fields keep their value.
+/// `retention_ms`/`retention_bytes` take `Some(None)` to remove the limit.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TopicConfigUpdate {
+    /// Must equal the current count if present.
+    pub partitions: Option<u32>,
+    /// New codec (applies to new batches).
+    pub compression: Option<Compression>,
+    /// New time retention.
+    #[serde(with = "double_option")]
+    pub retention_ms: Option<Option<u64>>,
+    /// New size retention.
+    #[serde(with = "double_option")]
+    pub retention_bytes: Option<Option<u64>>,
+    /// New segment size.
+    pub segment_bytes: Option<u64>,
+    /// New fsync policy.
+    pub fsync: Option<FsyncPolicy>,
+    /// New record limit.
+    pub max_record_bytes: Option<u64>,
+    /// New cleanup policy.
+    pub cleanup_policy: Option<CleanupPolicy>,
+    /// New compaction lag.
+    pub min_compaction_lag_ms: Option<u64>,
+    /// New tombstone retention.
+    pub delete_retention_ms: Option<u64>,
+}
+
+mod double_option {
+    //! `null` → `Some(None)`, absent → `None`.
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(
+        v: &Option<Option<u64>>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(inner) => inner.serialize(s),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Option<u64>>, D::Error> {
+        Option::<u64>::deserialize(d).map(Some)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_config_is_valid_and_round_trips_json() {
+        let c = TopicConfig::default();
+        c.validate().unwrap();
+        let text = serde_json::to_string(&c).unwrap();
+        assert_eq!(serde_json::from_str::<TopicConfig>(&text).unwrap(), c);
+    }
+
+    #[test]
+    fn out_of_range_values_are_rejected() {
+        let c = TopicConfig {
+            partitions: 0,
+            ..Default::default()
+        };
+        assert!(matches!(
+            c.validate(),
+            Err(KafkoError::InvalidConfig { .. })
+        ));
+        let c = TopicConfig {
+            segment_bytes: 10,
+            ..Default::default()
+        };
+        assert!(matches!(
+            c.validate(),
+            Err(KafkoError::InvalidConfig { .. })
+        ));
+    }
+
+    #[test]
+    fn update_can_clear_retention_and_cannot_change_partitions() {
+        let c = TopicConfig::default();
+        let u: TopicConfigUpdate = serde_json::from_str(r#"{"retention_ms":null}"#).unwrap();
+        assert_eq!(c.apply(&u).unwrap().retention_ms, None);
+        let u = TopicConfigUpdate {
+            partitions: Some(3),
+            ..Default::default()
+        };
+        assert!(matches!(c.apply(&u), Err(KafkoError::InvalidConfig { .. })));
+    }
+}

@@ -1,0 +1,145 @@
+//! [`Consumer`]: a client-side cursor over every partition of a topic, with seek and
+//! replay. It keeps its own positions (no group); see `group` for server-kept cursors.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::error::{KafkoError, Result};
+use crate::record::Record;
+use crate::topic::Topic;
+
+/// Records fetched per partition read.
+const FETCH_RECORDS: usize = 500;
+/// Bytes fetched per partition read.
+const FETCH_BYTES: usize = 1024 * 1024;
+
+/// Where to start reading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SeekTo {
+    /// The log start offset.
+    Earliest,
+    /// The high watermark (only new records).
+    Latest,
+    /// An exact offset.
+    Offset(u64),
+    /// The first record at or after this timestamp (ms), else the high watermark.
+    Timestamp(i64),
+}
+
+/// Reads a topic from positions it keeps itself. A position below the log start offset
+/// (removed by retention) continues at the log start, as Kafka's `earliest` reset.
+pub struct Consumer {
+    topic: Arc<Topic>,
+    positions: Vec<u64>,
+    buffer: VecDeque<Record>,
+    next_partition: usize,
+}
+
+impl Consumer {
+    pub(crate) fn new(topic: Arc<Topic>) -> Self {
+        let positions = topic.partitions.iter().map(|p| p.log.log_start()).collect();
+        Consumer {
+            topic,
+            positions,
+            buffer: VecDeque::new(),
+            next_partition: 0,
+        }
+    }
+
+    /// Moves every partition to `offset`.
+    pub fn seek(&mut self, offset: u64) {
+        self.positions.iter_mut().for_each(|p| *p = offset);
+        self.buffer.clear();
+    }
+
+    /// Moves every partition to `to`.
+    pub fn seek_all(&mut self, to: SeekTo) -> Result<()> {
+        for p in 0..self.positions.len() as u32 {
+            self.seek_partition(p, to)?;
+        }
+        Ok(())
+    }
+
+    /// Moves one partition to `to`.
+    pub fn seek_partition(&mut self, partition: u32, to: SeekTo) -> Result<()> {
+        let log = &self.topic.partition(partition)?.log;
+        let offset = match to {
+            SeekTo::Earliest => log.log_start(),
+            SeekTo::Latest => log.high_watermark(),
+            SeekTo::Offset(o) => o,
+            SeekTo::Timestamp(ts) => log
+                .offset_for_timestamp(ts)?
+                .unwrap_or_else(|| log.high_watermark()),
+        };
+        self.positions[partition as usize] = offset;
+        self.buffer.retain(|r| r.partition != partition);
+        Ok(())
+    }
+
+    /// The next offset this consumer will read from `partition`.
+    pub fn position(&self, partition: u32) -> Option<u64> {
+        self.positions.get(partition as usize).copied()
+    }
+
+    /// Fetches what is available now from all partitions (round robin), up to `max`.
+    pub fn poll_now(&mut self, max: usize) -> Result<Vec<Record>> {
+        let mut out = Vec::new();
+        while out.len() < max
+            && let Some(r) = self.buffer.pop_front()
+        {
+            out.push(r);
+        }
+        let n = self.positions.len();
+        for i in 0..n {
+            if out.len() >= max {
+                break;
+            }
+            let p = (self.next_partition + i) % n;
+            let log = &self.topic.partition(p as u32)?.log;
+            let mut pos = self.positions[p].max(log.log_start());
+            if pos > log.high_watermark() {
+                return Err(KafkoError::OffsetOutOfRange {
+                    requested: pos,
+                    log_start_offset: log.log_start(),
+                    high_watermark: log.high_watermark(),
+                });
+            }
+            let fetched = log.read(pos, max - out.len(), FETCH_BYTES)?;
+            pos = fetched.next_offset;
+            self.positions[p] = pos;
+            out.extend(fetched.records);
+        }
+        self.next_partition = (self.next_partition + 1) % n.max(1);
+        Ok(out)
+    }
+
+    /// Waits up to `timeout` for records, returning at most `max` (possibly none).
+    pub async fn poll(&mut self, max: usize, timeout: Duration) -> Result<Vec<Record>> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let activity = self.topic.activity.clone();
+            let notified = activity.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let got = self.poll_now(max)?;
+            if !got.is_empty() {
+                return Ok(got);
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return Ok(Vec::new());
+            }
+        }
+    }
+
+    /// The next record, waiting as long as it takes.
+    pub async fn next_record(&mut self) -> Result<Record> {
+        loop {
+            if let Some(r) = self.buffer.pop_front() {
+                return Ok(r);
+            }
+            let batch = self.poll(FETCH_RECORDS, Duration::from_secs(3600)).await?;
+            self.buffer.extend(batch);
+        }
+    }
+}

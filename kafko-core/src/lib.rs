@@ -1,0 +1,66 @@
+//! # kafko-core
+//!
+//! An embedded, durable, single-node log with Kafka semantics: topics, partitions with
+//! key routing, CRC-framed batches in size-rolled segments with sparse indexes, reads by
+//! offset and timestamp, retention, per-topic compression, fsync policies, crash
+//! recovery, a single writer task per partition, and graceful shutdown.
+//!
+//! ```no_run
+//! # async fn demo() -> kafko_core::Result<()> {
+//! use bytes::Bytes;
+//! use kafko_core::Kafko;
+//!
+//! let broker = Kafko::open("./data").await?;
+//! broker.create_topic("orders").await?;
+//! let producer = broker.producer_for("orders").await?;
+//! let meta = producer.send(None, Bytes::from("order-1")).await?;
+//! let mut consumer = broker.consumer_for("orders").await?;
+//! consumer.seek(meta.offset);
+//! let record = consumer.next_record().await?;
+//! assert_eq!(record.value().unwrap(), &Bytes::from("order-1"));
+//! broker.shutdown().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! ## Layout
+//! - [`broker`]: [`Kafko`], the open data directory (topic registry, lock, marker).
+//! - `topic`: a topic's partitions and record routing; [`SendOptions`].
+//! - [`producer`] / [`consumer`]: the user-facing handles.
+//! - `partition`: shared read state, the single writer task, its commands, open-time loading.
+//! - `segment`: the batch codec, sparse indexes, batch iteration, recovery scan.
+//! - [`storage`]: the file-system seam (real, or fault-injecting in tests).
+//! - `state_file`: CRC-framed small files replaced atomically.
+//! - [`config`], [`record`], [`routing`], [`naming`], `compression`, [`error`].
+//!
+//! The byte layout is specified in `FORMAT.md` beside this crate's manifest.
+
+#![deny(missing_docs)]
+
+pub mod broker;
+pub mod config;
+pub mod consumer;
+pub mod error;
+pub mod naming;
+pub mod producer;
+pub mod record;
+pub mod routing;
+pub mod storage;
+
+mod compression;
+mod partition;
+mod segment;
+mod state_file;
+mod topic;
+
+pub use broker::{CreateOutcome, Kafko, KafkoOptions};
+pub use bytes::Bytes;
+pub use config::{
+    CleanupPolicy, Compression, FsyncPolicy, LogConfig, TopicConfig, TopicConfigUpdate,
+};
+pub use consumer::{Consumer, SeekTo};
+pub use error::{ErrorKind, KafkoError, Result};
+pub use partition::FetchedRecords;
+pub use partition::command::RetentionOutcome;
+pub use producer::Producer;
+pub use record::{Header, ProducerRecord, Record, RecordMetadata};
+pub use topic::{PartitionInfo, SendOptions, TopicDescription};

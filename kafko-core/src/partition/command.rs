@@ -1,0 +1,61 @@
+//! Messages to a partition's writer task, each with the `oneshot` that carries its reply.
+
+use std::sync::Arc;
+
+use tokio::sync::oneshot;
+
+use crate::config::TopicConfig;
+use crate::error::Result;
+use crate::segment::batch::EncodedBatch;
+use crate::segment::index::{SegmentSummary, SparseIndex};
+
+/// Result of a retention pass on one partition.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RetentionOutcome {
+    /// Segments deleted.
+    pub segments_deleted: usize,
+    /// Bytes freed.
+    pub bytes_deleted: u64,
+    /// Log start offset afterwards.
+    pub log_start_offset: u64,
+}
+
+/// A compacted replacement for a run of consecutive sealed segments, prepared off the
+/// writer: one cleaned file with the base offset of the first replaced segment.
+pub(crate) struct SegmentSwap {
+    /// Base offsets of the segments being replaced, oldest first.
+    pub(crate) replaced: Vec<u64>,
+    /// The cleaned log, fully written and fsynced under its `.cleaned` name.
+    pub(crate) cleaned_path: std::path::PathBuf,
+    /// Its summary (base offset = `replaced[0]`).
+    pub(crate) summary: SegmentSummary,
+    /// Its sparse indexes.
+    pub(crate) index: SparseIndex,
+}
+
+/// What the writer can be asked to do.
+pub(crate) enum Command {
+    /// Append one batch; the reply carries its base offset.
+    Append {
+        batch: EncodedBatch,
+        /// fsync before acknowledging, whatever the policy.
+        sync: bool,
+        reply: oneshot::Sender<Result<u64>>,
+    },
+    /// fsync everything written so far.
+    Sync { reply: oneshot::Sender<Result<()>> },
+    /// Delete segments beyond the retention limits.
+    Retention {
+        now_ms: i64,
+        reply: oneshot::Sender<Result<RetentionOutcome>>,
+    },
+    /// Install compacted segments.
+    Swap {
+        swap: SegmentSwap,
+        reply: oneshot::Sender<Result<()>>,
+    },
+    /// Use a new configuration for subsequent work.
+    UpdateConfig { config: Arc<TopicConfig> },
+    /// Drain, fsync, write indexes, stop.
+    Shutdown { reply: oneshot::Sender<Result<()>> },
+}

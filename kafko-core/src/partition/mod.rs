@@ -1,0 +1,281 @@
+//! A partition: the shared, read-mostly [`PartitionLog`] (segment list, high watermark,
+//! log start offset) that readers use without involving the writer, plus the
+//! single writer task (`writer`), its messages (`command`), the async handle producers
+//! use (`handle`), and the open-time loading (`open`).
+
+pub(crate) mod command;
+pub(crate) mod handle;
+pub(crate) mod open;
+pub(crate) mod writer;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use tokio::sync::{Notify, watch};
+
+use crate::error::{KafkoError, Result};
+use crate::record::Record;
+use crate::segment::Segment;
+use crate::segment::batch::decode_records;
+use crate::segment::reader::BatchIter;
+use crate::storage::Storage;
+
+/// Records returned by one read, with the cursor to continue from.
+#[derive(Debug, Clone, Default)]
+pub struct FetchedRecords {
+    /// The records, in offset order.
+    pub records: Vec<Record>,
+    /// Offset to read next (after the last record, or past a compaction gap).
+    pub next_offset: u64,
+    /// One past the last offset in the partition when the read ran.
+    pub high_watermark: u64,
+    /// First offset still in the partition when the read ran.
+    pub log_start_offset: u64,
+}
+
+/// The state of one partition that readers share with its writer.
+pub(crate) struct PartitionLog {
+    pub(crate) topic: Arc<str>,
+    pub(crate) partition: u32,
+    pub(crate) dir: PathBuf,
+    pub(crate) storage: Arc<dyn Storage>,
+    /// Copy-on-write list, oldest first; the last one is active. Replaced only by the writer.
+    segments: RwLock<Arc<Vec<Arc<Segment>>>>,
+    high_watermark: AtomicU64,
+    log_start: AtomicU64,
+    /// Carries the high watermark to long-polling readers.
+    hw_watch: watch::Sender<u64>,
+    /// Topic-wide wake-up for consumers spanning several partitions.
+    activity: Arc<Notify>,
+}
+
+impl PartitionLog {
+    pub(crate) fn new(
+        topic: Arc<str>,
+        partition: u32,
+        dir: PathBuf,
+        storage: Arc<dyn Storage>,
+        segments: Vec<Arc<Segment>>,
+        log_start: u64,
+        high_watermark: u64,
+        activity: Arc<Notify>,
+    ) -> Self {
+        PartitionLog {
+            topic,
+            partition,
+            dir,
+            storage,
+            segments: RwLock::new(Arc::new(segments)),
+            high_watermark: AtomicU64::new(high_watermark),
+            log_start: AtomicU64::new(log_start),
+            hw_watch: watch::Sender::new(high_watermark),
+            activity,
+        }
+    }
+
+    /// Snapshot of the segment list.
+    pub(crate) fn segments(&self) -> Arc<Vec<Arc<Segment>>> {
+        self.segments
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Replaces the segment list (writer only).
+    pub(crate) fn set_segments(&self, segments: Vec<Arc<Segment>>) {
+        *self.segments.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(segments);
+    }
+
+    /// One past the last readable offset.
+    pub(crate) fn high_watermark(&self) -> u64 {
+        self.high_watermark.load(Ordering::Acquire)
+    }
+
+    /// First offset still in the log.
+    pub(crate) fn log_start(&self) -> u64 {
+        self.log_start.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn set_log_start(&self, offset: u64) {
+        self.log_start.fetch_max(offset, Ordering::AcqRel);
+    }
+
+    /// Publishes a new high watermark and wakes long-polling readers.
+    pub(crate) fn publish_high_watermark(&self, hw: u64) {
+        self.high_watermark.store(hw, Ordering::Release);
+        self.hw_watch.send_replace(hw);
+        self.activity.notify_waiters();
+    }
+
+    /// Total bytes of all segments.
+    pub(crate) fn size_bytes(&self) -> u64 {
+        self.segments().iter().map(|s| s.len()).sum()
+    }
+
+    fn out_of_range(&self, requested: u64) -> KafkoError {
+        KafkoError::OffsetOutOfRange {
+            requested,
+            log_start_offset: self.log_start(),
+            high_watermark: self.high_watermark(),
+        }
+    }
+
+    /// Reads records from `offset`, at most `max_records`, and at most `max_bytes` of
+    /// keys, values and headers (but always at least one record when one exists).
+    pub(crate) fn read(
+        &self,
+        offset: u64,
+        max_records: usize,
+        max_bytes: usize,
+    ) -> Result<FetchedRecords> {
+        let hw = self.high_watermark();
+        let start = self.log_start();
+        if offset < start || offset > hw {
+            return Err(self.out_of_range(offset));
+        }
+        let mut out = FetchedRecords {
+            records: Vec::new(),
+            next_offset: offset,
+            high_watermark: hw,
+            log_start_offset: start,
+        };
+        if offset == hw || max_records == 0 {
+            return Ok(out);
+        }
+        let segments = self.segments();
+        let first = segments
+            .partition_point(|s| s.base_offset <= offset)
+            .saturating_sub(1);
+        let mut cursor = offset;
+        let mut bytes = 0usize;
+        let mut decoded = Vec::new();
+        'segments: for seg in &segments[first..] {
+            if cursor >= hw {
+                break;
+            }
+            if seg.next_offset() <= cursor {
+                continue;
+            }
+            let pos = if cursor > seg.base_offset {
+                let rel = (cursor - seg.base_offset).min(u64::from(u32::MAX)) as u32;
+                seg.index
+                    .read()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .position_for(rel)
+            } else {
+                0
+            };
+            let mut iter = BatchIter::new(&*seg.file, u64::from(pos), seg.len());
+            while let Some(item) = iter.next_batch() {
+                let batch = item.map_err(|fault| {
+                    KafkoError::corruption(&seg.log_path, iter.position(), format!("{fault:?}"))
+                })?;
+                let h = batch.header;
+                if h.next_offset() <= cursor {
+                    continue;
+                }
+                if h.base_offset >= hw {
+                    break 'segments;
+                }
+                decoded.clear();
+                decode_records(&h, batch.bytes, self.partition, &mut decoded)
+                    .map_err(|why| KafkoError::corruption(&seg.log_path, batch.position, why))?;
+                for r in decoded.drain(..) {
+                    if r.offset < cursor || r.offset >= hw {
+                        continue;
+                    }
+                    let size = record_bytes(&r);
+                    if !out.records.is_empty() && bytes + size > max_bytes {
+                        break 'segments;
+                    }
+                    bytes += size;
+                    cursor = r.offset + 1;
+                    out.records.push(r);
+                    if out.records.len() >= max_records {
+                        break 'segments;
+                    }
+                }
+                // Compaction can leave gaps: continue after the whole batch.
+                cursor = cursor.max(h.next_offset().min(hw));
+            }
+        }
+        out.next_offset = cursor;
+        Ok(out)
+    }
+
+    /// The first offset whose record timestamp is at or after `timestamp`, if any.
+    pub(crate) fn offset_for_timestamp(&self, timestamp: i64) -> Result<Option<u64>> {
+        let hw = self.high_watermark();
+        let start = self.log_start();
+        let segments = self.segments();
+        let mut decoded = Vec::new();
+        for seg in segments.iter() {
+            if seg.max_timestamp() < timestamp || seg.next_offset() <= start {
+                continue;
+            }
+            let (pos, _) = {
+                let idx = seg.index.read().unwrap_or_else(|p| p.into_inner());
+                let rel = idx.offset_for_time(timestamp);
+                (idx.position_for(rel), rel)
+            };
+            let mut iter = BatchIter::new(&*seg.file, u64::from(pos), seg.len());
+            while let Some(item) = iter.next_batch() {
+                let batch = item.map_err(|fault| {
+                    KafkoError::corruption(&seg.log_path, iter.position(), format!("{fault:?}"))
+                })?;
+                let h = batch.header;
+                if h.base_offset >= hw {
+                    return Ok(None);
+                }
+                if h.max_timestamp < timestamp || h.next_offset() <= start {
+                    continue;
+                }
+                decoded.clear();
+                decode_records(&h, batch.bytes, self.partition, &mut decoded)
+                    .map_err(|why| KafkoError::corruption(&seg.log_path, batch.position, why))?;
+                if let Some(r) = decoded
+                    .iter()
+                    .find(|r| r.timestamp >= timestamp && r.offset >= start && r.offset < hw)
+                {
+                    return Ok(Some(r.offset));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Waits until the high watermark passes `offset` or `timeout` elapses; returns
+    /// whether records are available.
+    pub(crate) async fn wait_for(&self, offset: u64, timeout: Duration) -> bool {
+        let mut rx = self.hw_watch.subscribe();
+        let wait = async {
+            loop {
+                if *rx.borrow_and_update() > offset {
+                    return true;
+                }
+                if rx.changed().await.is_err() {
+                    return false;
+                }
+            }
+        };
+        tokio::time::timeout(timeout, wait).await.unwrap_or(false)
+    }
+
+    /// A receiver that changes whenever the high watermark moves.
+    pub(crate) fn subscribe(&self) -> watch::Receiver<u64> {
+        self.hw_watch.subscribe()
+    }
+}
+
+/// Bytes a record counts against `max_bytes`.
+pub(crate) fn record_bytes(r: &Record) -> usize {
+    r.key.as_ref().map_or(0, |k| k.len())
+        + r.value.as_ref().map_or(0, |v| v.len())
+        + r.headers
+            .iter()
+            .map(|h| h.name.len() + h.value.len())
+            .sum::<usize>()
+        + 16
+}

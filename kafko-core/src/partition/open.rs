@@ -1,0 +1,203 @@
+//! Loading a partition directory at open: finish or discard interrupted compaction
+//! swaps, drop segments below the log start checkpoint, load or rebuild indexes, and
+//! scan the active segment unless the last shutdown was clean (FORMAT.md, "Recovery").
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tokio::sync::Notify;
+
+use super::PartitionLog;
+use super::writer::LOG_START_FILE;
+use crate::error::{KafkoError, Result};
+use crate::naming::{parse_segment_file, segment_file};
+use crate::segment::Segment;
+use crate::segment::index::SparseIndex;
+use crate::segment::recovery::scan;
+use crate::state_file;
+use crate::storage::Storage;
+
+/// Opens the partition in `dir`; `clean` says the last shutdown wrote its marker.
+pub(crate) fn open_partition(
+    storage: &Arc<dyn Storage>,
+    dir: PathBuf,
+    topic: Arc<str>,
+    partition: u32,
+    clean: bool,
+    activity: Arc<Notify>,
+) -> Result<(Arc<PartitionLog>, Arc<Segment>)> {
+    let s = &**storage;
+    s.create_dir_all(&dir)
+        .map_err(|e| KafkoError::io("creating", &dir, e))?;
+    finish_interrupted_swaps(s, &dir)?;
+    let mut bases = list_segments(s, &dir)?;
+    let checkpoint: Option<u64> = state_file::read(s, &dir.join(LOG_START_FILE))?;
+    let mut log_start = checkpoint.unwrap_or_else(|| bases.first().copied().unwrap_or(0));
+    // A retention pass that crashed after the checkpoint leaves segments wholly below it.
+    while bases.len() >= 2 && bases[1] <= log_start {
+        let stale = bases.remove(0);
+        for ext in ["log", "index", "timeindex"] {
+            let _ = s.remove_file(&dir.join(segment_file(stale, ext)));
+        }
+        tracing::info!(%topic, partition, base = stale, "removed segment below the log start offset");
+    }
+    if bases.is_empty() {
+        let seg = Arc::new(Segment::create(s, &dir, log_start)?);
+        let log = Arc::new(PartitionLog::new(
+            topic,
+            partition,
+            dir,
+            storage.clone(),
+            vec![seg.clone()],
+            log_start,
+            log_start,
+            activity,
+        ));
+        return Ok((log, seg));
+    }
+    log_start = log_start.max(bases[0]);
+    let mut segments: Vec<Arc<Segment>> = Vec::with_capacity(bases.len());
+    let last = bases.len() - 1;
+    for (i, &base) in bases.iter().enumerate() {
+        let seg = load_segment(s, &dir, base, i == last, clean, &topic, partition)?;
+        if let Some(prev) = segments.last()
+            && seg.base_offset < prev.next_offset()
+        {
+            return Err(KafkoError::corruption(
+                &seg.log_path,
+                0,
+                format!(
+                    "segment starts at {} but the previous one ends at {}",
+                    seg.base_offset,
+                    prev.next_offset()
+                ),
+            ));
+        }
+        segments.push(Arc::new(seg));
+    }
+    let active = segments[last].clone();
+    let hw = active.next_offset();
+    let log_start = log_start.min(hw);
+    let log = Arc::new(PartitionLog::new(
+        topic,
+        partition,
+        dir,
+        storage.clone(),
+        segments,
+        log_start,
+        hw,
+        activity,
+    ));
+    Ok((log, active))
+}
+
+fn list_segments(s: &dyn Storage, dir: &Path) -> Result<Vec<u64>> {
+    let mut bases = Vec::new();
+    for path in s
+        .list_dir(dir)
+        .map_err(|e| KafkoError::io("listing", dir, e))?
+    {
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        if name.ends_with(".tmp") || name.ends_with(".cleaned") {
+            // Leftovers of an interrupted state-file replace or compaction: never live data.
+            s.remove_file(&path)
+                .map_err(|e| KafkoError::io("removing", &path, e))?;
+            continue;
+        }
+        if let Some(base) = parse_segment_file(name) {
+            bases.push(base);
+        }
+    }
+    bases.sort_unstable();
+    Ok(bases)
+}
+
+/// A `.swap` file is a compacted segment whose swap passed its commit point: complete it.
+fn finish_interrupted_swaps(s: &dyn Storage, dir: &Path) -> Result<()> {
+    for path in s
+        .list_dir(dir)
+        .map_err(|e| KafkoError::io("listing", dir, e))?
+    {
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        let Some(base) = name
+            .strip_suffix(".swap")
+            .and_then(|stem| parse_segment_file(&format!("{stem}.log")))
+        else {
+            continue;
+        };
+        let file = s
+            .open(&path)
+            .map_err(|e| KafkoError::io("opening", &path, e))?;
+        let scanned = scan(&*file, &path, base)?;
+        drop(file);
+        for other in list_segments(s, dir)? {
+            if other >= base && other < scanned.summary.next_offset.max(base + 1) {
+                for ext in ["log", "index", "timeindex"] {
+                    let _ = s.remove_file(&dir.join(segment_file(other, ext)));
+                }
+            }
+        }
+        s.sync_dir(dir)
+            .map_err(|e| KafkoError::io("syncing directory", dir, e))?;
+        let log_path = dir.join(segment_file(base, "log"));
+        s.rename(&path, &log_path)
+            .map_err(|e| KafkoError::io("renaming", &path, e))?;
+        s.sync_dir(dir)
+            .map_err(|e| KafkoError::io("syncing directory", dir, e))?;
+        tracing::info!(path = %log_path.display(), "completed an interrupted compaction swap");
+    }
+    Ok(())
+}
+
+fn load_segment(
+    s: &dyn Storage,
+    dir: &Path,
+    base: u64,
+    is_active: bool,
+    clean: bool,
+    topic: &str,
+    partition: u32,
+) -> Result<Segment> {
+    let log_path = dir.join(segment_file(base, "log"));
+    let file = s
+        .open(&log_path)
+        .map_err(|e| KafkoError::io("opening", &log_path, e))?;
+    let len = file
+        .len()
+        .map_err(|e| KafkoError::io("reading length of", &log_path, e))?;
+    // Sealed segments were fsynced with their indexes at roll time; the active one only
+    // has trustworthy indexes after a clean shutdown.
+    if !is_active || clean {
+        let offsets = s
+            .read(&log_path.with_extension("index"))
+            .unwrap_or_default();
+        let times = s
+            .read(&log_path.with_extension("timeindex"))
+            .unwrap_or_default();
+        if let Some((index, summary)) = SparseIndex::decode(&offsets, &times, base, len) {
+            return Ok(Segment::new(base, log_path, file, summary, index));
+        }
+        if !is_active || clean {
+            tracing::warn!(%topic, partition, path = %log_path.display(), "index missing or invalid; rebuilding from the log");
+        }
+    }
+    let scanned = scan(&*file, &log_path, base)?;
+    if let Some((position, reason)) = &scanned.torn_tail {
+        tracing::warn!(%topic, partition, path = %log_path.display(), position, reason, dropped_bytes = len - position, "truncating torn tail");
+        file.truncate(*position)
+            .map_err(|e| KafkoError::io("truncating", &log_path, e))?;
+        file.sync_data()
+            .map_err(|e| KafkoError::io("fsyncing", &log_path, e))?;
+    }
+    let seg = Segment::new(base, log_path, file, scanned.summary, scanned.index);
+    if !is_active {
+        seg.write_indexes(s)?;
+    }
+    Ok(seg)
+}

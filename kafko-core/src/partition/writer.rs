@@ -1,0 +1,466 @@
+//! The single writer task of a partition. It owns the active segment, assigns offsets,
+//! drains every queued append into one `write` (group commit), applies the fsync policy,
+//! rolls segments, runs retention and installs compacted segments. Nothing else writes.
+//!
+//! Invariants:
+//! - offsets are assigned only here, and become visible (high watermark) only after the
+//!   bytes holding them were written — and fsynced, when the policy or request says so;
+//! - a failed write is cut back off the file and burns no offset;
+//! - after a failed fsync (or a failed cut) the partition accepts no more writes.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+
+use super::PartitionLog;
+use super::command::{Command, RetentionOutcome, SegmentSwap};
+use crate::config::{FsyncPolicy, TopicConfig};
+use crate::error::{KafkoError, Result};
+use crate::naming::segment_file;
+use crate::segment::Segment;
+use crate::segment::batch::{self, EncodedBatch};
+use crate::state_file;
+use crate::storage::Storage;
+
+/// Most appends drained into one write.
+const MAX_GROUP_COMMANDS: usize = 512;
+/// Most bytes drained into one write.
+const MAX_GROUP_BYTES: usize = 4 * 1024 * 1024;
+
+/// Name of the per-partition log start checkpoint.
+pub(crate) const LOG_START_FILE: &str = "log-start-offset";
+
+/// Shared with the handle so a dropped reply can be told apart from a shutdown.
+#[derive(Default)]
+pub(crate) struct WriterState {
+    pub(crate) panicked: AtomicBool,
+}
+
+/// Sets `panicked` if the writer unwinds. Declared first in `run`, so it drops before
+/// the writer's own fields (the reply senders): waiters see the flag when they wake.
+struct PanicGuard(Arc<WriterState>);
+
+impl Drop for PanicGuard {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.panicked.store(true, Ordering::Release);
+        }
+    }
+}
+
+struct PendingReply {
+    reply: oneshot::Sender<Result<u64>>,
+    base_offset: u64,
+}
+
+/// A batch observed in the write buffer, applied to the index once written.
+struct Observation {
+    rel: u32,
+    position: u32,
+    framed_len: u64,
+    max_timestamp: i64,
+}
+
+pub(crate) struct Writer {
+    log: Arc<PartitionLog>,
+    storage: Arc<dyn Storage>,
+    rx: mpsc::Receiver<Command>,
+    config: Arc<TopicConfig>,
+    active: Arc<Segment>,
+    /// Next offset to assign (committed; buffered batches are counted in `buffered_next`).
+    next_offset: u64,
+    /// Bytes of the active segment that are written.
+    active_len: u64,
+    /// Written since the last fsync.
+    dirty: bool,
+    last_sync: Instant,
+    poisoned: Option<String>,
+    state: Arc<WriterState>,
+    buf: Vec<u8>,
+    pending: Vec<PendingReply>,
+    observations: Vec<Observation>,
+    buffered_next: u64,
+    buffered_max_ts: i64,
+    sync_requested: bool,
+}
+
+impl Writer {
+    pub(crate) fn new(
+        log: Arc<PartitionLog>,
+        rx: mpsc::Receiver<Command>,
+        config: Arc<TopicConfig>,
+        active: Arc<Segment>,
+        state: Arc<WriterState>,
+    ) -> Self {
+        let next_offset = active.next_offset();
+        let active_len = active.len();
+        Writer {
+            storage: log.storage.clone(),
+            log,
+            rx,
+            config,
+            active,
+            next_offset,
+            active_len,
+            dirty: false,
+            last_sync: Instant::now(),
+            poisoned: None,
+            state,
+            buf: Vec::with_capacity(64 * 1024),
+            pending: Vec::new(),
+            observations: Vec::new(),
+            buffered_next: next_offset,
+            buffered_max_ts: i64::MIN,
+            sync_requested: false,
+        }
+    }
+
+    /// The task body: runs until shutdown or until every sender is gone.
+    pub(crate) async fn run(mut self) {
+        let _guard = PanicGuard(self.state.clone());
+        let mut deferred: Option<Command> = None;
+        loop {
+            let cmd = match deferred.take() {
+                Some(c) => Some(c),
+                None => self.next_command().await,
+            };
+            let Some(cmd) = cmd else {
+                // Every handle is gone: leave the data durable.
+                let _ = self.shutdown();
+                return;
+            };
+            match cmd {
+                Command::Append { batch, sync, reply } => {
+                    self.stage(batch, sync, reply);
+                    while self.pending.len() < MAX_GROUP_COMMANDS
+                        && self.buf.len() < MAX_GROUP_BYTES
+                    {
+                        match self.rx.try_recv() {
+                            Ok(Command::Append { batch, sync, reply }) => {
+                                self.stage(batch, sync, reply)
+                            }
+                            Ok(other) => {
+                                deferred = Some(other);
+                                break;
+                            }
+                            Err(_) => break,
+                        }
+                    }
+                    self.flush();
+                }
+                Command::Sync { reply } => {
+                    let _ = reply.send(self.sync_now());
+                }
+                Command::Retention { now_ms, reply } => {
+                    let _ = reply.send(self.enforce_retention(now_ms));
+                }
+                Command::Swap { swap, reply } => {
+                    let _ = reply.send(self.install_swap(swap));
+                }
+                Command::UpdateConfig { config } => self.config = config,
+                Command::Shutdown { reply } => {
+                    let _ = reply.send(self.shutdown());
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Waits for a command, running interval fsyncs while idle.
+    async fn next_command(&mut self) -> Option<Command> {
+        loop {
+            let deadline = match self.config.fsync {
+                FsyncPolicy::IntervalMs { interval_ms } if self.dirty => {
+                    Some(self.last_sync + std::time::Duration::from_millis(interval_ms))
+                }
+                _ => None,
+            };
+            let Some(deadline) = deadline else {
+                return self.rx.recv().await;
+            };
+            tokio::select! {
+                cmd = self.rx.recv() => return cmd,
+                () = tokio::time::sleep_until(deadline) => {
+                    let _ = self.sync_now();
+                }
+            }
+        }
+    }
+
+    fn read_only_error(&self, reason: &str) -> KafkoError {
+        KafkoError::PartitionReadOnly {
+            topic: self.log.topic.to_string(),
+            partition: self.log.partition,
+            reason: reason.to_owned(),
+        }
+    }
+
+    /// Adds one batch to the write buffer, rolling the segment first if it would overflow.
+    fn stage(&mut self, batch: EncodedBatch, sync: bool, reply: oneshot::Sender<Result<u64>>) {
+        if let Some(reason) = &self.poisoned {
+            let _ = reply.send(Err(self.read_only_error(reason)));
+            return;
+        }
+        let framed = batch.framed_len() as u64;
+        let used = self.active_len + self.buf.len() as u64;
+        let rel = self.buffered_next - self.active.base_offset;
+        if used > 0
+            && (used + framed > self.config.segment_bytes
+                || rel + u64::from(batch.last_offset_delta) >= u64::from(u32::MAX))
+        {
+            self.flush();
+            if let Err(e) = self.roll() {
+                let _ = reply.send(Err(e));
+                return;
+            }
+        }
+        if let Some(reason) = &self.poisoned {
+            let _ = reply.send(Err(self.read_only_error(reason)));
+            return;
+        }
+        let base_offset = self.buffered_next;
+        let position = self.active_len + self.buf.len() as u64;
+        self.observations.push(Observation {
+            rel: (base_offset - self.active.base_offset) as u32,
+            position: position as u32,
+            framed_len: framed,
+            max_timestamp: batch.max_timestamp,
+        });
+        batch::frame(&mut self.buf, base_offset, &batch);
+        self.buffered_next = base_offset + u64::from(batch.last_offset_delta) + 1;
+        self.buffered_max_ts = self.buffered_max_ts.max(batch.max_timestamp);
+        self.sync_requested |= sync;
+        self.pending.push(PendingReply { reply, base_offset });
+    }
+
+    /// Writes the buffer in one call, fsyncs if required, publishes and replies.
+    fn flush(&mut self) {
+        if self.buf.is_empty() {
+            return;
+        }
+        let result = self.write_buffer();
+        match result {
+            Ok(()) => {
+                for p in self.pending.drain(..) {
+                    let _ = p.reply.send(Ok(p.base_offset));
+                }
+            }
+            Err(e) => {
+                self.buffered_next = self.next_offset;
+                for p in self.pending.drain(..) {
+                    let _ = p.reply.send(Err(e.duplicate()));
+                }
+            }
+        }
+        self.buf.clear();
+        self.observations.clear();
+        self.buffered_max_ts = i64::MIN;
+        self.sync_requested = false;
+    }
+
+    fn write_buffer(&mut self) -> Result<()> {
+        let path = self.active.log_path.clone();
+        if let Err(e) = self.active.file.append(&self.buf) {
+            let err = KafkoError::io("appending to", &path, e);
+            // Cut whatever part of the write landed, so the next batch starts clean.
+            if let Err(cut) = self.active.file.truncate(self.active_len) {
+                self.poison(format!("could not cut a failed write: {cut}"));
+            }
+            return Err(err);
+        }
+        let must_sync = self.sync_requested || self.config.fsync == FsyncPolicy::Always;
+        if must_sync {
+            if let Err(e) = self.active.file.sync_data() {
+                self.poison(format!("fsync failed: {e}"));
+                return Err(KafkoError::io("fsyncing", &path, e));
+            }
+            self.last_sync = Instant::now();
+            self.dirty = false;
+        } else {
+            self.dirty = true;
+        }
+        {
+            let mut idx = self.active.index.write().unwrap_or_else(|p| p.into_inner());
+            for o in &self.observations {
+                idx.observe(o.rel, o.position, o.framed_len, o.max_timestamp);
+            }
+        }
+        self.active_len += self.buf.len() as u64;
+        self.next_offset = self.buffered_next;
+        self.active
+            .publish(self.active_len, self.next_offset, self.buffered_max_ts);
+        self.log.publish_high_watermark(self.next_offset);
+        if let FsyncPolicy::IntervalMs { interval_ms } = self.config.fsync
+            && self.last_sync.elapsed() >= std::time::Duration::from_millis(interval_ms)
+        {
+            let _ = self.sync_now();
+        }
+        Ok(())
+    }
+
+    fn poison(&mut self, reason: String) {
+        tracing::error!(topic = %self.log.topic, partition = self.log.partition, %reason, "partition turns read-only");
+        self.poisoned = Some(reason);
+    }
+
+    fn sync_now(&mut self) -> Result<()> {
+        if let Some(reason) = &self.poisoned {
+            return Err(self.read_only_error(reason));
+        }
+        if !self.dirty {
+            return Ok(());
+        }
+        if let Err(e) = self.active.file.sync_data() {
+            self.poison(format!("fsync failed: {e}"));
+            return Err(KafkoError::io("fsyncing", &self.active.log_path, e));
+        }
+        self.dirty = false;
+        self.last_sync = Instant::now();
+        Ok(())
+    }
+
+    /// Seals the active segment (fsync + indexes) and starts a new one.
+    fn roll(&mut self) -> Result<()> {
+        self.sync_now()?;
+        self.active.write_indexes(&*self.storage)?;
+        let next = Arc::new(Segment::create(
+            &*self.storage,
+            &self.log.dir,
+            self.next_offset,
+        )?);
+        let mut segments: Vec<_> = self.log.segments().iter().cloned().collect();
+        segments.push(next.clone());
+        self.log.set_segments(segments);
+        self.active = next;
+        self.active_len = 0;
+        self.buffered_next = self.next_offset;
+        Ok(())
+    }
+
+    /// Deletes the oldest sealed segments beyond `retention_ms` / `retention_bytes`.
+    fn enforce_retention(&mut self, now_ms: i64) -> Result<RetentionOutcome> {
+        let segments = self.log.segments();
+        let mut outcome = RetentionOutcome {
+            log_start_offset: self.log.log_start(),
+            ..Default::default()
+        };
+        if !self.config.cleanup_policy.deletes() || segments.len() < 2 {
+            return Ok(outcome);
+        }
+        let sealed = &segments[..segments.len() - 1];
+        let mut total: u64 = segments.iter().map(|s| s.len()).sum();
+        let mut count = 0;
+        for seg in sealed {
+            let expired = self
+                .config
+                .retention_ms
+                .is_some_and(|ms| seg.max_timestamp() < now_ms.saturating_sub(ms as i64));
+            // Kafka's rule: drop a segment only if what remains still meets the limit.
+            let oversized = self
+                .config
+                .retention_bytes
+                .is_some_and(|max| total - seg.len() >= max);
+            if !(expired || oversized) {
+                break;
+            }
+            total -= seg.len();
+            count += 1;
+        }
+        if count == 0 {
+            return Ok(outcome);
+        }
+        let new_start = segments[count].base_offset.max(self.log.log_start());
+        // Persist the new start before deleting, so a crash cannot resurrect a gap.
+        state_file::write(
+            &*self.storage,
+            &self.log.dir.join(LOG_START_FILE),
+            &new_start,
+        )?;
+        self.log.set_segments(segments[count..].to_vec());
+        self.log.set_log_start(new_start);
+        for seg in &segments[..count] {
+            outcome.bytes_deleted += seg.len();
+            seg.remove_files(&*self.storage)?;
+        }
+        self.storage
+            .sync_dir(&self.log.dir)
+            .map_err(|e| KafkoError::io("syncing directory", &self.log.dir, e))?;
+        outcome.segments_deleted = count;
+        outcome.log_start_offset = new_start;
+        tracing::info!(topic = %self.log.topic, partition = self.log.partition, deleted = count, log_start = new_start, "retention deleted segments");
+        Ok(outcome)
+    }
+
+    /// Installs a compacted segment in place of a run of sealed ones (crash-safe order:
+    /// `.cleaned` → `.swap` (commit point) → delete old → `.swap` → `.log`).
+    fn install_swap(&mut self, swap: SegmentSwap) -> Result<()> {
+        let segments = self.log.segments();
+        let Some(first) = segments
+            .iter()
+            .position(|s| Some(&s.base_offset) == swap.replaced.first())
+        else {
+            let _ = self.storage.remove_file(&swap.cleaned_path);
+            return Err(KafkoError::InvalidRequest {
+                reason: "segments changed during compaction".into(),
+            });
+        };
+        let end = first + swap.replaced.len();
+        let still_same = end < segments.len()
+            && segments[first..end]
+                .iter()
+                .map(|s| s.base_offset)
+                .eq(swap.replaced.iter().copied());
+        if !still_same {
+            let _ = self.storage.remove_file(&swap.cleaned_path);
+            return Err(KafkoError::InvalidRequest {
+                reason: "segments changed during compaction".into(),
+            });
+        }
+        let dir = self.log.dir.clone();
+        fn io<'a>(op: &'static str, p: &'a Path) -> impl FnOnce(std::io::Error) -> KafkoError + 'a {
+            move |e| KafkoError::io(op, p.to_path_buf(), e)
+        }
+        let base = swap.summary.base_offset;
+        let swap_path = dir.join(segment_file(base, "swap"));
+        let log_path = dir.join(segment_file(base, "log"));
+        self.storage
+            .rename(&swap.cleaned_path, &swap_path)
+            .map_err(io("renaming", &swap_path))?;
+        self.storage
+            .sync_dir(&dir)
+            .map_err(io("syncing directory", &dir))?;
+        for seg in &segments[first..end] {
+            seg.remove_files(&*self.storage)?;
+        }
+        self.storage
+            .sync_dir(&dir)
+            .map_err(io("syncing directory", &dir))?;
+        self.storage
+            .rename(&swap_path, &log_path)
+            .map_err(io("renaming", &log_path))?;
+        self.storage
+            .sync_dir(&dir)
+            .map_err(io("syncing directory", &dir))?;
+        let file = self
+            .storage
+            .open(&log_path)
+            .map_err(io("opening", &log_path))?;
+        let cleaned = Arc::new(Segment::new(base, log_path, file, swap.summary, swap.index));
+        cleaned.write_indexes(&*self.storage)?;
+        let mut next: Vec<_> = segments[..first].to_vec();
+        next.push(cleaned);
+        next.extend(segments[end..].iter().cloned());
+        self.log.set_segments(next);
+        Ok(())
+    }
+
+    /// fsyncs the active segment and writes its indexes so the next open needs no scan.
+    fn shutdown(&mut self) -> Result<()> {
+        self.flush();
+        self.sync_now()?;
+        self.active.write_indexes(&*self.storage)
+    }
+}

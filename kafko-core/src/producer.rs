@@ -1,0 +1,70 @@
+//! [`Producer`]: a cheap, cloneable handle that appends to one topic.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use crate::error::{KafkoError, Result};
+use crate::record::{ProducerRecord, RecordMetadata};
+use crate::topic::{SendOptions, Topic};
+
+/// Appends records to one topic. Clone freely; all clones share the partition writers.
+#[derive(Clone)]
+pub struct Producer {
+    pub(crate) topic: Arc<Topic>,
+}
+
+impl Producer {
+    /// Appends one record (`key` routes it) and returns where it landed.
+    pub async fn send(&self, key: Option<Bytes>, value: Bytes) -> Result<RecordMetadata> {
+        self.send_record(ProducerRecord {
+            key,
+            value: Some(value),
+            ..Default::default()
+        })
+        .await
+    }
+
+    /// Appends one fully specified record.
+    pub async fn send_record(&self, record: ProducerRecord) -> Result<RecordMetadata> {
+        let mut out = self
+            .topic
+            .send(vec![record], SendOptions::default())
+            .await?;
+        out.pop().ok_or_else(|| KafkoError::InvalidRequest {
+            reason: "empty result".into(),
+        })
+    }
+
+    /// Appends records; those for one partition are written as one atomic batch.
+    pub async fn send_batch(&self, records: Vec<ProducerRecord>) -> Result<Vec<RecordMetadata>> {
+        self.topic.send(records, SendOptions::default()).await
+    }
+
+    /// [`send_batch`](Self::send_batch) with explicit options (fsync, no-wait backpressure).
+    pub async fn send_batch_with(
+        &self,
+        records: Vec<ProducerRecord>,
+        options: SendOptions,
+    ) -> Result<Vec<RecordMetadata>> {
+        self.topic.send(records, options).await
+    }
+
+    /// fsyncs every partition of the topic.
+    pub async fn sync(&self) -> Result<()> {
+        for p in &self.topic.partitions {
+            p.sync().await?;
+        }
+        Ok(())
+    }
+
+    /// The topic name.
+    pub fn topic(&self) -> &str {
+        &self.topic.name
+    }
+
+    /// Number of partitions.
+    pub fn partitions(&self) -> u32 {
+        self.topic.partitions.len() as u32
+    }
+}

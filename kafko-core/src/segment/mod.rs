@@ -1,0 +1,149 @@
+//! Segments: one `.log` file of batches plus its sparse indexes. This module owns the
+//! in-memory [`Segment`] shared by the writer and readers; `batch` the byte codec,
+//! `index` the sparse indexes, `reader` batch iteration, `recovery` the open-time scan.
+
+pub(crate) mod batch;
+pub(crate) mod index;
+pub(crate) mod reader;
+pub(crate) mod recovery;
+pub(crate) mod varint;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+
+use crate::error::{KafkoError, Result};
+use crate::naming::segment_file;
+use crate::storage::{Storage, StorageFile};
+use index::{SegmentSummary, SparseIndex};
+
+/// One segment. The writer appends and publishes `len`/`next_offset`; readers only read
+/// below the published `len`, so they never need the writer.
+pub(crate) struct Segment {
+    pub(crate) base_offset: u64,
+    pub(crate) log_path: PathBuf,
+    pub(crate) file: Arc<dyn StorageFile>,
+    /// Bytes readers may read (a whole number of batches).
+    len: AtomicU64,
+    /// One past the last offset stored.
+    next_offset: AtomicU64,
+    /// Largest timestamp stored (`i64::MIN` when empty).
+    max_timestamp: AtomicI64,
+    pub(crate) index: RwLock<SparseIndex>,
+}
+
+impl Segment {
+    /// Wraps an opened (and verified) segment file.
+    pub(crate) fn new(
+        base_offset: u64,
+        log_path: PathBuf,
+        file: Arc<dyn StorageFile>,
+        summary: SegmentSummary,
+        index: SparseIndex,
+    ) -> Segment {
+        Segment {
+            base_offset,
+            log_path,
+            file,
+            len: AtomicU64::new(summary.log_length),
+            next_offset: AtomicU64::new(summary.next_offset),
+            max_timestamp: AtomicI64::new(summary.max_timestamp),
+            index: RwLock::new(index),
+        }
+    }
+
+    /// Creates an empty segment file at `base_offset` in `dir` and makes its creation durable.
+    pub(crate) fn create(storage: &dyn Storage, dir: &Path, base_offset: u64) -> Result<Segment> {
+        let log_path = dir.join(segment_file(base_offset, "log"));
+        let file = storage
+            .open(&log_path)
+            .map_err(|e| KafkoError::io("creating", &log_path, e))?;
+        file.truncate(0)
+            .map_err(|e| KafkoError::io("truncating", &log_path, e))?;
+        storage
+            .sync_dir(dir)
+            .map_err(|e| KafkoError::io("syncing directory", dir, e))?;
+        let summary = SegmentSummary {
+            base_offset,
+            log_length: 0,
+            next_offset: base_offset,
+            max_timestamp: i64::MIN,
+        };
+        Ok(Segment::new(
+            base_offset,
+            log_path,
+            file,
+            summary,
+            SparseIndex::default(),
+        ))
+    }
+
+    /// Published length in bytes.
+    pub(crate) fn len(&self) -> u64 {
+        self.len.load(Ordering::Acquire)
+    }
+
+    /// One past the last offset.
+    pub(crate) fn next_offset(&self) -> u64 {
+        self.next_offset.load(Ordering::Acquire)
+    }
+
+    /// Largest timestamp stored.
+    pub(crate) fn max_timestamp(&self) -> i64 {
+        self.max_timestamp.load(Ordering::Acquire)
+    }
+
+    /// Publishes appended bytes (called by the writer after a successful write).
+    pub(crate) fn publish(&self, len: u64, next_offset: u64, max_timestamp: i64) {
+        self.max_timestamp
+            .fetch_max(max_timestamp, Ordering::AcqRel);
+        self.next_offset.store(next_offset, Ordering::Release);
+        self.len.store(len, Ordering::Release);
+    }
+
+    /// Current summary, as the index files record it.
+    pub(crate) fn summary(&self) -> SegmentSummary {
+        SegmentSummary {
+            base_offset: self.base_offset,
+            log_length: self.len(),
+            next_offset: self.next_offset(),
+            max_timestamp: self.max_timestamp(),
+        }
+    }
+
+    /// Path of a sibling file (`index`, `timeindex`).
+    pub(crate) fn sibling(&self, extension: &str) -> PathBuf {
+        self.log_path.with_extension(extension)
+    }
+
+    /// Writes both index files (write-temp, fsync, rename, fsync dir).
+    pub(crate) fn write_indexes(&self, storage: &dyn Storage) -> Result<()> {
+        let summary = self.summary();
+        let (offsets, times) = {
+            let idx = self.index.read().unwrap_or_else(|p| p.into_inner());
+            (idx.encode_offsets(&summary), idx.encode_times(&summary))
+        };
+        for (ext, data) in [("index", offsets), ("timeindex", times)] {
+            let path = self.sibling(ext);
+            crate::storage::replace_file(storage, &path, &data)
+                .map_err(|e| KafkoError::io("writing index", &path, e))?;
+        }
+        Ok(())
+    }
+
+    /// Removes the segment's files (log and indexes).
+    pub(crate) fn remove_files(&self, storage: &dyn Storage) -> Result<()> {
+        for path in [
+            self.log_path.clone(),
+            self.sibling("index"),
+            self.sibling("timeindex"),
+        ] {
+            match storage.remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(KafkoError::io("removing", &path, e)),
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,120 @@
+//! The open-time scan of a segment (FORMAT.md, "Recovery rules"): verify every batch,
+//! rebuild the sparse indexes, tell a torn tail (truncate) from corruption (refuse).
+
+use std::path::Path;
+
+use super::batch::{BatchHeader, HEADER_LEN, crc_matches};
+use super::index::{SegmentSummary, SparseIndex};
+use super::reader::{BatchFault, BatchIter, read_full};
+use crate::error::{KafkoError, Result};
+use crate::storage::StorageFile;
+
+/// Result of scanning one segment.
+#[derive(Debug)]
+pub(crate) struct Scanned {
+    pub(crate) summary: SegmentSummary,
+    pub(crate) index: SparseIndex,
+    /// `Some((position, reason))` when bytes after `summary.log_length` must be cut.
+    pub(crate) torn_tail: Option<(u64, String)>,
+}
+
+/// Scans a whole segment file. Errors with `Corruption` when a bad batch is followed by a
+/// valid one, since cutting there would silently drop acknowledged records.
+pub(crate) fn scan(file: &dyn StorageFile, path: &Path, base_offset: u64) -> Result<Scanned> {
+    let file_len = file
+        .len()
+        .map_err(|e| KafkoError::io("reading length of", path, e))?;
+    let mut iter = BatchIter::new(file, 0, file_len);
+    let mut index = SparseIndex::default();
+    let mut next_offset = base_offset;
+    let mut max_timestamp = i64::MIN;
+    let mut torn_tail = None;
+    while let Some(item) = iter.next_batch() {
+        match item {
+            Ok(batch) => {
+                let h = batch.header;
+                if h.base_offset < next_offset || h.base_offset - base_offset > u64::from(u32::MAX)
+                {
+                    return Err(KafkoError::corruption(
+                        path,
+                        batch.position,
+                        format!(
+                            "batch base offset {} does not follow {}",
+                            h.base_offset, next_offset
+                        ),
+                    ));
+                }
+                index.observe(
+                    (h.base_offset - base_offset) as u32,
+                    batch.position as u32,
+                    h.framed_len() as u64,
+                    h.max_timestamp,
+                );
+                next_offset = h.next_offset();
+                max_timestamp = max_timestamp.max(h.max_timestamp);
+            }
+            Err(BatchFault::Io(e)) => {
+                return Err(KafkoError::io("scanning", path, std::io::Error::other(e)));
+            }
+            Err(fault) => {
+                let position = iter.position();
+                if let Some(valid_at) = valid_batch_after(file, position, file_len, next_offset)? {
+                    return Err(KafkoError::corruption(
+                        path,
+                        position,
+                        format!("{fault:?} followed by a valid batch at byte {valid_at}"),
+                    ));
+                }
+                torn_tail = Some((position, format!("{fault:?}")));
+                break;
+            }
+        }
+    }
+    let log_length = torn_tail.as_ref().map_or(file_len, |(p, _)| *p);
+    Ok(Scanned {
+        summary: SegmentSummary {
+            base_offset,
+            log_length,
+            next_offset,
+            max_timestamp,
+        },
+        index,
+        torn_tail,
+    })
+}
+
+/// Looks for any CRC-valid batch starting after `from` whose offsets could follow
+/// `min_offset`. Only runs on the failure path, so a byte-by-byte search is affordable.
+fn valid_batch_after(
+    file: &dyn StorageFile,
+    from: u64,
+    file_len: u64,
+    min_offset: u64,
+) -> Result<Option<u64>> {
+    let start = from + 1;
+    if start + HEADER_LEN as u64 > file_len {
+        return Ok(None);
+    }
+    let mut rest = vec![0u8; (file_len - start) as usize];
+    let got = read_full(file, &mut rest, start)
+        .map_err(|e| KafkoError::io("scanning", Path::new("segment"), e))?;
+    rest.truncate(got);
+    if rest.iter().all(|&b| b == 0) {
+        return Ok(None);
+    }
+    for i in 0..rest.len().saturating_sub(HEADER_LEN - 1) {
+        if rest[i + 8] != super::batch::MAGIC {
+            continue;
+        }
+        let Ok(h) = BatchHeader::parse(&rest[i..]) else {
+            continue;
+        };
+        if h.base_offset < min_offset || i + h.framed_len() > rest.len() {
+            continue;
+        }
+        if crc_matches(&h, &rest[i..i + h.framed_len()]) {
+            return Ok(Some(start + i as u64));
+        }
+    }
+    Ok(None)
+}

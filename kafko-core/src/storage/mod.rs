@@ -1,0 +1,75 @@
+//! The storage seam: every file operation of the log goes through [`Storage`] and
+//! [`StorageFile`], so tests can substitute a layer that injects faults or simulates
+//! power loss. The real filesystem is [`StdStorage`].
+//!
+//! Dynamic dispatch costs one indirect call per `write`/`fsync` — the writer issues one
+//! `append` per drained group of batches — which is noise next to the syscall itself.
+
+mod std_fs;
+
+use std::any::Any;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use std_fs::StdStorage;
+
+/// An open file: appended by one writer, read positionally by any number of readers.
+pub trait StorageFile: Send + Sync + 'static {
+    /// Appends all of `buf` at the end of the file.
+    fn append(&self, buf: &[u8]) -> io::Result<()>;
+    /// Reads up to `buf.len()` bytes at `pos`; returns how many were read (0 at the end).
+    fn read_at(&self, buf: &mut [u8], pos: u64) -> io::Result<usize>;
+    /// Flushes the file's data to stable storage (fdatasync).
+    fn sync_data(&self) -> io::Result<()>;
+    /// Current length in bytes.
+    fn len(&self) -> io::Result<u64>;
+    /// Whether the file is empty.
+    fn is_empty(&self) -> io::Result<bool> {
+        Ok(self.len()? == 0)
+    }
+    /// Cuts the file to `len` bytes.
+    fn truncate(&self, len: u64) -> io::Result<()>;
+}
+
+/// A directory-level view of storage.
+pub trait Storage: Send + Sync + 'static {
+    /// Creates `path` and its parents.
+    fn create_dir_all(&self, path: &Path) -> io::Result<()>;
+    /// Opens (creating if absent) a file for appending and positional reads.
+    fn open(&self, path: &Path) -> io::Result<Arc<dyn StorageFile>>;
+    /// Reads a whole (small) file.
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
+    /// Creates or truncates `path`, writes `data` and fsyncs it.
+    fn write_synced(&self, path: &Path, data: &[u8]) -> io::Result<()>;
+    /// Atomically renames `from` to `to`.
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Removes a file.
+    fn remove_file(&self, path: &Path) -> io::Result<()>;
+    /// Removes a directory tree.
+    fn remove_dir_all(&self, path: &Path) -> io::Result<()>;
+    /// fsyncs a directory so that creations, renames and removals in it are durable.
+    fn sync_dir(&self, path: &Path) -> io::Result<()>;
+    /// Lists the entries of a directory (full paths).
+    fn list_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>>;
+    /// Whether `path` exists.
+    fn exists(&self, path: &Path) -> bool;
+    /// Takes an exclusive lock on `path`, failing with `WouldBlock` when another holder
+    /// has it. The lock is held while the returned guard lives.
+    fn try_lock(&self, path: &Path) -> io::Result<Box<dyn Any + Send + Sync>>;
+}
+
+/// Replaces a small file atomically: write `<path>.tmp`, fsync, rename, fsync the directory.
+pub(crate) fn replace_file(storage: &dyn Storage, path: &Path, data: &[u8]) -> io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    storage.write_synced(&tmp, data)?;
+    storage.rename(&tmp, path)?;
+    storage.sync_dir(parent_of(path))
+}
+
+/// The parent directory of a path inside the data directory.
+pub(crate) fn parent_of(path: &Path) -> &Path {
+    path.parent().unwrap_or_else(|| Path::new("."))
+}

@@ -1,0 +1,222 @@
+//! A topic: its persisted config, its partitions, and the routing of records to them.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, RwLock};
+
+use serde::Serialize;
+use tokio::sync::Notify;
+
+use crate::config::TopicConfig;
+use crate::error::{KafkoError, Result};
+use crate::partition::handle::PartitionHandle;
+use crate::record::{ProducerRecord, RecordMetadata, now_ms};
+use crate::routing::partition_for_key;
+use crate::segment::batch::{self, RecordFields};
+
+/// How a send waits.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SendOptions {
+    /// fsync before acknowledging, whatever the topic's policy.
+    pub sync: bool,
+    /// Fail with `Backpressure` instead of waiting when a partition's inbox is full.
+    pub no_wait: bool,
+}
+
+/// Per-partition facts for `describe`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PartitionInfo {
+    /// Partition number.
+    pub partition: u32,
+    /// First offset still stored.
+    pub log_start_offset: u64,
+    /// One past the last offset.
+    pub high_watermark: u64,
+    /// Bytes on disk (segment files).
+    pub size_bytes: u64,
+    /// Number of segment files.
+    pub segments: usize,
+    /// Appends waiting in the writer's inbox.
+    pub queue_depth: usize,
+}
+
+/// A topic's config and partition facts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TopicDescription {
+    /// Topic name.
+    pub name: String,
+    /// Current configuration.
+    pub config: TopicConfig,
+    /// One entry per partition.
+    pub partitions: Vec<PartitionInfo>,
+}
+
+pub(crate) struct Topic {
+    pub(crate) name: Arc<str>,
+    pub(crate) dir: PathBuf,
+    config: RwLock<Arc<TopicConfig>>,
+    pub(crate) partitions: Vec<PartitionHandle>,
+    /// Next partition for keyless batches (sticky per batch, round robin across batches).
+    round_robin: AtomicU32,
+    pub(crate) deleted: AtomicBool,
+    /// Woken whenever any partition's high watermark moves.
+    pub(crate) activity: Arc<Notify>,
+}
+
+impl Topic {
+    pub(crate) fn new(
+        name: Arc<str>,
+        dir: PathBuf,
+        config: TopicConfig,
+        partitions: Vec<PartitionHandle>,
+        activity: Arc<Notify>,
+    ) -> Self {
+        Topic {
+            name,
+            dir,
+            config: RwLock::new(Arc::new(config)),
+            partitions,
+            round_robin: AtomicU32::new(0),
+            deleted: AtomicBool::new(false),
+            activity,
+        }
+    }
+
+    pub(crate) fn config(&self) -> Arc<TopicConfig> {
+        self.config
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    pub(crate) fn set_config(&self, config: Arc<TopicConfig>) {
+        *self.config.write().unwrap_or_else(|p| p.into_inner()) = config;
+    }
+
+    pub(crate) fn check_live(&self) -> Result<()> {
+        if self.deleted.load(Ordering::Acquire) {
+            return Err(KafkoError::TopicNotFound {
+                topic: self.name.to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    pub(crate) fn partition(&self, partition: u32) -> Result<&PartitionHandle> {
+        self.check_live()?;
+        self.partitions
+            .get(partition as usize)
+            .ok_or_else(|| KafkoError::PartitionNotFound {
+                topic: self.name.to_string(),
+                partition,
+                partitions: self.partitions.len() as u32,
+            })
+    }
+
+    pub(crate) fn describe(&self) -> TopicDescription {
+        TopicDescription {
+            name: self.name.to_string(),
+            config: (*self.config()).clone(),
+            partitions: self
+                .partitions
+                .iter()
+                .map(|p| {
+                    let segs = p.log.segments();
+                    PartitionInfo {
+                        partition: p.log.partition,
+                        log_start_offset: p.log.log_start(),
+                        high_watermark: p.log.high_watermark(),
+                        size_bytes: segs.iter().map(|s| s.len()).sum(),
+                        segments: segs.len(),
+                        queue_depth: p.queue_depth(),
+                    }
+                })
+                .collect(),
+        }
+    }
+
+    /// Validates, routes, encodes and appends records; one atomic batch per partition.
+    pub(crate) async fn send(
+        &self,
+        records: Vec<ProducerRecord>,
+        opts: SendOptions,
+    ) -> Result<Vec<RecordMetadata>> {
+        self.check_live()?;
+        if records.is_empty() {
+            return Err(KafkoError::InvalidRequest {
+                reason: "a send needs at least one record".into(),
+            });
+        }
+        let config = self.config();
+        let n = self.partitions.len() as u32;
+        let sticky = self.round_robin.fetch_add(1, Ordering::Relaxed) % n;
+        let now = now_ms();
+        let mut groups: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+        let mut timestamps = Vec::with_capacity(records.len());
+        for (i, r) in records.iter().enumerate() {
+            let size = r.size();
+            if size as u64 > config.max_record_bytes {
+                return Err(KafkoError::RecordTooLarge {
+                    size,
+                    max: config.max_record_bytes as usize,
+                });
+            }
+            if config.cleanup_policy.compacts() && r.key.is_none() {
+                return Err(KafkoError::KeyRequired {
+                    topic: self.name.to_string(),
+                });
+            }
+            let p = match (r.partition, &r.key) {
+                (Some(p), _) => {
+                    self.partition(p)?;
+                    p
+                }
+                (None, Some(key)) => partition_for_key(key, n),
+                (None, None) => sticky,
+            };
+            groups.entry(p).or_default().push(i);
+            timestamps.push(r.timestamp.unwrap_or(now));
+        }
+        let mut out = vec![
+            RecordMetadata {
+                partition: 0,
+                offset: 0,
+                timestamp: 0
+            };
+            records.len()
+        ];
+        let mut encoded = Vec::with_capacity(groups.len());
+        for (&p, idxs) in &groups {
+            let fields = idxs.iter().enumerate().map(|(delta, &i)| RecordFields {
+                offset_delta: delta as u32,
+                timestamp: timestamps[i],
+                key: records[i].key.as_deref(),
+                value: records[i].value.as_deref(),
+                headers: &records[i].headers,
+            });
+            let b = batch::encode(config.compression, fields)
+                .map_err(|reason| KafkoError::InvalidRequest { reason })?;
+            if b.framed_len() as u64 > crate::config::MAX_BATCH_BYTES {
+                return Err(KafkoError::RecordTooLarge {
+                    size: b.framed_len(),
+                    max: crate::config::MAX_BATCH_BYTES as usize,
+                });
+            }
+            encoded.push((p, b));
+        }
+        for (p, b) in encoded {
+            let base = self.partitions[p as usize]
+                .append(b, opts.sync, !opts.no_wait)
+                .await?;
+            for (delta, &i) in groups[&p].iter().enumerate() {
+                out[i] = RecordMetadata {
+                    partition: p,
+                    offset: base + delta as u64,
+                    timestamp: timestamps[i],
+                };
+            }
+        }
+        Ok(out)
+    }
+}
