@@ -87,6 +87,10 @@ pub(crate) struct Inner {
     stop: watch::Sender<bool>,
     /// Whether this open found a clean-shutdown marker.
     recovered_clean: bool,
+    /// Consumer groups (offsets, members); see `group`.
+    pub(crate) groups: crate::group::Coordinator,
+    /// Compaction state (one pass at a time); see `compaction`.
+    pub(crate) cleaner: crate::compaction::Cleaner,
 }
 
 /// An open kafko data directory. Cheap to clone; every clone is the same log.
@@ -160,6 +164,7 @@ impl Kafko {
             s.sync_dir(&dir)
                 .map_err(|e| KafkoError::io("syncing directory", &dir, e))?;
         }
+        let groups = crate::group::Coordinator::open(&dir, storage.clone())?;
         let (stop, _) = watch::channel(false);
         let inner = Arc::new(Inner {
             dir,
@@ -172,6 +177,8 @@ impl Kafko {
             background: Mutex::new(Vec::new()),
             stop,
             recovered_clean: clean,
+            groups,
+            cleaner: crate::compaction::Cleaner::default(),
         });
         let kafko = Kafko { inner };
         kafko.spawn_maintenance(options.retention_check_interval);
@@ -194,6 +201,9 @@ impl Kafko {
                 let kafko = Kafko { inner };
                 if let Err(e) = kafko.enforce_retention().await {
                     tracing::warn!(error = %e, "retention pass failed");
+                }
+                if let Err(e) = crate::compaction::compact_all(&kafko).await {
+                    tracing::warn!(error = %e, "compaction pass failed");
                 }
             }
         });
@@ -359,6 +369,9 @@ impl Kafko {
         let topics_dir = self.inner.dir.join("topics");
         s.sync_dir(&topics_dir)
             .map_err(|e| KafkoError::io("syncing directory", &topics_dir, e))?;
+        // After the topic's commit point: a crash before this leaves offsets that a
+        // recreated topic's reset policy handles, never offsets of a live topic lost.
+        self.inner.groups.drop_topic(name).await?;
         s.remove_dir_all(&target)
             .map_err(|e| KafkoError::io("removing", &target, e))?;
         tracing::info!(topic = name, "deleted topic");
@@ -555,6 +568,10 @@ async fn shutdown_inner(inner: &Inner) -> Result<()> {
                 first_error.get_or_insert(e);
             }
         }
+    }
+    if let Err(e) = inner.groups.flush().await {
+        tracing::error!(error = %e, "flushing group offsets failed");
+        first_error.get_or_insert(e);
     }
     if first_error.is_none() {
         // Written last, and only when every partition is durable.

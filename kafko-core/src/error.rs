@@ -176,6 +176,19 @@ pub enum KafkoError {
         /// Member id.
         member: String,
     },
+    /// A request without a member (the implicit single member) reached a group that has
+    /// members on this topic, or a group with members was asked to be deleted.
+    #[error(
+        "group '{group}' has {members} active member(s) on topic '{topic}'; join it or wait for them to leave"
+    )]
+    GroupHasMembers {
+        /// Group name.
+        group: String,
+        /// Topic name.
+        topic: String,
+        /// Live members.
+        members: usize,
+    },
     /// The group has no valid position and its reset policy is `error`.
     #[error("group '{group}' has no valid offset for {topic}-{partition} and offset_reset=error")]
     NoValidOffset {
@@ -232,7 +245,8 @@ impl KafkoError {
             }
             KafkoError::UnknownMember { .. }
             | KafkoError::StaleGeneration { .. }
-            | KafkoError::NotAssigned { .. } => ErrorKind::Conflict,
+            | KafkoError::NotAssigned { .. }
+            | KafkoError::GroupHasMembers { .. } => ErrorKind::Conflict,
             KafkoError::Backpressure { .. }
             | KafkoError::PartitionReadOnly { .. }
             | KafkoError::PartitionPanicked { .. }

@@ -28,6 +28,8 @@
 //! - [`producer`] / [`consumer`]: the user-facing handles.
 //! - `partition`: shared read state, the single writer task, its commands, open-time loading.
 //! - `segment`: the batch codec, sparse indexes, batch iteration, recovery scan.
+//! - [`group`]: consumer groups — committed offsets, members, generations, assignment.
+//! - [`compaction`]: the cleaner that keeps the latest record per key.
 //! - [`storage`]: the file-system seam (real, or fault-injecting in tests).
 //! - `state_file`: CRC-framed small files replaced atomically.
 //! - [`config`], [`record`], [`routing`], [`naming`], `compression`, [`error`].
@@ -37,9 +39,11 @@
 #![deny(missing_docs)]
 
 pub mod broker;
+pub mod compaction;
 pub mod config;
 pub mod consumer;
 pub mod error;
+pub mod group;
 pub mod naming;
 pub mod producer;
 pub mod record;
@@ -54,11 +58,17 @@ mod topic;
 
 pub use broker::{CreateOutcome, Kafko, KafkoOptions};
 pub use bytes::Bytes;
+pub use compaction::CompactionOutcome;
 pub use config::{
     CleanupPolicy, Compression, FsyncPolicy, LogConfig, TopicConfig, TopicConfigUpdate,
 };
 pub use consumer::{Consumer, SeekTo};
 pub use error::{ErrorKind, KafkoError, Result};
+pub use group::{
+    GroupConfig, GroupDescription, GroupListing, GroupMemberDescription, GroupPartitionDescription,
+    GroupPollOptions, GroupRecords, GroupTopicDescription, MemberRef, Membership, OffsetReset,
+    PartitionOffset,
+};
 pub use partition::FetchedRecords;
 pub use partition::command::RetentionOutcome;
 pub use producer::Producer;

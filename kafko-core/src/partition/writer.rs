@@ -419,6 +419,22 @@ impl Writer {
                 reason: "segments changed during compaction".into(),
             });
         }
+        // The cleaned segment must cover exactly the replaced range: recovery of an
+        // interrupted swap deletes `[base, next_offset)` of the `.swap` file.
+        let range_end = segments[end - 1].next_offset();
+        if swap.summary.base_offset != segments[first].base_offset
+            || swap.summary.next_offset != range_end
+        {
+            let _ = self.storage.remove_file(&swap.cleaned_path);
+            return Err(KafkoError::corruption(
+                &swap.cleaned_path,
+                0,
+                format!(
+                    "cleaned segment spans {}..{}, replaced segments span {}..{range_end}",
+                    swap.summary.base_offset, swap.summary.next_offset, segments[first].base_offset
+                ),
+            ));
+        }
         let dir = self.log.dir.clone();
         fn io<'a>(op: &'static str, p: &'a Path) -> impl FnOnce(std::io::Error) -> KafkoError + 'a {
             move |e| KafkoError::io(op, p.to_path_buf(), e)

@@ -105,6 +105,26 @@ pub(crate) fn encode<'a>(
     })
 }
 
+/// A batch with no records that still spans `last_offset_delta + 1` offsets. Compaction
+/// writes one where every record of a segment's last batch was removed, so that the
+/// cleaned segment ends exactly where the segments it replaces ended (FORMAT.md).
+pub(crate) fn empty(
+    last_offset_delta: u32,
+    base_timestamp: i64,
+    max_timestamp: i64,
+) -> EncodedBatch {
+    EncodedBatch {
+        payload: Bytes::new(),
+        payload_crc: crc32fast::Hasher::new(),
+        codec: Compression::None,
+        last_offset_delta,
+        base_timestamp,
+        max_timestamp,
+        record_count: 0,
+        uncompressed_len: 0,
+    }
+}
+
 fn put_optional(out: &mut Vec<u8>, field: Option<&[u8]>) {
     match field {
         None => put_varint(out, -1),
@@ -200,7 +220,13 @@ impl BatchHeader {
             record_count: u32_at(40),
             uncompressed_len: u32_at(44),
         };
-        if header.record_count == 0
+        // An empty batch is written only by compaction, to keep a cleaned segment's
+        // offset range; it carries no payload at all.
+        let empty_ok = header.record_count == 0
+            && header.uncompressed_len == 0
+            && length == HEADER_TAIL
+            && header.codec == Compression::None;
+        if (header.record_count == 0 && !empty_ok)
             || u64::from(header.record_count) > u64::from(header.last_offset_delta) + 1
             || header.uncompressed_len as usize > MAX_UNCOMPRESSED
         {
@@ -390,6 +416,21 @@ mod tests {
                 Err(_) => {}
             }
         }
+    }
+
+    #[test]
+    fn empty_compaction_batches_round_trip_but_need_an_empty_payload() {
+        let mut out = Vec::new();
+        frame(&mut out, 100, &empty(9, 5, 7));
+        let header = BatchHeader::parse(&out).unwrap();
+        assert!(crc_matches(&header, &out));
+        assert_eq!((header.record_count, header.next_offset()), (0, 110));
+        let mut decoded = Vec::new();
+        decode_records(&header, Bytes::from(out.clone()), 0, &mut decoded).unwrap();
+        assert!(decoded.is_empty());
+        let mut bad = out;
+        bad[44] = 1; // uncompressed_length claims bytes that are not there
+        assert!(BatchHeader::parse(&bad).is_err());
     }
 
     #[test]

@@ -1,0 +1,523 @@
+//! Log compaction (`cleanup_policy = compact` or `compact_delete`): the cleaner keeps the
+//! latest record per key in the sealed segments of a partition.
+//!
+//! One pass over a partition:
+//! 1. **Range.** The cleanable range is the longest prefix of *sealed* segments (never the
+//!    active one) whose newest record is at least `min_compaction_lag_ms` old.
+//! 2. **Map.** Read the range once and build `key → latest offset` (full keys, not
+//!    hashes, so a collision can never drop a live record). The map is capped at
+//!    [`MAX_MAP_BYTES`]; when it fills up, the range ends at that segment — records
+//!    further on are simply not cleaned this pass, which is always safe.
+//! 3. **Rewrite.** Consecutive segments are grouped (total size ≤ `segment_bytes`, and an
+//!    offset span that fits the index's 32-bit relative offsets) and each group is
+//!    rewritten, oldest group first, into one `<base>.cleaned` file keeping a record iff
+//!    it is the latest of its key (or has no key: a record written before the topic was
+//!    compacted is kept rather than guessed about). Offsets are preserved; reads skip the
+//!    gaps. A group of one segment from which nothing would be removed is left alone.
+//! 4. **Swap.** The file is fsynced and handed to the partition's writer, which installs
+//!    it in the crash-safe order described in FORMAT.md ("Compaction").
+//!
+//! Oldest group first matters: a tombstone (or a newer value) is only ever removed after
+//! every older value of its key was, so a crash between two swaps cannot bring an old
+//! value back.
+//!
+//! **Tombstones** (records with no value) are kept while they are the latest record of
+//! their key, until their batch's `max_timestamp` is `delete_retention_ms` in the past;
+//! the first pass after that removes them. We use the batch timestamp (which compaction
+//! preserves) rather than Kafka's "segment last modified" because it is stable across
+//! rewrites and merges and needs no file-system metadata; the cost is that the clock
+//! starts when the tombstone was written, not when older values were first cleaned
+//! away. Set `delete_retention_ms` to cover the longest time a consumer may take to read
+//! from the log start to the head.
+//!
+//! The cleaner runs one partition at a time (a broker-wide lock), on a blocking thread,
+//! and remembers partitions that had nothing to do, so the background tick costs nothing
+//! until a segment is sealed or a tombstone or lag deadline passes.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::broker::Kafko;
+use crate::config::TopicConfig;
+use crate::error::{KafkoError, Result};
+use crate::naming::segment_file;
+use crate::partition::command::SegmentSwap;
+use crate::partition::handle::PartitionHandle;
+use crate::record::{Record, now_ms};
+use crate::segment::Segment;
+use crate::segment::batch::{self, BatchHeader, RecordFields, decode_records};
+use crate::segment::index::{SegmentSummary, SparseIndex};
+use crate::segment::reader::{BatchIter, FramedBatch};
+use crate::storage::Storage;
+use crate::topic::Topic;
+
+/// Upper bound (approximate bytes) of the key → offset map built for one partition pass.
+pub const MAX_MAP_BYTES: usize = 128 * 1024 * 1024;
+/// Bytes of output buffered before each append to the `.cleaned` file.
+const WRITE_CHUNK: usize = 1024 * 1024;
+/// Bookkeeping bytes counted per map entry besides the key.
+const MAP_ENTRY_OVERHEAD: usize = 48;
+
+/// What a compaction pass did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct CompactionOutcome {
+    /// Partitions that were examined.
+    pub partitions: usize,
+    /// Sealed segments replaced by cleaned ones.
+    pub segments_replaced: usize,
+    /// Cleaned segments written in their place.
+    pub segments_written: usize,
+    /// Bytes of the replaced segments (the input rate of the cleaner).
+    pub bytes_in: u64,
+    /// Bytes of the cleaned segments.
+    pub bytes_out: u64,
+    /// Records removed (superseded values and expired tombstones).
+    pub records_removed: u64,
+    /// Of those, tombstones removed after `delete_retention_ms`.
+    pub tombstones_removed: u64,
+}
+
+impl CompactionOutcome {
+    fn add(&mut self, o: &CompactionOutcome) {
+        self.partitions += o.partitions;
+        self.segments_replaced += o.segments_replaced;
+        self.segments_written += o.segments_written;
+        self.bytes_in += o.bytes_in;
+        self.bytes_out += o.bytes_out;
+        self.records_removed += o.records_removed;
+        self.tombstones_removed += o.tombstones_removed;
+    }
+}
+
+/// Broker-wide cleaner state: one pass at a time, and the partitions known to be clean.
+#[derive(Default)]
+pub(crate) struct Cleaner {
+    /// Held for a whole pass: two passes on one partition would race for the same
+    /// `.cleaned` file name and swap over each other's output.
+    idle: tokio::sync::Mutex<HashMap<(String, u32), IdleState>>,
+}
+
+/// A partition whose last pass had nothing to do, and until when that stays true.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct IdleState {
+    /// `(base, length)` of every sealed segment when the pass ran.
+    signature: Vec<(u64, u64)>,
+    /// When a tombstone expires or a segment passes the compaction lag (ms since epoch).
+    wake_at: i64,
+    /// The config the pass ran with.
+    config: TopicConfig,
+}
+
+impl Kafko {
+    /// Compacts every partition of `topic` now, whatever the background cleaner last saw.
+    /// The topic must have a compacting cleanup policy.
+    pub async fn compact_now(&self, topic: &str) -> Result<CompactionOutcome> {
+        let t = self.topic(topic)?;
+        if !t.config().cleanup_policy.compacts() {
+            return Err(KafkoError::InvalidRequest {
+                reason: format!("topic '{topic}' is not compacted (cleanup_policy = delete)"),
+            });
+        }
+        let mut idle = self.inner.cleaner.idle.lock().await;
+        compact_topic(self, &t, &mut idle, true).await
+    }
+}
+
+/// The background pass: every compacted topic, skipping partitions with nothing new.
+pub(crate) async fn compact_all(kafko: &Kafko) -> Result<CompactionOutcome> {
+    let mut total = CompactionOutcome::default();
+    let mut idle = kafko.inner.cleaner.idle.lock().await;
+    for t in kafko.all_topics() {
+        if !t.config().cleanup_policy.compacts() || t.check_live().is_err() {
+            continue;
+        }
+        let o = compact_topic(kafko, &t, &mut idle, false).await?;
+        total.add(&o);
+    }
+    // Forget partitions of topics that are gone.
+    let live = kafko.list_topics();
+    idle.retain(|(topic, _), _| live.binary_search(topic).is_ok());
+    Ok(total)
+}
+
+async fn compact_topic(
+    kafko: &Kafko,
+    t: &Arc<Topic>,
+    idle: &mut HashMap<(String, u32), IdleState>,
+    force: bool,
+) -> Result<CompactionOutcome> {
+    let mut total = CompactionOutcome::default();
+    for handle in &t.partitions {
+        t.check_live()?;
+        let key = (t.name.to_string(), handle.log.partition);
+        let config = t.config();
+        let now = now_ms();
+        let signature = sealed_signature(handle);
+        if !force
+            && let Some(state) = idle.get(&key)
+            && state.signature == signature
+            && state.config == *config
+            && now < state.wake_at
+        {
+            continue;
+        }
+        let (outcome, wake_at) =
+            compact_partition(kafko.inner.storage.clone(), handle, &config, now).await?;
+        if outcome.segments_replaced == 0 {
+            idle.insert(
+                key,
+                IdleState {
+                    signature,
+                    wake_at,
+                    config: (*config).clone(),
+                },
+            );
+        } else {
+            idle.remove(&key);
+            tracing::info!(
+                topic = %t.name,
+                partition = handle.log.partition,
+                replaced = outcome.segments_replaced,
+                bytes_in = outcome.bytes_in,
+                bytes_out = outcome.bytes_out,
+                removed = outcome.records_removed,
+                "compacted"
+            );
+        }
+        total.add(&outcome);
+    }
+    Ok(total)
+}
+
+fn sealed_signature(handle: &PartitionHandle) -> Vec<(u64, u64)> {
+    let segments = handle.log.segments();
+    segments[..segments.len().saturating_sub(1)]
+        .iter()
+        .map(|s| (s.base_offset, s.len()))
+        .collect()
+}
+
+/// A plan for one partition: the cleanable segments grouped for rewriting, and the map.
+struct Plan {
+    groups: Vec<Vec<Arc<Segment>>>,
+    latest: HashMap<Box<[u8]>, u64>,
+    /// Earliest time (ms) at which a pass could find new work without new segments.
+    wake_at: i64,
+}
+
+/// Cleans one partition; returns what it did and when it could next have work.
+async fn compact_partition(
+    storage: Arc<dyn Storage>,
+    handle: &PartitionHandle,
+    config: &Arc<TopicConfig>,
+    now: i64,
+) -> Result<(CompactionOutcome, i64)> {
+    let segments = handle.log.segments();
+    let log_start = handle.log.log_start();
+    let cfg = config.clone();
+    let plan = blocking(move || plan(&segments, &cfg, now, log_start)).await?;
+    let plan = Arc::new(plan);
+    let mut outcome = CompactionOutcome {
+        partitions: 1,
+        ..Default::default()
+    };
+    for i in 0..plan.groups.len() {
+        let (p, s, c) = (plan.clone(), storage.clone(), config.clone());
+        let dir = handle.log.dir.clone();
+        let partition = handle.log.partition;
+        let written = blocking(move || rewrite(&*s, &dir, partition, &p, i, &c, now)).await?;
+        let Some(w) = written else { continue };
+        let bytes_in: u64 = plan.groups[i].iter().map(|s| s.len()).sum();
+        let swap = SegmentSwap {
+            replaced: plan.groups[i].iter().map(|s| s.base_offset).collect(),
+            cleaned_path: w.path,
+            summary: w.summary,
+            index: w.index,
+        };
+        match handle.swap(swap).await {
+            Ok(()) => {}
+            // Retention removed part of the range meanwhile: the next pass replans.
+            Err(KafkoError::InvalidRequest { reason }) => {
+                tracing::debug!(%reason, "compaction swap skipped");
+                break;
+            }
+            Err(e) => return Err(e),
+        }
+        outcome.segments_replaced += plan.groups[i].len();
+        outcome.segments_written += 1;
+        outcome.bytes_in += bytes_in;
+        outcome.bytes_out += w.summary.log_length;
+        outcome.records_removed += w.removed;
+        outcome.tombstones_removed += w.tombstones_removed;
+    }
+    Ok((outcome, plan.wake_at))
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| KafkoError::InvalidRequest {
+            reason: format!("compaction task failed: {e}"),
+        })?
+}
+
+/// Iterates the verified batches of a sealed segment.
+fn for_each_batch(seg: &Segment, mut f: impl FnMut(FramedBatch) -> Result<()>) -> Result<()> {
+    let mut iter = BatchIter::new(&*seg.file, 0, seg.len());
+    while let Some(item) = iter.next_batch() {
+        let batch = item.map_err(|fault| {
+            KafkoError::corruption(&seg.log_path, iter.position(), format!("{fault:?}"))
+        })?;
+        f(batch)?;
+    }
+    Ok(())
+}
+
+fn decode(seg: &Segment, batch: &FramedBatch, out: &mut Vec<Record>) -> Result<()> {
+    out.clear();
+    decode_records(&batch.header, batch.bytes.clone(), 0, out)
+        .map_err(|why| KafkoError::corruption(&seg.log_path, batch.position, why))
+}
+
+/// Chooses the cleanable range, builds the key map over it and groups its segments.
+fn plan(segments: &[Arc<Segment>], config: &TopicConfig, now: i64, log_start: u64) -> Result<Plan> {
+    let lag = i64::try_from(config.min_compaction_lag_ms).unwrap_or(i64::MAX);
+    let horizon = now.saturating_sub(lag);
+    let sealed = &segments[..segments.len().saturating_sub(1)];
+    let mut wake_at = i64::MAX;
+    let mut cleanable = 0;
+    for seg in sealed {
+        if seg.next_offset() <= log_start {
+            // Wholly below the log start: retention is about to delete it.
+            cleanable += 1;
+            continue;
+        }
+        if seg.max_timestamp() > horizon {
+            wake_at = wake_at.min(seg.max_timestamp().saturating_add(lag));
+            break;
+        }
+        cleanable += 1;
+    }
+    let mut latest: HashMap<Box<[u8]>, u64> = HashMap::new();
+    let mut map_bytes = 0usize;
+    let mut records = Vec::new();
+    let mut mapped = 0;
+    for seg in &sealed[..cleanable] {
+        for_each_batch(seg, |batch| {
+            decode(seg, &batch, &mut records)?;
+            for r in &records {
+                if let Some(k) = &r.key {
+                    if let Some(o) = latest.get_mut(&k[..]) {
+                        *o = r.offset;
+                    } else {
+                        map_bytes += k.len() + MAP_ENTRY_OVERHEAD;
+                        latest.insert(k.to_vec().into_boxed_slice(), r.offset);
+                    }
+                }
+            }
+            Ok(())
+        })?;
+        mapped += 1;
+        if map_bytes >= MAX_MAP_BYTES {
+            // Later segments are cleaned by a later pass; their keys are unknown here, so
+            // nothing they supersede is removed now (safe), and the pass ends with them.
+            wake_at = now;
+            break;
+        }
+    }
+    let range = &sealed[..mapped];
+    // Tombstone deadlines are only known while rewriting; wake up by the earliest one.
+    let retention = i64::try_from(config.delete_retention_ms).unwrap_or(i64::MAX);
+    for seg in range {
+        for_each_batch(seg, |batch| {
+            if batch.header.max_timestamp > now.saturating_sub(retention) {
+                decode(seg, &batch, &mut records)?;
+                if records.iter().any(|r| {
+                    r.value.is_none()
+                        && r.key
+                            .as_ref()
+                            .is_some_and(|k| latest.get(&k[..]) == Some(&r.offset))
+                }) {
+                    wake_at = wake_at.min(batch.header.max_timestamp.saturating_add(retention));
+                }
+            }
+            Ok(())
+        })?;
+    }
+    Ok(Plan {
+        groups: group_segments(range, config.segment_bytes),
+        latest,
+        wake_at,
+    })
+}
+
+/// Groups consecutive segments: total size ≤ `max_bytes`, offset span within `u32`.
+fn group_segments(range: &[Arc<Segment>], max_bytes: u64) -> Vec<Vec<Arc<Segment>>> {
+    let mut groups: Vec<Vec<Arc<Segment>>> = Vec::new();
+    let mut size = 0u64;
+    for seg in range {
+        let fits = groups.last().is_some_and(|g| {
+            size + seg.len() <= max_bytes
+                && seg.next_offset() - g[0].base_offset < u64::from(u32::MAX)
+        });
+        if fits {
+            size += seg.len();
+            if let Some(g) = groups.last_mut() {
+                g.push(seg.clone());
+            }
+        } else {
+            size = seg.len();
+            groups.push(vec![seg.clone()]);
+        }
+    }
+    groups
+}
+
+/// A `.cleaned` file written for one group.
+struct Written {
+    path: PathBuf,
+    summary: SegmentSummary,
+    index: SparseIndex,
+    removed: u64,
+    tombstones_removed: u64,
+}
+
+/// Rewrites group `i` of the plan into `<base>.cleaned`; `None` when it would not change.
+fn rewrite(
+    storage: &dyn Storage,
+    dir: &std::path::Path,
+    partition: u32,
+    plan: &Plan,
+    i: usize,
+    config: &TopicConfig,
+    now: i64,
+) -> Result<Option<Written>> {
+    let group = &plan.groups[i];
+    let base = group[0].base_offset;
+    let retention = i64::try_from(config.delete_retention_ms).unwrap_or(i64::MAX);
+    let tombstone_horizon = now.saturating_sub(retention);
+    let path = dir.join(segment_file(base, "cleaned"));
+    let file = storage
+        .open(&path)
+        .map_err(|e| KafkoError::io("creating", &path, e))?;
+    file.truncate(0)
+        .map_err(|e| KafkoError::io("truncating", &path, e))?;
+    let mut out = Vec::with_capacity(WRITE_CHUNK + 64 * 1024);
+    let mut position = 0u64;
+    let mut index = SparseIndex::default();
+    let mut max_timestamp = i64::MIN;
+    let mut next_offset = base;
+    let mut removed = 0u64;
+    let mut tombstones_removed = 0u64;
+    let mut records = Vec::new();
+    let last_seg = group.len() - 1;
+    let expected_end = group[last_seg].next_offset();
+    let mut emit = |out: &mut Vec<u8>, h: &BatchHeader, framed_len: usize| -> Result<()> {
+        index.observe(
+            (h.base_offset - base) as u32,
+            position as u32,
+            framed_len as u64,
+            h.max_timestamp,
+        );
+        position += framed_len as u64;
+        max_timestamp = max_timestamp.max(h.max_timestamp);
+        next_offset = h.next_offset();
+        if out.len() >= WRITE_CHUNK {
+            file.append(out)
+                .map_err(|e| KafkoError::io("writing", &path, e))?;
+            out.clear();
+        }
+        Ok(())
+    };
+    for (si, seg) in group.iter().enumerate() {
+        let seg_end = seg.next_offset();
+        for_each_batch(seg, |batch| {
+            let h = batch.header;
+            decode(seg, &batch, &mut records)?;
+            let before = records.len();
+            records.retain(|r| {
+                let Some(k) = &r.key else { return true };
+                match plan.latest.get(&k[..]) {
+                    Some(&latest) if latest > r.offset => false,
+                    Some(&latest) if latest == r.offset && r.value.is_none() => {
+                        let expired = h.max_timestamp <= tombstone_horizon;
+                        if expired {
+                            tombstones_removed += 1;
+                        }
+                        !expired
+                    }
+                    _ => true,
+                }
+            });
+            removed += (before - records.len()) as u64;
+            let last_of_range = si == last_seg && h.next_offset() == seg_end;
+            if records.len() == before {
+                out.extend_from_slice(&batch.bytes);
+                return emit(&mut out, &h, batch.bytes.len());
+            }
+            let rebuilt = if records.is_empty() {
+                if !last_of_range {
+                    return Ok(());
+                }
+                batch::empty(h.last_offset_delta, h.base_timestamp, h.max_timestamp)
+            } else {
+                let fields = records.iter().map(|r| RecordFields {
+                    offset_delta: (r.offset - h.base_offset) as u32,
+                    timestamp: r.timestamp,
+                    key: r.key.as_deref(),
+                    value: r.value.as_deref(),
+                    headers: &r.headers,
+                });
+                let mut b = batch::encode(h.codec, fields)
+                    .map_err(|why| KafkoError::corruption(&seg.log_path, batch.position, why))?;
+                // Keep the batch's offset range and timestamp bound (FORMAT.md).
+                b.last_offset_delta = h.last_offset_delta;
+                b.max_timestamp = h.max_timestamp;
+                b
+            };
+            let start = out.len();
+            batch::frame(&mut out, h.base_offset, &rebuilt);
+            let framed_len = out.len() - start;
+            let header = BatchHeader::parse(&out[start..]).map_err(|e| {
+                KafkoError::corruption(&path, batch.position, format!("re-encoded batch: {e:?}"))
+            })?;
+            emit(&mut out, &header, framed_len)
+        })?;
+    }
+
+    let unchanged = removed == 0 && group.len() == 1;
+    if unchanged {
+        drop(file);
+        let _ = storage.remove_file(&path);
+        return Ok(None);
+    }
+    file.append(&out)
+        .map_err(|e| KafkoError::io("writing", &path, e))?;
+    file.sync_data()
+        .map_err(|e| KafkoError::io("fsyncing", &path, e))?;
+    if next_offset != expected_end {
+        // Cannot happen by construction (the last batch is always kept); refuse to swap
+        // rather than leave a range that recovery would not recognise.
+        let _ = storage.remove_file(&path);
+        return Err(KafkoError::corruption(
+            &path,
+            position,
+            format!(
+                "cleaned segment of partition {partition} ends at {next_offset}, expected {expected_end}"
+            ),
+        ));
+    }
+    Ok(Some(Written {
+        path,
+        summary: SegmentSummary {
+            base_offset: base,
+            log_length: position,
+            next_offset,
+            max_timestamp,
+        },
+        index,
+        removed,
+        tombstones_removed,
+    }))
+}

@@ -1,0 +1,193 @@
+//! The durable side of groups: `<data>/groups/<group>/<topic>.offsets` (committed
+//! offsets) and `<data>/groups/<group>/group.json` (options), both CRC-framed state files
+//! replaced atomically (write temp, fsync, rename, fsync directory), read back on open.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::GroupConfig;
+use crate::error::{KafkoError, Result};
+use crate::naming::validate_name;
+use crate::state_file;
+use crate::storage::Storage;
+
+const CONFIG_FILE: &str = "group.json";
+const OFFSETS_EXT: &str = ".offsets";
+
+/// Body of a `<topic>.offsets` file: partition → next offset to read.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct OffsetsFile {
+    pub(crate) offsets: BTreeMap<u32, u64>,
+}
+
+/// A group as found on disk.
+#[derive(Debug, Default)]
+pub(crate) struct StoredGroup {
+    pub(crate) config: GroupConfig,
+    /// Topic → committed offsets.
+    pub(crate) topics: BTreeMap<String, BTreeMap<u32, u64>>,
+}
+
+/// Reads and writes group files under `<data>/groups`.
+pub(crate) struct OffsetStore {
+    root: PathBuf,
+    storage: Arc<dyn Storage>,
+}
+
+impl OffsetStore {
+    pub(crate) fn new(data_dir: &Path, storage: Arc<dyn Storage>) -> Self {
+        OffsetStore {
+            root: data_dir.join("groups"),
+            storage,
+        }
+    }
+
+    fn group_dir(&self, group: &str) -> PathBuf {
+        self.root.join(group)
+    }
+
+    /// Loads every group. Names that fail validation are skipped (never our files);
+    /// leftover `.tmp` files of an interrupted replace are removed.
+    pub(crate) fn load_all(&self) -> Result<BTreeMap<String, StoredGroup>> {
+        let s = &*self.storage;
+        let mut out = BTreeMap::new();
+        if !s.exists(&self.root) {
+            return Ok(out);
+        }
+        let groups = s
+            .list_dir(&self.root)
+            .map_err(|e| KafkoError::io("listing", &self.root, e))?;
+        for dir in groups {
+            let Some(group) = file_name(&dir) else {
+                continue;
+            };
+            if validate_name(&group).is_err() {
+                continue;
+            }
+            let mut stored = StoredGroup {
+                config: state_file::read(s, &dir.join(CONFIG_FILE))?.unwrap_or_default(),
+                ..Default::default()
+            };
+            for path in s
+                .list_dir(&dir)
+                .map_err(|e| KafkoError::io("listing", &dir, e))?
+            {
+                let Some(name) = file_name(&path) else {
+                    continue;
+                };
+                if name.ends_with(".tmp") {
+                    s.remove_file(&path)
+                        .map_err(|e| KafkoError::io("removing", &path, e))?;
+                    continue;
+                }
+                let Some(topic) = name.strip_suffix(OFFSETS_EXT) else {
+                    continue;
+                };
+                if validate_name(topic).is_err() {
+                    continue;
+                }
+                if let Some(file) = state_file::read::<OffsetsFile>(s, &path)? {
+                    stored.topics.insert(topic.to_owned(), file.offsets);
+                }
+            }
+            out.insert(group, stored);
+        }
+        Ok(out)
+    }
+
+    /// Creates the group's directory durably if it is missing.
+    fn ensure_dir(&self, group: &str) -> Result<PathBuf> {
+        let s = &*self.storage;
+        let dir = self.group_dir(group);
+        if !s.exists(&dir) {
+            s.create_dir_all(&dir)
+                .map_err(|e| KafkoError::io("creating", &dir, e))?;
+            s.sync_dir(&self.root)
+                .map_err(|e| KafkoError::io("syncing directory", &self.root, e))?;
+        }
+        Ok(dir)
+    }
+
+    /// Replaces the committed offsets of `group` on `topic`.
+    pub(crate) fn write_offsets(
+        &self,
+        group: &str,
+        topic: &str,
+        offsets: &BTreeMap<u32, u64>,
+    ) -> Result<()> {
+        let dir = self.ensure_dir(group)?;
+        let body = OffsetsFile {
+            offsets: offsets.clone(),
+        };
+        state_file::write(
+            &*self.storage,
+            &dir.join(format!("{topic}{OFFSETS_EXT}")),
+            &body,
+        )
+    }
+
+    /// Replaces the group's options.
+    pub(crate) fn write_config(&self, group: &str, config: &GroupConfig) -> Result<()> {
+        let dir = self.ensure_dir(group)?;
+        state_file::write(&*self.storage, &dir.join(CONFIG_FILE), config)
+    }
+
+    /// Removes the offsets of `group` on `topic` (absent is fine).
+    pub(crate) fn remove_offsets(&self, group: &str, topic: &str) -> Result<()> {
+        let dir = self.group_dir(group);
+        let path = dir.join(format!("{topic}{OFFSETS_EXT}"));
+        match self.storage.remove_file(&path) {
+            Ok(()) => self
+                .storage
+                .sync_dir(&dir)
+                .map_err(|e| KafkoError::io("syncing directory", &dir, e)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(KafkoError::io("removing", &path, e)),
+        }
+    }
+
+    /// Removes the whole group directory (absent is fine).
+    pub(crate) fn remove_group(&self, group: &str) -> Result<()> {
+        let s = &*self.storage;
+        let dir = self.group_dir(group);
+        if !s.exists(&dir) {
+            return Ok(());
+        }
+        s.remove_dir_all(&dir)
+            .map_err(|e| KafkoError::io("removing", &dir, e))?;
+        s.sync_dir(&self.root)
+            .map_err(|e| KafkoError::io("syncing directory", &self.root, e))
+    }
+}
+
+fn file_name(path: &Path) -> Option<String> {
+    path.file_name().and_then(|n| n.to_str()).map(str::to_owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::StdStorage;
+
+    #[test]
+    fn offsets_and_config_round_trip_through_the_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = OffsetStore::new(dir.path(), Arc::new(StdStorage));
+        let offsets: BTreeMap<u32, u64> = [(0, 5), (3, 17)].into();
+        store.write_offsets("g", "t", &offsets).unwrap();
+        let config = GroupConfig {
+            offset_reset: super::super::OffsetReset::Latest,
+        };
+        store.write_config("g", &config).unwrap();
+        let loaded = store.load_all().unwrap();
+        assert_eq!(loaded["g"].topics["t"], offsets);
+        assert_eq!(loaded["g"].config, config);
+        store.remove_offsets("g", "t").unwrap();
+        assert!(store.load_all().unwrap()["g"].topics.is_empty());
+        store.remove_group("g").unwrap();
+        assert!(store.load_all().unwrap().is_empty());
+    }
+}
