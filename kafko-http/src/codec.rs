@@ -1,0 +1,174 @@
+//! The `format` encodings of keys, values and header values inside JSON bodies:
+//! `string` (UTF-8 text), `json` (an embedded JSON document, stored as its compact text)
+//! and `base64` (any bytes, standard alphabet with padding). Decoding never guesses and
+//! encoding never loses bytes: what does not fit the chosen format is a 4xx naming
+//! `format=base64`.
+
+use axum::http::StatusCode;
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use bytes::Bytes;
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::value::RawValue;
+use utoipa::ToSchema;
+
+use crate::error::ApiError;
+
+/// How bytes travel inside JSON.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Format {
+    /// UTF-8 text as a JSON string (the default; round-trips what a curl user posts).
+    #[default]
+    String,
+    /// An embedded JSON document, stored as its compact text.
+    Json,
+    /// Any bytes as a base64 string (standard alphabet, padded).
+    Base64,
+}
+
+impl Format {
+    fn name(self) -> &'static str {
+        match self {
+            Format::String => "string",
+            Format::Json => "json",
+            Format::Base64 => "base64",
+        }
+    }
+}
+
+/// Bytes rendered for a JSON response.
+#[derive(Debug)]
+pub(crate) enum Wire {
+    /// A JSON string.
+    Text(String),
+    /// Verbatim JSON text.
+    Json(Box<RawValue>),
+}
+
+impl Serialize for Wire {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Wire::Text(t) => s.serialize_str(t),
+            Wire::Json(raw) => raw.serialize(s),
+        }
+    }
+}
+
+/// Decodes a JSON member into bytes under `format`.
+pub(crate) fn decode(raw: &RawValue, format: Format, what: &str) -> Result<Bytes, ApiError> {
+    let text = raw.get();
+    match format {
+        Format::Json => Ok(Bytes::from(minify(text))),
+        Format::String | Format::Base64 => {
+            let s: String = serde_json::from_str(text).map_err(|_| {
+                ApiError::bad_request(
+                    "invalid_record",
+                    format!(
+                        "{what} must be a JSON string under format={}; use format=json to embed a JSON document",
+                        format.name()
+                    ),
+                )
+            })?;
+            if format == Format::String {
+                return Ok(Bytes::from(s));
+            }
+            STANDARD.decode(s.as_bytes()).map(Bytes::from).map_err(|e| {
+                ApiError::bad_request("invalid_base64", format!("{what} is not valid base64: {e}"))
+            })
+        }
+    }
+}
+
+/// Encodes stored bytes for a JSON response under `format`.
+pub(crate) fn encode(
+    bytes: &[u8],
+    format: Format,
+    what: &str,
+    offset: u64,
+) -> Result<Wire, ApiError> {
+    match format {
+        Format::Base64 => Ok(Wire::Text(STANDARD.encode(bytes))),
+        Format::String => match std::str::from_utf8(bytes) {
+            Ok(s) => Ok(Wire::Text(s.to_owned())),
+            Err(_) => Err(unrepresentable(what, offset, "is not valid UTF-8")),
+        },
+        Format::Json => std::str::from_utf8(bytes)
+            .ok()
+            .and_then(|s| RawValue::from_string(s.to_owned()).ok())
+            .map(Wire::Json)
+            .ok_or_else(|| unrepresentable(what, offset, "is not a JSON document")),
+    }
+}
+
+fn unrepresentable(what: &str, offset: u64, why: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_ACCEPTABLE,
+        "not_representable",
+        format!("the {what} of the record at offset {offset} {why}; read it with format=base64"),
+    )
+    .with("offset", serde_json::json!(offset))
+}
+
+/// Removes insignificant whitespace from valid JSON text (strings untouched).
+pub(crate) fn minify(text: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len());
+    let (mut in_string, mut escaped) = (false, false);
+    for &b in text.as_bytes() {
+        if in_string {
+            out.push(b);
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+        } else if !b.is_ascii_whitespace() {
+            if b == b'"' {
+                in_string = true;
+            }
+            out.push(b);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn minify_keeps_strings_and_drops_layout() {
+        let text = "{ \"a b\" : [1, 2,\n 3], \"q\": \"x \\\" y\" }";
+        assert_eq!(minify(text), br#"{"a b":[1,2,3],"q":"x \" y"}"#.to_vec());
+    }
+
+    #[test]
+    fn string_format_refuses_invalid_utf8_and_names_base64() {
+        let err = encode(&[0xff, 0xfe], Format::String, "value", 7).unwrap_err();
+        assert_eq!(err.status, StatusCode::NOT_ACCEPTABLE);
+        assert!(err.detail.contains("format=base64"));
+    }
+
+    #[test]
+    fn base64_round_trips_every_byte() {
+        let all: Vec<u8> = (0..=255).collect();
+        let Wire::Text(s) = encode(&all, Format::Base64, "value", 0).unwrap() else {
+            panic!("base64 is text")
+        };
+        let raw = RawValue::from_string(serde_json::to_string(&s).unwrap()).unwrap();
+        assert_eq!(decode(&raw, Format::Base64, "value").unwrap().to_vec(), all);
+    }
+
+    #[test]
+    fn json_format_keeps_big_numbers_exact() {
+        let raw = RawValue::from_string("{\"n\": 123456789012345678901234567890}".into()).unwrap();
+        let bytes = decode(&raw, Format::Json, "value").unwrap();
+        assert_eq!(&bytes[..], br#"{"n":123456789012345678901234567890}"#);
+        let Wire::Json(back) = encode(&bytes, Format::Json, "value", 0).unwrap() else {
+            panic!("json stays json")
+        };
+        assert_eq!(back.get(), r#"{"n":123456789012345678901234567890}"#);
+    }
+}

@@ -1,0 +1,64 @@
+//! [`ServerConfig`]: every server setting, independent of how it was given (flags,
+//! environment, tests).
+
+use std::time::Duration;
+
+use kafko_core::TopicConfig;
+
+/// Whether producing to an unknown topic creates it, and with what configuration.
+#[derive(Debug, Clone)]
+pub enum AutoCreate {
+    /// Unknown topics answer 404 `topic_not_found`.
+    Disabled,
+    /// Unknown topics are created with this configuration.
+    Enabled(TopicConfig),
+}
+
+/// Settings of one server instance.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Largest request body accepted (413 beyond, chunked bodies included).
+    pub max_body_bytes: usize,
+    /// Largest single record accepted by the server (the topic's limit also applies).
+    pub max_record_bytes: usize,
+    /// Most records one fetch returns (a larger `max_records` is clamped).
+    pub max_records_per_fetch: usize,
+    /// Most bytes one fetch returns (a larger `max_bytes` is clamped).
+    pub max_fetch_bytes: usize,
+    /// Longest `wait_ms` honoured by a long-poll.
+    pub max_wait: Duration,
+    /// Longest time a request may take before the server answers 503 (streams excluded
+    /// once their headers are sent).
+    pub request_timeout: Duration,
+    /// Longest time a client may take to send the request head.
+    pub header_read_timeout: Duration,
+    /// How long shutdown waits for in-flight requests before closing them.
+    pub shutdown_grace: Duration,
+    /// Requests handled at once; beyond this the server answers 503 with `Retry-After`.
+    pub max_concurrent_requests: usize,
+    /// Bearer token required on every route except the probes, if set.
+    pub auth_token: Option<String>,
+    /// Origins allowed by CORS; empty disables CORS.
+    pub cors_origins: Vec<String>,
+    /// Auto-creation of topics on produce.
+    pub auto_create: AutoCreate,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            max_body_bytes: 16 * 1024 * 1024,
+            max_record_bytes: 1024 * 1024,
+            max_records_per_fetch: 10_000,
+            max_fetch_bytes: 16 * 1024 * 1024,
+            max_wait: Duration::from_secs(30),
+            request_timeout: Duration::from_secs(60),
+            header_read_timeout: Duration::from_secs(10),
+            shutdown_grace: Duration::from_secs(10),
+            max_concurrent_requests: 1024,
+            auth_token: None,
+            cors_origins: Vec::new(),
+            auto_create: AutoCreate::Enabled(TopicConfig::default()),
+        }
+    }
+}

@@ -1,0 +1,317 @@
+//! Wire types: query parameters, request and response bodies, and schema mirrors of the
+//! core's configuration types so the OpenAPI document describes exactly what travels.
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use utoipa::{IntoParams, ToSchema};
+
+use crate::codec::{Format, Wire};
+
+/// `GET /v1/topics` response.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct TopicList {
+    /// Topic names, sorted.
+    pub(crate) topics: Vec<String>,
+}
+
+/// Batch codec.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Compression {
+    /// Stored as is.
+    None,
+    /// LZ4 block format.
+    Lz4,
+    /// Zstandard, level 1.
+    Zstd,
+}
+
+/// When acknowledged writes reach stable storage.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case", tag = "mode")]
+pub(crate) enum Fsync {
+    /// Acknowledged once in the page cache.
+    Never,
+    /// fsync at most `interval_ms` after a write.
+    IntervalMs {
+        /// Maximum age of unsynced acknowledged data, in ms (> 0).
+        interval_ms: u64,
+    },
+    /// Acknowledged only after fsync.
+    Always,
+}
+
+/// What happens to old records.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum CleanupPolicy {
+    /// Delete whole segments by age and size.
+    Delete,
+    /// Keep the latest record per key (every record needs a key).
+    Compact,
+    /// Compact, and delete by age and size.
+    CompactDelete,
+}
+
+/// A topic's full configuration (as returned).
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[schema(as = TopicConfig)]
+pub(crate) struct TopicConfigSchema {
+    /// Number of partitions (1..=1024), fixed at creation.
+    partitions: u32,
+    /// Batch codec.
+    compression: Compression,
+    /// Delete sealed segments older than this; null keeps forever.
+    retention_ms: Option<u64>,
+    /// Delete the oldest sealed segments while a partition is larger; null = unbounded.
+    retention_bytes: Option<u64>,
+    /// Roll the active segment at this size (4096..=4294967296).
+    segment_bytes: u64,
+    /// Durability of acknowledged writes.
+    fsync: Fsync,
+    /// Largest accepted record: key + value + header names and values.
+    max_record_bytes: u64,
+    /// Delete, compact or both.
+    cleanup_policy: CleanupPolicy,
+    /// Compaction leaves records younger than this alone.
+    min_compaction_lag_ms: u64,
+    /// Tombstones are kept this long after compaction.
+    delete_retention_ms: u64,
+}
+
+/// A topic configuration in a request: absent fields take their defaults on create and
+/// keep their value on update; `null` clears `retention_ms` / `retention_bytes`.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[schema(as = TopicConfigRequest)]
+pub(crate) struct TopicConfigRequestSchema {
+    /// Number of partitions (1..=1024); on update it must equal the current count.
+    partitions: Option<u32>,
+    /// Batch codec.
+    compression: Option<Compression>,
+    /// Delete sealed segments older than this; null keeps forever.
+    retention_ms: Option<u64>,
+    /// Size bound per partition; null = unbounded.
+    retention_bytes: Option<u64>,
+    /// Roll the active segment at this size.
+    segment_bytes: Option<u64>,
+    /// Durability of acknowledged writes.
+    fsync: Option<Fsync>,
+    /// Largest accepted record.
+    max_record_bytes: Option<u64>,
+    /// Delete, compact or both.
+    cleanup_policy: Option<CleanupPolicy>,
+    /// Compaction lag.
+    min_compaction_lag_ms: Option<u64>,
+    /// Tombstone retention.
+    delete_retention_ms: Option<u64>,
+}
+
+/// Per-partition facts.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = PartitionInfo)]
+pub(crate) struct PartitionInfoSchema {
+    partition: u32,
+    /// First offset still stored.
+    log_start_offset: u64,
+    /// One past the last offset.
+    high_watermark: u64,
+    /// Bytes of segment files.
+    size_bytes: u64,
+    /// Number of segment files.
+    segments: u64,
+    /// Appends waiting in the partition writer's inbox.
+    queue_depth: u64,
+}
+
+/// A topic's configuration and partitions.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = TopicDescription)]
+pub(crate) struct TopicDescriptionSchema {
+    name: String,
+    config: TopicConfigSchema,
+    partitions: Vec<PartitionInfoSchema>,
+}
+
+/// Encodings of keys, values and header values in JSON bodies.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct FormatQuery {
+    /// Encoding of values (default `string`).
+    pub(crate) format: Option<Format>,
+    /// Encoding of keys and header values (default: `base64` when `format=base64`,
+    /// else `string`).
+    pub(crate) key_format: Option<Format>,
+}
+
+impl FormatQuery {
+    /// `(value format, key/header format)`.
+    pub(crate) fn resolve(&self) -> (Format, Format) {
+        let value = self.format.unwrap_or_default();
+        let key = self.key_format.unwrap_or(if value == Format::Base64 {
+            Format::Base64
+        } else {
+            Format::String
+        });
+        (value, key)
+    }
+}
+
+/// Query of `POST /v1/topics/{topic}/records`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct ProduceQuery {
+    /// Raw body only: the record key as UTF-8 text.
+    pub(crate) key: Option<String>,
+    /// Raw body only: the record key as base64 (for binary keys).
+    pub(crate) key_base64: Option<String>,
+    /// Raw body only: explicit partition.
+    pub(crate) partition: Option<u32>,
+    /// Raw body only: producer timestamp, ms since the epoch.
+    pub(crate) timestamp: Option<i64>,
+    /// Wait for fsync before answering, whatever the topic's policy.
+    pub(crate) sync: Option<bool>,
+}
+
+/// One record header.
+#[derive(Debug, Deserialize, ToSchema)]
+pub(crate) struct HeaderIn {
+    /// Header name (UTF-8; may repeat).
+    pub(crate) name: String,
+    /// Header value, encoded per `key_format`.
+    #[schema(value_type = Object)]
+    pub(crate) value: Box<RawValue>,
+}
+
+/// One record to produce.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RecordIn {
+    /// Key, encoded per `key_format`; absent = no key (keyless records spread over partitions).
+    #[schema(value_type = Option<Object>)]
+    pub(crate) key: Option<Box<RawValue>>,
+    /// Value, encoded per `format`; absent or null = tombstone.
+    #[schema(value_type = Option<Object>)]
+    pub(crate) value: Option<Box<RawValue>>,
+    /// Ordered headers (`[{"name","value"}]`).
+    #[serde(default)]
+    pub(crate) headers: Vec<HeaderIn>,
+    /// Explicit partition (wins over key routing).
+    pub(crate) partition: Option<u32>,
+    /// Producer timestamp in ms since the epoch; absent = append time.
+    pub(crate) timestamp: Option<i64>,
+}
+
+/// `application/json` produce body: a batch, atomic per partition.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ProduceRequest {
+    /// The records, in order.
+    pub(crate) records: Vec<RecordIn>,
+}
+
+/// Where one record landed.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct RecordPosition {
+    pub(crate) partition: u32,
+    pub(crate) offset: u64,
+    /// Stored timestamp, ms since the epoch.
+    pub(crate) timestamp: i64,
+}
+
+/// Produce response: one entry per record, in request order.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ProduceResponse {
+    pub(crate) offsets: Vec<RecordPosition>,
+}
+
+/// Query of `GET /v1/topics/{topic}/records`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct FetchQuery {
+    /// Partition to read (default 0).
+    pub(crate) partition: Option<u32>,
+    /// Start: a number, `earliest` (default) or `latest`.
+    pub(crate) offset: Option<String>,
+    /// Start at the first record at or after this time (ms); overrides `offset`.
+    pub(crate) timestamp: Option<i64>,
+    /// Most records to return (clamped to the server limit; default 500).
+    pub(crate) max_records: Option<usize>,
+    /// Most bytes of keys, values and headers (at least one record is returned).
+    pub(crate) max_bytes: Option<usize>,
+    /// Long-poll: wait up to this long for a first record (clamped to the server limit).
+    pub(crate) wait_ms: Option<u64>,
+    /// SSE only: keep the stream open and send records as they arrive.
+    pub(crate) follow: Option<bool>,
+}
+
+/// One record header as returned.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct HeaderOut {
+    pub(crate) name: String,
+    /// Value encoded per `key_format`.
+    #[schema(value_type = Object)]
+    pub(crate) value: Wire,
+}
+
+/// A record as returned.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct RecordOut {
+    pub(crate) partition: u32,
+    pub(crate) offset: u64,
+    /// Timestamp, ms since the epoch.
+    pub(crate) timestamp: i64,
+    /// Key per `key_format`; null when the record has none.
+    #[schema(value_type = Option<Object>)]
+    pub(crate) key: Option<Wire>,
+    /// Value per `format`; null for a tombstone.
+    #[schema(value_type = Option<Object>)]
+    pub(crate) value: Option<Wire>,
+    pub(crate) headers: Vec<HeaderOut>,
+}
+
+/// A fetch result with the cursor to continue from.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct FetchResponse {
+    pub(crate) records: Vec<RecordOut>,
+    /// Offset to pass as `offset` next time.
+    pub(crate) next_offset: u64,
+    pub(crate) high_watermark: u64,
+    pub(crate) log_start_offset: u64,
+}
+
+/// Query of the offsets lookup.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct OffsetsQuery {
+    /// Find the first offset whose timestamp is at or after this (ms).
+    pub(crate) timestamp: Option<i64>,
+}
+
+/// A partition's offsets.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct OffsetsResponse {
+    pub(crate) partition: u32,
+    pub(crate) log_start_offset: u64,
+    pub(crate) high_watermark: u64,
+    /// With `timestamp`: the first offset at or after it, or null when no record is that new.
+    pub(crate) offset: Option<u64>,
+}
+
+/// Accepted asynchronous operation.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct StatusResponse {
+    pub(crate) status: String,
+}
+
+/// A problem (RFC 9457), the body of every error.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct Problem {
+    /// URI naming the problem type (`urn:kafko:problem:<code>`).
+    #[serde(rename = "type")]
+    r#type: String,
+    title: String,
+    status: u16,
+    detail: String,
+    /// Stable machine-readable code (`topic_not_found`, `offset_out_of_range`, …).
+    code: String,
+}

@@ -1,0 +1,179 @@
+//! Errors: [`ApiError`], every failed request as `application/problem+json` (RFC 9457)
+//! with a stable `code`, the one place where [`KafkoError`] becomes an HTTP status, and
+//! [`ServerError`] for start-up failures.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use kafko_core::{ErrorKind, KafkoError};
+use serde_json::{Map, Value, json};
+
+/// Content type of every error body.
+pub(crate) const PROBLEM_JSON: &str = "application/problem+json";
+
+/// Start-up and serving failures of the server process.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServerError {
+    /// The log could not be opened.
+    #[error("opening the data directory: {0}")]
+    Open(#[from] KafkoError),
+    /// The listen address could not be bound.
+    #[error("binding {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Another I/O failure while serving.
+    #[error("serving: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// A request failure, rendered as problem+json.
+#[derive(Debug)]
+pub(crate) struct ApiError {
+    pub(crate) status: StatusCode,
+    pub(crate) code: &'static str,
+    pub(crate) detail: String,
+    /// Extra members of the problem object (e.g. the valid offset range).
+    pub(crate) extra: Map<String, Value>,
+    pub(crate) retry_after: Option<u32>,
+}
+
+impl ApiError {
+    pub(crate) fn new(status: StatusCode, code: &'static str, detail: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            code,
+            detail: detail.into(),
+            extra: Map::new(),
+            retry_after: None,
+        }
+    }
+
+    pub(crate) fn bad_request(code: &'static str, detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, code, detail)
+    }
+
+    pub(crate) fn with(mut self, key: &str, value: Value) -> Self {
+        self.extra.insert(key.to_owned(), value);
+        self
+    }
+
+    pub(crate) fn retry_after(mut self, seconds: u32) -> Self {
+        self.retry_after = Some(seconds);
+        self
+    }
+
+    /// 503 `overloaded` with `Retry-After`.
+    pub(crate) fn overloaded(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::SERVICE_UNAVAILABLE, "overloaded", detail).retry_after(1)
+    }
+}
+
+impl From<KafkoError> for ApiError {
+    fn from(e: KafkoError) -> Self {
+        let detail = e.to_string();
+        let (status, code) = match &e {
+            KafkoError::TopicNotFound { .. } => (StatusCode::NOT_FOUND, "topic_not_found"),
+            KafkoError::PartitionNotFound { .. } => (StatusCode::NOT_FOUND, "partition_not_found"),
+            KafkoError::GroupNotFound { .. } => (StatusCode::NOT_FOUND, "group_not_found"),
+            KafkoError::TopicAlreadyExists { .. } => (StatusCode::CONFLICT, "topic_exists"),
+            KafkoError::InvalidName { .. } => (StatusCode::BAD_REQUEST, "invalid_topic_name"),
+            KafkoError::InvalidConfig { .. } => (StatusCode::BAD_REQUEST, "invalid_config"),
+            KafkoError::KeyRequired { .. } => (StatusCode::BAD_REQUEST, "key_required"),
+            KafkoError::InvalidRequest { .. } => (StatusCode::BAD_REQUEST, "invalid_request"),
+            KafkoError::RecordTooLarge { .. } => {
+                (StatusCode::PAYLOAD_TOO_LARGE, "record_too_large")
+            }
+            KafkoError::OffsetOutOfRange {
+                requested,
+                log_start_offset,
+                high_watermark,
+            } => {
+                return ApiError::new(
+                    StatusCode::RANGE_NOT_SATISFIABLE,
+                    "offset_out_of_range",
+                    detail,
+                )
+                .with("requested", json!(requested))
+                .with("log_start_offset", json!(log_start_offset))
+                .with("high_watermark", json!(high_watermark));
+            }
+            KafkoError::Backpressure { .. } => {
+                return ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "backpressure", detail)
+                    .retry_after(1);
+            }
+            KafkoError::ShuttingDown => {
+                return ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "shutting_down", detail)
+                    .retry_after(5);
+            }
+            KafkoError::PartitionReadOnly { .. } => {
+                (StatusCode::SERVICE_UNAVAILABLE, "partition_read_only")
+            }
+            KafkoError::StorageFull { .. } => (StatusCode::INSUFFICIENT_STORAGE, "storage_full"),
+            _ => match e.kind() {
+                ErrorKind::NotFound => (StatusCode::NOT_FOUND, "not_found"),
+                ErrorKind::AlreadyExists | ErrorKind::Conflict => {
+                    (StatusCode::CONFLICT, "conflict")
+                }
+                ErrorKind::InvalidInput => (StatusCode::BAD_REQUEST, "invalid_request"),
+                ErrorKind::TooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "too_large"),
+                ErrorKind::OutOfRange => (StatusCode::RANGE_NOT_SATISFIABLE, "offset_out_of_range"),
+                ErrorKind::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+                ErrorKind::StorageFull => (StatusCode::INSUFFICIENT_STORAGE, "storage_full"),
+                ErrorKind::Corruption => (StatusCode::INTERNAL_SERVER_ERROR, "corruption"),
+                _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+            },
+        };
+        if status.is_server_error() {
+            // Details (paths, OS errors) go to the log, not to the client.
+            tracing::error!(error = %e, code, "request failed");
+            let public = match status {
+                StatusCode::INSUFFICIENT_STORAGE => "the server is out of disk space",
+                StatusCode::SERVICE_UNAVAILABLE => "the partition is temporarily unavailable",
+                _ => "internal error; see the server log",
+            };
+            let mut err = ApiError::new(status, code, public);
+            if status == StatusCode::SERVICE_UNAVAILABLE {
+                err = err.retry_after(5);
+            }
+            return err;
+        }
+        ApiError::new(status, code, detail)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut body = Map::new();
+        body.insert(
+            "type".into(),
+            json!(format!("urn:kafko:problem:{}", self.code)),
+        );
+        body.insert(
+            "title".into(),
+            json!(self.status.canonical_reason().unwrap_or("Error")),
+        );
+        body.insert("status".into(), json!(self.status.as_u16()));
+        body.insert("detail".into(), json!(self.detail));
+        body.insert("code".into(), json!(self.code));
+        body.extend(self.extra);
+        let text = Value::Object(body).to_string();
+        let mut resp = (self.status, text).into_response();
+        let h = resp.headers_mut();
+        h.insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
+        if let Some(s) = self.retry_after {
+            h.insert(header::RETRY_AFTER, HeaderValue::from(s));
+        }
+        if self.status == StatusCode::UNAUTHORIZED {
+            h.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        resp
+    }
+}
+
+/// Result alias for handlers.
+pub(crate) type ApiResult<T> = Result<T, ApiError>;

@@ -1,0 +1,37 @@
+//! # kafko-http
+//!
+//! The HTTP/REST face of [`kafko_core`]: topics, produce, stateless consume (JSON,
+//! NDJSON streaming, Server-Sent Events), operations endpoints and an OpenAPI 3.1 spec.
+//! The agreed contract is `shared/design/API.md`; `openapi/openapi.json` is generated
+//! from the handlers in this crate.
+//!
+//! ## Layout
+//! - [`config`]: [`ServerConfig`], every server setting (the binary fills it from flags).
+//! - [`state`]: [`AppState`], what every handler shares (log, config, metrics, shutdown).
+//! - `router`: [`app`], the full [`axum::Router`] with its middleware stack.
+//! - [`server`]: the accept loop with header-read timeout and graceful shutdown.
+//! - `routes/`: `topics`, `records/{produce,fetch,single,stream}`, `admin`, `health`.
+//! - `error`: problem+json responses and the one `KafkoError` → HTTP mapping.
+//! - `extract`: extractors whose rejections are problem+json too.
+//! - `dto`, `codec`: wire types and the `format` (string/json/base64) encodings.
+//! - `metrics`, `middleware`: Prometheus counters; auth, limits, timing.
+//! - [`openapi`]: the generated spec.
+
+pub mod config;
+pub mod openapi;
+pub mod server;
+pub mod state;
+
+mod codec;
+mod dto;
+mod error;
+mod extract;
+mod metrics;
+mod middleware;
+mod router;
+mod routes;
+
+pub use config::{AutoCreate, ServerConfig};
+pub use error::ServerError;
+pub use router::app;
+pub use state::AppState;

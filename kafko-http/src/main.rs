@@ -1,0 +1,196 @@
+//! The `kafko-http` binary: flags (each with a `KAFKO_*` environment twin), logging,
+//! opening the log, binding, serving until SIGTERM/SIGINT/`POST /v1/admin/shutdown`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{ArgAction, Parser, ValueEnum};
+use kafko_core::{Compression, FsyncPolicy, Kafko, TopicConfig};
+use kafko_http::{AppState, AutoCreate, ServerConfig, ServerError};
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum CompressionArg {
+    None,
+    Lz4,
+    Zstd,
+}
+
+/// kafko over HTTP: a durable single-node log with Kafka semantics.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+struct Args {
+    /// Address to listen on (port 0 picks a free port).
+    #[arg(long, env = "KAFKO_BIND", default_value = "127.0.0.1:8080")]
+    bind: String,
+    /// Data directory (created if missing).
+    #[arg(long, env = "KAFKO_DATA_DIR", default_value = "./kafko-data")]
+    data_dir: PathBuf,
+    /// Largest request body in bytes (413 beyond, chunked bodies too).
+    #[arg(long, env = "KAFKO_MAX_BODY_BYTES", default_value_t = 16 * 1024 * 1024)]
+    max_body_bytes: usize,
+    /// Largest record (key + value + headers) in bytes.
+    #[arg(long, env = "KAFKO_MAX_RECORD_BYTES", default_value_t = 1024 * 1024)]
+    max_record_bytes: usize,
+    /// Most records one fetch returns.
+    #[arg(long, env = "KAFKO_MAX_RECORDS_PER_FETCH", default_value_t = 10_000)]
+    max_records_per_fetch: usize,
+    /// Most bytes one fetch returns.
+    #[arg(long, env = "KAFKO_MAX_FETCH_BYTES", default_value_t = 16 * 1024 * 1024)]
+    max_fetch_bytes: usize,
+    /// Longest long-poll `wait_ms` honoured.
+    #[arg(long, env = "KAFKO_MAX_WAIT_MS", default_value_t = 30_000)]
+    max_wait_ms: u64,
+    /// Time limit to the response head of a request, ms.
+    #[arg(long, env = "KAFKO_REQUEST_TIMEOUT_MS", default_value_t = 60_000)]
+    request_timeout_ms: u64,
+    /// Time limit for a client to send the request head, ms.
+    #[arg(long, env = "KAFKO_HEADER_READ_TIMEOUT_MS", default_value_t = 10_000)]
+    header_read_timeout_ms: u64,
+    /// How long shutdown waits for in-flight requests, ms.
+    #[arg(long, env = "KAFKO_SHUTDOWN_GRACE_MS", default_value_t = 10_000)]
+    shutdown_grace_ms: u64,
+    /// Requests handled at once; beyond, 503 with Retry-After.
+    #[arg(long, env = "KAFKO_MAX_CONCURRENT_REQUESTS", default_value_t = 1024)]
+    max_concurrent_requests: usize,
+    /// Require `Authorization: Bearer <token>` (probes excepted).
+    #[arg(long, env = "KAFKO_AUTH_TOKEN", hide_env_values = true)]
+    auth_token: Option<String>,
+    /// Origins allowed by CORS, comma-separated (CORS is off when empty).
+    #[arg(long, env = "KAFKO_CORS_ORIGINS", value_delimiter = ',')]
+    cors_origins: Vec<String>,
+    /// Create unknown topics on produce.
+    #[arg(long, env = "KAFKO_AUTO_CREATE", default_value_t = true, action = ArgAction::Set)]
+    auto_create: bool,
+    /// Partitions of auto-created topics.
+    #[arg(long, env = "KAFKO_DEFAULT_PARTITIONS", default_value_t = 1)]
+    default_partitions: u32,
+    /// Compression of auto-created topics.
+    #[arg(
+        long,
+        env = "KAFKO_DEFAULT_COMPRESSION",
+        value_enum,
+        default_value = "none"
+    )]
+    default_compression: CompressionArg,
+    /// fsync policy of auto-created topics: `never`, `always`, or an interval in ms.
+    #[arg(long, env = "KAFKO_DEFAULT_FSYNC", default_value = "never")]
+    default_fsync: String,
+    /// Log filter (tracing-subscriber env-filter syntax), e.g. `info` or `kafko_core=debug`.
+    #[arg(long, env = "KAFKO_LOG_LEVEL", default_value = "info")]
+    log_level: String,
+    /// Log format on stderr.
+    #[arg(long, env = "KAFKO_LOG_FORMAT", value_enum, default_value = "text")]
+    log_format: LogFormat,
+    /// Print the OpenAPI document and exit.
+    #[arg(long)]
+    print_openapi: bool,
+}
+
+impl Args {
+    fn server_config(&self) -> Result<ServerConfig, String> {
+        let fsync = match self.default_fsync.as_str() {
+            "never" => FsyncPolicy::Never,
+            "always" => FsyncPolicy::Always,
+            ms => FsyncPolicy::IntervalMs {
+                interval_ms: ms.parse().map_err(|_| {
+                    format!("--default-fsync: expected never, always or ms, got '{ms}'")
+                })?,
+            },
+        };
+        let topic = TopicConfig {
+            partitions: self.default_partitions,
+            compression: match self.default_compression {
+                CompressionArg::None => Compression::None,
+                CompressionArg::Lz4 => Compression::Lz4,
+                CompressionArg::Zstd => Compression::Zstd,
+            },
+            fsync,
+            ..TopicConfig::default()
+        };
+        topic
+            .validate()
+            .map_err(|e| format!("default topic config: {e}"))?;
+        let ms = Duration::from_millis;
+        Ok(ServerConfig {
+            max_body_bytes: self.max_body_bytes,
+            max_record_bytes: self.max_record_bytes,
+            max_records_per_fetch: self.max_records_per_fetch.max(1),
+            max_fetch_bytes: self.max_fetch_bytes.max(1),
+            max_wait: ms(self.max_wait_ms),
+            request_timeout: ms(self.request_timeout_ms),
+            header_read_timeout: ms(self.header_read_timeout_ms),
+            shutdown_grace: ms(self.shutdown_grace_ms),
+            max_concurrent_requests: self.max_concurrent_requests,
+            auth_token: self.auth_token.clone().filter(|t| !t.is_empty()),
+            cors_origins: self
+                .cors_origins
+                .iter()
+                .filter(|o| !o.is_empty())
+                .cloned()
+                .collect(),
+            auto_create: if self.auto_create {
+                AutoCreate::Enabled(topic)
+            } else {
+                AutoCreate::Disabled
+            },
+        })
+    }
+}
+
+fn init_logging(args: &Args) {
+    let filter = tracing_subscriber::EnvFilter::try_new(&args.log_level)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(std::io::stderr);
+    match args.log_format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+async fn run(args: Args) -> Result<(), ServerError> {
+    let config = args
+        .server_config()
+        .map_err(|e| ServerError::Io(std::io::Error::new(std::io::ErrorKind::InvalidInput, e)))?;
+    let kafko = Kafko::builder(&args.data_dir).open().await?;
+    let listener = tokio::net::TcpListener::bind(&args.bind)
+        .await
+        .map_err(|source| ServerError::Bind {
+            addr: args.bind.clone(),
+            source,
+        })?;
+    let addr = listener.local_addr()?;
+    let data = std::fs::canonicalize(&args.data_dir).unwrap_or_else(|_| args.data_dir.clone());
+    println!("listening on http://{addr}");
+    println!("data directory {}", data.display());
+    let state = AppState::new(kafko, config);
+    tokio::spawn(kafko_http::server::shutdown_on_signals(state.clone()));
+    kafko_http::server::serve(listener, state).await
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args = Args::parse();
+    if args.print_openapi {
+        print!("{}", kafko_http::openapi::json());
+        return ExitCode::SUCCESS;
+    }
+    init_logging(&args);
+    match run(args).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!(error = %e, "kafko-http failed");
+            eprintln!("kafko-http: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

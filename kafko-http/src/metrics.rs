@@ -1,0 +1,181 @@
+//! Prometheus metrics, hand-written: per-topic record and byte counters, a request
+//! latency histogram per route, response counts per status, and gauges (partition
+//! inbox depth, high watermark) read from the log at scrape time.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use kafko_core::Kafko;
+
+/// Upper bounds of the latency buckets, in seconds.
+const BUCKETS: [f64; 12] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0,
+];
+
+#[derive(Default, Clone, Copy)]
+struct TopicCounters {
+    records_in: u64,
+    bytes_in: u64,
+    records_out: u64,
+    bytes_out: u64,
+}
+
+#[derive(Default, Clone)]
+struct Histogram {
+    buckets: [u64; BUCKETS.len()],
+    count: u64,
+    sum: f64,
+}
+
+/// All counters of one server.
+#[derive(Default)]
+pub(crate) struct Metrics {
+    topics: Mutex<BTreeMap<String, TopicCounters>>,
+    /// Keyed by (method, route template).
+    latency: Mutex<BTreeMap<(String, String), Histogram>>,
+    /// Keyed by status code.
+    responses: Mutex<BTreeMap<u16, u64>>,
+    in_flight: AtomicU64,
+}
+
+impl Metrics {
+    pub(crate) fn produced(&self, topic: &str, records: usize, bytes: usize) {
+        let mut t = self.topics.lock().unwrap_or_else(|p| p.into_inner());
+        let c = t.entry(topic.to_owned()).or_default();
+        c.records_in += records as u64;
+        c.bytes_in += bytes as u64;
+    }
+
+    pub(crate) fn consumed(&self, topic: &str, records: usize, bytes: usize) {
+        let mut t = self.topics.lock().unwrap_or_else(|p| p.into_inner());
+        let c = t.entry(topic.to_owned()).or_default();
+        c.records_out += records as u64;
+        c.bytes_out += bytes as u64;
+    }
+
+    pub(crate) fn forget_topic(&self, topic: &str) {
+        self.topics
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(topic);
+    }
+
+    pub(crate) fn request_started(&self) {
+        self.in_flight.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn request_finished(&self, method: &str, route: &str, status: u16, took: Duration) {
+        self.in_flight.fetch_sub(1, Ordering::Relaxed);
+        let secs = took.as_secs_f64();
+        {
+            let mut l = self.latency.lock().unwrap_or_else(|p| p.into_inner());
+            let h = l.entry((method.to_owned(), route.to_owned())).or_default();
+            for (i, bound) in BUCKETS.iter().enumerate() {
+                if secs <= *bound {
+                    h.buckets[i] += 1;
+                }
+            }
+            h.count += 1;
+            h.sum += secs;
+        }
+        *self
+            .responses
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(status)
+            .or_default() += 1;
+    }
+
+    /// The Prometheus text exposition (format 0.0.4).
+    pub(crate) fn render(&self, kafko: &Kafko) -> String {
+        let mut out = String::new();
+        let topics = self
+            .topics
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        for (name, help, pick) in [
+            ("kafko_records_in_total", "Records appended.", 0),
+            (
+                "kafko_bytes_in_total",
+                "Key, value and header bytes appended.",
+                1,
+            ),
+            ("kafko_records_out_total", "Records returned to readers.", 2),
+            (
+                "kafko_bytes_out_total",
+                "Key, value and header bytes returned.",
+                3,
+            ),
+        ] {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
+            for (topic, c) in &topics {
+                let v = [c.records_in, c.bytes_in, c.records_out, c.bytes_out][pick];
+                let _ = writeln!(out, "{name}{{topic=\"{topic}\"}} {v}");
+            }
+        }
+        let _ = writeln!(
+            out,
+            "# HELP kafko_partition_queue_depth Appends waiting in the partition writer's inbox.\n# TYPE kafko_partition_queue_depth gauge"
+        );
+        let mut hw = String::new();
+        for topic in kafko.list_topics() {
+            let Ok(d) = kafko.describe_topic(&topic) else {
+                continue;
+            };
+            for p in d.partitions {
+                let labels = format!("topic=\"{topic}\",partition=\"{}\"", p.partition);
+                let _ = writeln!(
+                    out,
+                    "kafko_partition_queue_depth{{{labels}}} {}",
+                    p.queue_depth
+                );
+                let _ = writeln!(
+                    hw,
+                    "kafko_partition_high_watermark{{{labels}}} {}",
+                    p.high_watermark
+                );
+            }
+        }
+        let _ = writeln!(
+            out,
+            "# HELP kafko_partition_high_watermark One past the last offset.\n# TYPE kafko_partition_high_watermark gauge\n{hw}# HELP kafko_http_requests_in_flight Requests being handled.\n# TYPE kafko_http_requests_in_flight gauge\nkafko_http_requests_in_flight {}",
+            self.in_flight.load(Ordering::Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP kafko_http_responses_total Responses by status code.\n# TYPE kafko_http_responses_total counter"
+        );
+        for (status, n) in self
+            .responses
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+        {
+            let _ = writeln!(out, "kafko_http_responses_total{{status=\"{status}\"}} {n}");
+        }
+        let name = "kafko_http_request_duration_seconds";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Time to produce the response head.\n# TYPE {name} histogram"
+        );
+        let latency = self
+            .latency
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        for ((method, route), h) in &latency {
+            let labels = format!("method=\"{method}\",route=\"{route}\"");
+            for (bound, n) in BUCKETS.iter().zip(h.buckets) {
+                let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{bound}\"}} {n}");
+            }
+            let _ = writeln!(out, "{name}_bucket{{{labels},le=\"+Inf\"}} {}", h.count);
+            let _ = writeln!(out, "{name}_sum{{{labels}}} {}", h.sum);
+            let _ = writeln!(out, "{name}_count{{{labels}}} {}", h.count);
+        }
+        out
+    }
+}

@@ -1,0 +1,112 @@
+//! Request middleware: metrics and timing, bearer auth, the global concurrency limit
+//! (503 + `Retry-After` instead of queueing without bound), the request timeout, and
+//! problem+json fallbacks for unknown routes and methods.
+
+use std::time::Instant;
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// Records latency per route template and counts responses by status.
+pub(crate) async fn track(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |m| m.as_str().to_owned());
+    let method = req.method().as_str().to_owned();
+    let started = Instant::now();
+    state.metrics.request_started();
+    let resp = next.run(req).await;
+    state
+        .metrics
+        .request_finished(&method, &route, resp.status().as_u16(), started.elapsed());
+    resp
+}
+
+/// Paths reachable without a token: the probes (orchestrators do not carry secrets).
+fn is_public(path: &str) -> bool {
+    matches!(path, "/healthz" | "/readyz")
+}
+
+/// Requires `Authorization: Bearer <token>` when a token is configured.
+pub(crate) async fn auth(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let Some(token) = state.config.auth_token.as_deref() else {
+        return next.run(req).await;
+    };
+    if is_public(req.uri().path()) || req.method() == axum::http::Method::OPTIONS {
+        return next.run(req).await;
+    }
+    let given = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or("");
+    if constant_time_eq(given.as_bytes(), token.as_bytes()) {
+        next.run(req).await
+    } else {
+        ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "a valid bearer token is required",
+        )
+        .into_response()
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Answers 503 `overloaded` when `max_concurrent_requests` are already being handled.
+pub(crate) async fn concurrency(
+    State(state): State<AppState>,
+    req: Request,
+    next: Next,
+) -> Response {
+    let Ok(_permit) = state.permits.clone().try_acquire_owned() else {
+        return ApiError::overloaded("too many concurrent requests; retry later").into_response();
+    };
+    next.run(req).await
+}
+
+/// Bounds the time to the response head (streams keep flowing after it).
+pub(crate) async fn timeout(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let limit = state.config.request_timeout;
+    match tokio::time::timeout(limit, next.run(req)).await {
+        Ok(resp) => resp,
+        Err(_) => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "request_timeout",
+            format!("the request took longer than {} ms", limit.as_millis()),
+        )
+        .retry_after(1)
+        .into_response(),
+    }
+}
+
+/// 404 for unknown paths.
+pub(crate) async fn not_found(req: Request) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        format!("no route for {} {}", req.method(), req.uri().path()),
+    )
+}
+
+/// 405 for known paths with another method.
+pub(crate) async fn method_not_allowed(req: Request) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        format!("{} is not allowed on {}", req.method(), req.uri().path()),
+    )
+}

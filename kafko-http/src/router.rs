@@ -1,0 +1,89 @@
+//! [`app`]: every route under its path, with the middleware stack (outermost first):
+//! CORS, metrics, auth, concurrency limit, request timeout, body limit.
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::{HeaderName, HeaderValue, Method};
+use axum::middleware::from_fn_with_state;
+use axum::routing::{get, post, put};
+use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer};
+
+use crate::middleware;
+use crate::routes::{admin, health, records, topics};
+use crate::state::AppState;
+
+/// The full application router.
+pub fn app(state: AppState) -> Router {
+    let v1 = Router::new()
+        .route("/topics", get(topics::list))
+        .route(
+            "/topics/{topic}",
+            put(topics::create)
+                .get(topics::describe)
+                .patch(topics::update)
+                .delete(topics::delete),
+        )
+        .route(
+            "/topics/{topic}/records",
+            post(records::produce::produce).get(records::fetch::fetch),
+        )
+        .route(
+            "/topics/{topic}/partitions/{partition}/records/{offset}",
+            get(records::single::get_record),
+        )
+        .route(
+            "/topics/{topic}/partitions/{partition}/offsets",
+            get(records::single::offsets),
+        )
+        .route("/admin/shutdown", post(admin::shutdown));
+    let mut router = Router::new()
+        .nest("/v1", v1)
+        .route("/healthz", get(health::healthz))
+        .route("/readyz", get(health::readyz))
+        .route("/metrics", get(health::metrics))
+        .route("/openapi.json", get(health::openapi))
+        .fallback(middleware::not_found)
+        .method_not_allowed_fallback(middleware::method_not_allowed)
+        .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
+        .layer(from_fn_with_state(state.clone(), middleware::timeout))
+        .layer(from_fn_with_state(state.clone(), middleware::concurrency))
+        .layer(from_fn_with_state(state.clone(), middleware::auth))
+        .layer(from_fn_with_state(state.clone(), middleware::track));
+    if let Some(cors) = cors(&state.config.cors_origins) {
+        router = router.layer(cors);
+    }
+    router.with_state(state)
+}
+
+fn cors(origins: &[String]) -> Option<CorsLayer> {
+    let origins: Vec<HeaderValue> = origins
+        .iter()
+        .filter_map(|o| HeaderValue::from_str(o).ok())
+        .collect();
+    if origins.is_empty() {
+        return None;
+    }
+    let exposed = [
+        "kafko-partition",
+        "kafko-offset",
+        "kafko-timestamp",
+        "kafko-key",
+        "kafko-header",
+        "kafko-tombstone",
+        "retry-after",
+    ]
+    .map(HeaderName::from_static);
+    Some(
+        CorsLayer::new()
+            .allow_origin(AllowOrigin::list(origins))
+            .allow_methods([
+                Method::GET,
+                Method::POST,
+                Method::PUT,
+                Method::PATCH,
+                Method::DELETE,
+            ])
+            .allow_headers(AllowHeaders::mirror_request())
+            .expose_headers(exposed),
+    )
+}

@@ -1,0 +1,61 @@
+//! Probes and introspection: `/healthz`, `/readyz`, `/metrics`, `/openapi.json`.
+
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+
+use crate::dto::{Problem, StatusResponse};
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+
+/// Alive: the process answers.
+#[utoipa::path(get, path = "/healthz", tag = "operations",
+    responses((status = 200, description = "Alive", body = StatusResponse)))]
+pub(crate) async fn healthz() -> axum::Json<StatusResponse> {
+    axum::Json(StatusResponse {
+        status: "ok".into(),
+    })
+}
+
+/// Ready: recovery finished and writes are accepted (503 while shutting down).
+#[utoipa::path(get, path = "/readyz", tag = "operations",
+    responses(
+        (status = 200, description = "Ready", body = StatusResponse),
+        (status = 503, description = "code shutting_down", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub(crate) async fn readyz(State(state): State<AppState>) -> ApiResult<axum::Json<StatusResponse>> {
+    if state.is_shutting_down() || state.kafko.is_shutting_down() {
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "shutting_down",
+            "the server is shutting down",
+        )
+        .retry_after(5));
+    }
+    Ok(axum::Json(StatusResponse {
+        status: "ready".into(),
+    }))
+}
+
+/// Prometheus metrics (text exposition 0.0.4).
+#[utoipa::path(get, path = "/metrics", tag = "operations",
+    responses((status = 200, description = "Metrics", body = String, content_type = "text/plain; version=0.0.4")))]
+pub(crate) async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        state.metrics.render(&state.kafko),
+    )
+}
+
+/// This server's OpenAPI 3.1 document.
+#[utoipa::path(get, path = "/openapi.json", tag = "operations",
+    responses((status = 200, description = "The OpenAPI document", body = Object)))]
+pub(crate) async fn openapi() -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        crate::openapi::json(),
+    )
+}

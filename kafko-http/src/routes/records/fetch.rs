@@ -1,0 +1,173 @@
+//! `GET /v1/topics/{topic}/records`: a stateless read by offset, `earliest`, `latest` or
+//! timestamp, with `wait_ms` long-poll; by `Accept` it becomes an NDJSON or SSE stream.
+
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, header};
+use axum::response::{IntoResponse, Response};
+
+use crate::dto::{FetchQuery, FetchResponse, FormatQuery, Problem};
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{Path, Query, check_topic};
+use crate::state::AppState;
+
+use super::stream;
+use super::{payload_bytes, to_out};
+
+/// Records per read when `max_records` is absent.
+pub(crate) const DEFAULT_MAX_RECORDS: usize = 500;
+/// Bytes per read when `max_bytes` is absent.
+pub(crate) const DEFAULT_MAX_BYTES: usize = 1024 * 1024;
+
+/// Reads a partition; streams when `Accept` asks for NDJSON or Server-Sent Events.
+#[utoipa::path(get, path = "/v1/topics/{topic}/records", tag = "records",
+    params(("topic" = String, Path, description = "Topic name"), FetchQuery, FormatQuery,
+        ("Last-Event-ID" = Option<String>, Header, description = "SSE resume point `partition:offset`; the stream continues after it")),
+    responses(
+        (status = 200, description = "Records (JSON), or a stream when Accept is application/x-ndjson (one record object per line) or text/event-stream (event `record`, id `partition:offset`)",
+            content(
+                (FetchResponse = "application/json"),
+                (crate::dto::RecordOut = "application/x-ndjson"),
+                (String = "text/event-stream"),
+            )),
+        (status = 400, description = "Invalid name or parameter", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "code topic_not_found / partition_not_found", body = Problem, content_type = "application/problem+json"),
+        (status = 406, description = "code not_representable: bytes do not fit the format; use format=base64", body = Problem, content_type = "application/problem+json"),
+        (status = 416, description = "code offset_out_of_range, with log_start_offset and high_watermark", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub(crate) async fn fetch(
+    State(state): State<AppState>,
+    Path(topic): Path<String>,
+    Query(q): Query<FetchQuery>,
+    Query(formats): Query<FormatQuery>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    check_topic(&topic)?;
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let read = ReadSpec::new(&state, &topic, &q, &headers)?;
+    if accept.contains("text/event-stream") {
+        return Ok(stream::sse(state, topic, read, formats.resolve()));
+    }
+    if accept.contains("application/x-ndjson") {
+        return Ok(stream::ndjson(state, topic, read, formats.resolve()));
+    }
+    let (value_fmt, key_fmt) = formats.resolve();
+    let k = &state.kafko;
+    let mut fetched = k.fetch(
+        &topic,
+        read.partition,
+        read.start,
+        read.max_records,
+        read.max_bytes,
+    )?;
+    if fetched.records.is_empty() && !read.wait.is_zero() {
+        tokio::select! {
+            r = k.wait_for(&topic, read.partition, fetched.next_offset, read.wait) => { r?; }
+            () = state.shutdown_requested() => {}
+        }
+        fetched = k.fetch(
+            &topic,
+            read.partition,
+            read.start,
+            read.max_records,
+            read.max_bytes,
+        )?;
+    }
+    let records = fetched
+        .records
+        .iter()
+        .map(|r| to_out(r, value_fmt, key_fmt))
+        .collect::<ApiResult<Vec<_>>>()?;
+    let bytes = fetched.records.iter().map(payload_bytes).sum();
+    state.metrics.consumed(&topic, records.len(), bytes);
+    Ok(axum::Json(FetchResponse {
+        records,
+        next_offset: fetched.next_offset,
+        high_watermark: fetched.high_watermark,
+        log_start_offset: fetched.log_start_offset,
+    })
+    .into_response())
+}
+
+/// A resolved read: where to start and how much to take.
+#[derive(Debug, Clone)]
+pub(crate) struct ReadSpec {
+    pub(crate) partition: u32,
+    pub(crate) start: u64,
+    pub(crate) max_records: usize,
+    pub(crate) max_bytes: usize,
+    pub(crate) wait: Duration,
+    pub(crate) follow: bool,
+    /// Streams only: stop after this many records (unbounded when absent).
+    pub(crate) total: Option<usize>,
+}
+
+impl ReadSpec {
+    fn new(state: &AppState, topic: &str, q: &FetchQuery, headers: &HeaderMap) -> ApiResult<Self> {
+        let cfg = &state.config;
+        let k = &state.kafko;
+        let resume = headers
+            .get("last-event-id")
+            .and_then(|v| v.to_str().ok())
+            .map(parse_event_id)
+            .transpose()?;
+        let partition = resume.map_or(q.partition.unwrap_or(0), |(p, _)| p);
+        let (log_start, hw) = k.offsets(topic, partition)?;
+        let start = if let Some((_, last)) = resume {
+            last.saturating_add(1)
+        } else if let Some(ts) = q.timestamp {
+            k.offset_for_timestamp(topic, partition, ts)?.unwrap_or(hw)
+        } else {
+            match q.offset.as_deref() {
+                None | Some("earliest") => log_start,
+                Some("latest") => hw,
+                Some(n) => n.parse::<u64>().map_err(|_| {
+                    ApiError::bad_request(
+                        "invalid_query",
+                        format!("offset must be a number, earliest or latest; got '{n}'"),
+                    )
+                })?,
+            }
+        };
+        if start < log_start || start > hw {
+            return Err(kafko_core::KafkoError::OffsetOutOfRange {
+                requested: start,
+                log_start_offset: log_start,
+                high_watermark: hw,
+            }
+            .into());
+        }
+        Ok(ReadSpec {
+            partition,
+            total: q.max_records,
+            start,
+            max_records: q
+                .max_records
+                .unwrap_or(DEFAULT_MAX_RECORDS)
+                .clamp(1, cfg.max_records_per_fetch),
+            max_bytes: q
+                .max_bytes
+                .unwrap_or(DEFAULT_MAX_BYTES)
+                .clamp(1, cfg.max_fetch_bytes),
+            wait: Duration::from_millis(q.wait_ms.unwrap_or(0)).min(cfg.max_wait),
+            follow: q.follow.unwrap_or(false),
+        })
+    }
+}
+
+/// Parses an SSE `Last-Event-ID` of the form `partition:offset`.
+fn parse_event_id(id: &str) -> ApiResult<(u32, u64)> {
+    id.split_once(':')
+        .and_then(|(p, o)| Some((p.trim().parse().ok()?, o.trim().parse().ok()?)))
+        .ok_or_else(|| {
+            ApiError::bad_request(
+                "invalid_event_id",
+                format!("Last-Event-ID must be 'partition:offset', got '{id}'"),
+            )
+        })
+}

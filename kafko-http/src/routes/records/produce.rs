@@ -1,0 +1,206 @@
+//! `POST /v1/topics/{topic}/records`: three body shapes chosen by `Content-Type` (raw
+//! value, JSON batch, NDJSON), auto-creation of unknown topics, backpressure as 503.
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use bytes::Bytes;
+use kafko_core::{Header, KafkoError, ProducerRecord, SendOptions};
+
+use crate::AutoCreate;
+use crate::codec::{Format, decode};
+use crate::dto::{
+    FormatQuery, Problem, ProduceQuery, ProduceRequest, ProduceResponse, RecordIn, RecordPosition,
+};
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{Body, Path, Query, check_topic, is_json, media_type, parse_json};
+use crate::state::AppState;
+
+const NDJSON: &str = "application/x-ndjson";
+
+/// Appends records. Keyed records go to `(murmur2(key) & 0x7fffffff) % partitions`
+/// (Kafka's default partitioner); keyless ones to one partition per request, round robin
+/// across requests; an explicit `partition` wins.
+#[utoipa::path(post, path = "/v1/topics/{topic}/records", tag = "records",
+    params(("topic" = String, Path, description = "Topic name"), ProduceQuery, FormatQuery),
+    request_body(description = "`application/json`: a batch; `application/x-ndjson`: one record object per line; any other type: the body is one record's value, verbatim",
+        content(
+            (ProduceRequest = "application/json"),
+            (RecordIn = "application/x-ndjson"),
+            (Vec<u8> = "application/octet-stream"),
+        )),
+    responses(
+        (status = 201, description = "Appended; one position per record in request order", body = ProduceResponse),
+        (status = 400, description = "Invalid record, JSON, name or encoding", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "code topic_not_found (auto-create disabled) or partition_not_found", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "code record_too_large or payload_too_large", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "code backpressure / shutting_down, with Retry-After", body = Problem, content_type = "application/problem+json"),
+        (status = 507, description = "code storage_full", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub(crate) async fn produce(
+    State(state): State<AppState>,
+    Path(topic): Path<String>,
+    Query(q): Query<ProduceQuery>,
+    Query(formats): Query<FormatQuery>,
+    headers: HeaderMap,
+    Body(body): Body,
+) -> ApiResult<(StatusCode, axum::Json<ProduceResponse>)> {
+    check_topic(&topic)?;
+    let media = media_type(&headers);
+    let (value_fmt, key_fmt) = formats.resolve();
+    let records = if is_json(&media) || media == NDJSON {
+        if q.key.is_some()
+            || q.key_base64.is_some()
+            || q.partition.is_some()
+            || q.timestamp.is_some()
+        {
+            return Err(ApiError::bad_request(
+                "invalid_query",
+                "key, key_base64, partition and timestamp query parameters apply to raw bodies only; put them in each record",
+            ));
+        }
+        let parsed = if media == NDJSON {
+            parse_ndjson(&body)?
+        } else {
+            parse_json::<ProduceRequest>(&body)?.records
+        };
+        parsed
+            .into_iter()
+            .map(|r| to_producer_record(r, value_fmt, key_fmt))
+            .collect::<ApiResult<Vec<_>>>()?
+    } else {
+        vec![raw_record(&q, body)?]
+    };
+    if records.is_empty() {
+        return Err(ApiError::bad_request(
+            "invalid_request",
+            "no records in the request",
+        ));
+    }
+    let limit = state.config.max_record_bytes;
+    if let Some(r) = records.iter().find(|r| r.size() > limit) {
+        return Err(KafkoError::RecordTooLarge {
+            size: r.size(),
+            max: limit,
+        }
+        .into());
+    }
+    ensure_topic(&state, &topic).await?;
+    let (count, bytes) = (
+        records.len(),
+        records.iter().map(ProducerRecord::size).sum(),
+    );
+    let options = SendOptions {
+        sync: q.sync.unwrap_or(false),
+        no_wait: true,
+    };
+    let meta = state.kafko.produce(&topic, records, options).await?;
+    state.metrics.produced(&topic, count, bytes);
+    let offsets = meta
+        .into_iter()
+        .map(|m| RecordPosition {
+            partition: m.partition,
+            offset: m.offset,
+            timestamp: m.timestamp,
+        })
+        .collect();
+    Ok((StatusCode::CREATED, axum::Json(ProduceResponse { offsets })))
+}
+
+/// Creates an unknown topic when auto-creation is on.
+async fn ensure_topic(state: &AppState, topic: &str) -> ApiResult<()> {
+    match state.kafko.partition_count(topic) {
+        Ok(_) => Ok(()),
+        Err(KafkoError::TopicNotFound { .. }) => match &state.config.auto_create {
+            AutoCreate::Disabled => Err(KafkoError::TopicNotFound {
+                topic: topic.to_owned(),
+            }
+            .into()),
+            AutoCreate::Enabled(config) => {
+                match state
+                    .kafko
+                    .create_topic_with_config(topic, config.clone())
+                    .await
+                {
+                    // Another request may have created it (with another config) meanwhile.
+                    Ok(_) | Err(KafkoError::TopicAlreadyExists { .. }) => Ok(()),
+                    Err(e) => Err(e.into()),
+                }
+            }
+        },
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn raw_record(q: &ProduceQuery, body: Bytes) -> ApiResult<ProducerRecord> {
+    let key = match (&q.key, &q.key_base64) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::bad_request(
+                "invalid_query",
+                "give key or key_base64, not both",
+            ));
+        }
+        (Some(k), None) => Some(Bytes::from(k.clone())),
+        (None, Some(k)) => Some(Bytes::from(STANDARD.decode(k).map_err(|e| {
+            ApiError::bad_request(
+                "invalid_base64",
+                format!("key_base64 is not valid base64: {e}"),
+            )
+        })?)),
+        (None, None) => None,
+    };
+    Ok(ProducerRecord {
+        key,
+        value: Some(body),
+        headers: Vec::new(),
+        timestamp: q.timestamp,
+        partition: q.partition,
+    })
+}
+
+fn parse_ndjson(body: &[u8]) -> ApiResult<Vec<RecordIn>> {
+    body.split(|&b| b == b'\n')
+        .enumerate()
+        .filter(|(_, line)| !line.iter().all(u8::is_ascii_whitespace))
+        .map(|(i, line)| {
+            serde_json::from_slice(line).map_err(|e| {
+                ApiError::bad_request("invalid_json", format!("NDJSON line {}: {e}", i + 1))
+            })
+        })
+        .collect()
+}
+
+fn to_producer_record(
+    r: RecordIn,
+    value_fmt: Format,
+    key_fmt: Format,
+) -> ApiResult<ProducerRecord> {
+    let key = r
+        .key
+        .as_deref()
+        .map(|k| decode(k, key_fmt, "key"))
+        .transpose()?;
+    let value = r
+        .value
+        .as_deref()
+        .map(|v| decode(v, value_fmt, "value"))
+        .transpose()?;
+    let headers = r
+        .headers
+        .into_iter()
+        .map(|h| {
+            Ok(Header {
+                value: decode(&h.value, key_fmt, "header value")?,
+                name: h.name,
+            })
+        })
+        .collect::<ApiResult<Vec<_>>>()?;
+    Ok(ProducerRecord {
+        key,
+        value,
+        headers,
+        timestamp: r.timestamp,
+        partition: r.partition,
+    })
+}

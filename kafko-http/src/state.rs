@@ -1,0 +1,57 @@
+//! [`AppState`]: the log, the configuration, the metrics and the shutdown signal that
+//! every handler shares. Cheap to clone.
+
+use std::sync::Arc;
+
+use kafko_core::Kafko;
+use tokio::sync::{Semaphore, watch};
+
+use crate::config::ServerConfig;
+use crate::metrics::Metrics;
+
+/// Shared server state.
+#[derive(Clone)]
+pub struct AppState {
+    pub(crate) kafko: Kafko,
+    pub(crate) config: Arc<ServerConfig>,
+    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) permits: Arc<Semaphore>,
+    /// Flips to `true` once shutdown begins: streams and long-polls end, the accept loop stops.
+    shutdown: Arc<watch::Sender<bool>>,
+}
+
+impl AppState {
+    /// State around an open log.
+    pub fn new(kafko: Kafko, config: ServerConfig) -> Self {
+        let permits = Arc::new(Semaphore::new(config.max_concurrent_requests.max(1)));
+        AppState {
+            kafko,
+            config: Arc::new(config),
+            metrics: Arc::new(Metrics::default()),
+            permits,
+            shutdown: Arc::new(watch::channel(false).0),
+        }
+    }
+
+    /// The log.
+    pub fn kafko(&self) -> &Kafko {
+        &self.kafko
+    }
+
+    /// Begins graceful shutdown (idempotent): the same path as SIGTERM.
+    pub fn trigger_shutdown(&self) {
+        self.shutdown.send_replace(true);
+    }
+
+    /// Whether shutdown has begun.
+    pub fn is_shutting_down(&self) -> bool {
+        *self.shutdown.borrow()
+    }
+
+    /// Resolves once shutdown begins.
+    pub async fn shutdown_requested(&self) {
+        let mut rx = self.shutdown.subscribe();
+        // An Err means the sender is gone, which also means we are stopping.
+        let _ = rx.wait_for(|stop| *stop).await;
+    }
+}
