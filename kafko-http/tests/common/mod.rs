@@ -1,0 +1,166 @@
+//! Test harness: starts the real `kafko-http` binary on an ephemeral loopback port with
+//! a temporary data directory, and small HTTP helpers (reqwest, plus raw TCP for paths
+//! a URL library would normalize).
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// A running server process.
+pub struct Server {
+    child: Child,
+    /// `http://127.0.0.1:PORT`
+    pub base: String,
+    /// `127.0.0.1:PORT`
+    pub addr: String,
+    pub dir: PathBuf,
+}
+
+impl Server {
+    /// Starts the binary on `dir` with extra flags and waits until it listens.
+    pub async fn start(dir: &Path, extra: &[&str]) -> Server {
+        let log = std::fs::File::create(dir.with_extension("log")).expect("log file");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kafko-http"))
+            .arg("--bind")
+            .arg("127.0.0.1:0")
+            .arg("--data-dir")
+            .arg(dir)
+            .args(extra)
+            .env_remove("KAFKO_AUTH_TOKEN")
+            .env("KAFKO_LOG_LEVEL", "info")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(log))
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn kafko-http");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        let addr = tokio::time::timeout(Duration::from_secs(30), async {
+            while let Some(line) = lines.next_line().await.expect("read stdout") {
+                if let Some(url) = line.strip_prefix("listening on http://") {
+                    return url.to_owned();
+                }
+            }
+            panic!(
+                "server exited before listening; see {}",
+                dir.with_extension("log").display()
+            );
+        })
+        .await
+        .expect("server did not start in time");
+        // Keep draining stdout so the child never blocks on a full pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        Server {
+            child,
+            base: format!("http://{addr}"),
+            addr,
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id().expect("running")
+    }
+
+    /// Sends SIGTERM and waits for the exit.
+    pub async fn sigterm(&mut self) -> ExitStatus {
+        let status = std::process::Command::new("kill")
+            .arg("-TERM")
+            .arg(self.pid().to_string())
+            .status()
+            .expect("kill");
+        assert!(status.success());
+        self.wait().await
+    }
+
+    /// Waits (bounded) for the process to exit.
+    pub async fn wait(&mut self) -> ExitStatus {
+        tokio::time::timeout(Duration::from_secs(30), self.child.wait())
+            .await
+            .expect("server did not exit in time")
+            .expect("wait")
+    }
+}
+
+/// A client with no connection reuse surprises and a generous timeout.
+pub fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .expect("client")
+}
+
+/// Parses a response body as JSON.
+pub async fn json(resp: reqwest::Response) -> serde_json::Value {
+    let text = resp.text().await.expect("body");
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+/// Asserts a problem+json response with `status` and `code`; returns the body.
+pub async fn problem(resp: reqwest::Response, status: u16, code: &str) -> serde_json::Value {
+    assert_eq!(resp.status().as_u16(), status, "status");
+    let ct = resp.headers()["content-type"].to_str().unwrap().to_owned();
+    assert_eq!(ct, "application/problem+json");
+    let body = json(resp).await;
+    assert_eq!(body["code"], code, "{body}");
+    assert_eq!(body["status"], status);
+    assert!(body["type"].is_string() && body["title"].is_string() && body["detail"].is_string());
+    body
+}
+
+/// Sends raw bytes as one HTTP/1.1 request and returns (status, body).
+pub async fn raw_request(addr: &str, request: &[u8]) -> (u16, String) {
+    let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    s.write_all(request).await.expect("write");
+    let mut buf = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut buf))
+        .await
+        .expect("response in time")
+        .expect("read");
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status line: {text:?}"));
+    let body = text.split("\r\n\r\n").nth(1).unwrap_or("").to_owned();
+    (status, body)
+}
+
+/// Creates a topic with a JSON config.
+pub async fn create_topic(c: &reqwest::Client, s: &Server, name: &str, config: serde_json::Value) {
+    let r = c
+        .put(s.url(&format!("/v1/topics/{name}")))
+        .json(&config)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 201, "{}", r.text().await.unwrap());
+}
+
+/// Produces a JSON batch and returns the `offsets` array.
+pub async fn produce(
+    c: &reqwest::Client,
+    s: &Server,
+    topic: &str,
+    query: &str,
+    records: serde_json::Value,
+) -> Vec<serde_json::Value> {
+    let r = c
+        .post(s.url(&format!("/v1/topics/{topic}/records{query}")))
+        .json(&serde_json::json!({ "records": records }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 201);
+    json(r).await["offsets"].as_array().unwrap().clone()
+}

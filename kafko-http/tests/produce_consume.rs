@@ -1,0 +1,283 @@
+//! Produce in all three body shapes and read back by offset, earliest, latest and
+//! timestamp; formats; the raw single-record read; the offsets lookup; error paths.
+
+mod common;
+
+use common::{Server, client, create_topic, json, problem, produce};
+use serde_json::json;
+
+#[tokio::test]
+async fn three_body_shapes_round_trip_with_headers_and_timestamps() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Server::start(&tmp.path().join("data"), &[]).await;
+    let c = client();
+    // Raw body, auto-creating the topic; key and timestamp in the query.
+    let r = c
+        .post(s.url("/v1/topics/events/records?key=user-1&timestamp=1000&sync=true"))
+        .header("content-type", "text/plain")
+        .body("héllo wörld\n")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    assert_eq!(
+        json(r).await,
+        json!({"offsets": [{"partition": 0, "offset": 0, "timestamp": 1000}]})
+    );
+    // JSON batch with headers (repeated names keep their order) and a tombstone.
+    let offsets = produce(&c, &s, "events", "", json!([
+        {"key": "k", "value": "v1", "headers": [{"name": "h", "value": "1"}, {"name": "h", "value": "2"}], "timestamp": 2000},
+        {"key": "k", "timestamp": 2100},
+    ]))
+    .await;
+    assert_eq!(offsets[0]["offset"], 1);
+    assert_eq!(offsets[1]["offset"], 2);
+    // NDJSON, with an embedded JSON document under format=json.
+    let r = c
+        .post(s.url("/v1/topics/events/records?format=json"))
+        .header("content-type", "application/x-ndjson")
+        .body(
+            "{\"value\": {\"n\": 1, \"s\": \"x y\"}, \"timestamp\": 3000}\n\n{\"value\": [1, 2]}\n",
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    assert_eq!(json(r).await["offsets"].as_array().unwrap().len(), 2);
+
+    let r = c
+        .get(s.url("/v1/topics/events/records?offset=earliest&max_records=3"))
+        .send()
+        .await
+        .unwrap();
+    let b = json(r).await;
+    assert_eq!(b["next_offset"], 3);
+    assert_eq!(b["high_watermark"], 5);
+    assert_eq!(b["log_start_offset"], 0);
+    let recs = b["records"].as_array().unwrap();
+    assert_eq!(recs[0]["value"], "héllo wörld\n");
+    assert_eq!(recs[0]["key"], "user-1");
+    assert_eq!(recs[0]["timestamp"], 1000);
+    assert_eq!(
+        recs[1]["headers"],
+        json!([{"name": "h", "value": "1"}, {"name": "h", "value": "2"}])
+    );
+    assert_eq!(recs[2]["value"], serde_json::Value::Null, "tombstone");
+
+    // format=json returns the compact document; format=string gives its text.
+    let r = c
+        .get(s.url("/v1/topics/events/records?offset=3&format=json"))
+        .send()
+        .await
+        .unwrap();
+    let b = json(r).await;
+    assert_eq!(b["records"][0]["value"], json!({"n": 1, "s": "x y"}));
+    assert_eq!(b["records"][1]["value"], json!([1, 2]));
+    let r = c
+        .get(s.url("/v1/topics/events/records?offset=3&max_records=1"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(json(r).await["records"][0]["value"], r#"{"n":1,"s":"x y"}"#);
+    // Text that is not JSON cannot be read as json: 406 naming base64.
+    let r = c
+        .get(s.url("/v1/topics/events/records?offset=0&format=json"))
+        .send()
+        .await
+        .unwrap();
+    let p = problem(r, 406, "not_representable").await;
+    assert!(p["detail"].as_str().unwrap().contains("format=base64"));
+
+    // latest → empty; timestamp → first at or after.
+    let r = c
+        .get(s.url("/v1/topics/events/records?offset=latest"))
+        .send()
+        .await
+        .unwrap();
+    let b = json(r).await;
+    assert_eq!(b["records"], json!([]));
+    assert_eq!(b["next_offset"], 5);
+    let r = c
+        .get(s.url("/v1/topics/events/records?timestamp=1500&max_records=1"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(json(r).await["records"][0]["offset"], 1);
+    let r = c
+        .get(s.url("/v1/topics/events/partitions/0/offsets?timestamp=2500"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        json(r).await,
+        json!({"partition": 0, "log_start_offset": 0, "high_watermark": 5, "offset": 3})
+    );
+    let r = c
+        .get(s.url("/v1/topics/events/partitions/0/offsets?timestamp=99999999999999"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(json(r).await["offset"], serde_json::Value::Null);
+
+    // Out of range: 416 with the valid range.
+    let r = c
+        .get(s.url("/v1/topics/events/records?offset=6"))
+        .send()
+        .await
+        .unwrap();
+    let p = problem(r, 416, "offset_out_of_range").await;
+    assert_eq!(
+        (p["log_start_offset"].clone(), p["high_watermark"].clone()),
+        (json!(0), json!(5))
+    );
+    let r = c
+        .get(s.url("/v1/topics/events/partitions/0/records/5"))
+        .send()
+        .await
+        .unwrap();
+    problem(r, 416, "offset_out_of_range").await;
+    let r = c
+        .get(s.url("/v1/topics/events/records?partition=1"))
+        .send()
+        .await
+        .unwrap();
+    problem(r, 404, "partition_not_found").await;
+}
+
+#[tokio::test]
+async fn raw_record_read_puts_metadata_in_headers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Server::start(&tmp.path().join("data"), &[]).await;
+    let c = client();
+    produce(&c, &s, "t", "", json!([
+        {"key": "k1", "value": "payload", "headers": [{"name": "trace", "value": "abc"}], "timestamp": 42},
+        {"key": "k1"},
+    ]))
+    .await;
+    let r = c
+        .get(s.url("/v1/topics/t/partitions/0/records/0"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let h = r.headers().clone();
+    assert_eq!(h["content-type"], "application/octet-stream");
+    assert_eq!(h["kafko-offset"], "0");
+    assert_eq!(h["kafko-partition"], "0");
+    assert_eq!(h["kafko-timestamp"], "42");
+    assert_eq!(h["kafko-key"], "azE="); // base64("k1")
+    assert_eq!(h["kafko-header"], "dHJhY2U=:YWJj"); // base64("trace"):base64("abc")
+    assert_eq!(r.bytes().await.unwrap().as_ref(), b"payload");
+    let r = c
+        .get(s.url("/v1/topics/t/partitions/0/records/1"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 204);
+    assert_eq!(r.headers()["kafko-tombstone"], "true");
+}
+
+#[tokio::test]
+async fn explicit_partition_and_key_routing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Server::start(&tmp.path().join("data"), &[]).await;
+    let c = client();
+    create_topic(&c, &s, "p", json!({"partitions": 4})).await;
+    let r = c
+        .post(s.url("/v1/topics/p/records?partition=3"))
+        .body("x")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(json(r).await["offsets"][0]["partition"], 3);
+    let r = c
+        .post(s.url("/v1/topics/p/records?partition=9"))
+        .body("x")
+        .send()
+        .await
+        .unwrap();
+    problem(r, 404, "partition_not_found").await;
+    // The same key always lands on the same partition.
+    let a = produce(&c, &s, "p", "", json!([{"key": "user-7", "value": "1"}])).await;
+    let b = produce(&c, &s, "p", "", json!([{"key": "user-7", "value": "2"}])).await;
+    assert_eq!(a[0]["partition"], b[0]["partition"]);
+}
+
+#[tokio::test]
+async fn produce_errors_are_problems() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Server::start(&tmp.path().join("data"), &["--auto-create", "false"]).await;
+    let c = client();
+    let r = c
+        .post(s.url("/v1/topics/ghost/records"))
+        .body("x")
+        .send()
+        .await
+        .unwrap();
+    problem(r, 404, "topic_not_found").await;
+    let r = c
+        .get(s.url("/v1/topics/ghost/records"))
+        .send()
+        .await
+        .unwrap();
+    problem(r, 404, "topic_not_found").await;
+    assert_eq!(
+        json(c.get(s.url("/v1/topics")).send().await.unwrap()).await,
+        json!({"topics": []})
+    );
+    create_topic(&c, &s, "t", json!({})).await;
+    let post = |ct: &'static str, body: &'static str| {
+        c.post(s.url("/v1/topics/t/records"))
+            .header("content-type", ct)
+            .body(body)
+            .send()
+    };
+    problem(
+        post("application/json", "{\"records\": [").await.unwrap(),
+        400,
+        "invalid_json",
+    )
+    .await;
+    problem(
+        post("application/json", "{\"records\": []}").await.unwrap(),
+        400,
+        "invalid_request",
+    )
+    .await;
+    problem(
+        post("application/json", "{\"records\": [{\"value\": 5}]}")
+            .await
+            .unwrap(),
+        400,
+        "invalid_record",
+    )
+    .await;
+    problem(
+        post("application/x-ndjson", "{\"value\":\"a\"}\nnope\n")
+            .await
+            .unwrap(),
+        400,
+        "invalid_json",
+    )
+    .await;
+    let r = c
+        .post(s.url("/v1/topics/t/records?format=base64"))
+        .json(&json!({"records": [{"value": "!!!"}]}))
+        .send()
+        .await
+        .unwrap();
+    problem(r, 400, "invalid_base64").await;
+    // Record over the topic's max_record_bytes.
+    c.patch(s.url("/v1/topics/t"))
+        .json(&json!({"max_record_bytes": 10}))
+        .send()
+        .await
+        .unwrap();
+    let r = c
+        .post(s.url("/v1/topics/t/records"))
+        .body("x".repeat(11))
+        .send()
+        .await
+        .unwrap();
+    problem(r, 413, "record_too_large").await;
+}
