@@ -73,7 +73,20 @@ pub async fn send(k: &Kafko, topic: &str, record: ProducerRecord) -> u64 {
 /// A record large enough to roll a 4 KiB segment by itself, so everything before it is
 /// sealed (and cleanable) and the active segment holds only this record.
 pub fn seal_marker() -> ProducerRecord {
-    keyed("~seal", Some(&"s".repeat(3000)))
+    // Incompressible (pseudo-random bytes), so it rolls the segment under every codec.
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let noise: Vec<u8> = (0..8192)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    ProducerRecord {
+        value: Some(noise.into()),
+        ..keyed("~seal", None)
+    }
 }
 
 /// Copies a directory tree.
