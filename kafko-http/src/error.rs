@@ -177,3 +177,84 @@ impl IntoResponse for ApiError {
 
 /// Result alias for handlers.
 pub(crate) type ApiResult<T> = Result<T, ApiError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(e: KafkoError) -> (u16, &'static str, Option<u32>) {
+        let a = ApiError::from(e);
+        (a.status.as_u16(), a.code, a.retry_after)
+    }
+
+    #[test]
+    fn core_errors_map_to_statuses_and_stable_codes() {
+        let t = || "t".to_owned();
+        assert_eq!(
+            map(KafkoError::TopicNotFound { topic: t() }),
+            (404, "topic_not_found", None)
+        );
+        assert_eq!(
+            map(KafkoError::TopicAlreadyExists { topic: t() }),
+            (409, "topic_exists", None)
+        );
+        assert_eq!(
+            map(KafkoError::InvalidName {
+                name: "..".into(),
+                reason: "dots"
+            }),
+            (400, "invalid_topic_name", None)
+        );
+        assert_eq!(
+            map(KafkoError::RecordTooLarge { size: 2, max: 1 }),
+            (413, "record_too_large", None)
+        );
+        assert_eq!(
+            map(KafkoError::Backpressure {
+                topic: t(),
+                partition: 0
+            }),
+            (503, "backpressure", Some(1))
+        );
+        assert_eq!(
+            map(KafkoError::ShuttingDown),
+            (503, "shutting_down", Some(5))
+        );
+        assert_eq!(
+            map(KafkoError::StorageFull {
+                op: "writing",
+                path: "/x".into()
+            })
+            .0,
+            507
+        );
+        assert_eq!(
+            map(KafkoError::OffsetOutOfRange {
+                requested: 9,
+                log_start_offset: 1,
+                high_watermark: 5
+            }),
+            (416, "offset_out_of_range", None)
+        );
+    }
+
+    #[test]
+    fn internal_details_are_not_leaked() {
+        let e = KafkoError::Corruption {
+            file: "/secret/path/0.log".into(),
+            position: 7,
+            reason: "crc".into(),
+        };
+        let a = ApiError::from(e);
+        assert_eq!((a.status.as_u16(), a.code), (500, "corruption"));
+        assert!(!a.detail.contains("/secret"), "{}", a.detail);
+        let io = KafkoError::Io {
+            op: "reading",
+            path: "/secret/file".into(),
+            source: std::io::Error::other("boom"),
+        };
+        let a = ApiError::from(io);
+        assert_eq!((a.status.as_u16(), a.code), (500, "internal"));
+        assert!(!a.detail.contains("/secret"));
+    }
+}

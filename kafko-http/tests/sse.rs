@@ -108,3 +108,29 @@ async fn sse_tail_receives_new_records_and_resumes_from_last_event_id() {
         .unwrap();
     assert_eq!(r.status(), 400);
 }
+
+#[tokio::test]
+async fn open_follow_streams_do_not_hold_shutdown_open() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = Server::start(&tmp.path().join("data"), &["--shutdown-grace-ms", "20000"]).await;
+    let c = client();
+    create_topic(&c, &s, "live", json!({})).await;
+    let resp = c
+        .get(s.url("/v1/topics/live/records?follow=true"))
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let started = std::time::Instant::now();
+    let r = c.post(s.url("/v1/admin/shutdown")).send().await.unwrap();
+    assert_eq!(r.status(), 202);
+    assert!(s.wait().await.success());
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "shutdown waited for the stream"
+    );
+    // The stream ended cleanly rather than hanging.
+    let rest = tokio::time::timeout(Duration::from_secs(5), resp.bytes()).await;
+    assert!(rest.is_ok());
+}

@@ -1,0 +1,200 @@
+//! Limits and protection: body size (413, with and without Content-Length), the global
+//! concurrency limit and the request timeout (503 + Retry-After), the header-read
+//! timeout, bearer auth (401 + WWW-Authenticate) and CORS for configured origins only.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{Server, client, create_topic, problem};
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+#[tokio::test]
+async fn oversized_bodies_are_413_with_and_without_content_length() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Server::start(&tmp.path().join("data"), &["--max-body-bytes", "1024"]).await;
+    let c = client();
+    create_topic(&c, &s, "t", json!({})).await;
+    let big = vec![b'x'; 4096];
+    let r = c
+        .post(s.url("/v1/topics/t/records"))
+        .body(big.clone())
+        .send()
+        .await
+        .unwrap();
+    let p = problem(r, 413, "payload_too_large").await;
+    assert_eq!(p["max_body_bytes"], 1024);
+    // Chunked: no Content-Length, the limit applies while reading.
+    let chunks: Vec<Result<Vec<u8>, std::io::Error>> =
+        (0..8).map(|_| Ok(vec![b'y'; 512])).collect();
+    let body = reqwest::Body::wrap_stream(futures_util::stream::iter(chunks));
+    let r = c
+        .post(s.url("/v1/topics/t/records"))
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    problem(r, 413, "payload_too_large").await;
+    let r = c
+        .put(s.url("/v1/topics/u"))
+        .header("content-type", "application/json")
+        .body(format!("{{\"partitions\": 1 {}}}", " ".repeat(2000)))
+        .send()
+        .await
+        .unwrap();
+    problem(r, 413, "payload_too_large").await;
+    // Within the limit still works, and nothing of the rejected bodies was stored.
+    let r = c
+        .post(s.url("/v1/topics/t/records"))
+        .body("ok")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let r = c.get(s.url("/v1/topics/t")).send().await.unwrap();
+    assert_eq!(common::json(r).await["partitions"][0]["high_watermark"], 1);
+    // The server's record limit.
+    let s2 = Server::start(&tmp.path().join("data2"), &["--max-record-bytes", "100"]).await;
+    let r = c
+        .post(s2.url("/v1/topics/t/records"))
+        .body(vec![b'z'; 101])
+        .send()
+        .await
+        .unwrap();
+    problem(r, 413, "record_too_large").await;
+}
+
+#[tokio::test]
+async fn concurrency_limit_and_request_timeout_answer_503_with_retry_after() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Server::start(
+        &tmp.path().join("data"),
+        &["--max-concurrent-requests", "1"],
+    )
+    .await;
+    let c = client();
+    create_topic(&c, &s, "t", json!({})).await;
+    let hold = tokio::spawn({
+        let (c, url) = (
+            c.clone(),
+            s.url("/v1/topics/t/records?offset=0&wait_ms=1500"),
+        );
+        async move { c.get(url).send().await.unwrap().status() }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let r = c.get(s.url("/v1/topics")).send().await.unwrap();
+    assert_eq!(r.headers()["retry-after"], "1");
+    problem(r, 503, "overloaded").await;
+    assert_eq!(hold.await.unwrap(), 200);
+
+    let s = Server::start(&tmp.path().join("data2"), &["--request-timeout-ms", "300"]).await;
+    create_topic(&c, &s, "t", json!({})).await;
+    let r = c
+        .get(s.url("/v1/topics/t/records?wait_ms=5000"))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.headers().contains_key("retry-after"));
+    problem(r, 503, "request_timeout").await;
+}
+
+#[tokio::test]
+async fn slow_request_heads_are_cut_off() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Server::start(
+        &tmp.path().join("data"),
+        &["--header-read-timeout-ms", "300"],
+    )
+    .await;
+    let mut sock = tokio::net::TcpStream::connect(&s.addr).await.unwrap();
+    sock.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let mut buf = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(5), sock.read_to_end(&mut buf)).await;
+    assert!(read.is_ok(), "connection still open after 5 s");
+    assert!(started.elapsed() >= Duration::from_millis(250));
+}
+
+#[tokio::test]
+async fn bearer_auth_protects_everything_but_the_probes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Server::start(&tmp.path().join("data"), &["--auth-token", "s3cret"]).await;
+    let c = client();
+    for auth in [
+        None,
+        Some("Bearer wrong"),
+        Some("s3cret"),
+        Some("Basic s3cret"),
+    ] {
+        let mut req = c.get(s.url("/v1/topics"));
+        if let Some(a) = auth {
+            req = req.header("authorization", a);
+        }
+        let r = req.send().await.unwrap();
+        assert_eq!(r.headers()["www-authenticate"], "Bearer");
+        problem(r, 401, "unauthorized").await;
+    }
+    let r = c.post(s.url("/v1/admin/shutdown")).send().await.unwrap();
+    problem(r, 401, "unauthorized").await;
+    let r = c
+        .get(s.url("/v1/topics"))
+        .bearer_auth("s3cret")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(c.get(s.url("/healthz")).send().await.unwrap().status(), 200);
+    assert_eq!(c.get(s.url("/readyz")).send().await.unwrap().status(), 200);
+}
+
+#[tokio::test]
+async fn cors_only_for_configured_origins() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Server::start(
+        &tmp.path().join("data"),
+        &["--cors-origins", "http://app.example,http://b.example"],
+    )
+    .await;
+    let c = client();
+    let r = c
+        .get(s.url("/v1/topics"))
+        .header("origin", "http://app.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.headers()["access-control-allow-origin"],
+        "http://app.example"
+    );
+    let r = c
+        .get(s.url("/v1/topics"))
+        .header("origin", "http://evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert!(!r.headers().contains_key("access-control-allow-origin"));
+    let r = c
+        .request(reqwest::Method::OPTIONS, s.url("/v1/topics/t/records"))
+        .header("origin", "http://b.example")
+        .header("access-control-request-method", "POST")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        r.headers()["access-control-allow-origin"],
+        "http://b.example"
+    );
+    // Without configured origins there are no CORS headers at all.
+    let s = Server::start(&tmp.path().join("data2"), &[]).await;
+    let r = c
+        .get(s.url("/v1/topics"))
+        .header("origin", "http://app.example")
+        .send()
+        .await
+        .unwrap();
+    assert!(!r.headers().contains_key("access-control-allow-origin"));
+}
