@@ -178,7 +178,7 @@ pub(crate) struct HeaderIn {
     /// Header name (UTF-8; may repeat).
     pub(crate) name: String,
     /// Header value, encoded per `key_format`.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Value)]
     pub(crate) value: Box<RawValue>,
 }
 
@@ -187,10 +187,10 @@ pub(crate) struct HeaderIn {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RecordIn {
     /// Key, encoded per `key_format`; absent = no key (keyless records spread over partitions).
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<Value>)]
     pub(crate) key: Option<Box<RawValue>>,
     /// Value, encoded per `format`; absent or null = tombstone.
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<Value>)]
     pub(crate) value: Option<Box<RawValue>>,
     /// Ordered headers (`[{"name","value"}]`).
     #[serde(default)]
@@ -249,7 +249,7 @@ pub(crate) struct FetchQuery {
 pub(crate) struct HeaderOut {
     pub(crate) name: String,
     /// Value encoded per `key_format`.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Value)]
     pub(crate) value: Wire,
 }
 
@@ -261,10 +261,10 @@ pub(crate) struct RecordOut {
     /// Timestamp, ms since the epoch.
     pub(crate) timestamp: i64,
     /// Key per `key_format`; null when the record has none.
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<Value>)]
     pub(crate) key: Option<Wire>,
     /// Value per `format`; null for a tombstone.
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<Value>)]
     pub(crate) value: Option<Wire>,
     pub(crate) headers: Vec<HeaderOut>,
 }
@@ -315,3 +315,8 @@ pub(crate) struct Problem {
     /// Stable machine-readable code (`topic_not_found`, `offset_out_of_range`, …).
     code: String,
 }
+
+/// Arbitrary bytes (a raw request or response body).
+#[derive(Debug, ToSchema)]
+#[schema(value_type = String, format = Binary)]
+pub(crate) struct Binary(Vec<u8>);

@@ -93,7 +93,7 @@ impl<T: DeserializeOwned> FromRequest<AppState> for Json<T> {
     }
 }
 
-/// An optional JSON body: an empty body is `None`.
+/// An optional JSON body: an empty body or `null` is `None`.
 pub(crate) struct OptionalJson<T>(pub(crate) Option<T>);
 
 impl<T: DeserializeOwned> FromRequest<AppState> for OptionalJson<T> {
@@ -112,7 +112,7 @@ impl<T: DeserializeOwned> FromRequest<AppState> for OptionalJson<T> {
                 format!("expected Content-Type: application/json, got '{media}'"),
             ));
         }
-        parse_json(&bytes).map(|v| OptionalJson(Some(v)))
+        parse_json::<Option<T>>(&bytes).map(OptionalJson)
     }
 }
 

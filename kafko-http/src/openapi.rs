@@ -15,6 +15,7 @@ use crate::routes::{admin, health, records, topics};
         admin::shutdown,
         health::healthz, health::readyz, health::metrics, health::openapi,
     ),
+    components(schemas(crate::codec::Format)),
     modifiers(&BearerAuth),
     security((), ("bearer" = [])),
     tags(

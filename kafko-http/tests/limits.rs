@@ -198,3 +198,24 @@ async fn cors_only_for_configured_origins() {
         .unwrap();
     assert!(!r.headers().contains_key("access-control-allow-origin"));
 }
+
+#[tokio::test]
+async fn settings_come_from_kafko_environment_twins_too() {
+    let tmp = tempfile::tempdir().unwrap();
+    let envs = [
+        ("KAFKO_AUTH_TOKEN", "envtoken"),
+        ("KAFKO_AUTO_CREATE", "false"),
+    ];
+    let s = Server::start_env(&tmp.path().join("data"), &[], &envs).await;
+    let c = client();
+    let r = c.get(s.url("/v1/topics")).send().await.unwrap();
+    problem(r, 401, "unauthorized").await;
+    let r = c
+        .post(s.url("/v1/topics/new/records"))
+        .bearer_auth("envtoken")
+        .body("x")
+        .send()
+        .await
+        .unwrap();
+    problem(r, 404, "topic_not_found").await;
+}

@@ -16,6 +16,14 @@ fn committed_openapi_matches_generated() {
     );
     let doc: serde_json::Value = serde_json::from_str(&generated).unwrap();
     assert_eq!(doc["openapi"], "3.1.0");
+    let schemas = doc["components"]["schemas"].as_object().unwrap();
+    for (i, _) in generated.match_indices("#/components/schemas/") {
+        let name: String = generated[i + 21..]
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        assert!(schemas.contains_key(&name), "dangling $ref to {name}");
+    }
     for p in [
         "/v1/topics",
         "/v1/topics/{topic}",

@@ -24,6 +24,11 @@ pub struct Server {
 impl Server {
     /// Starts the binary on `dir` with extra flags and waits until it listens.
     pub async fn start(dir: &Path, extra: &[&str]) -> Server {
+        Self::start_env(dir, extra, &[]).await
+    }
+
+    /// [`start`](Self::start) with extra environment variables.
+    pub async fn start_env(dir: &Path, extra: &[&str], envs: &[(&str, &str)]) -> Server {
         let log = std::fs::File::create(dir.with_extension("log")).expect("log file");
         let mut child = Command::new(env!("CARGO_BIN_EXE_kafko-http"))
             .arg("--bind")
@@ -33,6 +38,7 @@ impl Server {
             .args(extra)
             .env_remove("KAFKO_AUTH_TOKEN")
             .env("KAFKO_LOG_LEVEL", "info")
+            .envs(envs.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log))
             .kill_on_drop(true)

@@ -28,7 +28,7 @@ const NDJSON: &str = "application/x-ndjson";
         content(
             (ProduceRequest = "application/json"),
             (RecordIn = "application/x-ndjson"),
-            (Vec<u8> = "application/octet-stream"),
+            (crate::dto::Binary = "application/octet-stream"),
         )),
     responses(
         (status = 201, description = "Appended; one position per record in request order", body = ProduceResponse),

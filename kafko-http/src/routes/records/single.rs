@@ -27,7 +27,7 @@ use super::payload_bytes;
         ("partition" = u32, Path, description = "Partition"),
         ("offset" = u64, Path, description = "Offset")),
     responses(
-        (status = 200, description = "The value bytes; key, timestamp and headers in Kafko-* response headers (base64)", body = Vec<u8>, content_type = "application/octet-stream",
+        (status = 200, description = "The value bytes; key, timestamp and headers in Kafko-* response headers (base64)", body = crate::dto::Binary, content_type = "application/octet-stream",
             headers(("Kafko-Offset" = u64, description = "Offset"), ("Kafko-Partition" = u32, description = "Partition"),
                 ("Kafko-Timestamp" = i64, description = "Timestamp, ms"), ("Kafko-Key" = String, description = "Key, base64"),
                 ("Kafko-Header" = String, description = "Repeated: base64(name):base64(value)"))),
