@@ -319,4 +319,5 @@ pub(crate) struct Problem {
 /// Arbitrary bytes (a raw request or response body).
 #[derive(Debug, ToSchema)]
 #[schema(value_type = String, format = Binary)]
+#[expect(dead_code, reason = "a schema only: raw bodies travel as Bytes")]
 pub(crate) struct Binary(Vec<u8>);
