@@ -1,1 +1,233 @@
-fn main() {}
+//! Criterion benches of the log engine, each beside its raw-file ceiling in the same run:
+//! the same bytes appended with plain buffered `write` calls in the same chunk sizes.
+//!
+//! `cargo bench -p kafko-core --bench log` (add `-- --quick` for a fast pass).
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use kafko_core::{Bytes, Compression, Kafko, ProducerRecord, TopicConfig};
+
+const VALUE: usize = 256;
+/// On-disk size of one 256 B single-record batch (48 B header + 5 B record framing).
+const FRAMED: usize = VALUE + 48 + 8;
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+fn config(codec: Compression) -> TopicConfig {
+    TopicConfig {
+        compression: codec,
+        segment_bytes: 256 * 1024 * 1024,
+        retention_ms: None,
+        ..Default::default()
+    }
+}
+
+fn value(i: u64) -> Bytes {
+    // Semi-compressible text, like typical JSON events.
+    let mut v = format!(
+        "{{\"id\":{i},\"user\":\"u{}\",\"event\":\"click\",\"payload\":\"",
+        i % 1000
+    )
+    .into_bytes();
+    while v.len() < VALUE - 2 {
+        v.push(b'a' + (v.len() as u8 % 26));
+    }
+    v.extend_from_slice(b"\"}");
+    Bytes::from(v)
+}
+
+/// Raw ceiling: `chunk` bytes per buffered `write` call into one file.
+fn raw_write(c: &mut Criterion, group_name: &str, records_per_chunk: usize) {
+    let dir = tempfile::tempdir().expect("tmp");
+    let file = std::fs::File::create(dir.path().join("raw")).expect("file");
+    let mut w = std::io::BufWriter::with_capacity(64 * 1024, file);
+    let chunk = vec![7u8; FRAMED * records_per_chunk];
+    let mut g = c.benchmark_group(group_name);
+    g.throughput(Throughput::Elements(records_per_chunk as u64));
+    g.bench_function(BenchmarkId::new("raw_write", records_per_chunk), |b| {
+        b.iter(|| w.write_all(&chunk).expect("write"))
+    });
+    g.finish();
+}
+
+fn send_single(c: &mut Criterion) {
+    let rt = runtime();
+    for codec in [Compression::None, Compression::Lz4] {
+        let dir = tempfile::tempdir().expect("tmp");
+        let k = rt.block_on(async {
+            let k = Kafko::open(dir.path()).await.expect("open");
+            k.create_topic_with_config("t", config(codec))
+                .await
+                .expect("topic");
+            k
+        });
+        let p = rt.block_on(k.producer_for("t")).expect("producer");
+        let mut g = c.benchmark_group("send");
+        g.throughput(Throughput::Elements(1));
+        let mut i = 0u64;
+        g.bench_function(BenchmarkId::new(format!("{codec:?}"), 1), |b| {
+            b.to_async(&rt).iter(|| {
+                i += 1;
+                let p = p.clone();
+                let v = value(i);
+                async move { p.send(None, v).await.expect("send") }
+            })
+        });
+        g.finish();
+        // Latency percentiles of a plain send loop (criterion reports means).
+        // Measured from a task on the runtime, where application code runs.
+        let lp = p.clone();
+        let mut lat: Vec<Duration> = rt
+            .block_on(rt.spawn(async move {
+                let mut out = Vec::with_capacity(20_000);
+                for i in 0..20_000u64 {
+                    let v = value(i);
+                    let t = Instant::now();
+                    lp.send(None, v).await.expect("send");
+                    out.push(t.elapsed());
+                }
+                out
+            }))
+            .expect("join");
+        lat.sort();
+        let pct = |q: f64| lat[((lat.len() as f64 * q) as usize).min(lat.len() - 1)];
+        println!(
+            "send/{codec:?} latency: p50 {:?}  p99 {:?}  p99.9 {:?}",
+            pct(0.5),
+            pct(0.99),
+            pct(0.999)
+        );
+        rt.block_on(k.shutdown()).expect("shutdown");
+    }
+    raw_write(c, "send", 1);
+}
+
+fn send_batch(c: &mut Criterion) {
+    let rt = runtime();
+    for codec in [Compression::None, Compression::Lz4] {
+        let dir = tempfile::tempdir().expect("tmp");
+        let k = rt.block_on(async {
+            let k = Kafko::open(dir.path()).await.expect("open");
+            k.create_topic_with_config("t", config(codec))
+                .await
+                .expect("topic");
+            k
+        });
+        let p = rt.block_on(k.producer_for("t")).expect("producer");
+        let mut g = c.benchmark_group(format!("send_batch/{codec:?}"));
+        for n in [1usize, 8, 128, 1024] {
+            let batch: Vec<ProducerRecord> = (0..n as u64)
+                .map(|i| ProducerRecord::new(value(i)))
+                .collect();
+            g.throughput(Throughput::Elements(n as u64));
+            g.bench_function(BenchmarkId::from_parameter(n), |b| {
+                b.to_async(&rt).iter(|| {
+                    let p = p.clone();
+                    let batch = batch.clone();
+                    async move { p.send_batch(batch).await.expect("send_batch") }
+                })
+            });
+        }
+        g.finish();
+        rt.block_on(k.shutdown()).expect("shutdown");
+    }
+    for n in [1usize, 8, 128, 1024] {
+        raw_write(c, "send_batch/raw", n);
+    }
+}
+
+fn concurrent_producers(c: &mut Criterion) {
+    let rt = runtime();
+    for codec in [Compression::None, Compression::Lz4] {
+        let dir = tempfile::tempdir().expect("tmp");
+        let k = rt.block_on(async {
+            let k = Kafko::open(dir.path()).await.expect("open");
+            k.create_topic_with_config("t", config(codec))
+                .await
+                .expect("topic");
+            k
+        });
+        let p = rt.block_on(k.producer_for("t")).expect("producer");
+        let mut g = c.benchmark_group(format!("producers/{codec:?}"));
+        const PER_TASK: u64 = 64;
+        for producers in [1u64, 16] {
+            g.throughput(Throughput::Elements(producers * PER_TASK));
+            g.bench_function(BenchmarkId::from_parameter(producers), |b| {
+                b.to_async(&rt).iter(|| {
+                    let p = p.clone();
+                    async move {
+                        let mut tasks = Vec::new();
+                        for w in 0..producers {
+                            let p = p.clone();
+                            tasks.push(tokio::spawn(async move {
+                                for i in 0..PER_TASK {
+                                    p.send(None, value(w * PER_TASK + i)).await.expect("send");
+                                }
+                            }));
+                        }
+                        for t in tasks {
+                            t.await.expect("join");
+                        }
+                    }
+                })
+            });
+        }
+        g.finish();
+        rt.block_on(k.shutdown()).expect("shutdown");
+    }
+}
+
+fn sequential_read(c: &mut Criterion) {
+    let rt = runtime();
+    for codec in [Compression::None, Compression::Lz4] {
+        let dir = tempfile::tempdir().expect("tmp");
+        const RECORDS: u64 = 200_000;
+        let k = rt.block_on(async {
+            let k = Kafko::open(dir.path()).await.expect("open");
+            k.create_topic_with_config("t", config(codec))
+                .await
+                .expect("topic");
+            let p = k.producer_for("t").await.expect("producer");
+            // Filled the way a producer under load fills it: batches of 64.
+            for chunk in 0..RECORDS / 64 {
+                let batch = (0..64)
+                    .map(|i| ProducerRecord::new(value(chunk * 64 + i)))
+                    .collect();
+                p.send_batch(batch).await.expect("fill");
+            }
+            k
+        });
+        let mut g = c.benchmark_group(format!("read/{codec:?}"));
+        g.throughput(Throughput::Elements(RECORDS));
+        g.sample_size(10);
+        g.bench_function("sequential_1000_per_fetch", |b| {
+            b.iter(|| {
+                let mut at = 0;
+                while at < RECORDS {
+                    let f = k.fetch("t", 0, at, 1000, 4 << 20).expect("fetch");
+                    at = f.next_offset;
+                }
+            })
+        });
+        g.finish();
+        rt.block_on(k.shutdown()).expect("shutdown");
+    }
+}
+
+fn quick() -> Criterion {
+    Criterion::default()
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2))
+        .sample_size(20)
+}
+
+criterion_group! { name = benches; config = quick(); targets = send_single, send_batch, concurrent_producers, sequential_read }
+criterion_main!(benches);

@@ -135,6 +135,12 @@ impl Writer {
             match cmd {
                 Command::Append { batch, sync, reply } => {
                     self.stage(batch, sync, reply);
+                    if self.rx.is_empty() {
+                        // Producers woken by the last flush are runnable but have not sent
+                        // yet (tokio runs a woken task from the LIFO slot first). One yield
+                        // lets them enqueue, so concurrent sends share one write and fsync.
+                        tokio::task::yield_now().await;
+                    }
                     while self.pending.len() < MAX_GROUP_COMMANDS
                         && self.buf.len() < MAX_GROUP_BYTES
                     {
