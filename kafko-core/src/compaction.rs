@@ -132,8 +132,12 @@ pub(crate) async fn compact_all(kafko: &Kafko) -> Result<CompactionOutcome> {
         if !t.config().cleanup_policy.compacts() || t.check_live().is_err() {
             continue;
         }
-        let o = compact_topic(kafko, &t, &mut idle, false).await?;
-        total.add(&o);
+        // One damaged or busy topic must not stop the others from being cleaned.
+        match compact_topic(kafko, &t, &mut idle, false).await {
+            Ok(o) => total.add(&o),
+            Err(KafkoError::ShuttingDown) => return Err(KafkoError::ShuttingDown),
+            Err(e) => tracing::warn!(topic = %t.name, error = %e, "compaction failed"),
+        }
     }
     // Forget partitions of topics that are gone.
     let live = kafko.list_topics();
@@ -162,8 +166,7 @@ async fn compact_topic(
         {
             continue;
         }
-        let (outcome, wake_at) =
-            compact_partition(kafko.inner.storage.clone(), handle, &config, now).await?;
+        let (outcome, wake_at) = compact_partition(kafko, handle, &config, now).await?;
         if outcome.segments_replaced == 0 {
             idle.insert(
                 key,
@@ -208,7 +211,7 @@ struct Plan {
 
 /// Cleans one partition; returns what it did and when it could next have work.
 async fn compact_partition(
-    storage: Arc<dyn Storage>,
+    kafko: &Kafko,
     handle: &PartitionHandle,
     config: &Arc<TopicConfig>,
     now: i64,
@@ -222,7 +225,12 @@ async fn compact_partition(
         partitions: 1,
         ..Default::default()
     };
+    let storage = kafko.inner.storage.clone();
     for i in 0..plan.groups.len() {
+        // Shutdown waits for this pass: stop between groups (every swap is whole).
+        if kafko.is_shutting_down() {
+            return Err(KafkoError::ShuttingDown);
+        }
         let (p, s, c) = (plan.clone(), storage.clone(), config.clone());
         let dir = handle.log.dir.clone();
         let partition = handle.log.partition;
