@@ -7,7 +7,7 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use kafko_core::{Bytes, Compression, Kafko, ProducerRecord, TopicConfig};
+use kafko_core::{Bytes, Compression, FsyncPolicy, Kafko, ProducerRecord, TopicConfig};
 
 const VALUE: usize = 256;
 /// On-disk size of one 256 B single-record batch (48 B header + 5 B record framing).
@@ -146,17 +146,29 @@ fn send_batch(c: &mut Criterion) {
 
 fn concurrent_producers(c: &mut Criterion) {
     let rt = runtime();
-    for codec in [Compression::None, Compression::Lz4] {
+    let cases = [
+        (Compression::None, FsyncPolicy::Never),
+        (Compression::Lz4, FsyncPolicy::Never),
+        (Compression::None, FsyncPolicy::Always),
+    ];
+    for (codec, fsync) in cases {
         let dir = tempfile::tempdir().expect("tmp");
         let k = rt.block_on(async {
             let k = Kafko::open(dir.path()).await.expect("open");
-            k.create_topic_with_config("t", config(codec))
-                .await
-                .expect("topic");
+            let cfg = TopicConfig {
+                fsync,
+                ..config(codec)
+            };
+            k.create_topic_with_config("t", cfg).await.expect("topic");
             k
         });
         let p = rt.block_on(k.producer_for("t")).expect("producer");
-        let mut g = c.benchmark_group(format!("producers/{codec:?}"));
+        let fsync_name = if fsync == FsyncPolicy::Always {
+            "fsync_always"
+        } else {
+            "fsync_never"
+        };
+        let mut g = c.benchmark_group(format!("producers/{codec:?}/{fsync_name}"));
         const PER_TASK: u64 = 64;
         for producers in [1u64, 16] {
             g.throughput(Throughput::Elements(producers * PER_TASK));

@@ -152,9 +152,9 @@ impl Topic {
         let n = self.partitions.len() as u32;
         let sticky = self.round_robin.fetch_add(1, Ordering::Relaxed) % n;
         let now = now_ms();
-        let mut groups: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+        let mut routed = Vec::with_capacity(records.len());
         let mut timestamps = Vec::with_capacity(records.len());
-        for (i, r) in records.iter().enumerate() {
+        for r in &records {
             let size = r.size();
             if size as u64 > config.max_record_bytes {
                 return Err(KafkoError::RecordTooLarge {
@@ -175,9 +175,19 @@ impl Topic {
                 (None, Some(key)) => partition_for_key(key, n),
                 (None, None) => sticky,
             };
-            groups.entry(p).or_default().push(i);
+            routed.push(p);
             timestamps.push(r.timestamp.unwrap_or(now));
         }
+        // Usually every record goes to one partition (a single send, a keyless batch).
+        let groups: BTreeMap<u32, Vec<usize>> = if routed.iter().all(|&p| p == routed[0]) {
+            BTreeMap::from([(routed[0], (0..records.len()).collect())])
+        } else {
+            let mut g: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+            for (i, &p) in routed.iter().enumerate() {
+                g.entry(p).or_default().push(i);
+            }
+            g
+        };
         let mut out = vec![
             RecordMetadata {
                 partition: 0,

@@ -54,7 +54,6 @@ pub(crate) fn encode<'a>(
     records: impl ExactSizeIterator<Item = RecordFields<'a>>,
 ) -> Result<EncodedBatch, String> {
     let mut area = Vec::new();
-    let mut scratch = Vec::new();
     let mut base_timestamp = None;
     let mut max_timestamp = i64::MIN;
     let mut last_offset_delta = 0;
@@ -64,20 +63,37 @@ pub(crate) fn encode<'a>(
         max_timestamp = max_timestamp.max(r.timestamp);
         last_offset_delta = r.offset_delta;
         count += 1;
-        scratch.clear();
-        put_uvarint(&mut scratch, u64::from(r.offset_delta));
-        put_varint(&mut scratch, r.timestamp.wrapping_sub(base));
-        put_optional(&mut scratch, r.key);
-        put_optional(&mut scratch, r.value);
-        put_uvarint(&mut scratch, r.headers.len() as u64);
+        let ts_delta = r.timestamp.wrapping_sub(base);
+        // The length prefix needs the body size up front; computing it avoids a scratch copy.
+        let headers_len: usize = r
+            .headers
+            .iter()
+            .map(|h| {
+                uvarint_len(h.name.len() as u64)
+                    + h.name.len()
+                    + uvarint_len(h.value.len() as u64)
+                    + h.value.len()
+            })
+            .sum();
+        let body_len = uvarint_len(u64::from(r.offset_delta))
+            + uvarint_len(zigzag(ts_delta))
+            + optional_len(r.key)
+            + optional_len(r.value)
+            + uvarint_len(r.headers.len() as u64)
+            + headers_len;
+        area.reserve(body_len + 10);
+        put_uvarint(&mut area, body_len as u64);
+        put_uvarint(&mut area, u64::from(r.offset_delta));
+        put_varint(&mut area, ts_delta);
+        put_optional(&mut area, r.key);
+        put_optional(&mut area, r.value);
+        put_uvarint(&mut area, r.headers.len() as u64);
         for h in r.headers {
-            put_uvarint(&mut scratch, h.name.len() as u64);
-            scratch.extend_from_slice(h.name.as_bytes());
-            put_uvarint(&mut scratch, h.value.len() as u64);
-            scratch.extend_from_slice(&h.value);
+            put_uvarint(&mut area, h.name.len() as u64);
+            area.extend_from_slice(h.name.as_bytes());
+            put_uvarint(&mut area, h.value.len() as u64);
+            area.extend_from_slice(&h.value);
         }
-        put_uvarint(&mut area, scratch.len() as u64);
-        area.extend_from_slice(&scratch);
     }
     let base_timestamp = base_timestamp.ok_or("a batch needs at least one record")?;
     if area.len() > MAX_UNCOMPRESSED {
@@ -122,6 +138,21 @@ pub(crate) fn empty(
         max_timestamp,
         record_count: 0,
         uncompressed_len: 0,
+    }
+}
+
+fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+fn uvarint_len(v: u64) -> usize {
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
+}
+
+fn optional_len(field: Option<&[u8]>) -> usize {
+    match field {
+        None => 1,
+        Some(b) => uvarint_len(zigzag(b.len() as i64)) + b.len(),
     }
 }
 
@@ -431,6 +462,18 @@ mod tests {
         let mut bad = out;
         bad[44] = 1; // uncompressed_length claims bytes that are not there
         assert!(BatchHeader::parse(&bad).is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn computed_varint_lengths_match_the_encoder(v in any::<u64>(), i in any::<i64>()) {
+            let mut out = Vec::new();
+            put_uvarint(&mut out, v);
+            prop_assert_eq!(out.len(), uvarint_len(v));
+            out.clear();
+            put_varint(&mut out, i);
+            prop_assert_eq!(out.len(), uvarint_len(zigzag(i)));
+        }
     }
 
     #[test]
