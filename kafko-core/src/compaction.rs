@@ -221,6 +221,7 @@ async fn compact_partition(
     let cfg = config.clone();
     let plan = blocking(move || plan(&segments, &cfg, now, log_start)).await?;
     let plan = Arc::new(plan);
+    let mut wake_at = plan.wake_at;
     let mut outcome = CompactionOutcome {
         partitions: 1,
         ..Default::default()
@@ -234,7 +235,9 @@ async fn compact_partition(
         let (p, s, c) = (plan.clone(), storage.clone(), config.clone());
         let dir = handle.log.dir.clone();
         let partition = handle.log.partition;
-        let written = blocking(move || rewrite(&*s, &dir, partition, &p, i, &c, now)).await?;
+        let (written, tombstone_wake) =
+            blocking(move || rewrite(&*s, &dir, partition, &p, i, &c, now)).await?;
+        wake_at = wake_at.min(tombstone_wake);
         let Some(w) = written else { continue };
         let bytes_in: u64 = plan.groups[i].iter().map(|s| s.len()).sum();
         let swap = SegmentSwap {
@@ -259,7 +262,7 @@ async fn compact_partition(
         outcome.records_removed += w.removed;
         outcome.tombstones_removed += w.tombstones_removed;
     }
-    Ok((outcome, plan.wake_at))
+    Ok((outcome, wake_at))
 }
 
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
@@ -335,24 +338,6 @@ fn plan(segments: &[Arc<Segment>], config: &TopicConfig, now: i64, log_start: u6
         }
     }
     let range = &sealed[..mapped];
-    // Tombstone deadlines are only known while rewriting; wake up by the earliest one.
-    let retention = i64::try_from(config.delete_retention_ms).unwrap_or(i64::MAX);
-    for seg in range {
-        for_each_batch(seg, |batch| {
-            if batch.header.max_timestamp > now.saturating_sub(retention) {
-                decode(seg, &batch, &mut records)?;
-                if records.iter().any(|r| {
-                    r.value.is_none()
-                        && r.key
-                            .as_ref()
-                            .is_some_and(|k| latest.get(&k[..]) == Some(&r.offset))
-                }) {
-                    wake_at = wake_at.min(batch.header.max_timestamp.saturating_add(retention));
-                }
-            }
-            Ok(())
-        })?;
-    }
     Ok(Plan {
         groups: group_segments(range, config.segment_bytes),
         latest,
@@ -391,7 +376,8 @@ struct Written {
     tombstones_removed: u64,
 }
 
-/// Rewrites group `i` of the plan into `<base>.cleaned`; `None` when it would not change.
+/// Rewrites group `i` of the plan into `<base>.cleaned` (`None` when it would not
+/// change), and says when the earliest tombstone it kept expires.
 fn rewrite(
     storage: &dyn Storage,
     dir: &std::path::Path,
@@ -400,11 +386,12 @@ fn rewrite(
     i: usize,
     config: &TopicConfig,
     now: i64,
-) -> Result<Option<Written>> {
+) -> Result<(Option<Written>, i64)> {
     let group = &plan.groups[i];
     let base = group[0].base_offset;
     let retention = i64::try_from(config.delete_retention_ms).unwrap_or(i64::MAX);
     let tombstone_horizon = now.saturating_sub(retention);
+    let mut tombstone_wake = i64::MAX;
     let path = dir.join(segment_file(base, "cleaned"));
     let file = storage
         .open(&path)
@@ -452,6 +439,9 @@ fn rewrite(
                         let expired = h.max_timestamp <= tombstone_horizon;
                         if expired {
                             tombstones_removed += 1;
+                        } else {
+                            tombstone_wake =
+                                tombstone_wake.min(h.max_timestamp.saturating_add(retention));
                         }
                         !expired
                     }
@@ -498,7 +488,7 @@ fn rewrite(
     if unchanged {
         drop(file);
         let _ = storage.remove_file(&path);
-        return Ok(None);
+        return Ok((None, tombstone_wake));
     }
     file.append(&out)
         .map_err(|e| KafkoError::io("writing", &path, e))?;
@@ -516,16 +506,19 @@ fn rewrite(
             ),
         ));
     }
-    Ok(Some(Written {
-        path,
-        summary: SegmentSummary {
-            base_offset: base,
-            log_length: position,
-            next_offset,
-            max_timestamp,
-        },
-        index,
-        removed,
-        tombstones_removed,
-    }))
+    Ok((
+        Some(Written {
+            path,
+            summary: SegmentSummary {
+                base_offset: base,
+                log_length: position,
+                next_offset,
+                max_timestamp,
+            },
+            index,
+            removed,
+            tombstones_removed,
+        }),
+        tombstone_wake,
+    ))
 }

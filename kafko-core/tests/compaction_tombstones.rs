@@ -82,7 +82,10 @@ async fn compaction_lag_holds_fresh_segments_and_keyless_records_are_rejected() 
     }
     send(&k, "t", seal_marker()).await;
     let o = k.compact_now("t").await.unwrap();
-    assert_eq!(o.records_removed, 0, "records younger than the lag must stay");
+    assert_eq!(
+        o.records_removed, 0,
+        "records younger than the lag must stay"
+    );
     assert_eq!(keys(&k).len(), 3);
     let update = TopicConfigUpdate {
         min_compaction_lag_ms: Some(0),
@@ -114,12 +117,54 @@ async fn the_background_tick_compacts_and_plain_topics_are_refused() {
     send(&k, "t", seal_marker()).await;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     while keys(&k).len() > 1 {
-        assert!(tokio::time::Instant::now() < deadline, "background compaction never ran");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "background compaction never ran"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert_eq!(keys(&k), vec![(49, "a".into(), true)]);
     k.create_topic("plain").await.unwrap();
     let err = k.compact_now("plain").await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    k.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_background_cleaner_wakes_up_when_a_tombstone_expires() {
+    let dir = tempfile::tempdir().unwrap();
+    let k = Kafko::builder(dir.path())
+        .retention_check_interval(Duration::from_millis(30))
+        .open()
+        .await
+        .unwrap();
+    let cfg = kafko_core::TopicConfig {
+        delete_retention_ms: 1500,
+        ..compacted(1)
+    };
+    k.create_topic_with_config("t", cfg).await.unwrap();
+    send(&k, "t", keyed("a", Some("a1"))).await;
+    send(&k, "t", keyed("a", None)).await;
+    send(&k, "t", seal_marker()).await;
+    let written = tokio::time::Instant::now();
+    let deadline = written + Duration::from_secs(10);
+    // First the value goes and the tombstone stays …
+    while keys(&k).len() != 1 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "value never compacted"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(keys(&k), vec![(1, "a".into(), false)]);
+    // … then, with no new segment to trigger it, the tombstone goes after its deadline.
+    while !keys(&k).is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "tombstone never removed"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(written.elapsed() >= Duration::from_millis(1400));
     k.shutdown().await.unwrap();
 }
