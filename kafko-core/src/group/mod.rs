@@ -10,12 +10,12 @@
 //!   the next operation on the group. Each change starts a new *generation* and
 //!   reassigns the partitions with the range assignor (`membership`); positions fall
 //!   back to the committed offsets, as after an eager Kafka rebalance. A poll or commit
-//!   carrying an older generation fails with [`KafkoError::StaleGeneration`]; the member
+//!   carrying an older generation fails with [`KafkoError::StaleGeneration`](crate::KafkoError::StaleGeneration); the member
 //!   rejoins (same id) to learn its new assignment.
 //! - **The implicit member.** Calls without a member (`member: None`, and
-//!   [`Kafko::group_poll`]) act as one member owning every partition, for clients that
+//!   [`Kafko::group_poll`](crate::Kafko::group_poll)) act as one member owning every partition, for clients that
 //!   do not coordinate (the HTTP API's simple path). They are refused with
-//!   [`KafkoError::GroupHasMembers`] while explicit members are live.
+//!   [`KafkoError::GroupHasMembers`](crate::KafkoError::GroupHasMembers) while explicit members are live.
 //!
 //! Polls read without holding any lock and apply their new positions only if nobody
 //! moved them meanwhile (else they retry), so concurrent polls never hand out a record
@@ -48,7 +48,7 @@ pub enum OffsetReset {
     Earliest,
     /// The high watermark (only records produced from now on).
     Latest,
-    /// Fail the poll with [`KafkoError::NoValidOffset`].
+    /// Fail the poll with [`KafkoError::NoValidOffset`](crate::KafkoError::NoValidOffset).
     Error,
 }
 
@@ -63,7 +63,7 @@ pub struct GroupConfig {
 /// A member's identity in one generation, carried by its polls and commits.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct MemberRef {
-    /// Id returned by [`Kafko::join_group`].
+    /// Id returned by [`Kafko::join_group`](crate::Kafko::join_group).
     pub member_id: String,
     /// Generation of the member's current assignment.
     pub generation: u64,
@@ -198,7 +198,7 @@ pub struct GroupDescription {
     pub topics: Vec<GroupTopicDescription>,
 }
 
-/// A line of [`Kafko::list_groups`].
+/// A line of [`Kafko::list_groups`](crate::Kafko::list_groups).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct GroupListing {
     /// Group name.
