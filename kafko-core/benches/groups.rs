@@ -104,11 +104,9 @@ fn compaction_template(rt: &tokio::runtime::Runtime, dir: &Path) -> u64 {
             }
         }
         // Seal everything written so far.
-        p.send_record(
-            ProducerRecord::new(Bytes::from(vec![0u8; 1_048_000])).with_key("seal"),
-        )
-        .await
-        .expect("seal");
+        p.send_record(ProducerRecord::new(Bytes::from(vec![0u8; 1_048_000])).with_key("seal"))
+            .await
+            .expect("seal");
         let d = k.describe_topic("t").expect("describe");
         k.shutdown().await.expect("shutdown");
         d.partitions[0].size_bytes

@@ -17,7 +17,13 @@ async fn records(dir: &Path) -> Vec<Rec> {
     let k = open(dir).await;
     let out = read_all(&k, "t", 0)
         .into_iter()
-        .map(|r| (r.offset, r.key.map(|b| b.to_vec()), r.value.map(|b| b.to_vec())))
+        .map(|r| {
+            (
+                r.offset,
+                r.key.map(|b| b.to_vec()),
+                r.value.map(|b| b.to_vec()),
+            )
+        })
         .collect();
     k.shutdown().await.unwrap();
     out
@@ -59,7 +65,12 @@ async fn a_crash_at_every_step_of_the_swap_recovers() {
     send(&k, "t", seal_marker()).await;
     k.compact_now("t").await.unwrap();
     for i in 0..40u32 {
-        send(&k, "t", keyed(&format!("k{}", i % 3), Some(&format!("new{i:0>90}")))).await;
+        send(
+            &k,
+            "t",
+            keyed(&format!("k{}", i % 3), Some(&format!("new{i:0>90}"))),
+        )
+        .await;
     }
     send(&k, "t", seal_marker()).await;
     k.shutdown().await.unwrap();
@@ -81,16 +92,27 @@ async fn a_crash_at_every_step_of_the_swap_recovers() {
         .map(|w| (w[0], w[1]))
         .find(|&(b, e)| old_bases.iter().filter(|&&o| o >= b && o < e).count() >= 2)
         .expect("no merged segment");
-    let replaced: Vec<u64> = old_bases.iter().copied().filter(|&o| o >= b0 && o < end).collect();
+    let replaced: Vec<u64> = old_bases
+        .iter()
+        .copied()
+        .filter(|&o| o >= b0 && o < end)
+        .collect();
     let cleaned = std::fs::read(file(&after, b0, "log")).unwrap();
 
     let old_records = records(&copy_of(&before, work.path(), "ref-old")).await;
     let new_records = records(&copy_of(&after, work.path(), "ref-new")).await;
     let in_range = |r: &&Rec| r.0 >= b0 && r.0 < end;
-    let mut swapped: Vec<Rec> = old_records.iter().filter(|r| !in_range(r)).cloned().collect();
+    let mut swapped: Vec<Rec> = old_records
+        .iter()
+        .filter(|r| !in_range(r))
+        .cloned()
+        .collect();
     swapped.extend(new_records.iter().filter(in_range).cloned());
     swapped.sort();
-    assert_ne!(swapped, old_records, "the replayed swap must change something");
+    assert_ne!(
+        swapped, old_records,
+        "the replayed swap must change something"
+    );
 
     type Setup = Box<dyn Fn(&Path)>;
     let (c1, c2, c3, c4, c5, c6) = (
@@ -112,7 +134,9 @@ async fn a_crash_at_every_step_of_the_swap_recovers() {
     let steps: Vec<(&str, Setup, bool)> = vec![
         (
             "cleaned file half written",
-            Box::new(move |root| std::fs::write(file(root, b0, "cleaned"), &c1[..c1.len() / 2]).unwrap()),
+            Box::new(move |root| {
+                std::fs::write(file(root, b0, "cleaned"), &c1[..c1.len() / 2]).unwrap()
+            }),
             false,
         ),
         (
@@ -167,7 +191,10 @@ async fn a_crash_at_every_step_of_the_swap_recovers() {
         let bases = segment_bases(&root);
         if *committed {
             assert!(bases.contains(&b0));
-            assert!(!bases.iter().any(|&b| b > b0 && b < end), "step '{name}': old segment kept");
+            assert!(
+                !bases.iter().any(|&b| b > b0 && b < end),
+                "step '{name}': old segment kept"
+            );
         } else {
             assert!(replaced.iter().all(|b| bases.contains(b)));
         }
@@ -178,7 +205,11 @@ async fn a_crash_at_every_step_of_the_swap_recovers() {
         k.shutdown().await.unwrap();
         drop(k);
         let again = records(&root).await;
-        assert_eq!(&again[..again.len() - 1], &expected[..], "step '{name}' changed on reopen");
+        assert_eq!(
+            &again[..again.len() - 1],
+            &expected[..],
+            "step '{name}' changed on reopen"
+        );
     }
 }
 

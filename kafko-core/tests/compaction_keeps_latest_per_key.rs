@@ -58,7 +58,10 @@ async fn run(ops: Vec<Op>, codec: Compression) {
         let metas = producer.send_batch(records.clone()).await.unwrap();
         for (r, m) in records.iter().zip(metas) {
             let key = String::from_utf8(r.key.clone().unwrap().to_vec()).unwrap();
-            let value = r.value.as_ref().map(|v| String::from_utf8(v.to_vec()).unwrap());
+            let value = r
+                .value
+                .as_ref()
+                .map(|v| String::from_utf8(v.to_vec()).unwrap());
             oracle.insert(key, (m.offset, value));
         }
     }
@@ -80,12 +83,18 @@ async fn run(ops: Vec<Op>, codec: Compression) {
                 "key {key} appears twice after compaction"
             );
         }
-        assert_eq!(seen, oracle, "compacted log differs from the latest value per key");
+        assert_eq!(
+            seen, oracle,
+            "compacted log differs from the latest value per key"
+        );
     };
     let first = k.compact_now("t").await.unwrap();
     check(&k);
     let again = k.compact_now("t").await.unwrap();
-    assert_eq!(again.records_removed, 0, "a second pass found more to remove");
+    assert_eq!(
+        again.records_removed, 0,
+        "a second pass found more to remove"
+    );
     check(&k);
     assert!(first.bytes_out <= first.bytes_in);
     k.shutdown().await.unwrap();
@@ -120,7 +129,12 @@ async fn merged_segments_fit_and_reads_skip_the_gaps() {
     let k = open(dir.path()).await;
     k.create_topic_with_config("t", compacted(1)).await.unwrap();
     for i in 0..600u32 {
-        send(&k, "t", keyed(&format!("k{}", i % 5), Some(&format!("{i:0>100}")))).await;
+        send(
+            &k,
+            "t",
+            keyed(&format!("k{}", i % 5), Some(&format!("{i:0>100}"))),
+        )
+        .await;
     }
     send(&k, "t", seal_marker()).await;
     let before = k.describe_topic("t").unwrap().partitions[0].clone();
@@ -133,7 +147,12 @@ async fn merged_segments_fit_and_reads_skip_the_gaps() {
     }
     let after = k.describe_topic("t").unwrap().partitions[0].clone();
     assert_eq!(total.records_removed, 595);
-    assert!(after.segments < before.segments / 4, "{} → {}", before.segments, after.segments);
+    assert!(
+        after.segments < before.segments / 4,
+        "{} → {}",
+        before.segments,
+        after.segments
+    );
     assert_eq!(after.high_watermark, before.high_watermark);
     let records = read_all(&k, "t", 0);
     let offsets: Vec<u64> = records.iter().map(|r| r.offset).collect();
@@ -141,6 +160,9 @@ async fn merged_segments_fit_and_reads_skip_the_gaps() {
     // Reading from inside a gap continues at the next stored record.
     let got = k.fetch("t", 0, 17, 10, 1 << 20).unwrap();
     assert_eq!(got.records[0].offset, 595);
-    assert_eq!(got.records[0].value().unwrap(), &Bytes::from(format!("{:0>100}", 595)));
+    assert_eq!(
+        got.records[0].value().unwrap(),
+        &Bytes::from(format!("{:0>100}", 595))
+    );
     k.shutdown().await.unwrap();
 }

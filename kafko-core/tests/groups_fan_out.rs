@@ -17,7 +17,10 @@ async fn two_groups_each_get_every_record() {
     let mut sent = BTreeSet::new();
     for i in 0..200u32 {
         let m = p
-            .send(Some(Bytes::from(format!("key-{i}"))), Bytes::from(format!("{i}")))
+            .send(
+                Some(Bytes::from(format!("key-{i}"))),
+                Bytes::from(format!("{i}")),
+            )
             .await
             .unwrap();
         sent.insert((m.partition, m.offset));
@@ -52,7 +55,9 @@ async fn two_groups_each_get_every_record() {
         })
     };
     tokio::time::sleep(Duration::from_millis(50)).await;
-    p.send(Some(Bytes::from("late")), Bytes::from("x")).await.unwrap();
+    p.send(Some(Bytes::from("late")), Bytes::from("x"))
+        .await
+        .unwrap();
     let got = tokio::time::timeout(Duration::from_secs(5), waiter)
         .await
         .expect("long poll did not wake up")

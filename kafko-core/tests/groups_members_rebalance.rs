@@ -31,8 +31,14 @@ async fn timed_out_members_partitions_move_to_the_survivor() {
         "t",
         None,
         Some(&[
-            PartitionOffset { partition: 2, offset: 4 },
-            PartitionOffset { partition: 3, offset: 7 },
+            PartitionOffset {
+                partition: 2,
+                offset: 4,
+            },
+            PartitionOffset {
+                partition: 3,
+                offset: 7,
+            },
         ]),
     )
     .await
@@ -50,10 +56,16 @@ async fn timed_out_members_partitions_move_to_the_survivor() {
         max_records: 100,
         ..Default::default()
     };
-    let got_a = k.poll_group_member("g", "t", &a.member_ref(), &opts).await.unwrap();
+    let got_a = k
+        .poll_group_member("g", "t", &a.member_ref(), &opts)
+        .await
+        .unwrap();
     assert!(got_a.records.iter().all(|r| r.partition < 2));
     assert_eq!(got_a.records.len(), 20);
-    let got_b = k.poll_group_member("g", "t", &b.member_ref(), &opts).await.unwrap();
+    let got_b = k
+        .poll_group_member("g", "t", &b.member_ref(), &opts)
+        .await
+        .unwrap();
     assert!(got_b.records.iter().all(|r| r.partition >= 2));
     // b starts at the committed offsets: 10 − 4 + 10 − 7.
     assert_eq!(got_b.records.len(), 9);
@@ -76,12 +88,22 @@ async fn timed_out_members_partitions_move_to_the_survivor() {
     let a = k.join_group("g", "t", Some("a"), timeout).await.unwrap();
     assert_eq!((a.generation, a.assignment.clone()), (3, vec![0, 1, 2, 3]));
     // b's partitions restart from the committed offsets (b never committed).
-    let got = k.poll_group_member("g", "t", &a.member_ref(), &opts).await.unwrap();
+    let got = k
+        .poll_group_member("g", "t", &a.member_ref(), &opts)
+        .await
+        .unwrap();
     let mut partitions: Vec<u32> = got.records.iter().map(|r| r.partition).collect();
     partitions.dedup();
     assert_eq!(partitions.iter().filter(|&&p| p >= 2).count(), 2);
-    assert_eq!(got.records.len(), 20 + 9, "a re-reads uncommitted records of all partitions");
-    let err = k.poll_group_member("g", "t", &b.member_ref(), &opts).await.unwrap_err();
+    assert_eq!(
+        got.records.len(),
+        20 + 9,
+        "a re-reads uncommitted records of all partitions"
+    );
+    let err = k
+        .poll_group_member("g", "t", &b.member_ref(), &opts)
+        .await
+        .unwrap_err();
     assert!(matches!(err, KafkoError::UnknownMember { ref member, .. } if member == "b"));
 
     // Leaving explicitly also rebalances; then the group has no members left.

@@ -22,27 +22,50 @@ async fn committed_offset_below_log_start_resumes_at_log_start() {
     // Old records fill several segments; the new ones stay.
     let old = kafko_core_now() - 3_600_000;
     for i in 0..200u32 {
-        p.send_record(ProducerRecord::new(Bytes::from(vec![b'o'; 100])).with_timestamp(old + i64::from(i)))
-            .await
-            .unwrap();
+        p.send_record(
+            ProducerRecord::new(Bytes::from(vec![b'o'; 100])).with_timestamp(old + i64::from(i)),
+        )
+        .await
+        .unwrap();
     }
     for _ in 0..5u32 {
         p.send(None, Bytes::from("new")).await.unwrap();
     }
     for g in ["early", "late", "strict"] {
-        k.commit_group_offsets(g, "t", None, Some(&[PartitionOffset { partition: 0, offset: 3 }]))
-            .await
-            .unwrap();
+        k.commit_group_offsets(
+            g,
+            "t",
+            None,
+            Some(&[PartitionOffset {
+                partition: 0,
+                offset: 3,
+            }]),
+        )
+        .await
+        .unwrap();
     }
-    k.set_group_config("late", GroupConfig { offset_reset: OffsetReset::Latest })
-        .await
-        .unwrap();
-    k.set_group_config("strict", GroupConfig { offset_reset: OffsetReset::Error })
-        .await
-        .unwrap();
+    k.set_group_config(
+        "late",
+        GroupConfig {
+            offset_reset: OffsetReset::Latest,
+        },
+    )
+    .await
+    .unwrap();
+    k.set_group_config(
+        "strict",
+        GroupConfig {
+            offset_reset: OffsetReset::Error,
+        },
+    )
+    .await
+    .unwrap();
     assert!(k.enforce_retention().await.unwrap().segments_deleted > 0);
     let (log_start, hw) = k.offsets("t", 0).unwrap();
-    assert!(log_start > 3, "retention must have passed the committed offset");
+    assert!(
+        log_start > 3,
+        "retention must have passed the committed offset"
+    );
     k.shutdown().await.unwrap();
     drop(k);
 
@@ -56,11 +79,23 @@ async fn committed_offset_below_log_start_resumes_at_log_start() {
     assert_eq!(got.records[0].offset, log_start);
     let got = k.group_poll("late", "t", &opts).await.unwrap();
     assert!(got.records.is_empty());
-    assert_eq!(got.positions, vec![PartitionOffset { partition: 0, offset: hw }]);
+    assert_eq!(
+        got.positions,
+        vec![PartitionOffset {
+            partition: 0,
+            offset: hw
+        }]
+    );
     let err = k.group_poll("strict", "t", &opts).await.unwrap_err();
-    assert!(matches!(err, KafkoError::NoValidOffset { partition: 0, .. }), "{err}");
+    assert!(
+        matches!(err, KafkoError::NoValidOffset { partition: 0, .. }),
+        "{err}"
+    );
     assert_eq!(err.kind(), ErrorKind::OutOfRange);
-    assert_eq!(k.describe_group("strict").unwrap().config.offset_reset, OffsetReset::Error);
+    assert_eq!(
+        k.describe_group("strict").unwrap().config.offset_reset,
+        OffsetReset::Error
+    );
     k.shutdown().await.unwrap();
 }
 

@@ -12,9 +12,12 @@ async fn each_group_resumes_after_its_last_commit() {
     k.create_topic_with_config("t", small(3)).await.unwrap();
     let p = k.producer_for("t").await.unwrap();
     for i in 0..90u32 {
-        p.send(Some(Bytes::from(format!("k{i}"))), Bytes::from(format!("v{i}")))
-            .await
-            .unwrap();
+        p.send(
+            Some(Bytes::from(format!("k{i}"))),
+            Bytes::from(format!("v{i}")),
+        )
+        .await
+        .unwrap();
     }
     let opts = GroupPollOptions {
         max_records: 20,
@@ -32,11 +35,33 @@ async fn each_group_resumes_after_its_last_commit() {
         max_records: 1000,
         ..Default::default()
     };
-    assert_eq!(k.group_poll("b", "t", &no_commit).await.unwrap().records.len(), 90);
-    k.commit_group_offsets("b", "t", None, Some(&[PartitionOffset { partition: 1, offset: 5 }]))
-        .await
-        .unwrap();
-    assert_eq!(k.group_poll("c", "t", &no_commit).await.unwrap().records.len(), 90);
+    assert_eq!(
+        k.group_poll("b", "t", &no_commit)
+            .await
+            .unwrap()
+            .records
+            .len(),
+        90
+    );
+    k.commit_group_offsets(
+        "b",
+        "t",
+        None,
+        Some(&[PartitionOffset {
+            partition: 1,
+            offset: 5,
+        }]),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        k.group_poll("c", "t", &no_commit)
+            .await
+            .unwrap()
+            .records
+            .len(),
+        90
+    );
     k.shutdown().await.unwrap();
     drop(k);
 
@@ -57,7 +82,11 @@ async fn each_group_resumes_after_its_last_commit() {
     let before = all.len();
     all.sort_unstable();
     all.dedup();
-    assert_eq!(all.len(), before, "a record was delivered twice across the restart");
+    assert_eq!(
+        all.len(),
+        before,
+        "a record was delivered twice across the restart"
+    );
     assert_eq!(all.len(), 90, "a record was lost across the restart");
 
     // "b": partition 1 resumes at 5, partitions 0 and 2 had no commit → earliest.
@@ -67,7 +96,14 @@ async fn each_group_resumes_after_its_last_commit() {
         assert_eq!(first.offset, if part == 1 { 5 } else { 0 });
     }
     // "c" never committed: it starts over.
-    assert_eq!(k.group_poll("c", "t", &no_commit).await.unwrap().records.len(), 90);
+    assert_eq!(
+        k.group_poll("c", "t", &no_commit)
+            .await
+            .unwrap()
+            .records
+            .len(),
+        90
+    );
     let d = k.describe_group("b").unwrap();
     assert_eq!(d.topics[0].partitions[1].committed, Some(5));
     k.shutdown().await.unwrap();

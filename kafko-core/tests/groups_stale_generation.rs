@@ -15,7 +15,9 @@ async fn stale_generation_commit_is_rejected() {
     k.create_topic_with_config("t", small(2)).await.unwrap();
     let p = k.producer_for("t").await.unwrap();
     for i in 0..10u32 {
-        p.send(Some(Bytes::from(format!("k{i}"))), Bytes::from("v")).await.unwrap();
+        p.send(Some(Bytes::from(format!("k{i}"))), Bytes::from("v"))
+            .await
+            .unwrap();
     }
     let timeout = Duration::from_secs(30);
     let a1 = k.join_group("g", "t", None, timeout).await.unwrap();
@@ -28,7 +30,10 @@ async fn stale_generation_commit_is_rejected() {
     assert_ne!(a1.member_id, b.member_id);
     assert_eq!(b.generation, a1.generation + 1);
 
-    let commit = [PartitionOffset { partition: 0, offset: 1 }];
+    let commit = [PartitionOffset {
+        partition: 0,
+        offset: 1,
+    }];
     let err = k
         .commit_group_offsets("g", "t", Some(&a1.member_ref()), Some(&commit))
         .await
@@ -43,11 +48,17 @@ async fn stale_generation_commit_is_rejected() {
         .await
         .unwrap_err();
     assert!(matches!(err, KafkoError::StaleGeneration { .. }));
-    assert_eq!(k.describe_group("g").unwrap().topics[0].partitions[0].committed, None);
+    assert_eq!(
+        k.describe_group("g").unwrap().topics[0].partitions[0].committed,
+        None
+    );
 
     // Rejoining (same id) gives the current generation; commits then succeed, but only
     // for owned partitions.
-    let a2 = k.join_group("g", "t", Some(&a1.member_id), timeout).await.unwrap();
+    let a2 = k
+        .join_group("g", "t", Some(&a1.member_id), timeout)
+        .await
+        .unwrap();
     assert_eq!(a2.generation, b.generation);
     let mine = a2.assignment[0];
     let theirs = b.assignment[0];
@@ -55,7 +66,10 @@ async fn stale_generation_commit_is_rejected() {
         "g",
         "t",
         Some(&a2.member_ref()),
-        Some(&[PartitionOffset { partition: mine, offset: 1 }]),
+        Some(&[PartitionOffset {
+            partition: mine,
+            offset: 1,
+        }]),
     )
     .await
     .unwrap();
@@ -64,16 +78,31 @@ async fn stale_generation_commit_is_rejected() {
             "g",
             "t",
             Some(&a2.member_ref()),
-            Some(&[PartitionOffset { partition: theirs, offset: 1 }]),
+            Some(&[PartitionOffset {
+                partition: theirs,
+                offset: 1,
+            }]),
         )
         .await
         .unwrap_err();
     assert!(matches!(err, KafkoError::NotAssigned { partition, .. } if partition == theirs));
-    let ghost = MemberRef { member_id: "ghost".into(), generation: b.generation };
-    let err = k.commit_group_offsets("g", "t", Some(&ghost), None).await.unwrap_err();
+    let ghost = MemberRef {
+        member_id: "ghost".into(),
+        generation: b.generation,
+    };
+    let err = k
+        .commit_group_offsets("g", "t", Some(&ghost), None)
+        .await
+        .unwrap_err();
     assert!(matches!(err, KafkoError::UnknownMember { .. }));
-    let err = k.group_poll("g", "t", &GroupPollOptions::default()).await.unwrap_err();
-    assert!(matches!(err, KafkoError::GroupHasMembers { members: 2, .. }));
+    let err = k
+        .group_poll("g", "t", &GroupPollOptions::default())
+        .await
+        .unwrap_err();
+    assert!(matches!(
+        err,
+        KafkoError::GroupHasMembers { members: 2, .. }
+    ));
     let err = k.delete_group("g").await.unwrap_err();
     assert!(matches!(err, KafkoError::GroupHasMembers { .. }));
     k.shutdown().await.unwrap();

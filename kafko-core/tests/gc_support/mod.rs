@@ -42,7 +42,10 @@ pub fn read_all(k: &Kafko, topic: &str, partition: u32) -> Vec<Record> {
     let mut out = Vec::new();
     while offset < hw {
         let got = k.fetch(topic, partition, offset, 1000, 1 << 20).unwrap();
-        assert!(got.next_offset > offset, "read made no progress at {offset}");
+        assert!(
+            got.next_offset > offset,
+            "read made no progress at {offset}"
+        );
         offset = got.next_offset;
         out.extend(got.records);
     }
