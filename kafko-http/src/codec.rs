@@ -61,6 +61,23 @@ pub(crate) fn decode(raw: &RawValue, format: Format, what: &str) -> Result<Bytes
     match format {
         Format::Json => Ok(Bytes::from(minify(text))),
         Format::String | Format::Base64 => {
+            // Fast path: a JSON string without escapes is its own content between the
+            // quotes (`RawValue` already checked it is valid JSON), so skip the second
+            // parse and the intermediate `String`.
+            if let Some(inner) = unescaped_string(text) {
+                if format == Format::String {
+                    return Ok(Bytes::copy_from_slice(inner.as_bytes()));
+                }
+                return STANDARD
+                    .decode(inner.as_bytes())
+                    .map(Bytes::from)
+                    .map_err(|e| {
+                        ApiError::bad_request(
+                            "invalid_base64",
+                            format!("{what} is not valid base64: {e}"),
+                        )
+                    });
+            }
             let s: String = serde_json::from_str(text).map_err(|_| {
                 ApiError::bad_request(
                     "invalid_record",
@@ -78,6 +95,12 @@ pub(crate) fn decode(raw: &RawValue, format: Format, what: &str) -> Result<Bytes
             })
         }
     }
+}
+
+/// The content of a JSON string literal that holds no escape sequence, if `text` is one.
+fn unescaped_string(text: &str) -> Option<&str> {
+    let inner = text.strip_prefix('"')?.strip_suffix('"')?;
+    (!inner.contains(['\\', '"'])).then_some(inner)
 }
 
 /// Encodes stored bytes for a JSON response under `format`.
@@ -159,6 +182,25 @@ mod tests {
         };
         let raw = RawValue::from_string(serde_json::to_string(&s).unwrap()).unwrap();
         assert_eq!(decode(&raw, Format::Base64, "value").unwrap().to_vec(), all);
+    }
+
+    #[test]
+    fn string_values_decode_alike_with_and_without_escapes() {
+        for (json, expected) in [
+            (r#""plain text, no escapes""#, "plain text, no escapes"),
+            ("\"\"", ""),
+            (r#""quote \" and \\ and \u00e9""#, "quote \" and \\ and \u{e9}"),
+            (r#""caf\u00e9 ☕""#, "caf\u{e9} ☕"),
+        ] {
+            let raw = RawValue::from_string(json.to_owned()).unwrap();
+            let bytes = decode(&raw, Format::String, "value").unwrap();
+            assert_eq!(std::str::from_utf8(&bytes).unwrap(), expected, "{json}");
+        }
+        for not_a_string in ["42", "null", r#"{"a":"b"}"#, r#"["x"]"#] {
+            let raw = RawValue::from_string(not_a_string.to_owned()).unwrap();
+            let err = decode(&raw, Format::String, "value").unwrap_err();
+            assert_eq!(err.code, "invalid_record", "{not_a_string}");
+        }
     }
 
     #[test]

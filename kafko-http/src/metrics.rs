@@ -30,12 +30,23 @@ struct Histogram {
     sum: f64,
 }
 
+/// The entry under `key`, created on first use; looks up by `&str`, so the key is
+/// allocated once per distinct key rather than once per request.
+/// (Always `Some`; an `Option` because the borrow checker cannot yet express
+/// "get, else insert" on one borrow without a second lookup.)
+fn slot<'m, V: Default>(map: &'m mut BTreeMap<String, V>, key: &str) -> Option<&'m mut V> {
+    if !map.contains_key(key) {
+        map.insert(key.to_owned(), V::default());
+    }
+    map.get_mut(key)
+}
+
 /// All counters of one server.
 #[derive(Default)]
 pub(crate) struct Metrics {
     topics: Mutex<BTreeMap<String, TopicCounters>>,
-    /// Keyed by (method, route template).
-    latency: Mutex<BTreeMap<(String, String), Histogram>>,
+    /// Keyed by route template, then method (nested so a lookup borrows, never allocates).
+    latency: Mutex<BTreeMap<String, BTreeMap<String, Histogram>>>,
     /// Keyed by status code.
     responses: Mutex<BTreeMap<u16, u64>>,
     in_flight: AtomicU64,
@@ -43,17 +54,25 @@ pub(crate) struct Metrics {
 
 impl Metrics {
     pub(crate) fn produced(&self, topic: &str, records: usize, bytes: usize) {
-        let mut t = self.topics.lock().unwrap_or_else(|p| p.into_inner());
-        let c = t.entry(topic.to_owned()).or_default();
-        c.records_in += records as u64;
-        c.bytes_in += bytes as u64;
+        self.with_topic(topic, |c| {
+            c.records_in += records as u64;
+            c.bytes_in += bytes as u64;
+        });
     }
 
     pub(crate) fn consumed(&self, topic: &str, records: usize, bytes: usize) {
+        self.with_topic(topic, |c| {
+            c.records_out += records as u64;
+            c.bytes_out += bytes as u64;
+        });
+    }
+
+    /// Updates a topic's counters; allocates the key only the first time (hot path).
+    fn with_topic(&self, topic: &str, f: impl FnOnce(&mut TopicCounters)) {
         let mut t = self.topics.lock().unwrap_or_else(|p| p.into_inner());
-        let c = t.entry(topic.to_owned()).or_default();
-        c.records_out += records as u64;
-        c.bytes_out += bytes as u64;
+        if let Some(c) = slot(&mut t, topic) {
+            f(c);
+        }
     }
 
     pub(crate) fn forget_topic(&self, topic: &str) {
@@ -72,14 +91,15 @@ impl Metrics {
         let secs = took.as_secs_f64();
         {
             let mut l = self.latency.lock().unwrap_or_else(|p| p.into_inner());
-            let h = l.entry((method.to_owned(), route.to_owned())).or_default();
-            for (i, bound) in BUCKETS.iter().enumerate() {
-                if secs <= *bound {
-                    h.buckets[i] += 1;
+            if let Some(h) = slot(&mut l, route).and_then(|m| slot(m, method)) {
+                for (i, bound) in BUCKETS.iter().enumerate() {
+                    if secs <= *bound {
+                        h.buckets[i] += 1;
+                    }
                 }
+                h.count += 1;
+                h.sum += secs;
             }
-            h.count += 1;
-            h.sum += secs;
         }
         *self
             .responses
@@ -167,7 +187,15 @@ impl Metrics {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
-        for ((method, route), h) in &latency {
+        let latency: BTreeMap<(&str, &str), &Histogram> = latency
+            .iter()
+            .flat_map(|(route, by_method)| {
+                by_method
+                    .iter()
+                    .map(move |(method, h)| ((method.as_str(), route.as_str()), h))
+            })
+            .collect();
+        for ((method, route), h) in latency {
             let labels = format!("method=\"{method}\",route=\"{route}\"");
             for (bound, n) in BUCKETS.iter().zip(h.buckets) {
                 let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{bound}\"}} {n}");

@@ -14,17 +14,19 @@ use crate::state::AppState;
 
 /// Records latency per route template and counts responses by status.
 pub(crate) async fn track(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    let route = req
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or_else(|| "unmatched".to_owned(), |m| m.as_str().to_owned());
-    let method = req.method().as_str().to_owned();
+    // `MatchedPath` and `Method` are cheap clones (a shared string, an enum): no
+    // per-request allocation on the hot path.
+    let route = req.extensions().get::<MatchedPath>().cloned();
+    let method = req.method().clone();
     let started = Instant::now();
     state.metrics.request_started();
     let resp = next.run(req).await;
-    state
-        .metrics
-        .request_finished(&method, &route, resp.status().as_u16(), started.elapsed());
+    state.metrics.request_finished(
+        method.as_str(),
+        route.as_ref().map_or("unmatched", MatchedPath::as_str),
+        resp.status().as_u16(),
+        started.elapsed(),
+    );
     resp
 }
 
