@@ -189,7 +189,10 @@ mod tests {
         for (json, expected) in [
             (r#""plain text, no escapes""#, "plain text, no escapes"),
             ("\"\"", ""),
-            (r#""quote \" and \\ and \u00e9""#, "quote \" and \\ and \u{e9}"),
+            (
+                r#""quote \" and \\ and \u00e9""#,
+                "quote \" and \\ and \u{e9}",
+            ),
             (r#""caf\u00e9 ☕""#, "caf\u{e9} ☕"),
         ] {
             let raw = RawValue::from_string(json.to_owned()).unwrap();

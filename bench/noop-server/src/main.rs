@@ -36,7 +36,10 @@ async fn sink(body: Bytes) -> impl IntoResponse {
 }
 
 async fn healthz() -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, "application/json")], r#"{"status":"ok"}"#)
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        r#"{"status":"ok"}"#,
+    )
 }
 
 fn bind_arg() -> Result<String, String> {
