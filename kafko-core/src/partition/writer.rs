@@ -178,8 +178,12 @@ impl Writer {
     /// Waits for a command, running interval fsyncs while idle.
     async fn next_command(&mut self) -> Option<Command> {
         loop {
+            // A poisoned partition never fsyncs again: without the check its deadline
+            // stays in the past and this loop spins forever.
             let deadline = match self.config.fsync {
-                FsyncPolicy::IntervalMs { interval_ms } if self.dirty => {
+                FsyncPolicy::IntervalMs { interval_ms }
+                    if self.dirty && self.poisoned.is_none() =>
+                {
                     Some(self.last_sync + std::time::Duration::from_millis(interval_ms))
                 }
                 _ => None,
