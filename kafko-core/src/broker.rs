@@ -116,6 +116,14 @@ impl Kafko {
         let s = &*storage;
         s.create_dir_all(&dir.join("topics"))
             .map_err(|e| KafkoError::io("creating", &dir, e))?;
+        // A topic's own fsyncs cover entries inside `topics/`, never the entry of `topics/`
+        // itself: without this, a power cut can lose every topic of a fresh directory.
+        s.sync_dir(&dir)
+            .map_err(|e| KafkoError::io("syncing directory", &dir, e))?;
+        if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+            // Best effort: the data directory may itself be new (its parent may not be ours).
+            let _ = s.sync_dir(parent);
+        }
         let lock = match s.try_lock(&dir.join(LOCK_FILE)) {
             Ok(l) => l,
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
