@@ -16,9 +16,11 @@
 //! - `dto`, `codec`: wire types and the `format` (string/json/base64) encodings.
 //! - `metrics`, `middleware`: Prometheus counters; auth, limits, timing.
 //! - [`openapi`]: the generated spec.
+//! - [`probe`]: `kafko-http --healthcheck`, the container health probe (no curl needed).
 
 pub mod config;
 pub mod openapi;
+pub mod probe;
 pub mod server;
 pub mod state;
 

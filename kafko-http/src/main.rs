@@ -1,5 +1,6 @@
 //! The `kafko-http` binary: flags (each with a `KAFKO_*` environment twin), logging,
-//! opening the log, binding, serving until SIGTERM/SIGINT/`POST /v1/admin/shutdown`.
+//! opening the log, binding, serving until SIGTERM/SIGINT/`POST /v1/admin/shutdown`;
+//! `--healthcheck` probes a running server instead (for container HEALTHCHECKs).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -91,6 +92,10 @@ struct Args {
     /// Print the OpenAPI document and exit.
     #[arg(long)]
     print_openapi: bool,
+    /// Probe `GET /healthz` on the --bind address (0.0.0.0 means loopback) and exit 0 if
+    /// it answers 200, 1 otherwise: a container HEALTHCHECK without curl.
+    #[arg(long)]
+    healthcheck: bool,
 }
 
 impl Args {
@@ -183,6 +188,15 @@ async fn main() -> ExitCode {
     if args.print_openapi {
         print!("{}", kafko_http::openapi::json());
         return ExitCode::SUCCESS;
+    }
+    if args.healthcheck {
+        return match kafko_http::probe::healthz(&args.bind, Duration::from_secs(3)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("kafko-http --healthcheck: {e}");
+                ExitCode::FAILURE
+            }
+        };
     }
     init_logging(&args);
     match run(args).await {
