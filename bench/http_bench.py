@@ -208,6 +208,7 @@ def run_oha(oha: str, url: str, conns: int, duration: int, extra: list[str]) -> 
         "p50_ms": ms(lp.get("p50")),
         "p99_ms": ms(lp.get("p99")),
         "p999_ms": ms(lp.get("p99.9")),
+        "bytes_per_response": s.get("sizePerRequest"),
     }
 
 
@@ -294,6 +295,10 @@ class Bench:
                 )
                 # Offsets past the prefill would read nothing; clamp by construction.
                 r = run_oha(self.args.oha, url, cell.conns, dur, ["--rand-regex-url"])
+                # records/s assumes full reads: a short answer would inflate it.
+                if (r["bytes_per_response"] or 0) < CONSUME_PER_FETCH * cell.size:
+                    print(f"warning: short reads ({r['bytes_per_response']} B per response)", file=sys.stderr)
+                    r["failed"] += r["ok"]
             else:
                 ctype = "application/json" if cell.kind == "batch" else "application/octet-stream"
                 body = self.body_file(cell.kind, cell.size, cell.records_per_request)
