@@ -321,3 +321,215 @@ pub(crate) struct Problem {
 #[schema(value_type = String, format = Binary)]
 #[expect(dead_code, reason = "a schema only: raw bodies travel as Bytes")]
 pub(crate) struct Binary(Vec<u8>);
+
+// ---- Consumer groups ----
+
+/// Query of `POST /v1/groups/{group}/topics/{topic}/poll`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct GroupPollQuery {
+    /// Most records to return (clamped to the server limit; default 500).
+    pub(crate) max_records: Option<usize>,
+    /// Most bytes of keys, values and headers (at least one record is returned).
+    pub(crate) max_bytes: Option<usize>,
+    /// Long-poll: wait up to this long for a first record (clamped to the server limit).
+    pub(crate) wait_ms: Option<u64>,
+    /// Commit the new positions durably before answering (default `true`: at-most-once).
+    /// With `false`, commit with `PUT …/offsets` after processing (at-least-once).
+    pub(crate) auto_commit: Option<bool>,
+    /// A joined member's id (with `generation`); absent = the group's implicit single
+    /// member, which owns every partition while nobody has joined.
+    pub(crate) member_id: Option<String>,
+    /// The member's generation, as returned by the join.
+    pub(crate) generation: Option<u64>,
+}
+
+/// A partition's offset: a commit, or a position (the next offset to read).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = PartitionOffset)]
+pub(crate) struct PartitionOffsetDto {
+    pub(crate) partition: u32,
+    /// Next offset to read.
+    pub(crate) offset: u64,
+}
+
+/// A group poll's records and the caller's positions after it.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct GroupPollResponse {
+    /// Records of the caller's partitions, in offset order per partition (the record
+    /// shape and `format` handling of `GET /v1/topics/{topic}/records`).
+    pub(crate) records: Vec<RecordOut>,
+    /// Generation the poll ran in (0 for the implicit member).
+    pub(crate) generation: u64,
+    /// The caller's positions after the poll, one per owned partition.
+    pub(crate) positions: Vec<PartitionOffsetDto>,
+    /// Whether the positions were committed (`auto_commit`).
+    pub(crate) committed: bool,
+}
+
+/// Body of `PUT /v1/groups/{group}/topics/{topic}/offsets`.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CommitRequest {
+    /// Offsets to commit (the next offset to read, per partition); absent or empty =
+    /// the caller's current positions.
+    #[serde(default)]
+    pub(crate) offsets: Vec<PartitionOffsetDto>,
+    /// A joined member's id (with `generation`); absent = the implicit member.
+    pub(crate) member_id: Option<String>,
+    /// The member's generation.
+    pub(crate) generation: Option<u64>,
+}
+
+/// Offsets committed by a commit or seek.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct CommitResponse {
+    pub(crate) offsets: Vec<PartitionOffsetDto>,
+}
+
+/// Where a seek moves the group.
+#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum SeekTarget {
+    /// The log start offset.
+    Earliest,
+    /// The high watermark (only records produced from now on).
+    Latest,
+    /// An exact offset (log start ..= high watermark): `{"offset": n}`.
+    Offset(u64),
+    /// The first record at or after this time (ms), else the high watermark:
+    /// `{"timestamp": t}`.
+    Timestamp(i64),
+}
+
+/// Body of `POST /v1/groups/{group}/topics/{topic}/seek`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SeekRequest {
+    /// One partition; absent = every partition the caller owns.
+    pub(crate) partition: Option<u32>,
+    /// `"earliest"`, `"latest"`, `{"offset": n}` or `{"timestamp": t}`.
+    pub(crate) to: SeekTarget,
+    /// A joined member's id (with `generation`); absent = the implicit member.
+    pub(crate) member_id: Option<String>,
+    /// The member's generation.
+    pub(crate) generation: Option<u64>,
+}
+
+/// Body of `POST /v1/groups/{group}/topics/{topic}/members`.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct JoinRequest {
+    /// Choose the id (`[a-zA-Z0-9._-]{1,249}`); joining again with a live id is a
+    /// heartbeat that returns the current assignment. Absent = generated.
+    pub(crate) member_id: Option<String>,
+    /// Silence after which the member is removed and its partitions reassigned
+    /// (1..=3600000; default 30000). Every poll and commit is a heartbeat.
+    pub(crate) session_timeout_ms: Option<u64>,
+}
+
+/// A member's place in its group.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Membership)]
+pub(crate) struct MembershipSchema {
+    group: String,
+    topic: String,
+    member_id: String,
+    /// Pass it back with every poll, commit and seek.
+    generation: u64,
+    /// Partitions this member owns, ascending.
+    assignment: Vec<u32>,
+}
+
+/// Where a group starts on a partition without a valid offset (Kafka's `auto.offset.reset`).
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+#[schema(as = OffsetReset)]
+pub(crate) enum OffsetResetSchema {
+    /// The log start offset.
+    Earliest,
+    /// The high watermark.
+    Latest,
+    /// Fail the poll with 416 `no_valid_offset`.
+    Error,
+}
+
+/// A group's options.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[schema(as = GroupConfig)]
+pub(crate) struct GroupConfigSchema {
+    /// Default `earliest`; always present in responses.
+    offset_reset: Option<OffsetResetSchema>,
+}
+
+/// One member of a group on a topic.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = GroupMember)]
+pub(crate) struct GroupMemberSchema {
+    member_id: String,
+    assignment: Vec<u32>,
+    session_timeout_ms: u64,
+    /// Milliseconds since its last join, poll or commit.
+    idle_ms: u64,
+}
+
+/// One partition of a group on a topic.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = GroupPartition)]
+pub(crate) struct GroupPartitionSchema {
+    partition: u32,
+    /// Owning member, if any.
+    owner: Option<String>,
+    /// Committed offset (next to read), if any.
+    committed: Option<u64>,
+    /// In-memory position, when it differs from the committed offset.
+    position: Option<u64>,
+    log_start_offset: u64,
+    high_watermark: u64,
+    /// `high_watermark − committed`, when an offset is committed.
+    lag: Option<u64>,
+}
+
+/// A group on one topic.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = GroupTopic)]
+pub(crate) struct GroupTopicSchema {
+    topic: String,
+    /// Current generation (0 until the first member joins).
+    generation: u64,
+    members: Vec<GroupMemberSchema>,
+    /// Every partition of the topic (empty when the topic no longer exists).
+    partitions: Vec<GroupPartitionSchema>,
+    /// Sum of the partitions' lag.
+    total_lag: u64,
+}
+
+/// Everything about a group.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = GroupDescription)]
+pub(crate) struct GroupDescriptionSchema {
+    group: String,
+    config: GroupConfigSchema,
+    /// One entry per topic the group has used, by name.
+    topics: Vec<GroupTopicSchema>,
+}
+
+/// One group in `GET /v1/groups`.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = GroupListing)]
+pub(crate) struct GroupListingSchema {
+    group: String,
+    /// Topics it has offsets or members on.
+    topics: Vec<String>,
+    /// Live members over all its topics.
+    members: usize,
+}
+
+/// `GET /v1/groups` response.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct GroupList {
+    /// Groups, by name.
+    #[schema(value_type = Vec<GroupListingSchema>)]
+    pub(crate) groups: Vec<kafko_core::GroupListing>,
+}

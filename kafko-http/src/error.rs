@@ -114,6 +114,30 @@ impl From<KafkoError> for ApiError {
                 (StatusCode::SERVICE_UNAVAILABLE, "partition_read_only")
             }
             KafkoError::StorageFull { .. } => (StatusCode::INSUFFICIENT_STORAGE, "storage_full"),
+            // Consumer groups. `unknown_member` is a 409 like `stale_generation`: the
+            // usual cause is an expired session, and the remedy for both is to rejoin.
+            KafkoError::UnknownMember { member, .. } => {
+                return ApiError::new(StatusCode::CONFLICT, "unknown_member", detail)
+                    .with("member_id", json!(member));
+            }
+            KafkoError::StaleGeneration { current, given, .. } => {
+                return ApiError::new(StatusCode::CONFLICT, "stale_generation", detail)
+                    .with("generation", json!(current))
+                    .with("given_generation", json!(given));
+            }
+            KafkoError::NotAssigned { partition, .. } => {
+                return ApiError::new(StatusCode::CONFLICT, "not_assigned", detail)
+                    .with("partition", json!(partition));
+            }
+            KafkoError::GroupHasMembers { members, .. } => {
+                return ApiError::new(StatusCode::CONFLICT, "group_has_members", detail)
+                    .with("members", json!(members));
+            }
+            // Out of range like `offset_out_of_range`; the remedy is a seek.
+            KafkoError::NoValidOffset { partition, .. } => {
+                return ApiError::new(StatusCode::RANGE_NOT_SATISFIABLE, "no_valid_offset", detail)
+                    .with("partition", json!(partition));
+            }
             _ => match e.kind() {
                 ErrorKind::NotFound => (StatusCode::NOT_FOUND, "not_found"),
                 ErrorKind::AlreadyExists | ErrorKind::Conflict => {
@@ -143,6 +167,17 @@ impl From<KafkoError> for ApiError {
             return err;
         }
         ApiError::new(status, code, detail)
+    }
+}
+
+impl ApiError {
+    /// A name check's failure under the code of what was named (`invalid_group_name`,
+    /// `invalid_member_id`); the core reports every bad name as `InvalidName`.
+    pub(crate) fn invalid_name(e: KafkoError, code: &'static str) -> Self {
+        match e {
+            KafkoError::InvalidName { .. } => ApiError::bad_request(code, e.to_string()),
+            other => other.into(),
+        }
     }
 }
 
@@ -236,6 +271,59 @@ mod tests {
             }),
             (416, "offset_out_of_range", None)
         );
+    }
+
+    #[test]
+    fn group_errors_map_to_statuses_and_stable_codes() {
+        let g = || "g".to_owned();
+        assert_eq!(
+            map(KafkoError::GroupNotFound { group: g() }),
+            (404, "group_not_found", None)
+        );
+        assert_eq!(
+            map(KafkoError::UnknownMember {
+                group: g(),
+                member: "m".into()
+            }),
+            (409, "unknown_member", None)
+        );
+        let stale = ApiError::from(KafkoError::StaleGeneration {
+            group: g(),
+            current: 3,
+            given: 2,
+        });
+        assert_eq!(
+            (stale.status.as_u16(), stale.code),
+            (409, "stale_generation")
+        );
+        assert_eq!(stale.extra["generation"], 3);
+        assert_eq!(
+            map(KafkoError::NotAssigned {
+                topic: "t".into(),
+                partition: 1,
+                member: "m".into()
+            }),
+            (409, "not_assigned", None)
+        );
+        assert_eq!(
+            map(KafkoError::GroupHasMembers {
+                group: g(),
+                topic: "t".into(),
+                members: 2
+            }),
+            (409, "group_has_members", None)
+        );
+        assert_eq!(
+            map(KafkoError::NoValidOffset {
+                group: g(),
+                topic: "t".into(),
+                partition: 0
+            }),
+            (416, "no_valid_offset", None)
+        );
+        let bad = kafko_core::naming::validate_name("..").unwrap_err();
+        let a = ApiError::invalid_name(bad, "invalid_group_name");
+        assert_eq!((a.status.as_u16(), a.code), (400, "invalid_group_name"));
     }
 
     #[test]

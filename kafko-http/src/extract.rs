@@ -148,3 +148,15 @@ impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for Path<T>
 pub(crate) fn check_topic(name: &str) -> Result<(), ApiError> {
     kafko_core::naming::validate_name(name).map_err(ApiError::from)
 }
+
+/// Rejects bad group names (same rule as topics) as 400 `invalid_group_name`.
+pub(crate) fn check_group(name: &str) -> Result<(), ApiError> {
+    kafko_core::naming::validate_name(name)
+        .map_err(|e| ApiError::invalid_name(e, "invalid_group_name"))
+}
+
+/// Rejects bad member ids (same rule as topics) as 400 `invalid_member_id`.
+pub(crate) fn check_member(id: &str) -> Result<(), ApiError> {
+    kafko_core::naming::validate_name(id)
+        .map_err(|e| ApiError::invalid_name(e, "invalid_member_id"))
+}

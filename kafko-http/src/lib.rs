@@ -1,7 +1,8 @@
 //! # kafko-http
 //!
 //! The HTTP/REST face of [`kafko_core`]: topics, produce, stateless consume (JSON,
-//! NDJSON streaming, Server-Sent Events), operations endpoints and an OpenAPI 3.1 spec.
+//! NDJSON streaming, Server-Sent Events), consumer groups, operations endpoints and an
+//! OpenAPI 3.1 spec.
 //! The agreed contract is `shared/design/API.md`; `openapi/openapi.json` is generated
 //! from the handlers in this crate.
 //!
@@ -10,7 +11,8 @@
 //! - [`state`]: [`AppState`], what every handler shares (log, config, metrics, shutdown).
 //! - `router`: [`app`], the full [`axum::Router`] with its middleware stack.
 //! - [`server`]: the accept loop with header-read timeout and graceful shutdown.
-//! - `routes/`: `topics`, `records/{produce,fetch,single,stream}`, `admin`, `health`.
+//! - `routes/`: `topics`, `records/{produce,fetch,single,stream}`, `groups`, `admin`,
+//!   `health`.
 //! - `error`: problem+json responses and the one `KafkoError` → HTTP mapping.
 //! - `extract`: extractors whose rejections are problem+json too.
 //! - `dto`, `codec`: wire types and the `format` (string/json/base64) encodings.

@@ -3,7 +3,7 @@
 
 use utoipa::OpenApi;
 
-use crate::routes::{admin, health, records, topics};
+use crate::routes::{admin, groups, health, records, topics};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -12,6 +12,8 @@ use crate::routes::{admin, health, records, topics};
         topics::list, topics::create, topics::describe, topics::update, topics::delete,
         records::produce::produce, records::fetch::fetch,
         records::single::get_record, records::single::offsets,
+        groups::poll, groups::commit, groups::seek, groups::join, groups::leave,
+        groups::list, groups::describe, groups::configure, groups::delete,
         admin::shutdown,
         health::healthz, health::readyz, health::metrics, health::openapi,
     ),
@@ -21,6 +23,7 @@ use crate::routes::{admin, health, records, topics};
     tags(
         (name = "topics", description = "Create, inspect, configure and delete topics"),
         (name = "records", description = "Produce and consume records"),
+        (name = "groups", description = "Consumer groups: server-kept cursors, members and lag"),
         (name = "admin", description = "Server administration"),
         (name = "operations", description = "Probes, metrics and this document"),
     )

@@ -5,11 +5,11 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderName, HeaderValue, Method};
 use axum::middleware::from_fn_with_state;
-use axum::routing::{get, post, put};
+use axum::routing::{delete, get, post, put};
 use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer};
 
 use crate::middleware;
-use crate::routes::{admin, health, records, topics};
+use crate::routes::{admin, groups, health, records, topics};
 use crate::state::AppState;
 
 /// The full application router.
@@ -34,6 +34,24 @@ pub fn app(state: AppState) -> Router {
         .route(
             "/topics/{topic}/partitions/{partition}/offsets",
             get(records::single::offsets),
+        )
+        .route("/groups", get(groups::list))
+        .route(
+            "/groups/{group}",
+            get(groups::describe)
+                .put(groups::configure)
+                .delete(groups::delete),
+        )
+        .route("/groups/{group}/topics/{topic}/poll", post(groups::poll))
+        .route(
+            "/groups/{group}/topics/{topic}/offsets",
+            put(groups::commit),
+        )
+        .route("/groups/{group}/topics/{topic}/seek", post(groups::seek))
+        .route("/groups/{group}/topics/{topic}/members", post(groups::join))
+        .route(
+            "/groups/{group}/topics/{topic}/members/{member_id}",
+            delete(groups::leave),
         )
         .route("/admin/shutdown", post(admin::shutdown));
     let mut router = Router::new()
