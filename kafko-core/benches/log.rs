@@ -3,6 +3,9 @@
 //!
 //! `cargo bench -p kafko-core --bench log` (add `-- --quick` for a fast pass).
 
+// `criterion_group!` generates an undocumented `pub fn`.
+#![allow(missing_docs)]
+
 use std::io::Write;
 use std::time::{Duration, Instant};
 

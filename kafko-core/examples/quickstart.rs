@@ -24,10 +24,18 @@ async fn main() -> kafko_core::Result<()> {
 
     // Per-topic compression
     broker
-        .create_topic_with_config("metrics", LogConfig { compression: Compression::Zstd, ..Default::default() })
+        .create_topic_with_config(
+            "metrics",
+            LogConfig {
+                compression: Compression::Zstd,
+                ..Default::default()
+            },
+        )
         .await?;
     let metrics = broker.producer_for("metrics").await?;
-    metrics.send(Some(Bytes::from("cpu")), Bytes::from("0.42")).await?;
+    metrics
+        .send(Some(Bytes::from("cpu")), Bytes::from("0.42"))
+        .await?;
 
     broker.shutdown().await?;
     Ok(())

@@ -509,10 +509,6 @@ impl Kafko {
     pub fn is_shutting_down(&self) -> bool {
         self.inner.closing.load(Ordering::Acquire)
     }
-
-    pub(crate) fn storage(&self) -> &dyn Storage {
-        &*self.inner.storage
-    }
 }
 
 pub(crate) fn open_topic(

@@ -9,7 +9,10 @@ async fn second_open_fails_until_the_first_shuts_down() {
     let k = common::open(dir.path()).await;
     let second = Kafko::open(dir.path()).await;
     assert!(matches!(second, Err(KafkoError::AlreadyOpen { .. })));
-    assert_eq!(second.err().unwrap().kind(), kafko_core::ErrorKind::Unavailable);
+    assert_eq!(
+        second.err().unwrap().kind(),
+        kafko_core::ErrorKind::Unavailable
+    );
     k.shutdown().await.unwrap();
     let again = Kafko::open(dir.path()).await.unwrap();
     again.shutdown().await.unwrap();
@@ -22,6 +25,12 @@ async fn operations_after_shutdown_are_typed_errors() {
     k.create_topic("t").await.unwrap();
     let p = k.producer_for("t").await.unwrap();
     k.shutdown().await.unwrap();
-    assert!(matches!(p.send(None, "late".into()).await, Err(KafkoError::ShuttingDown)));
-    assert!(matches!(k.create_topic("u").await, Err(KafkoError::ShuttingDown)));
+    assert!(matches!(
+        p.send(None, "late".into()).await,
+        Err(KafkoError::ShuttingDown)
+    ));
+    assert!(matches!(
+        k.create_topic("u").await,
+        Err(KafkoError::ShuttingDown)
+    ));
 }

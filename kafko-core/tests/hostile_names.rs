@@ -9,15 +9,33 @@ async fn hostile_topic_names_are_invalid_and_create_nothing() {
     let k = common::open(dir.path()).await;
     let long = "x".repeat(250);
     let huge = "y".repeat(10_000);
-    for name in ["..", ".", "a/b", "../x", "%2e%2e%2f", "a\0b", "", long.as_str(), huge.as_str(), "ünïcode", "a b", "/abs"] {
+    for name in [
+        "..",
+        ".",
+        "a/b",
+        "../x",
+        "%2e%2e%2f",
+        "a\0b",
+        "",
+        long.as_str(),
+        huge.as_str(),
+        "ünïcode",
+        "a b",
+        "/abs",
+    ] {
         let e = k.create_topic(name).await.unwrap_err();
         assert!(matches!(e, KafkoError::InvalidName { .. }), "{name:?}: {e}");
         assert_eq!(e.kind(), ErrorKind::InvalidInput);
     }
     assert!(k.list_topics().is_empty());
-    let entries: Vec<_> = std::fs::read_dir(dir.path().join("topics")).unwrap().collect();
+    let entries: Vec<_> = std::fs::read_dir(dir.path().join("topics"))
+        .unwrap()
+        .collect();
     assert!(entries.is_empty());
-    let outside: Vec<_> = std::fs::read_dir(dir.path().parent().unwrap()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let outside: Vec<_> = std::fs::read_dir(dir.path().parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     assert!(!outside.iter().any(|n| n == "x"));
     k.shutdown().await.unwrap();
 }

@@ -4,6 +4,9 @@ mod common;
 
 use kafko_core::Kafko;
 
+/// Damages one index file in place.
+type Damage = fn(&std::path::Path);
+
 async fn lookups_are_right(k: &Kafko) {
     for offset in (0..600u64).step_by(37) {
         let f = k.fetch("t", 0, offset, 1, 1 << 20).unwrap();
@@ -11,7 +14,11 @@ async fn lookups_are_right(k: &Kafko) {
         assert_eq!(f.records[0].value.as_ref().unwrap(), &common::value(offset));
     }
     for offset in (0..600u64).step_by(53) {
-        assert_eq!(k.offset_for_timestamp("t", 0, 1_000_000 + offset as i64).unwrap(), Some(offset));
+        assert_eq!(
+            k.offset_for_timestamp("t", 0, 1_000_000 + offset as i64)
+                .unwrap(),
+            Some(offset)
+        );
     }
 }
 
@@ -19,15 +26,19 @@ async fn lookups_are_right(k: &Kafko) {
 async fn every_kind_of_index_damage_is_survived() {
     let dir = tempfile::tempdir().unwrap();
     let k = common::open(dir.path()).await;
-    k.create_topic_with_config("t", common::small_segments(1)).await.unwrap();
+    k.create_topic_with_config("t", common::small_segments(1))
+        .await
+        .unwrap();
     let p = k.producer_for("t").await.unwrap();
     for i in 0..600u64 {
-        p.send_record(common::rec(i).with_timestamp(1_000_000 + i as i64)).await.unwrap();
+        p.send_record(common::rec(i).with_timestamp(1_000_000 + i as i64))
+            .await
+            .unwrap();
     }
     lookups_are_right(&k).await;
     k.shutdown().await.unwrap();
     let pdir = dir.path().join("topics/t/0");
-    let damages: [(&str, fn(&std::path::Path)); 4] = [
+    let damages: [(&str, Damage); 4] = [
         ("delete", |p| std::fs::remove_file(p).unwrap()),
         ("zero", |p| {
             let n = std::fs::metadata(p).unwrap().len() as usize;
@@ -53,7 +64,9 @@ async fn every_kind_of_index_damage_is_survived() {
                 damage(&path);
             }
         }
-        let k = Kafko::open(dir.path()).await.unwrap_or_else(|e| panic!("{name}: {e}"));
+        let k = Kafko::open(dir.path())
+            .await
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
         lookups_are_right(&k).await;
         k.shutdown().await.unwrap();
     }

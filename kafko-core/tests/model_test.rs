@@ -5,12 +5,28 @@ mod common;
 use kafko_core::{Bytes, Compression, Kafko, ProducerRecord, TopicConfig};
 use proptest::prelude::*;
 
+/// (key, value) as the oracle remembers a record.
+type OracleRecord = (Option<Vec<u8>>, Vec<u8>);
+
 #[derive(Debug, Clone)]
 enum Step {
-    Send { partition: u32, value: Vec<u8>, key: Option<Vec<u8>> },
-    Batch { partition: u32, count: usize },
-    Read { partition: u32, offset_pct: u8, max: usize },
-    Restart { clean: bool },
+    Send {
+        partition: u32,
+        value: Vec<u8>,
+        key: Option<Vec<u8>>,
+    },
+    Batch {
+        partition: u32,
+        count: usize,
+    },
+    Read {
+        partition: u32,
+        offset_pct: u8,
+        max: usize,
+    },
+    Restart {
+        clean: bool,
+    },
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -24,31 +40,63 @@ fn step() -> impl Strategy<Value = Step> {
 }
 
 fn run(steps: Vec<Step>, codec: Compression) {
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
     rt.block_on(async move {
         let dir = tempfile::tempdir().unwrap();
-        let cfg = TopicConfig { partitions: 2, compression: codec, segment_bytes: 4096, ..Default::default() };
+        let cfg = TopicConfig {
+            partitions: 2,
+            compression: codec,
+            segment_bytes: 4096,
+            ..Default::default()
+        };
         let mut k = Kafko::open(dir.path()).await.unwrap();
         k.create_topic_with_config("t", cfg).await.unwrap();
-        let mut oracle: Vec<Vec<(Option<Vec<u8>>, Vec<u8>)>> = vec![Vec::new(), Vec::new()];
+        let mut oracle: Vec<Vec<OracleRecord>> = vec![Vec::new(), Vec::new()];
         for s in steps {
             match s {
-                Step::Send { partition, value, key } => {
-                    let mut r = ProducerRecord::new(Bytes::from(value.clone())).with_partition(partition);
+                Step::Send {
+                    partition,
+                    value,
+                    key,
+                } => {
+                    let mut r =
+                        ProducerRecord::new(Bytes::from(value.clone())).with_partition(partition);
                     r.key = key.clone().map(Bytes::from);
-                    let m = k.producer_for("t").await.unwrap().send_record(r).await.unwrap();
+                    let m = k
+                        .producer_for("t")
+                        .await
+                        .unwrap()
+                        .send_record(r)
+                        .await
+                        .unwrap();
                     assert_eq!(m.offset, oracle[partition as usize].len() as u64);
                     oracle[partition as usize].push((key, value));
                 }
                 Step::Batch { partition, count } => {
-                    let recs: Vec<_> = (0..count).map(|i| ProducerRecord::new(vec![i as u8; i]).with_partition(partition)).collect();
-                    let m = k.producer_for("t").await.unwrap().send_batch(recs).await.unwrap();
+                    let recs: Vec<_> = (0..count)
+                        .map(|i| ProducerRecord::new(vec![i as u8; i]).with_partition(partition))
+                        .collect();
+                    let m = k
+                        .producer_for("t")
+                        .await
+                        .unwrap()
+                        .send_batch(recs)
+                        .await
+                        .unwrap();
                     assert_eq!(m[0].offset, oracle[partition as usize].len() as u64);
                     for i in 0..count {
                         oracle[partition as usize].push((None, vec![i as u8; i]));
                     }
                 }
-                Step::Read { partition, offset_pct, max } => {
+                Step::Read {
+                    partition,
+                    offset_pct,
+                    max,
+                } => {
                     let o = &oracle[partition as usize];
                     let offset = (o.len() * offset_pct as usize / 255) as u64;
                     let f = k.fetch("t", partition, offset, max, 1 << 20).unwrap();
@@ -67,7 +115,10 @@ fn run(steps: Vec<Step>, codec: Compression) {
                     }
                     k = Kafko::open(dir.path()).await.unwrap();
                     for p in 0..2 {
-                        assert_eq!(k.offsets("t", p).unwrap().1, oracle[p as usize].len() as u64);
+                        assert_eq!(
+                            k.offsets("t", p).unwrap().1,
+                            oracle[p as usize].len() as u64
+                        );
                     }
                 }
             }

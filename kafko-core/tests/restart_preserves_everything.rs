@@ -18,7 +18,9 @@ fn config() -> TopicConfig {
 async fn fill(k: &Kafko, n: u64) {
     let p = k.producer_for("t").await.unwrap();
     for i in 0..n {
-        p.send(Some(format!("k{}", i % 7).into()), common::value(i)).await.unwrap();
+        p.send(Some(format!("k{}", i % 7).into()), common::value(i))
+            .await
+            .unwrap();
     }
 }
 
@@ -84,15 +86,36 @@ async fn unclean_stop_recovers_by_scanning() {
 async fn topic_lifecycle_is_persisted() {
     let dir = tempfile::tempdir().unwrap();
     let k = common::open(dir.path()).await;
-    assert_eq!(k.create_topic("a").await.unwrap(), kafko_core::CreateOutcome::Created);
-    assert_eq!(k.create_topic("a").await.unwrap(), kafko_core::CreateOutcome::AlreadyExisted);
-    let differs = k.create_topic_with_config("a", TopicConfig { partitions: 2, ..Default::default() }).await;
-    assert!(matches!(differs, Err(kafko_core::KafkoError::TopicAlreadyExists { .. })));
+    assert_eq!(
+        k.create_topic("a").await.unwrap(),
+        kafko_core::CreateOutcome::Created
+    );
+    assert_eq!(
+        k.create_topic("a").await.unwrap(),
+        kafko_core::CreateOutcome::AlreadyExisted
+    );
+    let differs = k
+        .create_topic_with_config(
+            "a",
+            TopicConfig {
+                partitions: 2,
+                ..Default::default()
+            },
+        )
+        .await;
+    assert!(matches!(
+        differs,
+        Err(kafko_core::KafkoError::TopicAlreadyExists { .. })
+    ));
     k.create_topic("b").await.unwrap();
-    let update: kafko_core::TopicConfigUpdate = serde_json::from_str(r#"{"retention_ms": null, "fsync": {"mode": "always"}}"#).unwrap();
+    let update: kafko_core::TopicConfigUpdate =
+        serde_json::from_str(r#"{"retention_ms": null, "fsync": {"mode": "always"}}"#).unwrap();
     k.update_topic_config("b", &update).await.unwrap();
     k.delete_topic("a").await.unwrap();
-    assert!(matches!(k.producer_for("a").await, Err(kafko_core::KafkoError::TopicNotFound { .. })));
+    assert!(matches!(
+        k.producer_for("a").await,
+        Err(kafko_core::KafkoError::TopicNotFound { .. })
+    ));
     k.shutdown().await.unwrap();
     let k = common::open(dir.path()).await;
     assert_eq!(k.list_topics(), vec!["b".to_string()]);

@@ -9,7 +9,11 @@ use kafko_core::{KafkoError, TopicConfig};
 async fn retention_by_size_keeps_at_least_the_limit() {
     let dir = tempfile::tempdir().unwrap();
     let k = common::open(dir.path()).await;
-    let cfg = TopicConfig { retention_bytes: Some(3 * 4096), retention_ms: None, ..common::small_segments(1) };
+    let cfg = TopicConfig {
+        retention_bytes: Some(3 * 4096),
+        retention_ms: None,
+        ..common::small_segments(1)
+    };
     k.create_topic_with_config("t", cfg).await.unwrap();
     let p = k.producer_for("t").await.unwrap();
     for i in 0..1000 {
@@ -19,12 +23,17 @@ async fn retention_by_size_keeps_at_least_the_limit() {
     let out = k.enforce_retention().await.unwrap();
     let after = k.describe_topic("t").unwrap().partitions[0].clone();
     assert!(out.segments_deleted > 0);
-    assert!(after.size_bytes >= 3 * 4096, "Kafka keeps at least retention_bytes");
+    assert!(
+        after.size_bytes >= 3 * 4096,
+        "Kafka keeps at least retention_bytes"
+    );
     assert!(after.size_bytes < before.size_bytes);
     assert!(after.log_start_offset > 0);
     assert_eq!(after.high_watermark, 1000);
     let err = k.fetch("t", 0, 0, 1, 100).unwrap_err();
-    assert!(matches!(err, KafkoError::OffsetOutOfRange { log_start_offset, .. } if log_start_offset == after.log_start_offset));
+    assert!(
+        matches!(err, KafkoError::OffsetOutOfRange { log_start_offset, .. } if log_start_offset == after.log_start_offset)
+    );
     let recs = common::read_all(&k, "t", 0);
     assert_eq!(recs.first().unwrap().offset, after.log_start_offset);
     assert_eq!(recs.len() as u64, 1000 - after.log_start_offset);
@@ -40,12 +49,17 @@ async fn retention_by_size_keeps_at_least_the_limit() {
 async fn retention_by_age_uses_the_newest_timestamp_of_each_segment() {
     let dir = tempfile::tempdir().unwrap();
     let k = common::open(dir.path()).await;
-    let cfg = TopicConfig { retention_ms: Some(60_000), ..common::small_segments(1) };
+    let cfg = TopicConfig {
+        retention_ms: Some(60_000),
+        ..common::small_segments(1)
+    };
     k.create_topic_with_config("t", cfg).await.unwrap();
     let p = k.producer_for("t").await.unwrap();
     let old = kafko_core_now() - 3_600_000;
     for i in 0..300 {
-        p.send_record(common::rec(i).with_timestamp(old + i as i64)).await.unwrap();
+        p.send_record(common::rec(i).with_timestamp(old + i as i64))
+            .await
+            .unwrap();
     }
     for i in 300..600 {
         p.send(None, common::value(i)).await.unwrap();
@@ -53,7 +67,10 @@ async fn retention_by_age_uses_the_newest_timestamp_of_each_segment() {
     k.enforce_retention().await.unwrap();
     let (start, hw) = k.offsets("t", 0).unwrap();
     assert_eq!(hw, 600);
-    assert!(start > 200 && start <= 300, "old segments gone, new kept: start {start}");
+    assert!(
+        start > 200 && start <= 300,
+        "old segments gone, new kept: start {start}"
+    );
     // Nothing is expired any more: a second pass deletes nothing.
     assert_eq!(k.enforce_retention().await.unwrap().segments_deleted, 0);
     k.shutdown().await.unwrap();
@@ -63,7 +80,16 @@ async fn retention_by_age_uses_the_newest_timestamp_of_each_segment() {
 async fn interrupted_retention_does_not_resurrect_segments() {
     let dir = tempfile::tempdir().unwrap();
     let k = common::open(dir.path()).await;
-    k.create_topic_with_config("t", TopicConfig { retention_bytes: Some(4096), retention_ms: None, ..common::small_segments(1) }).await.unwrap();
+    k.create_topic_with_config(
+        "t",
+        TopicConfig {
+            retention_bytes: Some(4096),
+            retention_ms: None,
+            ..common::small_segments(1)
+        },
+    )
+    .await
+    .unwrap();
     let p = k.producer_for("t").await.unwrap();
     for i in 0..400 {
         p.send(None, common::value(i)).await.unwrap();
@@ -78,10 +104,16 @@ async fn interrupted_retention_does_not_resurrect_segments() {
     std::fs::remove_file(dir.path().join("clean-shutdown")).unwrap();
     let k = common::open(dir.path()).await;
     assert_eq!(k.offsets("t", 0).unwrap().0, start);
-    assert!(!first.exists(), "segment below the log start is removed on open");
+    assert!(
+        !first.exists(),
+        "segment below the log start is removed on open"
+    );
     k.shutdown().await.unwrap();
 }
 
 fn kafko_core_now() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
 }

@@ -8,12 +8,16 @@ use kafko_core::{SeekTo, TopicConfig};
 async fn offset_for_timestamp_finds_the_first_record_at_or_after() {
     let dir = tempfile::tempdir().unwrap();
     let k = common::open(dir.path()).await;
-    k.create_topic_with_config("t", common::small_segments(1)).await.unwrap();
+    k.create_topic_with_config("t", common::small_segments(1))
+        .await
+        .unwrap();
     let p = k.producer_for("t").await.unwrap();
     // Timestamps 0, 10, 20, … with one out-of-order record at offset 50.
     for i in 0..300i64 {
         let ts = if i == 50 { 5 } else { i * 10 };
-        p.send_record(common::rec(i as u64).with_timestamp(ts)).await.unwrap();
+        p.send_record(common::rec(i as u64).with_timestamp(ts))
+            .await
+            .unwrap();
     }
     assert_eq!(k.offset_for_timestamp("t", 0, 0).unwrap(), Some(0));
     assert_eq!(k.offset_for_timestamp("t", 0, 1).unwrap(), Some(1));
@@ -28,10 +32,24 @@ async fn offset_for_timestamp_finds_the_first_record_at_or_after() {
 async fn consumer_seeks_and_replays_across_partitions() {
     let dir = tempfile::tempdir().unwrap();
     let k = common::open(dir.path()).await;
-    k.create_topic_with_config("t", TopicConfig { partitions: 2, ..Default::default() }).await.unwrap();
+    k.create_topic_with_config(
+        "t",
+        TopicConfig {
+            partitions: 2,
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
     let p = k.producer_for("t").await.unwrap();
     for i in 0..20u64 {
-        p.send_record(common::rec(i).with_partition((i % 2) as u32).with_timestamp(i as i64 * 100)).await.unwrap();
+        p.send_record(
+            common::rec(i)
+                .with_partition((i % 2) as u32)
+                .with_timestamp(i as i64 * 100),
+        )
+        .await
+        .unwrap();
     }
     let mut c = k.consumer_for("t").await.unwrap();
     let mut got = Vec::new();
@@ -39,7 +57,10 @@ async fn consumer_seeks_and_replays_across_partitions() {
         got.push(c.next_record().await.unwrap());
     }
     got.sort_by_key(|r| r.timestamp);
-    assert_eq!(got.iter().map(|r| r.timestamp / 100).collect::<Vec<_>>(), (0..20).collect::<Vec<_>>());
+    assert_eq!(
+        got.iter().map(|r| r.timestamp / 100).collect::<Vec<_>>(),
+        (0..20).collect::<Vec<_>>()
+    );
     // Replay partition 1 from offset 5.
     c.seek_partition(1, SeekTo::Offset(5)).unwrap();
     c.seek_partition(0, SeekTo::Latest).unwrap();
@@ -60,16 +81,37 @@ async fn waiting_readers_wake_on_produce() {
     let k = common::open(dir.path()).await;
     k.create_topic("t").await.unwrap();
     let k2 = k.clone();
-    let waiter = tokio::spawn(async move { k2.wait_for("t", 0, 0, std::time::Duration::from_secs(30)).await.unwrap() });
+    let waiter = tokio::spawn(async move {
+        k2.wait_for("t", 0, 0, std::time::Duration::from_secs(30))
+            .await
+            .unwrap()
+    });
     let mut c = k.consumer_for("t").await.unwrap();
     let next = tokio::spawn(async move { c.next_record().await.unwrap() });
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     assert!(!waiter.is_finished());
-    k.producer_for("t").await.unwrap().send(None, "wake".into()).await.unwrap();
-    assert!(tokio::time::timeout(std::time::Duration::from_secs(5), waiter).await.unwrap().unwrap());
-    let r = tokio::time::timeout(std::time::Duration::from_secs(5), next).await.unwrap().unwrap();
+    k.producer_for("t")
+        .await
+        .unwrap()
+        .send(None, "wake".into())
+        .await
+        .unwrap();
+    assert!(
+        tokio::time::timeout(std::time::Duration::from_secs(5), waiter)
+            .await
+            .unwrap()
+            .unwrap()
+    );
+    let r = tokio::time::timeout(std::time::Duration::from_secs(5), next)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(r.value.unwrap(), "wake");
     // A wait that nobody satisfies times out with false.
-    assert!(!k.wait_for("t", 0, 1, std::time::Duration::from_millis(30)).await.unwrap());
+    assert!(
+        !k.wait_for("t", 0, 1, std::time::Duration::from_millis(30))
+            .await
+            .unwrap()
+    );
     k.shutdown().await.unwrap();
 }

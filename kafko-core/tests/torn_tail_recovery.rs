@@ -34,8 +34,18 @@ async fn torn_last_batch_at_every_byte_length_is_truncated() {
         let k = Kafko::open(dir.path()).await.unwrap();
         let recs = common::read_all(&k, "t", 0);
         assert_eq!(recs.len(), 2, "cut at {cut}");
-        assert_eq!(std::fs::metadata(&log).unwrap().len(), start, "cut at {cut}");
-        let m = k.producer_for("t").await.unwrap().send(None, "next".into()).await.unwrap();
+        assert_eq!(
+            std::fs::metadata(&log).unwrap().len(),
+            start,
+            "cut at {cut}"
+        );
+        let m = k
+            .producer_for("t")
+            .await
+            .unwrap()
+            .send(None, "next".into())
+            .await
+            .unwrap();
         assert_eq!(m.offset, 2, "cut at {cut}");
         k.shutdown().await.unwrap();
     }
@@ -45,7 +55,12 @@ async fn torn_last_batch_at_every_byte_length_is_truncated() {
 async fn appended_zeros_or_garbage_are_cut() {
     let dir = tempfile::tempdir().unwrap();
     let (log, ends) = prepare(dir.path(), 5).await;
-    for tail in [vec![0u8; 4096], vec![0xAB; 100], b"\x10\x00\x00\x00garbage".to_vec(), vec![0u8; 3]] {
+    for tail in [
+        vec![0u8; 4096],
+        vec![0xAB; 100],
+        b"\x10\x00\x00\x00garbage".to_vec(),
+        vec![0u8; 3],
+    ] {
         let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
         f.write_all(&tail).unwrap();
         drop(f);

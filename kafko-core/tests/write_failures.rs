@@ -9,7 +9,11 @@ use common::faulty::{Faulty, FaultyStorage, Op};
 use kafko_core::{ErrorKind, FsyncPolicy, Kafko, KafkoError, TopicConfig};
 
 async fn open_faulty(dir: &std::path::Path, faults: Arc<Faulty>) -> Kafko {
-    Kafko::builder(dir).storage(Arc::new(FaultyStorage { faults })).open().await.unwrap()
+    Kafko::builder(dir)
+        .storage(Arc::new(FaultyStorage { faults }))
+        .open()
+        .await
+        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -28,7 +32,10 @@ async fn failed_write_burns_no_offset_at_every_n() {
             }
         }
         assert_eq!(acked.len(), 7, "exactly one write failed (n={n})");
-        assert!(acked.iter().enumerate().all(|(i, (o, _))| *o == i as u64), "offsets stay dense");
+        assert!(
+            acked.iter().enumerate().all(|(i, (o, _))| *o == i as u64),
+            "offsets stay dense"
+        );
         k.shutdown().await.unwrap();
         let k = Kafko::open(dir.path()).await.unwrap();
         let recs = common::read_all(&k, "t", 0);
@@ -46,22 +53,45 @@ async fn fsync_failure_makes_the_partition_read_only() {
     let dir = tempfile::tempdir().unwrap();
     let faults = Faulty::new(Op::Sync, 1_000_000);
     let k = open_faulty(dir.path(), faults.clone()).await;
-    k.create_topic_with_config("t", TopicConfig { fsync: FsyncPolicy::Always, ..Default::default() }).await.unwrap();
+    k.create_topic_with_config(
+        "t",
+        TopicConfig {
+            fsync: FsyncPolicy::Always,
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
     let p = k.producer_for("t").await.unwrap();
     p.send(None, "ok".into()).await.unwrap();
     faults.arm();
     let first = p.send(None, "lost".into()).await.unwrap_err();
     assert!(matches!(first, KafkoError::Io { .. }), "{first}");
     let second = p.send(None, "refused".into()).await.unwrap_err();
-    assert!(matches!(second, KafkoError::PartitionReadOnly { .. }), "{second}");
+    assert!(
+        matches!(second, KafkoError::PartitionReadOnly { .. }),
+        "{second}"
+    );
     assert_eq!(second.kind(), ErrorKind::Unavailable);
     // Reads keep working.
-    assert_eq!(k.fetch("t", 0, 0, 10, 1000).unwrap().records[0].value.as_ref().unwrap(), "ok");
+    assert_eq!(
+        k.fetch("t", 0, 0, 10, 1000).unwrap().records[0]
+            .value
+            .as_ref()
+            .unwrap(),
+        "ok"
+    );
     drop(k);
     let k = Kafko::open(dir.path()).await.unwrap();
     let recs = common::read_all(&k, "t", 0);
     assert_eq!(recs[0].value.as_ref().unwrap(), "ok");
-    let m = k.producer_for("t").await.unwrap().send(None, "after".into()).await.unwrap();
+    let m = k
+        .producer_for("t")
+        .await
+        .unwrap()
+        .send(None, "after".into())
+        .await
+        .unwrap();
     assert_eq!(m.offset as usize, recs.len());
     k.shutdown().await.unwrap();
 }
@@ -96,8 +126,14 @@ async fn panicking_writer_is_a_typed_error_not_a_hang() {
     k.create_topic("t").await.unwrap();
     let p = k.producer_for("t").await.unwrap();
     p.send(None, "a".into()).await.unwrap();
-    let e = tokio::time::timeout(std::time::Duration::from_secs(5), p.send(None, "b".into())).await.unwrap().unwrap_err();
-    assert!(matches!(e, KafkoError::PartitionPanicked { partition: 0, .. }), "{e}");
+    let e = tokio::time::timeout(std::time::Duration::from_secs(5), p.send(None, "b".into()))
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert!(
+        matches!(e, KafkoError::PartitionPanicked { partition: 0, .. }),
+        "{e}"
+    );
     let e = p.send(None, "c".into()).await.unwrap_err();
     assert!(matches!(e, KafkoError::PartitionPanicked { .. }), "{e}");
     assert!(k.shutdown().await.is_err());

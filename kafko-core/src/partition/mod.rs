@@ -35,6 +35,16 @@ pub struct FetchedRecords {
     pub log_start_offset: u64,
 }
 
+/// Where a partition lives and what it shares with its topic.
+pub(crate) struct PartitionPlace {
+    pub(crate) topic: Arc<str>,
+    pub(crate) partition: u32,
+    pub(crate) dir: PathBuf,
+    pub(crate) storage: Arc<dyn Storage>,
+    /// The topic's wake-up for consumers spanning partitions.
+    pub(crate) activity: Arc<Notify>,
+}
+
 /// The state of one partition that readers share with its writer.
 pub(crate) struct PartitionLog {
     pub(crate) topic: Arc<str>,
@@ -53,15 +63,18 @@ pub(crate) struct PartitionLog {
 
 impl PartitionLog {
     pub(crate) fn new(
-        topic: Arc<str>,
-        partition: u32,
-        dir: PathBuf,
-        storage: Arc<dyn Storage>,
+        place: PartitionPlace,
         segments: Vec<Arc<Segment>>,
         log_start: u64,
         high_watermark: u64,
-        activity: Arc<Notify>,
     ) -> Self {
+        let PartitionPlace {
+            topic,
+            partition,
+            dir,
+            storage,
+            activity,
+        } = place;
         PartitionLog {
             topic,
             partition,
@@ -107,11 +120,6 @@ impl PartitionLog {
         self.high_watermark.store(hw, Ordering::Release);
         self.hw_watch.send_replace(hw);
         self.activity.notify_waiters();
-    }
-
-    /// Total bytes of all segments.
-    pub(crate) fn size_bytes(&self) -> u64 {
-        self.segments().iter().map(|s| s.len()).sum()
     }
 
     fn out_of_range(&self, requested: u64) -> KafkoError {

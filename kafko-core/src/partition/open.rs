@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use tokio::sync::Notify;
 
-use super::PartitionLog;
 use super::writer::LOG_START_FILE;
+use super::{PartitionLog, PartitionPlace};
 use crate::error::{KafkoError, Result};
 use crate::naming::{parse_segment_file, segment_file};
 use crate::segment::Segment;
@@ -43,15 +43,18 @@ pub(crate) fn open_partition(
     }
     if bases.is_empty() {
         let seg = Arc::new(Segment::create(s, &dir, log_start)?);
-        let log = Arc::new(PartitionLog::new(
+        let place = PartitionPlace {
             topic,
             partition,
             dir,
-            storage.clone(),
+            storage: storage.clone(),
+            activity,
+        };
+        let log = Arc::new(PartitionLog::new(
+            place,
             vec![seg.clone()],
             log_start,
             log_start,
-            activity,
         ));
         return Ok((log, seg));
     }
@@ -60,6 +63,21 @@ pub(crate) fn open_partition(
     let last = bases.len() - 1;
     for (i, &base) in bases.iter().enumerate() {
         let seg = load_segment(s, &dir, base, i == last, clean, &topic, partition)?;
+        if let Some(prev) = segments.last()
+            && seg.base_offset < prev.next_offset()
+            && seg.len() == 0
+        {
+            // A roll that failed after creating its file: the writer kept appending to
+            // the previous segment, past this one's base. It holds nothing: remove it.
+            tracing::warn!(%topic, partition, path = %seg.log_path.display(), "removing the empty segment of a failed roll");
+            drop(seg);
+            for ext in ["log", "index", "timeindex"] {
+                let _ = s.remove_file(&dir.join(segment_file(base, ext)));
+            }
+            s.sync_dir(&dir)
+                .map_err(|e| KafkoError::io("syncing directory", &dir, e))?;
+            continue;
+        }
         if let Some(prev) = segments.last()
             && seg.base_offset < prev.next_offset()
         {
@@ -75,19 +93,17 @@ pub(crate) fn open_partition(
         }
         segments.push(Arc::new(seg));
     }
-    let active = segments[last].clone();
+    let active = segments[segments.len() - 1].clone();
     let hw = active.next_offset();
     let log_start = log_start.min(hw);
-    let log = Arc::new(PartitionLog::new(
+    let place = PartitionPlace {
         topic,
         partition,
         dir,
-        storage.clone(),
-        segments,
-        log_start,
-        hw,
+        storage: storage.clone(),
         activity,
-    ));
+    };
+    let log = Arc::new(PartitionLog::new(place, segments, log_start, hw));
     Ok((log, active))
 }
 
