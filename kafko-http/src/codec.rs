@@ -59,7 +59,12 @@ impl Serialize for Wire {
 pub(crate) fn decode(raw: &RawValue, format: Format, what: &str) -> Result<Bytes, ApiError> {
     let text = raw.get();
     match format {
-        Format::Json => Ok(Bytes::from(minify(text))),
+        Format::Json => minify(text).map(Bytes::from).ok_or_else(|| {
+            ApiError::bad_request(
+                "invalid_json",
+                format!("{what} is nested deeper than {MAX_JSON_DEPTH} levels"),
+            )
+        }),
         Format::String | Format::Base64 => {
             // Fast path: a JSON string without escapes is its own content between the
             // quotes (`RawValue` already checked it is valid JSON), so skip the second
@@ -133,10 +138,18 @@ fn unrepresentable(what: &str, offset: u64, why: &str) -> ApiError {
     .with("offset", serde_json::json!(offset))
 }
 
-/// Removes insignificant whitespace from valid JSON text (strings untouched).
-pub(crate) fn minify(text: &str) -> Vec<u8> {
+/// Deepest nesting of arrays and objects accepted in an embedded JSON document: the
+/// limit of serde_json's own parser, so a stored value is one any reader of ours (and
+/// common JSON libraries) can parse back. `RawValue` alone checks no depth, which let a
+/// 100,000-deep value be stored (found by the hostile-input tests).
+pub(crate) const MAX_JSON_DEPTH: usize = 128;
+
+/// Removes insignificant whitespace from valid JSON text (strings untouched); `None` when
+/// arrays and objects nest deeper than [`MAX_JSON_DEPTH`].
+pub(crate) fn minify(text: &str) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(text.len());
     let (mut in_string, mut escaped) = (false, false);
+    let mut depth = 0usize;
     for &b in text.as_bytes() {
         if in_string {
             out.push(b);
@@ -148,13 +161,21 @@ pub(crate) fn minify(text: &str) -> Vec<u8> {
                 in_string = false;
             }
         } else if !b.is_ascii_whitespace() {
-            if b == b'"' {
-                in_string = true;
+            match b {
+                b'"' => in_string = true,
+                b'[' | b'{' => {
+                    depth += 1;
+                    if depth > MAX_JSON_DEPTH {
+                        return None;
+                    }
+                }
+                b']' | b'}' => depth = depth.saturating_sub(1),
+                _ => {}
             }
             out.push(b);
         }
     }
-    out
+    Some(out)
 }
 
 #[cfg(test)]
@@ -164,7 +185,26 @@ mod tests {
     #[test]
     fn minify_keeps_strings_and_drops_layout() {
         let text = "{ \"a b\" : [1, 2,\n 3], \"q\": \"x \\\" y\" }";
-        assert_eq!(minify(text), br#"{"a b":[1,2,3],"q":"x \" y"}"#.to_vec());
+        assert_eq!(
+            minify(text).unwrap(),
+            br#"{"a b":[1,2,3],"q":"x \" y"}"#.to_vec()
+        );
+    }
+
+    #[test]
+    fn json_values_nested_past_the_limit_are_refused() {
+        let nest = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        let ok = RawValue::from_string(nest(MAX_JSON_DEPTH)).unwrap();
+        assert!(decode(&ok, Format::Json, "value").is_ok());
+        let deep = RawValue::from_string(nest(100_000)).unwrap();
+        let err = decode(&deep, Format::Json, "value").unwrap_err();
+        assert_eq!(
+            (err.status, err.code),
+            (StatusCode::BAD_REQUEST, "invalid_json")
+        );
+        // Brackets inside strings do not count.
+        let text = format!("[\"{}\"]", "[".repeat(1000));
+        assert!(minify(&text).is_some());
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! Extractors whose rejections are problem+json like every other error: [`Json`],
 //! [`Query`], [`Path`] and [`Body`] (the raw body, with the size limit enforced before
-//! reading when `Content-Length` says too much, and while reading for chunked bodies).
+//! reading when `Content-Length` says too much, and while reading for chunked bodies;
+//! a `Content-Encoding` other than `identity` is a 415: bodies are never inflated, and
+//! compressed bytes are never stored as if they were the value).
 
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{FromRequest, FromRequestParts, Request};
@@ -28,6 +30,18 @@ impl FromRequest<AppState> for Body {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
+        if let Some(encoding) = req.headers().get(header::CONTENT_ENCODING) {
+            let encoding = encoding.to_str().unwrap_or("?").trim();
+            if !encoding.eq_ignore_ascii_case("identity") {
+                return Err(ApiError::new(
+                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    "unsupported_content_encoding",
+                    format!(
+                        "Content-Encoding '{encoding}' is not supported; send the body uncompressed (topics compress batches themselves)"
+                    ),
+                ));
+            }
+        }
         let limit = state.config.max_body_bytes;
         let declared = req
             .headers()
