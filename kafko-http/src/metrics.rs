@@ -1,6 +1,6 @@
 //! Prometheus metrics, hand-written: per-topic record and byte counters, a request
 //! latency histogram per route, response counts per status, and gauges (partition
-//! inbox depth, high watermark) read from the log at scrape time.
+//! inbox depth, high watermark, consumer group lag) read from the log at scrape time.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -158,6 +158,26 @@ impl Metrics {
                     "kafko_partition_high_watermark{{{labels}}} {}",
                     p.high_watermark
                 );
+            }
+        }
+        let _ = writeln!(
+            out,
+            "# HELP kafko_group_lag Records between a group's committed offset and the high watermark.\n# TYPE kafko_group_lag gauge"
+        );
+        for listing in kafko.list_groups() {
+            let Ok(d) = kafko.describe_group(&listing.group) else {
+                continue;
+            };
+            for t in &d.topics {
+                for p in &t.partitions {
+                    if let Some(lag) = p.lag {
+                        let _ = writeln!(
+                            out,
+                            "kafko_group_lag{{group=\"{}\",topic=\"{}\",partition=\"{}\"}} {lag}",
+                            d.group, t.topic, p.partition
+                        );
+                    }
+                }
             }
         }
         let _ = writeln!(

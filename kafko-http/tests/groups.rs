@@ -430,6 +430,19 @@ async fn describe_shows_lag_and_delete_removes_the_group() {
     );
     assert_eq!(t["partitions"][1]["high_watermark"], 0);
     assert_eq!(t["members"], json!([]));
+    let metrics = c
+        .get(s.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("kafko_group_lag{group=\"g\",topic=\"lag\",partition=\"0\"} 6\n"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("kafko_records_out_total{topic=\"lag\"} 6\n"));
 
     // Members show up, and keep the group from being deleted.
     join(&c, &s, "g", "lag", "m1").await;
