@@ -78,6 +78,8 @@ pub(crate) struct Writer {
     dirty: bool,
     last_sync: Instant,
     poisoned: Option<String>,
+    /// Set when a compaction swap failed past its commit point (see `install_swap`).
+    swap_unfinished: Option<String>,
     state: Arc<WriterState>,
     buf: Vec<u8>,
     pending: Vec<PendingReply>,
@@ -108,6 +110,7 @@ impl Writer {
             dirty: false,
             last_sync: Instant::now(),
             poisoned: None,
+            swap_unfinished: None,
             state,
             buf: Vec::with_capacity(64 * 1024),
             pending: Vec::new(),
@@ -334,6 +337,12 @@ impl Writer {
 
     /// Seals the active segment (fsync + indexes) and starts a new one.
     fn roll(&mut self) -> Result<()> {
+        if self.active_len == 0 {
+            // The flush before this roll failed and left the active segment empty: a new
+            // segment would have the same base offset, and the two would share one file
+            // (compacting the stale twin later deleted the live segment's file).
+            return Ok(());
+        }
         self.sync_now()?;
         self.active.write_indexes(&*self.storage)?;
         let next = Arc::new(Segment::create(
@@ -367,7 +376,12 @@ impl Writer {
             let expired = self
                 .config
                 .retention_ms
-                .is_some_and(|ms| seg.max_timestamp() < now_ms.saturating_sub(ms as i64));
+                // `ms as i64` made a retention past i64::MAX negative, so "keep for
+                // ~forever" expired every sealed segment at once (found via schemathesis).
+                .is_some_and(|ms| {
+                    let ms = i64::try_from(ms).unwrap_or(i64::MAX);
+                    seg.max_timestamp() < now_ms.saturating_sub(ms)
+                });
             // Kafka's rule: drop a segment only if what remains still meets the limit.
             let oversized = self
                 .config
@@ -407,6 +421,10 @@ impl Writer {
     /// Installs a compacted segment in place of a run of sealed ones (crash-safe order:
     /// `.cleaned` → `.swap` (commit point) → delete old → `.swap` → `.log`).
     fn install_swap(&mut self, swap: SegmentSwap) -> Result<()> {
+        if let Some(reason) = self.poisoned.as_ref().or(self.swap_unfinished.as_ref()) {
+            let _ = self.storage.remove_file(&swap.cleaned_path);
+            return Err(self.read_only_error(reason));
+        }
         let segments = self.log.segments();
         let Some(first) = segments
             .iter()
@@ -455,27 +473,44 @@ impl Writer {
         self.storage
             .rename(&swap.cleaned_path, &swap_path)
             .map_err(io("renaming", &swap_path))?;
-        self.storage
-            .sync_dir(&dir)
-            .map_err(io("syncing directory", &dir))?;
-        for seg in &segments[first..end] {
-            seg.remove_files(&*self.storage)?;
-        }
-        self.storage
-            .sync_dir(&dir)
-            .map_err(io("syncing directory", &dir))?;
-        self.storage
-            .rename(&swap_path, &log_path)
-            .map_err(io("renaming", &log_path))?;
-        self.storage
-            .sync_dir(&dir)
-            .map_err(io("syncing directory", &dir))?;
-        let file = self
-            .storage
-            .open(&log_path)
-            .map_err(io("opening", &log_path))?;
-        let cleaned = Arc::new(Segment::new(base, log_path, file, swap.summary, swap.index));
-        cleaned.write_indexes(&*self.storage)?;
+        // Past the commit point the swap can only go forward, and if a step fails only
+        // recovery (FORMAT.md rule 6) can finish it. Until a restart the partition takes
+        // no further swaps: a later swap of an overlapping range would leave this
+        // `.swap` behind, and the next open would resurrect it as a segment overlapping
+        // its neighbour (refused as corruption). Writes and reads are unaffected.
+        let committed = (|| {
+            self.storage
+                .sync_dir(&dir)
+                .map_err(io("syncing directory", &dir))?;
+            for seg in &segments[first..end] {
+                seg.remove_files(&*self.storage)?;
+            }
+            self.storage
+                .sync_dir(&dir)
+                .map_err(io("syncing directory", &dir))?;
+            self.storage
+                .rename(&swap_path, &log_path)
+                .map_err(io("renaming", &log_path))?;
+            self.storage
+                .sync_dir(&dir)
+                .map_err(io("syncing directory", &dir))?;
+            let file = self
+                .storage
+                .open(&log_path)
+                .map_err(io("opening", &log_path))?;
+            let cleaned = Arc::new(Segment::new(base, log_path, file, swap.summary, swap.index));
+            cleaned.write_indexes(&*self.storage)?;
+            Ok(cleaned)
+        })();
+        let cleaned = match committed {
+            Ok(c) => c,
+            Err(e) => {
+                let reason = format!("a compaction swap failed past its commit point: {e}");
+                tracing::error!(topic = %self.log.topic, partition = self.log.partition, %reason, "compaction stops until a restart");
+                self.swap_unfinished = Some(reason);
+                return Err(e);
+            }
+        };
         let mut next: Vec<_> = segments[..first].to_vec();
         next.push(cleaned);
         next.extend(segments[end..].iter().cloned());

@@ -76,6 +76,10 @@ pub struct Model {
     pub acked: u64,
     pub durable_checked: u64,
     pub records_checked: u64,
+    /// Create every topic (the fault sweep wants them all); otherwise each with p = 3/4.
+    pub all_topics: bool,
+    /// Largest padding of a record value, when not the default (200 bytes).
+    pub max_pad: Option<u64>,
 }
 
 /// Topic names and how the workload configures them.
@@ -97,12 +101,12 @@ pub fn topic_config(name: &str, rng: &mut Rng) -> TopicConfig {
     match name {
         "always" => TopicConfig {
             fsync: FsyncPolicy::Always,
-            retention_bytes: Some(12_288),
+            retention_bytes: Some(8_192),
             ..base
         },
         "never" => TopicConfig {
             fsync: FsyncPolicy::Never,
-            retention_bytes: rng.chance(1, 2).then_some(16_384),
+            retention_bytes: rng.chance(1, 2).then_some(8_192),
             ..base
         },
         "interval" => TopicConfig {
@@ -148,14 +152,19 @@ impl Model {
     fn next_record(&mut self, topic: &str, rng: &mut Rng) -> ProducerRecord {
         self.seq += 1;
         let n = self.seq;
-        let max = if rng.chance(1, 8) { 1500 } else { 200 };
+        let max = if rng.chance(1, 8) {
+            1500
+        } else {
+            self.max_pad.unwrap_or(200)
+        };
         let pad = rng.below(max) as usize;
         let mut v = format!("{:x}/{n}/", self.seed).into_bytes();
-        v.extend((0..pad).map(|i| b'a' + ((n as usize + i) % 26) as u8));
+        // Incompressible padding, so compressed topics roll segments too.
+        v.extend(rng.bytes(pad).iter().map(|b| b'a' + b % 26));
         let t = &self.topics[topic];
         let mut r = ProducerRecord::new(v).with_timestamp(1_700_000_000_000 + n as i64);
         if t.config.cleanup_policy.compacts() {
-            r = r.with_key(format!("k{}", rng.below(8)));
+            r = r.with_key(format!("k{}", rng.below(5)));
             if rng.chance(1, 10) {
                 r.value = None;
             }
@@ -242,7 +251,7 @@ impl Model {
     /// Creates the topics this seed uses (some may already exist).
     pub async fn create_topics(&mut self, k: &Kafko, rng: &mut Rng) -> Step {
         for name in TOPICS {
-            if self.topics.contains_key(name) || rng.chance(1, 4) {
+            if self.topics.contains_key(name) || (!self.all_topics && rng.chance(1, 4)) {
                 continue;
             }
             let config = topic_config(name, rng);
@@ -272,10 +281,17 @@ impl Model {
 
     /// Runs one random step.
     pub async fn step(&mut self, k: &Kafko, rng: &mut Rng) -> Step {
+        let choice = rng.below(20);
+        self.step_as(k, rng, choice).await
+    }
+
+    /// Runs step number `choice` (0..20: sends 0..=12, syncs 13..=15, retention 16,
+    /// compaction 17, idle 18, topic creation 19).
+    pub async fn step_as(&mut self, k: &Kafko, rng: &mut Rng, choice: u64) -> Step {
         let Some(topic) = self.pick_topic(rng) else {
             return self.create_topics(k, rng).await;
         };
-        match rng.below(20) {
+        match choice {
             0..=6 => {
                 let r = self.next_record(&topic, rng);
                 let sync = rng.chance(1, 5);
