@@ -132,12 +132,12 @@ impl Writer {
             };
             let Some(cmd) = cmd else {
                 // Every handle is gone: leave the data durable.
-                let _ = self.shutdown();
+                let _ = self.shutdown().await;
                 return;
             };
             match cmd {
                 Command::Append { batch, sync, reply } => {
-                    self.stage(batch, sync, reply);
+                    self.stage(batch, sync, reply).await;
                     if self.rx.is_empty() {
                         // Producers woken by the last flush are runnable but have not sent
                         // yet (tokio runs a woken task from the LIFO slot first). One yield
@@ -149,7 +149,7 @@ impl Writer {
                     {
                         match self.rx.try_recv() {
                             Ok(Command::Append { batch, sync, reply }) => {
-                                self.stage(batch, sync, reply)
+                                self.stage(batch, sync, reply).await
                             }
                             Ok(other) => {
                                 deferred = Some(other);
@@ -158,10 +158,10 @@ impl Writer {
                             Err(_) => break,
                         }
                     }
-                    self.flush();
+                    self.flush().await;
                 }
                 Command::Sync { reply } => {
-                    let _ = reply.send(self.sync_now());
+                    let _ = reply.send(self.sync_now().await);
                 }
                 Command::Retention { now_ms, reply } => {
                     let _ = reply.send(self.enforce_retention(now_ms));
@@ -171,7 +171,7 @@ impl Writer {
                 }
                 Command::UpdateConfig { config } => self.config = config,
                 Command::Shutdown { reply } => {
-                    let _ = reply.send(self.shutdown());
+                    let _ = reply.send(self.shutdown().await);
                     return;
                 }
             }
@@ -197,7 +197,7 @@ impl Writer {
             tokio::select! {
                 cmd = self.rx.recv() => return cmd,
                 () = tokio::time::sleep_until(deadline) => {
-                    let _ = self.sync_now();
+                    let _ = self.sync_now().await;
                 }
             }
         }
@@ -212,7 +212,12 @@ impl Writer {
     }
 
     /// Adds one batch to the write buffer, rolling the segment first if it would overflow.
-    fn stage(&mut self, batch: EncodedBatch, sync: bool, reply: oneshot::Sender<Result<u64>>) {
+    async fn stage(
+        &mut self,
+        batch: EncodedBatch,
+        sync: bool,
+        reply: oneshot::Sender<Result<u64>>,
+    ) {
         if let Some(reason) = &self.poisoned {
             let _ = reply.send(Err(self.read_only_error(reason)));
             return;
@@ -224,8 +229,8 @@ impl Writer {
             && (used + framed > self.config.segment_bytes
                 || rel + u64::from(batch.last_offset_delta) >= u64::from(u32::MAX))
         {
-            self.flush();
-            if let Err(e) = self.roll() {
+            self.flush().await;
+            if let Err(e) = self.roll().await {
                 let _ = reply.send(Err(e));
                 return;
             }
@@ -250,11 +255,11 @@ impl Writer {
     }
 
     /// Writes the buffer in one call, fsyncs if required, publishes and replies.
-    fn flush(&mut self) {
+    async fn flush(&mut self) {
         if self.buf.is_empty() {
             return;
         }
-        let result = self.write_buffer();
+        let result = self.write_buffer().await;
         match result {
             Ok(()) => {
                 for p in self.pending.drain(..) {
@@ -274,7 +279,7 @@ impl Writer {
         self.sync_requested = false;
     }
 
-    fn write_buffer(&mut self) -> Result<()> {
+    async fn write_buffer(&mut self) -> Result<()> {
         let path = self.active.log_path.clone();
         if let Err(e) = self.active.file.append(&self.buf) {
             let err = KafkoError::io("appending to", &path, e);
@@ -286,7 +291,7 @@ impl Writer {
         }
         let must_sync = self.sync_requested || self.config.fsync == FsyncPolicy::Always;
         if must_sync {
-            if let Err(e) = self.active.file.sync_data() {
+            if let Err(e) = self.fsync_active().await {
                 self.poison(format!("fsync failed: {e}"));
                 return Err(KafkoError::io("fsyncing", &path, e));
             }
@@ -309,9 +314,19 @@ impl Writer {
         if let FsyncPolicy::IntervalMs { interval_ms } = self.config.fsync
             && self.last_sync.elapsed() >= std::time::Duration::from_millis(interval_ms)
         {
-            let _ = self.sync_now();
+            let _ = self.sync_now().await;
         }
         Ok(())
+    }
+
+    /// fdatasync of the active segment on a blocking thread: the runtime thread stays free
+    /// to accept and parse the requests that the next group commit will cover.
+    async fn fsync_active(&self) -> std::io::Result<()> {
+        let file = self.active.file.clone();
+        match tokio::task::spawn_blocking(move || file.sync_data()).await {
+            Ok(result) => result,
+            Err(join) => Err(std::io::Error::other(format!("fsync task failed: {join}"))),
+        }
     }
 
     fn poison(&mut self, reason: String) {
@@ -319,14 +334,14 @@ impl Writer {
         self.poisoned = Some(reason);
     }
 
-    fn sync_now(&mut self) -> Result<()> {
+    async fn sync_now(&mut self) -> Result<()> {
         if let Some(reason) = &self.poisoned {
             return Err(self.read_only_error(reason));
         }
         if !self.dirty {
             return Ok(());
         }
-        if let Err(e) = self.active.file.sync_data() {
+        if let Err(e) = self.fsync_active().await {
             self.poison(format!("fsync failed: {e}"));
             return Err(KafkoError::io("fsyncing", &self.active.log_path, e));
         }
@@ -336,14 +351,14 @@ impl Writer {
     }
 
     /// Seals the active segment (fsync + indexes) and starts a new one.
-    fn roll(&mut self) -> Result<()> {
+    async fn roll(&mut self) -> Result<()> {
         if self.active_len == 0 {
             // The flush before this roll failed and left the active segment empty: a new
             // segment would have the same base offset, and the two would share one file
             // (compacting the stale twin later deleted the live segment's file).
             return Ok(());
         }
-        self.sync_now()?;
+        self.sync_now().await?;
         self.active.write_indexes(&*self.storage)?;
         let next = Arc::new(Segment::create(
             &*self.storage,
@@ -519,9 +534,9 @@ impl Writer {
     }
 
     /// fsyncs the active segment and writes its indexes so the next open needs no scan.
-    fn shutdown(&mut self) -> Result<()> {
-        self.flush();
-        self.sync_now()?;
+    async fn shutdown(&mut self) -> Result<()> {
+        self.flush().await;
+        self.sync_now().await?;
         self.active.write_indexes(&*self.storage)
     }
 }
