@@ -534,6 +534,11 @@ pub(crate) fn open_topic(
         )?;
         partitions.push(PartitionHandle::spawn(log, shared_config.clone(), active));
     }
+    // A partition directory this open had to create (a power cut can keep topic.json but
+    // drop a partition's directory entry) is durable only once the topic directory is.
+    storage
+        .sync_dir(dir)
+        .map_err(|e| KafkoError::io("syncing directory", dir, e))?;
     Ok(Topic::new(
         name,
         dir.to_path_buf(),
