@@ -50,6 +50,11 @@ pub mod record;
 pub mod routing;
 pub mod storage;
 
+/// Decoder entry points for the fuzz targets (`fuzz/`); not a supported API.
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;
+
 mod compression;
 mod partition;
 mod segment;
