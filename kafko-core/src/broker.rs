@@ -370,7 +370,11 @@ impl Kafko {
         let trash = self.inner.dir.join("trash");
         s.create_dir_all(&trash)
             .map_err(|e| KafkoError::io("creating", &trash, e))?;
-        let target = trash.join(format!("{name}-{}", now_ms()));
+        // A prefix of the name only: `{name}-{ms}` of a 249-character name is past the
+        // 255-byte file-name limit, which failed the rename (ENAMETOOLONG) after the
+        // topic had already left the in-memory map (found by schemathesis via HTTP).
+        let prefix = &name[..name.len().min(64)]; // names are ASCII
+        let target = trash.join(format!("{prefix}-{}", now_ms()));
         // Rename out of topics/ first (atomic), so a crash never leaves half a topic live.
         s.rename(&topic.dir, &target)
             .map_err(|e| KafkoError::io("renaming", &topic.dir, e))?;

@@ -135,6 +135,28 @@ impl TopicConfig {
         {
             return bad("fsync interval_ms must be > 0 (use always)".into());
         }
+        // Times and sizes are signed 64-bit, as in Kafka (and the OpenAPI `int64`): a
+        // larger retention_ms once wrapped negative and expired every sealed segment.
+        let longs = [
+            ("retention_ms", self.retention_ms),
+            ("retention_bytes", self.retention_bytes),
+            ("min_compaction_lag_ms", Some(self.min_compaction_lag_ms)),
+            ("delete_retention_ms", Some(self.delete_retention_ms)),
+            (
+                "fsync interval_ms",
+                match self.fsync {
+                    FsyncPolicy::IntervalMs { interval_ms } => Some(interval_ms),
+                    _ => None,
+                },
+            ),
+        ];
+        for (name, value) in longs {
+            if let Some(v) = value
+                && v > i64::MAX as u64
+            {
+                return bad(format!("{name} must be at most {}, got {v}", i64::MAX));
+            }
+        }
         Ok(())
     }
 

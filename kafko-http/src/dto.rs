@@ -35,6 +35,7 @@ pub(crate) enum Fsync {
     /// fsync at most `interval_ms` after a write.
     IntervalMs {
         /// Maximum age of unsynced acknowledged data, in ms (> 0).
+        #[schema(minimum = 1)]
         interval_ms: u64,
     },
     /// Acknowledged only after fsync.
@@ -82,9 +83,11 @@ pub(crate) struct TopicConfigSchema {
 /// A topic configuration in a request: absent fields take their defaults on create and
 /// keep their value on update; `null` clears `retention_ms` / `retention_bytes`.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 #[schema(as = TopicConfigRequest)]
 pub(crate) struct TopicConfigRequestSchema {
     /// Number of partitions (1..=1024); on update it must equal the current count.
+    #[schema(minimum = 1, maximum = 1024)]
     partitions: Option<u32>,
     /// Batch codec.
     compression: Option<Compression>,
@@ -92,11 +95,13 @@ pub(crate) struct TopicConfigRequestSchema {
     retention_ms: Option<u64>,
     /// Size bound per partition; null = unbounded.
     retention_bytes: Option<u64>,
-    /// Roll the active segment at this size.
+    /// Roll the active segment at this size (4096..=4294967296).
+    #[schema(minimum = 4096, maximum = 4294967296_u64)]
     segment_bytes: Option<u64>,
     /// Durability of acknowledged writes.
     fsync: Option<Fsync>,
-    /// Largest accepted record.
+    /// Largest accepted record (1..=33554432: half the largest batch).
+    #[schema(minimum = 1, maximum = 33554432)]
     max_record_bytes: Option<u64>,
     /// Delete, compact or both.
     cleanup_policy: Option<CleanupPolicy>,
@@ -373,8 +378,9 @@ pub(crate) struct GroupPollResponse {
 #[serde(deny_unknown_fields)]
 pub(crate) struct CommitRequest {
     /// Offsets to commit (the next offset to read, per partition); absent or empty =
-    /// the caller's current positions.
+    /// the caller's current positions (`null` too, like every absent member).
     #[serde(default)]
+    #[schema(nullable = true)]
     pub(crate) offsets: Vec<PartitionOffsetDto>,
     /// A joined member's id (with `generation`); absent = the implicit member.
     pub(crate) member_id: Option<String>,
@@ -426,6 +432,7 @@ pub(crate) struct JoinRequest {
     pub(crate) member_id: Option<String>,
     /// Silence after which the member is removed and its partitions reassigned
     /// (1..=3600000; default 30000). Every poll and commit is a heartbeat.
+    #[schema(minimum = 1, maximum = 3600000)]
     pub(crate) session_timeout_ms: Option<u64>,
 }
 
@@ -457,6 +464,7 @@ pub(crate) enum OffsetResetSchema {
 
 /// A group's options.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 #[schema(as = GroupConfig)]
 pub(crate) struct GroupConfigSchema {
     /// Default `earliest`; always present in responses.

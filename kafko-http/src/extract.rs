@@ -103,7 +103,88 @@ impl<T: DeserializeOwned> FromRequest<AppState> for Json<T> {
             ));
         }
         let Body(bytes) = Body::from_request(req, state).await?;
-        parse_json(&bytes).map(Json)
+        parse_request_json(&bytes).map(Json)
+    }
+}
+
+/// Parses a small JSON request object (configs, commits, seeks; not produce batches)
+/// as JSON Schema reads it, which is how the OpenAPI document describes it: a known
+/// top-level member set to `null` is absent when the type has no meaning for `null`
+/// there, and an integral number such as `4096.0` is an integer. Tried only after the
+/// plain parse failed, so every body that parsed before keeps its meaning (`null` still
+/// clears `retention_ms`). Found by schemathesis: both forms are schema-valid and were
+/// 400s.
+pub(crate) fn parse_request_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    // serde's derived structs also read JSON arrays (`[null, null]` filled fields by
+    // position and was a 200); every request body here is an object.
+    let start = body.iter().find(|b| !b.is_ascii_whitespace());
+    if !matches!(start, Some(b'{') | Some(b'n')) {
+        return Err(ApiError::bad_request(
+            "invalid_json",
+            "invalid JSON body: expected a JSON object",
+        ));
+    }
+    let first = match parse_json(body) {
+        Ok(v) => return Ok(v),
+        Err(e) => e,
+    };
+    let Ok(mut value) = serde_json::from_slice::<serde_json::Value>(body) else {
+        return Err(first);
+    };
+    // Numbers first: a `null` that means something (clearing `retention_ms` in a PATCH)
+    // is only dropped when the body still fails with it.
+    if integral_floats_as_integers(&mut value)
+        && let Ok(v) = serde_json::from_value(value.clone())
+    {
+        return Ok(v);
+    }
+    let serde_json::Value::Object(map) = &mut value else {
+        return Err(first);
+    };
+    let nulls: Vec<String> = map
+        .iter()
+        .filter(|(_, v)| v.is_null())
+        .map(|(k, _)| k.clone())
+        .collect();
+    if nulls.is_empty() {
+        return Err(first);
+    }
+    // Only members the type knows may go: an unknown one stays an error, null or not.
+    for key in &nulls {
+        let probe = serde_json::json!({ key.as_str(): null });
+        if let Err(e) = serde_json::from_value::<T>(probe)
+            && e.to_string().starts_with("unknown field")
+        {
+            return Err(first);
+        }
+        map.remove(key);
+    }
+    serde_json::from_value(value).map_err(|_| first)
+}
+
+/// Turns integral floats (`4096.0`) into integers, throughout; whether any changed.
+fn integral_floats_as_integers(value: &mut serde_json::Value) -> bool {
+    use serde_json::Value;
+    match value {
+        Value::Object(map) => map
+            .values_mut()
+            .fold(false, |changed, v| integral_floats_as_integers(v) | changed),
+        Value::Array(items) => items
+            .iter_mut()
+            .fold(false, |changed, v| integral_floats_as_integers(v) | changed),
+        Value::Number(n) if n.is_f64() => {
+            let f = n.as_f64().unwrap_or(f64::NAN);
+            let integral = f.fract() == 0.0 && f.abs() < 9.007_199_254_740_992e15;
+            if integral {
+                *value = if f < 0.0 {
+                    Value::from(f as i64)
+                } else {
+                    Value::from(f as u64)
+                };
+            }
+            integral
+        }
+        _ => false,
     }
 }
 
@@ -126,7 +207,7 @@ impl<T: DeserializeOwned> FromRequest<AppState> for OptionalJson<T> {
                 format!("expected Content-Type: application/json, got '{media}'"),
             ));
         }
-        parse_json::<Option<T>>(&bytes).map(OptionalJson)
+        parse_request_json::<Option<T>>(&bytes).map(OptionalJson)
     }
 }
 

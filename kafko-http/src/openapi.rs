@@ -18,7 +18,7 @@ use crate::routes::{admin, groups, health, records, topics};
         health::healthz, health::readyz, health::metrics, health::openapi,
     ),
     components(schemas(crate::codec::Format)),
-    modifiers(&BearerAuth),
+    modifiers(&BearerAuth, &NameRules),
     security((), ("bearer" = [])),
     tags(
         (name = "topics", description = "Create, inspect, configure and delete topics"),
@@ -40,6 +40,101 @@ impl utoipa::Modify for BearerAuth {
             "bearer",
             SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
         );
+    }
+}
+
+/// Topic, group and member names follow Kafka's rule (`kafko_core::naming`): 1–249 of
+/// `[a-zA-Z0-9._-]`, not `.` or `..`. Said once here for every parameter that carries
+/// one, so clients and fuzzers (schemathesis) know a `%` or `é` is a 400, not a lookup.
+/// The `offset` query parameter of reads gets its pattern too (a number, `earliest` or
+/// `latest`), and so does `Last-Event-ID` (`partition:offset`, or empty: none).
+struct NameRules;
+
+/// [`NameRules`]' pattern: a name with a character other than `.`, or three dots or more
+/// (no look-ahead, so every regex dialect reads it).
+pub(crate) const NAME_PATTERN: &str = r"^(?:[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*|\.{3,})$";
+
+impl utoipa::Modify for NameRules {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::schema::{ObjectBuilder, Type};
+        // `member_id` members of bodies (join, commit, seek) and responses.
+        let components = openapi.components.iter_mut();
+        for schema in components.flat_map(|c| c.schemas.values_mut()) {
+            let utoipa::openapi::RefOr::T(utoipa::openapi::schema::Schema::Object(object)) = schema
+            else {
+                continue;
+            };
+            if let Some(utoipa::openapi::RefOr::T(utoipa::openapi::schema::Schema::Object(
+                member,
+            ))) = object.properties.get_mut("member_id")
+            {
+                member.pattern = Some(NAME_PATTERN.to_owned());
+                member.min_length = Some(1);
+                member.max_length = Some(kafko_core::naming::MAX_NAME_LEN);
+            }
+        }
+        for item in openapi.paths.paths.values_mut() {
+            let operations = [
+                &mut item.get,
+                &mut item.put,
+                &mut item.post,
+                &mut item.delete,
+                &mut item.patch,
+            ];
+            for op in operations.into_iter().flatten() {
+                for param in op.parameters.iter_mut().flatten() {
+                    if matches!(param.name.as_str(), "topic" | "group" | "member_id") {
+                        let schema = ObjectBuilder::new()
+                            .schema_type(Type::String)
+                            .min_length(Some(1))
+                            .max_length(Some(kafko_core::naming::MAX_NAME_LEN))
+                            .pattern(Some(NAME_PATTERN));
+                        param.schema = Some(schema.into());
+                    }
+                    widen_u64(param);
+                    if param.name == "Last-Event-ID" {
+                        let schema = ObjectBuilder::new()
+                            .schema_type(Type::String)
+                            .pattern(Some(r"^([0-9]{1,10}:[0-9]{1,20})?$"));
+                        param.schema = Some(schema.into());
+                    }
+                    if param.name == "offset"
+                        && matches!(
+                            param.parameter_in,
+                            utoipa::openapi::path::ParameterIn::Query
+                        )
+                    {
+                        let schema = ObjectBuilder::new()
+                            .schema_type(Type::String)
+                            .pattern(Some(r"^([0-9]{1,20}|earliest|latest)$"));
+                        param.schema = Some(schema.into());
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A `u64` parameter is `integer`/`int64` with `minimum: 0` as utoipa spells it, which
+/// reads as "at most i64::MAX"; the server parses the whole `u64` range (and refuses
+/// past it), so say `uint64` up to `u64::MAX` (schemathesis: `wait_ms=2^63` was a
+/// "schema-violating request accepted").
+fn widen_u64(param: &mut utoipa::openapi::path::Parameter) {
+    use utoipa::openapi::schema::{KnownFormat, Schema, SchemaFormat};
+    let Some(utoipa::openapi::RefOr::T(Schema::Object(object))) = param.schema.as_mut() else {
+        return;
+    };
+    let int64 = matches!(
+        object.format,
+        Some(SchemaFormat::KnownFormat(KnownFormat::Int64))
+    );
+    let unsigned = matches!(
+        object.minimum,
+        Some(utoipa::Number::Int(0) | utoipa::Number::UInt(0))
+    ) || matches!(object.minimum, Some(utoipa::Number::Float(f)) if f == 0.0);
+    if int64 && unsigned {
+        object.format = Some(SchemaFormat::Custom("uint64".into()));
+        object.maximum = Some(utoipa::Number::UInt(u64::MAX as usize));
     }
 }
 

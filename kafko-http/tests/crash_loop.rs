@@ -73,7 +73,7 @@ async fn producer(
     for n in 0u64.. {
         let id = format!("c{cycle}-w{worker}-n{n}");
         let partition = rng.below(PARTITIONS);
-        let (req, values) = if worker % 2 == 0 {
+        let (req, values) = if worker.is_multiple_of(2) {
             let v = payload(&mut rng, &id);
             let url = format!("{base}/v1/topics/crash/records?partition={partition}&key={id}");
             (c.post(url).body(v.clone()), vec![v])

@@ -46,7 +46,10 @@ async fn sigterm_under_load_exits_zero_and_keeps_every_acknowledged_record() {
         }));
     }
     tokio::time::sleep(Duration::from_millis(800)).await;
-    assert!(!acked.lock().unwrap().is_empty(), "producers not running yet");
+    assert!(
+        !acked.lock().unwrap().is_empty(),
+        "producers not running yet"
+    );
     let signalled = std::time::Instant::now();
     let status = s.sigterm().await;
     assert!(status.success(), "exit status {status:?}");

@@ -114,6 +114,8 @@ impl ReadSpec {
         let resume = headers
             .get("last-event-id")
             .and_then(|v| v.to_str().ok())
+            // An empty id is "no id" (the SSE spec resets it so), not an error.
+            .filter(|v| !v.trim().is_empty())
             .map(parse_event_id)
             .transpose()?;
         let partition = resume.map_or(q.partition.unwrap_or(0), |(p, _)| p);
