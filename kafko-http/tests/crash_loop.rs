@@ -4,8 +4,12 @@
 //! partition must be a gap-free prefix (each offset below the high watermark readable),
 //! and nothing may appear that a client never sent, or twice.
 //!
-//! Default: 20 kills. `KAFKO_LONG=1`: 200. `KAFKO_CRASH_SEED=N` replays a run (the seed
-//! is printed). Process crashes keep the page cache, so this runs with `fsync=never`: the
+//! The second test does the same with consumer-group commits in the mix (8 producer
+//! and 8 committer connections): after every restart each group's committed offset is
+//! at least its last acknowledged commit (and no more than its last attempted one).
+//!
+//! Default: 20 kills each. `KAFKO_LONG=1`: 200. `KAFKO_CRASH_SEED=N` replays a run (the
+//! seed is printed). Process crashes keep the page cache, so this runs with `fsync=never`: the
 //! promise is that an ack means the bytes reached the kernel.
 
 mod common;
@@ -202,17 +206,7 @@ async fn sigkill(s: &mut Server) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sigkill_under_load_loses_no_acknowledged_record() {
-    let long = std::env::var("KAFKO_LONG").is_ok_and(|v| v == "1");
-    let kills: u64 = if long { 200 } else { 20 };
-    let seed = std::env::var("KAFKO_CRASH_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-        });
+    let (kills, seed) = kills_and_seed();
     eprintln!("crash loop: {kills} kills, KAFKO_CRASH_SEED={seed}");
     let mut rng = Rng(seed);
     let tmp = tempfile::tempdir().unwrap();
@@ -282,6 +276,186 @@ async fn sigkill_under_load_loses_no_acknowledged_record() {
         "crash loop: {kills} SIGKILLs survived, {} acknowledged records verified byte for byte, 0 lost, {} sent, {:.1} s (seed {seed})",
         l.acked.len(),
         l.sent.len(),
+        started.elapsed().as_secs_f64()
+    );
+}
+
+fn kills_and_seed() -> (u64, u64) {
+    let long = std::env::var("KAFKO_LONG").is_ok_and(|v| v == "1");
+    let seed = std::env::var("KAFKO_CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        });
+    (if long { 200 } else { 20 }, seed)
+}
+
+/// Records per partition produced before the commit loop: commits must stay below the
+/// high watermark.
+const PREFILL: u64 = 1_000;
+
+/// One committer: group `g{i}` commits ever larger offsets of partition `i % 4` as the
+/// implicit member, recording what was acknowledged and what was attempted.
+async fn committer(
+    c: reqwest::Client,
+    base: String,
+    i: usize,
+    start: u64,
+    progress: Arc<Mutex<Vec<(u64, u64)>>>,
+) {
+    let p = (i as u64) % PARTITIONS;
+    let url = format!("{base}/v1/groups/g{i}/topics/crash/offsets");
+    let mut offset = start;
+    while offset < PREFILL {
+        offset += 1;
+        progress.lock().unwrap()[i].1 = offset;
+        let body = json!({"offsets": [{"partition": p, "offset": offset}]});
+        let Ok(resp) = c.put(&url).json(&body).send().await else {
+            return;
+        };
+        let status = resp.status().as_u16();
+        let Ok(text) = resp.text().await else {
+            return;
+        };
+        match status {
+            200 => {
+                let b: serde_json::Value = serde_json::from_str(&text).unwrap();
+                assert_eq!(b["offsets"][0]["offset"], offset, "{b}");
+                progress.lock().unwrap()[i].0 = offset;
+            }
+            503 => continue,
+            other => panic!("commit answered {other}: {text}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sigkill_during_group_commits_keeps_every_acknowledged_commit() {
+    let (kills, seed) = kills_and_seed();
+    eprintln!("group crash loop: {kills} kills, KAFKO_CRASH_SEED={seed}");
+    let mut rng = Rng(seed);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let c = reqwest::Client::builder()
+        .timeout(Duration::from_secs(20))
+        .build()
+        .unwrap();
+    let mut s = Server::start(&dir, &[]).await;
+    let r = c
+        .put(s.url("/v1/topics/crash"))
+        .json(&json!({"partitions": PARTITIONS}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let ledger: Arc<Mutex<Ledger>> = Arc::default();
+    for p in 0..PARTITIONS {
+        for batch in 0..(PREFILL / 1000) {
+            let values: Vec<String> = (0..1000).map(|n| format!("pre-{p}-{batch}-{n}")).collect();
+            let records: Vec<_> = values
+                .iter()
+                .map(|v| json!({"value": v, "partition": p}))
+                .collect();
+            let r = c
+                .post(s.url("/v1/topics/crash/records"))
+                .json(&json!({ "records": records }))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 201);
+            let b = json(r).await;
+            let mut l = ledger.lock().unwrap();
+            for (o, v) in b["offsets"].as_array().unwrap().iter().zip(values) {
+                let pos = (p, o["offset"].as_u64().unwrap());
+                l.sent.insert(v.clone().into_bytes());
+                l.acked.insert(pos, v.into_bytes());
+            }
+        }
+    }
+    const COMMITTERS: usize = 8;
+    // (last acknowledged, last attempted) per committer / group.
+    let progress: Arc<Mutex<Vec<(u64, u64)>>> = Arc::new(Mutex::new(vec![(0, 0); COMMITTERS]));
+    let started = Instant::now();
+    for cycle in 0..kills {
+        let mut tasks = Vec::new();
+        for w in 0..CONNECTIONS / 2 {
+            tasks.push(tokio::spawn({
+                let fut = producer(c.clone(), s.base.clone(), w, cycle, seed, ledger.clone());
+                async move {
+                    fut.await;
+                }
+            }));
+        }
+        for i in 0..COMMITTERS {
+            // Resume from what the server has (a commit may have landed unacknowledged).
+            let start = progress.lock().unwrap()[i].0;
+            tasks.push(tokio::spawn(committer(
+                c.clone(),
+                s.base.clone(),
+                i,
+                start,
+                progress.clone(),
+            )));
+        }
+        let delay = 20 + rng.below(480);
+        tokio::time::sleep(Duration::from_millis(delay)).await;
+        sigkill(&mut s).await;
+        for t in tasks {
+            t.await.expect("load task panicked");
+        }
+        s = Server::start(&dir, &[]).await;
+        let snapshot = progress.lock().unwrap().clone();
+        for (i, (acked, attempted)) in snapshot.iter().enumerate() {
+            let p = (i as u64) % PARTITIONS;
+            let d = json(
+                c.get(s.url(&format!("/v1/groups/g{i}")))
+                    .send()
+                    .await
+                    .unwrap(),
+            )
+            .await;
+            let committed = if *attempted == 0 {
+                0
+            } else {
+                let topic = d["topics"]
+                    .as_array()
+                    .and_then(|t| t.iter().find(|t| t["topic"] == "crash"))
+                    .unwrap_or_else(|| panic!("cycle {cycle}: group g{i} lost its topic: {d}"));
+                topic["partitions"][p as usize]["committed"]
+                    .as_u64()
+                    .unwrap_or(0)
+            };
+            assert!(
+                committed >= *acked,
+                "cycle {cycle}: g{i} committed {committed} < last acknowledged {acked}"
+            );
+            assert!(
+                committed <= *attempted,
+                "cycle {cycle}: g{i} committed {committed} > last attempted {attempted}"
+            );
+            // Continue from what survived.
+            progress.lock().unwrap()[i] = (committed, committed);
+        }
+        let l = std::mem::take(&mut *ledger.lock().unwrap());
+        verify(&c, &s, &l, cycle).await;
+        *ledger.lock().unwrap() = l;
+    }
+    let l = ledger.lock().unwrap();
+    let final_progress = progress.lock().unwrap().clone();
+    assert!(
+        final_progress.iter().all(|(c, _)| *c > 0),
+        "some committer never got a commit through: {final_progress:?}"
+    );
+    // Each commit moves its group one offset on, from where the last restart left it.
+    let commits: u64 = final_progress.iter().map(|(c, _)| *c).sum();
+    eprintln!(
+        "group crash loop: {kills} SIGKILLs survived; {commits} durable commits by {COMMITTERS} groups, \
+         committed offset never behind the last ack; {} produce acks verified, 0 lost; {:.1} s (seed {seed})",
+        l.acked.len(),
         started.elapsed().as_secs_f64()
     );
 }
