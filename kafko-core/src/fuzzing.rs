@@ -82,7 +82,7 @@ pub fn record_area(data: &[u8]) {
     // The next 4 bytes, if any, claim the decoded length (a decompression bomb lies here).
     let (claimed, payload) = if rest.len() >= 4 && codec != Compression::None {
         let n = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]);
-        (n % (MAX_UNCOMPRESSED as u32 + 2), &rest[4..])
+        (claim(first, n as usize) as u32, &rest[4..])
     } else {
         (rest.len() as u32, rest)
     };
@@ -109,6 +109,16 @@ pub fn record_area(data: &[u8]) {
     read_back(framed);
 }
 
+/// A declared decoded size: with the selector's top bit set anywhere up to one past the
+/// cap (decompression bombs), else below 64 KiB, where most inputs stay fast to run.
+fn claim(selector: u8, n: usize) -> usize {
+    if selector & 0x80 != 0 {
+        n % (MAX_UNCOMPRESSED + 2)
+    } else {
+        n % (64 * 1024)
+    }
+}
+
 /// Iterates every batch of `data` as a segment and decodes each one.
 fn read_back(data: Vec<u8>) {
     let len = data.len() as u64;
@@ -129,7 +139,7 @@ pub fn decompress(data: &[u8]) {
     }
     let codec = Compression::from_id(data[0] % 3).unwrap_or(Compression::Lz4);
     let expected = u32::from_le_bytes([data[1], data[2], data[3], data[4]]) as usize;
-    let expected = expected % (MAX_UNCOMPRESSED + 2);
+    let expected = claim(data[0], expected);
     if let Ok(out) = compression::decompress(codec, &data[5..], expected) {
         assert_eq!(out.len(), expected);
         assert!(out.len() <= MAX_UNCOMPRESSED);
