@@ -2,7 +2,9 @@
 //! with SIGKILL at a random (seeded) moment, restarted, and read back. Every
 //! acknowledged record must be there byte for byte at its acknowledged position, every
 //! partition must be a gap-free prefix (each offset below the high watermark readable),
-//! and nothing may appear that a client never sent, or twice.
+//! and nothing may appear that a client never sent, or twice. A 17th connection produces
+//! into a topic that only exists once its first request auto-creates it: an acknowledged
+//! topic must survive too.
 //!
 //! The second test does the same with consumer-group commits in the mix (8 producer
 //! and 8 committer connections): after every restart each group's committed offset is
@@ -50,6 +52,70 @@ struct Ledger {
     acked: HashMap<(u64, u64), Vec<u8>>,
     /// Every value sent, acknowledged or not (a killed request may still have landed).
     sent: HashSet<Vec<u8>>,
+    /// Records acknowledged into auto-created topics: (topic, offset, value).
+    auto: Vec<(String, u64, Vec<u8>)>,
+}
+
+/// Produces into `auto-{cycle}`, a topic that does not exist until the first request
+/// auto-creates it: a topic whose first record was acknowledged must survive the kill.
+async fn auto_creator(
+    c: reqwest::Client,
+    base: String,
+    cycle: u64,
+    seed: u64,
+    ledger: Arc<Mutex<Ledger>>,
+) {
+    let mut rng = Rng(seed ^ cycle.rotate_left(17));
+    let topic = format!("auto-{cycle}");
+    for n in 0u64.. {
+        let v = payload(&mut rng, &format!("auto-c{cycle}-n{n}"));
+        let url = format!("{base}/v1/topics/{topic}/records?partition=0");
+        let Ok(resp) = c.post(url).body(v.clone()).send().await else {
+            return;
+        };
+        let status = resp.status().as_u16();
+        let Ok(text) = resp.text().await else {
+            return;
+        };
+        match status {
+            201 => {
+                let b: serde_json::Value = serde_json::from_str(&text).unwrap();
+                let offset = b["offsets"][0]["offset"].as_u64().unwrap();
+                assert_eq!(offset, n, "auto topic offsets are dense from 0");
+                ledger.lock().unwrap().auto.push((topic.clone(), offset, v));
+            }
+            503 => return,
+            other => panic!("auto-create produce answered {other}: {text}"),
+        }
+    }
+}
+
+/// Every auto-created topic acknowledged so far exists; this cycle's records are there
+/// byte for byte.
+async fn verify_auto(c: &reqwest::Client, s: &Server, ledger: &Ledger, cycle: u64) {
+    let list = json(c.get(s.url("/v1/topics")).send().await.unwrap()).await;
+    let topics: HashSet<&str> = list["topics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t.as_str())
+        .collect();
+    let current = format!("auto-{cycle}");
+    for (topic, offset, value) in &ledger.auto {
+        assert!(
+            topics.contains(topic.as_str()),
+            "cycle {cycle}: acknowledged auto-created topic {topic} is gone"
+        );
+        if *topic == current {
+            let r = c
+                .get(s.url(&format!("/v1/topics/{topic}/partitions/0/records/{offset}")))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 200, "cycle {cycle}: {topic}@{offset} lost");
+            assert_eq!(r.bytes().await.unwrap().as_ref(), value.as_slice());
+        }
+    }
 }
 
 /// A unique, partly binary payload: the id in text, then bytes from the seed (NUL and
@@ -229,6 +295,13 @@ async fn sigkill_under_load_loses_no_acknowledged_record() {
     assert_eq!(r.status(), 201);
     let mut acked_total = 0;
     for cycle in 0..kills {
+        let creator = tokio::spawn(auto_creator(
+            c.clone(),
+            s.base.clone(),
+            cycle,
+            seed,
+            ledger.clone(),
+        ));
         let workers: Vec<_> = (0..CONNECTIONS)
             .map(|w| {
                 tokio::spawn(producer(
@@ -248,6 +321,7 @@ async fn sigkill_under_load_loses_no_acknowledged_record() {
         for w in workers {
             acked_total += w.await.expect("producer panicked");
         }
+        creator.await.expect("auto-creator panicked");
         s = Server::start(&dir, &[]).await;
         let log = std::fs::read_to_string(dir.with_extension("log")).unwrap();
         assert!(
@@ -257,6 +331,7 @@ async fn sigkill_under_load_loses_no_acknowledged_record() {
         let stored = {
             let l = std::mem::take(&mut *ledger.lock().unwrap());
             let stored = verify(&c, &s, &l, cycle).await;
+            verify_auto(&c, &s, &l, cycle).await;
             *ledger.lock().unwrap() = l;
             stored
         };
@@ -272,10 +347,14 @@ async fn sigkill_under_load_loses_no_acknowledged_record() {
         "load too light to mean anything: {} acks over {kills} kills",
         l.acked.len()
     );
+    let auto_topics: HashSet<&str> = l.auto.iter().map(|a| a.0.as_str()).collect();
     eprintln!(
-        "crash loop: {kills} SIGKILLs survived, {} acknowledged records verified byte for byte, 0 lost, {} sent, {:.1} s (seed {seed})",
+        "crash loop: {kills} SIGKILLs survived, {} acknowledged records verified byte for byte, 0 lost, {} sent; \
+         {} auto-created topics ({} acked records in them) all survived; {:.1} s (seed {seed})",
         l.acked.len(),
         l.sent.len(),
+        auto_topics.len(),
+        l.auto.len(),
         started.elapsed().as_secs_f64()
     );
 }
