@@ -351,7 +351,7 @@ def section(data: dict, svg_name: str, crit: str) -> str:
 ## HTTP (`bench/run-http.sh`)
 
 ```sh
-bench/run-http.sh            # every cell, 3 runs each (~10–12 min after the builds)
+bench/run-http.sh            # every cell, 3 runs each: ~8 min of HTTP runs + ~5 min of criterion, after the builds
 bench/run-http.sh --quick    # the target cells only (< 3 min)
 bench/run-http.sh --smoke    # one tiny cell, results to a temp file (what scripts/checks runs)
 ```
