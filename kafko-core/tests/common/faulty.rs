@@ -31,10 +31,26 @@ pub struct Faulty {
 
 impl Faulty {
     pub fn new(op: Op, at: u64) -> Arc<Self> {
-        Arc::new(Faulty { op, at, sticky: false, panic: false, enospc: false, partial: 0, counter: AtomicU64::new(0) })
+        Arc::new(Faulty {
+            op,
+            at,
+            sticky: false,
+            panic: false,
+            enospc: false,
+            partial: 0,
+            counter: AtomicU64::new(0),
+        })
     }
     pub fn with(op: Op, at: u64, f: impl FnOnce(&mut Faulty)) -> Arc<Self> {
-        let mut s = Faulty { op, at, sticky: false, panic: false, enospc: false, partial: 0, counter: AtomicU64::new(0) };
+        let mut s = Faulty {
+            op,
+            at,
+            sticky: false,
+            panic: false,
+            enospc: false,
+            partial: 0,
+            counter: AtomicU64::new(0),
+        };
         f(&mut s);
         Arc::new(s)
     }
@@ -108,7 +124,10 @@ impl Storage for FaultyStorage {
     }
     fn open(&self, path: &Path) -> io::Result<Arc<dyn StorageFile>> {
         self.faults.hit(Op::Open)?;
-        Ok(Arc::new(FaultyFile { inner: StdStorage.open(path)?, faults: self.faults.clone() }))
+        Ok(Arc::new(FaultyFile {
+            inner: StdStorage.open(path)?,
+            faults: self.faults.clone(),
+        }))
     }
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
         StdStorage.read(path)

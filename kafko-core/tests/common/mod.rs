@@ -13,7 +13,11 @@ pub async fn open(dir: &Path) -> Kafko {
 }
 
 pub fn small_segments(partitions: u32) -> TopicConfig {
-    TopicConfig { partitions, segment_bytes: 4096, ..Default::default() }
+    TopicConfig {
+        partitions,
+        segment_bytes: 4096,
+        ..Default::default()
+    }
 }
 
 pub fn value(i: u64) -> Bytes {
