@@ -373,9 +373,11 @@ fn kills_and_seed() -> (u64, u64) {
     (if long { 200 } else { 20 }, seed)
 }
 
-/// Records per partition produced before the commit loop: commits must stay below the
-/// high watermark.
-const PREFILL: u64 = 1_000;
+/// Records per partition produced before the commit loop (commits must stay below the
+/// high watermark): enough for ~50 commits per group per cycle.
+fn prefill(kills: u64) -> u64 {
+    kills * 50
+}
 
 /// One committer: group `g{i}` commits ever larger offsets of partition `i % 4` as the
 /// implicit member, recording what was acknowledged and what was attempted.
@@ -385,11 +387,12 @@ async fn committer(
     i: usize,
     start: u64,
     progress: Arc<Mutex<Vec<(u64, u64)>>>,
+    cap: u64,
 ) {
     let p = (i as u64) % PARTITIONS;
     let url = format!("{base}/v1/groups/g{i}/topics/crash/offsets");
     let mut offset = start;
-    while offset < PREFILL {
+    while offset < cap {
         offset += 1;
         progress.lock().unwrap()[i].1 = offset;
         let body = json!({"offsets": [{"partition": p, "offset": offset}]});
@@ -433,7 +436,7 @@ async fn sigkill_during_group_commits_keeps_every_acknowledged_commit() {
     assert_eq!(r.status(), 201);
     let ledger: Arc<Mutex<Ledger>> = Arc::default();
     for p in 0..PARTITIONS {
-        for batch in 0..(PREFILL / 1000) {
+        for batch in 0..prefill(kills) / 1000 {
             let values: Vec<String> = (0..1000).map(|n| format!("pre-{p}-{batch}-{n}")).collect();
             let records: Vec<_> = values
                 .iter()
@@ -478,6 +481,7 @@ async fn sigkill_during_group_commits_keeps_every_acknowledged_commit() {
                 i,
                 start,
                 progress.clone(),
+                prefill(kills),
             )));
         }
         let delay = 20 + rng.below(480);
@@ -519,9 +523,13 @@ async fn sigkill_during_group_commits_keeps_every_acknowledged_commit() {
             // Continue from what survived.
             progress.lock().unwrap()[i] = (committed, committed);
         }
-        let l = std::mem::take(&mut *ledger.lock().unwrap());
-        verify(&c, &s, &l, cycle).await;
-        *ledger.lock().unwrap() = l;
+        // The records themselves: every 10th restart and the last (the plain crash loop
+        // checks them after every kill).
+        if cycle % 10 == 9 || cycle + 1 == kills {
+            let l = std::mem::take(&mut *ledger.lock().unwrap());
+            verify(&c, &s, &l, cycle).await;
+            *ledger.lock().unwrap() = l;
+        }
     }
     let l = ledger.lock().unwrap();
     let final_progress = progress.lock().unwrap().clone();
