@@ -39,6 +39,7 @@ impl EncodedBatch {
 }
 
 /// One record's fields for the encoder.
+#[derive(Clone, Copy)]
 pub(crate) struct RecordFields<'a> {
     pub(crate) offset_delta: u32,
     pub(crate) timestamp: i64,
@@ -51,9 +52,19 @@ pub(crate) struct RecordFields<'a> {
 /// offset-delta order.
 pub(crate) fn encode<'a>(
     codec: Compression,
-    records: impl ExactSizeIterator<Item = RecordFields<'a>>,
+    records: impl ExactSizeIterator<Item = RecordFields<'a>> + Clone,
 ) -> Result<EncodedBatch, String> {
-    let mut area = Vec::new();
+    // One allocation of the right size instead of repeated regrowth for large batches.
+    let estimate: usize = records
+        .clone()
+        .map(|r| {
+            r.key.map_or(0, <[u8]>::len)
+                + r.value.map_or(0, <[u8]>::len)
+                + r.headers.iter().map(|h| h.name.len() + h.value.len() + 4).sum::<usize>()
+                + 24
+        })
+        .sum();
+    let mut area = Vec::with_capacity(estimate.min(MAX_UNCOMPRESSED));
     let mut base_timestamp = None;
     let mut max_timestamp = i64::MIN;
     let mut last_offset_delta = 0;
