@@ -3,9 +3,21 @@ mod common;
 
 use kafko_core::{ErrorKind, KafkoError};
 
+/// The data directory path, with the `path()` accessor the other tests use.
+struct DataDir(std::path::PathBuf);
+
+impl DataDir {
+    fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_topic_names_are_invalid_and_create_nothing() {
-    let dir = tempfile::tempdir().unwrap();
+    // The data dir sits alone inside a private parent, so anything escaping it shows.
+    let parent = tempfile::tempdir().unwrap();
+    let data = parent.path().join("data");
+    let dir = DataDir(data.clone());
     let k = common::open(dir.path()).await;
     let long = "x".repeat(250);
     let huge = "y".repeat(10_000);
@@ -32,10 +44,10 @@ async fn hostile_topic_names_are_invalid_and_create_nothing() {
         .unwrap()
         .collect();
     assert!(entries.is_empty());
-    let outside: Vec<_> = std::fs::read_dir(dir.path().parent().unwrap())
+    let outside: Vec<_> = std::fs::read_dir(parent.path())
         .unwrap()
         .map(|e| e.unwrap().file_name())
         .collect();
-    assert!(!outside.iter().any(|n| n == "x"));
+    assert_eq!(outside, vec![std::ffi::OsString::from("data")]);
     k.shutdown().await.unwrap();
 }
