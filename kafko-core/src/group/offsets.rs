@@ -1,5 +1,6 @@
 //! The durable side of groups: `<data>/groups/<group>/<topic>.offsets` (committed
-//! offsets) and `<data>/groups/<group>/group.json` (options), both CRC-framed state files
+//! offsets; topics over 200 characters use a shortened file name and keep the full name
+//! in the body) and `<data>/groups/<group>/group.json` (options), both CRC-framed state files
 //! replaced atomically (write temp, fsync, rename, fsync directory), read back on open.
 
 use std::collections::BTreeMap;
@@ -20,7 +21,26 @@ const OFFSETS_EXT: &str = ".offsets";
 /// Body of a `<topic>.offsets` file: partition → next offset to read.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct OffsetsFile {
+    /// The topic, authoritative over the file name (which is shortened for long names).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) topic: Option<String>,
     pub(crate) offsets: BTreeMap<u32, u64>,
+}
+
+/// Longest topic name used verbatim in a file name: `<topic>.offsets.tmp` must fit the
+/// 255-byte file-name limit, and a topic may be 249 characters long.
+const VERBATIM_TOPIC_LEN: usize = 200;
+
+/// File name of a topic's offsets. Long topics keep a 200-character prefix plus a CRC of
+/// the whole name after a `~`, which no topic name contains, so names never collide with
+/// a verbatim one; the full name is stored in the body.
+fn offsets_file_name(topic: &str) -> String {
+    if topic.len() <= VERBATIM_TOPIC_LEN {
+        format!("{topic}{OFFSETS_EXT}")
+    } else {
+        let crc = crc32fast::hash(topic.as_bytes());
+        format!("{}~{crc:08x}{OFFSETS_EXT}", &topic[..VERBATIM_TOPIC_LEN])
+    }
 }
 
 /// A group as found on disk.
@@ -83,14 +103,15 @@ impl OffsetStore {
                         .map_err(|e| KafkoError::io("removing", &path, e))?;
                     continue;
                 }
-                let Some(topic) = name.strip_suffix(OFFSETS_EXT) else {
+                let Some(stem) = name.strip_suffix(OFFSETS_EXT) else {
                     continue;
                 };
-                if validate_name(topic).is_err() {
-                    continue;
-                }
                 if let Some(file) = state_file::read::<OffsetsFile>(s, &path)? {
-                    stored.topics.insert(topic.to_owned(), file.offsets);
+                    let topic = file.topic.unwrap_or_else(|| stem.to_owned());
+                    if validate_name(&topic).is_err() || offsets_file_name(&topic) != name {
+                        continue;
+                    }
+                    stored.topics.insert(topic, file.offsets);
                 }
             }
             out.insert(group, stored);
@@ -120,13 +141,10 @@ impl OffsetStore {
     ) -> Result<()> {
         let dir = self.ensure_dir(group)?;
         let body = OffsetsFile {
+            topic: Some(topic.to_owned()),
             offsets: offsets.clone(),
         };
-        state_file::write(
-            &*self.storage,
-            &dir.join(format!("{topic}{OFFSETS_EXT}")),
-            &body,
-        )
+        state_file::write(&*self.storage, &dir.join(offsets_file_name(topic)), &body)
     }
 
     /// Replaces the group's options.
@@ -138,7 +156,7 @@ impl OffsetStore {
     /// Removes the offsets of `group` on `topic` (absent is fine).
     pub(crate) fn remove_offsets(&self, group: &str, topic: &str) -> Result<()> {
         let dir = self.group_dir(group);
-        let path = dir.join(format!("{topic}{OFFSETS_EXT}"));
+        let path = dir.join(offsets_file_name(topic));
         match self.storage.remove_file(&path) {
             Ok(()) => self
                 .storage
@@ -189,5 +207,23 @@ mod tests {
         assert!(store.load_all().unwrap()["g"].topics.is_empty());
         store.remove_group("g").unwrap();
         assert!(store.load_all().unwrap().is_empty());
+    }
+
+    #[test]
+    fn longest_topic_names_get_durable_offsets_that_load_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = OffsetStore::new(dir.path(), Arc::new(StdStorage));
+        let long_a = "a".repeat(249);
+        let long_b = format!("{}b", "a".repeat(248));
+        store.write_offsets("g", &long_a, &[(0, 1)].into()).unwrap();
+        store.write_offsets("g", &long_b, &[(0, 2)].into()).unwrap();
+        store.write_offsets("g", "short", &[(0, 3)].into()).unwrap();
+        let loaded = store.load_all().unwrap();
+        assert_eq!(loaded["g"].topics[&long_a], [(0, 1)].into());
+        assert_eq!(loaded["g"].topics[&long_b], [(0, 2)].into());
+        assert_eq!(loaded["g"].topics["short"], [(0, 3)].into());
+        store.remove_offsets("g", &long_a).unwrap();
+        assert!(!store.load_all().unwrap()["g"].topics.contains_key(&long_a));
+        assert!(offsets_file_name(&long_a).len() + ".tmp".len() <= 255);
     }
 }
