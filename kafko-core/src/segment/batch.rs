@@ -60,7 +60,10 @@ pub(crate) fn encode<'a>(
         .map(|r| {
             r.key.map_or(0, <[u8]>::len)
                 + r.value.map_or(0, <[u8]>::len)
-                + r.headers.iter().map(|h| h.name.len() + h.value.len() + 4).sum::<usize>()
+                + r.headers
+                    .iter()
+                    .map(|h| h.name.len() + h.value.len() + 4)
+                    .sum::<usize>()
                 + 24
         })
         .sum();
