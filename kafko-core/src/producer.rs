@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use crate::error::{KafkoError, Result};
+use crate::error::Result;
 use crate::record::{ProducerRecord, RecordMetadata};
 use crate::topic::{SendOptions, Topic};
 
@@ -27,13 +27,7 @@ impl Producer {
 
     /// Appends one fully specified record.
     pub async fn send_record(&self, record: ProducerRecord) -> Result<RecordMetadata> {
-        let mut out = self
-            .topic
-            .send(vec![record], SendOptions::default())
-            .await?;
-        out.pop().ok_or_else(|| KafkoError::InvalidRequest {
-            reason: "empty result".into(),
-        })
+        self.topic.send_one(record, SendOptions::default()).await
     }
 
     /// Appends records; those for one partition are written as one atomic batch.

@@ -137,6 +137,64 @@ impl Topic {
     }
 
     /// Validates, routes, encodes and appends records; one atomic batch per partition.
+    /// Checks one record against the topic's rules and picks its partition: explicit,
+    /// else by key, else `keyless()` (sticky per request).
+    fn route(
+        &self,
+        config: &TopicConfig,
+        r: &ProducerRecord,
+        keyless: impl FnOnce() -> u32,
+    ) -> Result<u32> {
+        let size = r.size();
+        if size as u64 > config.max_record_bytes {
+            return Err(KafkoError::RecordTooLarge {
+                size,
+                max: config.max_record_bytes as usize,
+            });
+        }
+        if config.cleanup_policy.compacts() && r.key.is_none() {
+            return Err(KafkoError::KeyRequired {
+                topic: self.name.to_string(),
+            });
+        }
+        match (r.partition, &r.key) {
+            (Some(p), _) => self.partition(p).map(|_| p),
+            (None, Some(key)) => Ok(partition_for_key(key, self.partitions.len() as u32)),
+            (None, None) => Ok(keyless()),
+        }
+    }
+
+    /// Appends one record: the common case, without the per-partition grouping of
+    /// [`send`](Self::send).
+    pub(crate) async fn send_one(
+        &self,
+        record: ProducerRecord,
+        opts: SendOptions,
+    ) -> Result<RecordMetadata> {
+        self.check_live()?;
+        let config = self.config();
+        let partition = self.route(&config, &record, || {
+            self.round_robin.fetch_add(1, Ordering::Relaxed) % self.partitions.len() as u32
+        })?;
+        let timestamp = record.timestamp.unwrap_or_else(now_ms);
+        let fields = std::iter::once(RecordFields {
+            offset_delta: 0,
+            timestamp,
+            key: record.key.as_deref(),
+            value: record.value.as_deref(),
+            headers: &record.headers,
+        });
+        let batch = encode_checked(&config, fields)?;
+        let offset = self.partitions[partition as usize]
+            .append(batch, opts.sync, !opts.no_wait)
+            .await?;
+        Ok(RecordMetadata {
+            partition,
+            offset,
+            timestamp,
+        })
+    }
+
     pub(crate) async fn send(
         &self,
         records: Vec<ProducerRecord>,
@@ -155,27 +213,7 @@ impl Topic {
         let mut routed = Vec::with_capacity(records.len());
         let mut timestamps = Vec::with_capacity(records.len());
         for r in &records {
-            let size = r.size();
-            if size as u64 > config.max_record_bytes {
-                return Err(KafkoError::RecordTooLarge {
-                    size,
-                    max: config.max_record_bytes as usize,
-                });
-            }
-            if config.cleanup_policy.compacts() && r.key.is_none() {
-                return Err(KafkoError::KeyRequired {
-                    topic: self.name.to_string(),
-                });
-            }
-            let p = match (r.partition, &r.key) {
-                (Some(p), _) => {
-                    self.partition(p)?;
-                    p
-                }
-                (None, Some(key)) => partition_for_key(key, n),
-                (None, None) => sticky,
-            };
-            routed.push(p);
+            routed.push(self.route(&config, r, || sticky)?);
             timestamps.push(r.timestamp.unwrap_or(now));
         }
         // Usually every record goes to one partition (a single send, a keyless batch).
@@ -205,14 +243,7 @@ impl Topic {
                 value: records[i].value.as_deref(),
                 headers: &records[i].headers,
             });
-            let b = batch::encode(config.compression, fields)
-                .map_err(|reason| KafkoError::InvalidRequest { reason })?;
-            if b.framed_len() as u64 > crate::config::MAX_BATCH_BYTES {
-                return Err(KafkoError::RecordTooLarge {
-                    size: b.framed_len(),
-                    max: crate::config::MAX_BATCH_BYTES as usize,
-                });
-            }
+            let b = encode_checked(&config, fields)?;
             encoded.push((p, b));
         }
         for (p, b) in encoded {
@@ -229,4 +260,20 @@ impl Topic {
         }
         Ok(out)
     }
+}
+
+/// Encodes a batch and checks it against the on-disk batch limit.
+fn encode_checked<'a>(
+    config: &TopicConfig,
+    fields: impl ExactSizeIterator<Item = RecordFields<'a>> + Clone,
+) -> Result<batch::EncodedBatch> {
+    let b = batch::encode(config.compression, fields)
+        .map_err(|reason| KafkoError::InvalidRequest { reason })?;
+    if b.framed_len() as u64 > crate::config::MAX_BATCH_BYTES {
+        return Err(KafkoError::RecordTooLarge {
+            size: b.framed_len(),
+            max: crate::config::MAX_BATCH_BYTES as usize,
+        });
+    }
+    Ok(b)
 }

@@ -13,6 +13,9 @@ use crate::record::{Header, Record};
 pub(crate) const HEADER_LEN: usize = 48;
 /// Current format version.
 pub(crate) const MAGIC: u8 = 1;
+/// Payloads up to this size are hashed by the writer while framing (cheaper than a CRC
+/// `combine`); larger ones are hashed by the producer and combined.
+const REHASH_LIMIT: usize = 16 * 1024;
 /// Bytes of the header after the `crc` field.
 const HEADER_TAIL: u32 = (HEADER_LEN - 8) as u32;
 
@@ -21,7 +24,8 @@ const HEADER_TAIL: u32 = (HEADER_LEN - 8) as u32;
 pub(crate) struct EncodedBatch {
     /// Record area, compressed with `codec`.
     pub(crate) payload: Bytes,
-    /// CRC state over `payload`, combined into the header CRC by the writer.
+    /// CRC state over `payload` when it is larger than `REHASH_LIMIT` (combined into the
+    /// header CRC by the writer); empty otherwise.
     pub(crate) payload_crc: crc32fast::Hasher,
     pub(crate) codec: Compression,
     pub(crate) last_offset_delta: u32,
@@ -122,7 +126,9 @@ pub(crate) fn encode<'a>(
         other => compression::compress(other, &area)?,
     };
     let mut payload_crc = crc32fast::Hasher::new();
-    payload_crc.update(&payload);
+    if payload.len() > REHASH_LIMIT {
+        payload_crc.update(&payload);
+    }
     Ok(EncodedBatch {
         payload: Bytes::from(payload),
         payload_crc,
@@ -197,7 +203,7 @@ pub(crate) fn frame(out: &mut Vec<u8>, base_offset: u64, batch: &EncodedBatch) {
     crc.update(&tail);
     // Hashing a small payload again is cheaper than `combine` (a GF(2) matrix power),
     // and this runs on the single writer task where every nanosecond is serialized.
-    if batch.payload.len() <= 16 * 1024 {
+    if batch.payload.len() <= REHASH_LIMIT {
         crc.update(&batch.payload);
     } else {
         crc.combine(&batch.payload_crc);
