@@ -35,32 +35,75 @@ fn positions(body: &Value) -> Vec<(u64, u64)> {
 }
 
 async fn poll(c: &reqwest::Client, s: &Server, group: &str, topic: &str, query: &str) -> Value {
-    let r = c
-        .post(s.url(&format!("/v1/groups/{group}/topics/{topic}/poll{query}")))
-        .send()
-        .await
-        .unwrap();
+    let r = post(
+        c,
+        s,
+        &format!("/v1/groups/{group}/topics/{topic}/poll{query}"),
+    )
+    .await;
     assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
     json(r).await
 }
 
 async fn join(c: &reqwest::Client, s: &Server, group: &str, topic: &str, id: &str) -> Value {
-    let r = c
-        .post(s.url(&format!("/v1/groups/{group}/topics/{topic}/members")))
-        .json(&json!({"member_id": id, "session_timeout_ms": 60000}))
-        .send()
-        .await
-        .unwrap();
+    let r = post_json(
+        c,
+        s,
+        &format!("/v1/groups/{group}/topics/{topic}/members"),
+        json!({"member_id": id, "session_timeout_ms": 60000}),
+    )
+    .await;
     assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
     json(r).await
 }
 
 async fn seek(c: &reqwest::Client, s: &Server, path: &str, body: Value) -> reqwest::Response {
-    c.post(s.url(&format!("{path}/seek")))
+    post_json(c, s, &format!("{path}/seek"), body).await
+}
+
+/// Sends `method` to `path` with no body; the response is the caller's to check.
+async fn send(
+    c: &reqwest::Client,
+    s: &Server,
+    method: reqwest::Method,
+    path: &str,
+) -> reqwest::Response {
+    c.request(method, s.url(path)).send().await.unwrap()
+}
+
+/// Sends `method` to `path` with `body` as JSON; the response is the caller's to check.
+async fn send_json(
+    c: &reqwest::Client,
+    s: &Server,
+    method: reqwest::Method,
+    path: &str,
+    body: Value,
+) -> reqwest::Response {
+    c.request(method, s.url(path))
         .json(&body)
         .send()
         .await
         .unwrap()
+}
+
+async fn post(c: &reqwest::Client, s: &Server, path: &str) -> reqwest::Response {
+    send(c, s, reqwest::Method::POST, path).await
+}
+
+async fn put(c: &reqwest::Client, s: &Server, path: &str) -> reqwest::Response {
+    send(c, s, reqwest::Method::PUT, path).await
+}
+
+async fn delete(c: &reqwest::Client, s: &Server, path: &str) -> reqwest::Response {
+    send(c, s, reqwest::Method::DELETE, path).await
+}
+
+async fn post_json(c: &reqwest::Client, s: &Server, path: &str, body: Value) -> reqwest::Response {
+    send_json(c, s, reqwest::Method::POST, path, body).await
+}
+
+async fn put_json(c: &reqwest::Client, s: &Server, path: &str, body: Value) -> reqwest::Response {
+    send_json(c, s, reqwest::Method::PUT, path, body).await
 }
 
 /// Produces `n` records `p{partition}-{i}` to each of `partitions`.
@@ -113,47 +156,42 @@ async fn poll_commit_and_resume_after_restart() {
     )
     .await;
     assert_eq!(values(&b), ["p0-4", "p0-5", "p0-6"]);
+    let offsets = "/v1/groups/billing/topics/orders/offsets";
     // An empty body commits the current positions.
-    let r = c
-        .put(s.url("/v1/groups/billing/topics/orders/offsets"))
-        .send()
-        .await
-        .unwrap();
+    let r = put(&c, &s, offsets).await;
     assert_eq!(r.status(), 200);
     assert_eq!(
         json(r).await,
         json!({"offsets": [{"partition": 0, "offset": 7}]})
     );
     // An explicit commit (backwards is allowed: reprocess from 8... or any offset).
-    let r = c
-        .put(s.url("/v1/groups/billing/topics/orders/offsets"))
-        .json(&json!({"offsets": [{"partition": 0, "offset": 8}]}))
-        .send()
-        .await
-        .unwrap();
+    let r = put_json(
+        &c,
+        &s,
+        offsets,
+        json!({"offsets": [{"partition": 0, "offset": 8}]}),
+    )
+    .await;
     assert_eq!(r.status(), 200);
     // Beyond the high watermark: 416.
-    let r = c
-        .put(s.url("/v1/groups/billing/topics/orders/offsets"))
-        .json(&json!({"offsets": [{"partition": 0, "offset": 11}]}))
-        .send()
-        .await
-        .unwrap();
+    let r = put_json(
+        &c,
+        &s,
+        offsets,
+        json!({"offsets": [{"partition": 0, "offset": 11}]}),
+    )
+    .await;
     problem(r, 416, "offset_out_of_range").await;
     // Unknown fields and partitions are refused.
-    let r = c
-        .put(s.url("/v1/groups/billing/topics/orders/offsets"))
-        .json(&json!({"offset": []}))
-        .send()
-        .await
-        .unwrap();
+    let r = put_json(&c, &s, offsets, json!({"offset": []})).await;
     problem(r, 400, "invalid_json").await;
-    let r = c
-        .put(s.url("/v1/groups/billing/topics/orders/offsets"))
-        .json(&json!({"offsets": [{"partition": 3, "offset": 0}]}))
-        .send()
-        .await
-        .unwrap();
+    let r = put_json(
+        &c,
+        &s,
+        offsets,
+        json!({"offsets": [{"partition": 3, "offset": 0}]}),
+    )
+    .await;
     problem(r, 404, "partition_not_found").await;
 
     assert!(s.sigterm().await.success());
@@ -165,11 +203,7 @@ async fn poll_commit_and_resume_after_restart() {
     assert_eq!(b["records"], json!([]));
     assert_eq!(b["positions"], json!([{"partition": 0, "offset": 10}]));
     // Unknown topic: 404.
-    let r = c
-        .post(s.url("/v1/groups/billing/topics/nope/poll"))
-        .send()
-        .await
-        .unwrap();
+    let r = post(&c, &s, "/v1/groups/billing/topics/nope/poll").await;
     problem(r, 404, "topic_not_found").await;
 }
 
@@ -226,11 +260,7 @@ async fn members_split_partitions_and_hand_them_over_on_leave() {
         (json!(2), json!([2, 3]))
     );
     // a still carries generation 1: refused until it rejoins.
-    let r = c
-        .post(s.url(&format!("{base}/poll?member_id=a&generation=1")))
-        .send()
-        .await
-        .unwrap();
+    let r = post(&c, &s, &format!("{base}/poll?member_id=a&generation=1")).await;
     let p = problem(r, 409, "stale_generation").await;
     assert_eq!(p["generation"], 2);
     let a = join(&c, &s, "workers", "jobs", "a").await;
@@ -248,49 +278,28 @@ async fn members_split_partitions_and_hand_them_over_on_leave() {
 
     // Committing a partition one does not own, the implicit member while members are
     // joined, half a member reference, an unknown member: all refused.
-    let r = c
-        .put(s.url(&format!("{base}/offsets")))
-        .json(
-            &json!({"member_id": "a", "generation": 2, "offsets": [{"partition": 2, "offset": 0}]}),
-        )
-        .send()
-        .await
-        .unwrap();
+    let r = put_json(
+        &c,
+        &s,
+        &format!("{base}/offsets"),
+        json!({"member_id": "a", "generation": 2, "offsets": [{"partition": 2, "offset": 0}]}),
+    )
+    .await;
     problem(r, 409, "not_assigned").await;
-    let r = c.post(s.url(&format!("{base}/poll"))).send().await.unwrap();
+    let r = post(&c, &s, &format!("{base}/poll")).await;
     problem(r, 409, "group_has_members").await;
-    let r = c
-        .post(s.url(&format!("{base}/poll?member_id=a")))
-        .send()
-        .await
-        .unwrap();
+    let r = post(&c, &s, &format!("{base}/poll?member_id=a")).await;
     problem(r, 400, "invalid_request").await;
-    let r = c
-        .post(s.url(&format!("{base}/poll?member_id=zed&generation=2")))
-        .send()
-        .await
-        .unwrap();
+    let r = post(&c, &s, &format!("{base}/poll?member_id=zed&generation=2")).await;
     problem(r, 409, "unknown_member").await;
 
     // b leaves; its partitions go to a in a new generation, from b's commits on.
     fill(&c, &s, "jobs", 4, 1).await;
-    let r = c
-        .delete(s.url(&format!("{base}/members/b")))
-        .send()
-        .await
-        .unwrap();
+    let r = delete(&c, &s, &format!("{base}/members/b")).await;
     assert_eq!(r.status(), 204);
-    let r = c
-        .delete(s.url(&format!("{base}/members/b")))
-        .send()
-        .await
-        .unwrap();
+    let r = delete(&c, &s, &format!("{base}/members/b")).await;
     problem(r, 409, "unknown_member").await;
-    let r = c
-        .post(s.url(&format!("{base}/poll?member_id=a&generation=2")))
-        .send()
-        .await
-        .unwrap();
+    let r = post(&c, &s, &format!("{base}/poll?member_id=a&generation=2")).await;
     problem(r, 409, "stale_generation").await;
     let a = join(&c, &s, "workers", "jobs", "a").await;
     assert_eq!(
@@ -302,28 +311,26 @@ async fn members_split_partitions_and_hand_them_over_on_leave() {
     assert_eq!(got, [(0, 3), (1, 3), (2, 3), (3, 3)]);
 
     // A generated id; a bad id and a bad session timeout are 400s.
-    let r = c
-        .post(s.url(&format!("{base}/members")))
-        .send()
-        .await
-        .unwrap();
+    let r = post(&c, &s, &format!("{base}/members")).await;
     assert_eq!(r.status(), 201);
     let m = json(r).await;
     assert!(!m["member_id"].as_str().unwrap().is_empty());
     assert_eq!(m["generation"], 4);
-    let r = c
-        .post(s.url(&format!("{base}/members")))
-        .json(&json!({"member_id": "a/b"}))
-        .send()
-        .await
-        .unwrap();
+    let r = post_json(
+        &c,
+        &s,
+        &format!("{base}/members"),
+        json!({"member_id": "a/b"}),
+    )
+    .await;
     problem(r, 400, "invalid_member_id").await;
-    let r = c
-        .post(s.url(&format!("{base}/members")))
-        .json(&json!({"session_timeout_ms": 0}))
-        .send()
-        .await
-        .unwrap();
+    let r = post_json(
+        &c,
+        &s,
+        &format!("{base}/members"),
+        json!({"session_timeout_ms": 0}),
+    )
+    .await;
     problem(r, 400, "invalid_request").await;
 }
 
@@ -454,19 +461,15 @@ async fn describe_shows_lag_and_delete_removes_the_group() {
     );
     assert_eq!(m["session_timeout_ms"], 60000);
     assert_eq!(d["topics"][0]["partitions"][1]["owner"], "m1");
-    let r = c.delete(s.url("/v1/groups/g")).send().await.unwrap();
+    let r = delete(&c, &s, "/v1/groups/g").await;
     problem(r, 409, "group_has_members").await;
-    let r = c
-        .delete(s.url("/v1/groups/g/topics/lag/members/m1"))
-        .send()
-        .await
-        .unwrap();
+    let r = delete(&c, &s, "/v1/groups/g/topics/lag/members/m1").await;
     assert_eq!(r.status(), 204);
-    let r = c.delete(s.url("/v1/groups/g")).send().await.unwrap();
+    let r = delete(&c, &s, "/v1/groups/g").await;
     assert_eq!(r.status(), 204);
     let r = c.get(s.url("/v1/groups/g")).send().await.unwrap();
     problem(r, 404, "group_not_found").await;
-    let r = c.delete(s.url("/v1/groups/g")).send().await.unwrap();
+    let r = delete(&c, &s, "/v1/groups/g").await;
     problem(r, 404, "group_not_found").await;
     let listed = json(c.get(s.url("/v1/groups")).send().await.unwrap()).await;
     assert_eq!(listed, json!({"groups": []}));
@@ -492,27 +495,25 @@ async fn offset_reset_config_and_unrepresentable_records() {
     }
 
     // offset_reset=error: a group without offsets cannot guess where to start.
-    let r = c
-        .put(s.url("/v1/groups/strict"))
-        .json(&json!({"offset_reset": "error"}))
-        .send()
-        .await
-        .unwrap();
+    let r = put_json(
+        &c,
+        &s,
+        "/v1/groups/strict",
+        json!({"offset_reset": "error"}),
+    )
+    .await;
     assert_eq!(r.status(), 200);
     assert_eq!(json(r).await["config"]["offset_reset"], "error");
-    let r = c
-        .post(s.url("/v1/groups/strict/topics/bin/poll"))
-        .send()
-        .await
-        .unwrap();
+    let r = post(&c, &s, "/v1/groups/strict/topics/bin/poll").await;
     let p = problem(r, 416, "no_valid_offset").await;
     assert_eq!(p["partition"], 0);
-    let r = c
-        .put(s.url("/v1/groups/strict"))
-        .json(&json!({"offset_reset": "sometimes"}))
-        .send()
-        .await
-        .unwrap();
+    let r = put_json(
+        &c,
+        &s,
+        "/v1/groups/strict",
+        json!({"offset_reset": "sometimes"}),
+    )
+    .await;
     problem(r, 400, "invalid_json").await;
     seek(
         &c,
@@ -526,11 +527,7 @@ async fn offset_reset_config_and_unrepresentable_records() {
 
     // A record that is not UTF-8 cannot travel as format=string. With auto-commit the
     // group is moved back, so format=base64 then gets every record.
-    let r = c
-        .post(s.url("/v1/groups/g/topics/bin/poll"))
-        .send()
-        .await
-        .unwrap();
+    let r = post(&c, &s, "/v1/groups/g/topics/bin/poll").await;
     let p = problem(r, 406, "not_representable").await;
     assert_eq!(p["rewind"], json!([{"partition": 0, "offset": 0}]));
     assert_eq!(p["rewound"], true);
@@ -538,11 +535,7 @@ async fn offset_reset_config_and_unrepresentable_records() {
     assert_eq!(values(&b), ["b2stMA==", "//4=", "b2stMg=="]);
     // Without auto-commit the position has moved; the answer says where to seek.
     seek(&c, &s, "/v1/groups/g/topics/bin", json!({"to": "earliest"})).await;
-    let r = c
-        .post(s.url("/v1/groups/g/topics/bin/poll?auto_commit=false"))
-        .send()
-        .await
-        .unwrap();
+    let r = post(&c, &s, "/v1/groups/g/topics/bin/poll?auto_commit=false").await;
     let p = problem(r, 406, "not_representable").await;
     assert_eq!(p["rewound"], false);
     assert_eq!(p["rewind"], json!([{"partition": 0, "offset": 0}]));
