@@ -12,24 +12,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{Server, client, create_topic, json, problem, raw_request};
+use common::{Server, client, create_topic, json, memory_mib, post_body, problem, raw_request};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-/// `(VmRSS, VmHWM)` of a process in MiB, from `/proc/PID/status`.
-fn memory_mib(pid: u32) -> (u64, u64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|kb| kb.parse::<u64>().ok())
-            .map(|kb| kb / 1024)
-            .unwrap_or_else(|| panic!("{name} missing"))
-    };
-    (field("VmRSS:"), field("VmHWM:"))
-}
 
 async fn alive(c: &reqwest::Client, s: &Server) {
     let r = c.get(s.url("/healthz")).send().await.expect("server gone");
@@ -223,12 +208,7 @@ async fn compressed_bodies_and_huge_values_are_refused() {
     assert_eq!(r.status(), 201);
     // Values over the record limit (1 MiB) inside a body under the body limit.
     let big = "v".repeat(2 << 20);
-    let r = c
-        .post(s.url("/v1/topics/t/records"))
-        .body(big.clone())
-        .send()
-        .await
-        .unwrap();
+    let r = post_body(&c, &s, "/v1/topics/t/records", big.clone()).await;
     problem(r, 413, "record_too_large").await;
     let r = c
         .post(s.url("/v1/topics/t/records"))
@@ -333,12 +313,7 @@ async fn a_thousand_slow_trickle_connections_do_not_stop_real_traffic() {
     let mut worst = Duration::ZERO;
     for n in 0..50 {
         let started = Instant::now();
-        let r = c
-            .post(s.url("/v1/topics/t/records"))
-            .body(format!("real-{n}"))
-            .send()
-            .await
-            .unwrap();
+        let r = post_body(&c, &s, "/v1/topics/t/records", format!("real-{n}")).await;
         assert_eq!(r.status(), 201, "real traffic refused");
         worst = worst.max(started.elapsed());
         tokio::time::sleep(Duration::from_millis(40)).await;

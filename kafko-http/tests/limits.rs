@@ -6,7 +6,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Server, client, create_topic, problem};
+use common::{Server, client, create_topic, post_body, problem};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -17,24 +17,14 @@ async fn oversized_bodies_are_413_with_and_without_content_length() {
     let c = client();
     create_topic(&c, &s, "t", json!({})).await;
     let big = vec![b'x'; 4096];
-    let r = c
-        .post(s.url("/v1/topics/t/records"))
-        .body(big.clone())
-        .send()
-        .await
-        .unwrap();
+    let r = post_body(&c, &s, "/v1/topics/t/records", big.clone()).await;
     let p = problem(r, 413, "payload_too_large").await;
     assert_eq!(p["max_body_bytes"], 1024);
     // Chunked: no Content-Length, the limit applies while reading.
     let chunks: Vec<Result<Vec<u8>, std::io::Error>> =
         (0..8).map(|_| Ok(vec![b'y'; 512])).collect();
     let body = reqwest::Body::wrap_stream(futures_util::stream::iter(chunks));
-    let r = c
-        .post(s.url("/v1/topics/t/records"))
-        .body(body)
-        .send()
-        .await
-        .unwrap();
+    let r = post_body(&c, &s, "/v1/topics/t/records", body).await;
     problem(r, 413, "payload_too_large").await;
     let r = c
         .put(s.url("/v1/topics/u"))
@@ -45,23 +35,13 @@ async fn oversized_bodies_are_413_with_and_without_content_length() {
         .unwrap();
     problem(r, 413, "payload_too_large").await;
     // Within the limit still works, and nothing of the rejected bodies was stored.
-    let r = c
-        .post(s.url("/v1/topics/t/records"))
-        .body("ok")
-        .send()
-        .await
-        .unwrap();
+    let r = post_body(&c, &s, "/v1/topics/t/records", "ok").await;
     assert_eq!(r.status(), 201);
     let r = c.get(s.url("/v1/topics/t")).send().await.unwrap();
     assert_eq!(common::json(r).await["partitions"][0]["high_watermark"], 1);
     // The server's record limit.
     let s2 = Server::start(&tmp.path().join("data2"), &["--max-record-bytes", "100"]).await;
-    let r = c
-        .post(s2.url("/v1/topics/t/records"))
-        .body(vec![b'z'; 101])
-        .send()
-        .await
-        .unwrap();
+    let r = post_body(&c, &s2, "/v1/topics/t/records", vec![b'z'; 101]).await;
     problem(r, 413, "record_too_large").await;
 }
 

@@ -10,23 +10,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{Server, client, create_topic, json};
+use common::{Server, client, create_topic, json, memory_mib};
 use serde_json::json;
-
-/// `(VmRSS, VmHWM)` of a process in MiB, from `/proc/PID/status`.
-fn memory_mib(pid: u32) -> (u64, u64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|kb| kb.parse::<u64>().ok())
-            .map(|kb| kb / 1024)
-            .unwrap_or_else(|| panic!("{name} missing"))
-    };
-    (field("VmRSS:"), field("VmHWM:"))
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn overload_of_256_connections_gets_503_with_retry_after_and_loses_nothing() {

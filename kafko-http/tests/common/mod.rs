@@ -170,3 +170,28 @@ pub async fn produce(
     assert_eq!(r.status().as_u16(), 201);
     json(r).await["offsets"].as_array().unwrap().clone()
 }
+
+/// POSTs `body` as it is (no content type of its own) and returns the response unchecked.
+pub async fn post_body(
+    c: &reqwest::Client,
+    s: &Server,
+    path: &str,
+    body: impl Into<reqwest::Body>,
+) -> reqwest::Response {
+    c.post(s.url(path)).body(body).send().await.unwrap()
+}
+
+/// `(VmRSS, VmHWM)` of a process in MiB, from `/proc/PID/status`.
+pub fn memory_mib(pid: u32) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|kb| kb.parse::<u64>().ok())
+            .map(|kb| kb / 1024)
+            .unwrap_or_else(|| panic!("{name} missing"))
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
