@@ -33,7 +33,7 @@ use crate::dto::{
 };
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Json, OptionalJson, Path, Query, check_group, check_member, check_topic};
-use crate::routes::records::fetch::{DEFAULT_MAX_BYTES, DEFAULT_MAX_RECORDS};
+use crate::routes::records::fetch::read_limits;
 use crate::routes::records::{payload_bytes, to_out};
 use crate::state::AppState;
 
@@ -120,15 +120,10 @@ pub(crate) async fn poll(
     let cfg = &state.config;
     let k = &state.kafko;
     let auto_commit = q.auto_commit.unwrap_or(true);
+    let (max_records, max_bytes) = read_limits(cfg, q.max_records, q.max_bytes);
     let options = GroupPollOptions {
-        max_records: q
-            .max_records
-            .unwrap_or(DEFAULT_MAX_RECORDS)
-            .clamp(1, cfg.max_records_per_fetch),
-        max_bytes: q
-            .max_bytes
-            .unwrap_or(DEFAULT_MAX_BYTES)
-            .clamp(1, cfg.max_fetch_bytes),
+        max_records,
+        max_bytes,
         wait: Duration::ZERO,
         auto_commit,
     };

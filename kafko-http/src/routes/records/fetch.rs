@@ -7,6 +7,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 
+use crate::config::ServerConfig;
 use crate::dto::{FetchQuery, FetchResponse, FormatQuery, Problem};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Path, Query, check_topic};
@@ -19,6 +20,23 @@ use super::{payload_bytes, to_out};
 pub(crate) const DEFAULT_MAX_RECORDS: usize = 500;
 /// Bytes per read when `max_bytes` is absent.
 pub(crate) const DEFAULT_MAX_BYTES: usize = 1024 * 1024;
+
+/// `(max_records, max_bytes)` for one read: the requested values or the defaults,
+/// clamped to at least 1 and at most the server's per-fetch limits.
+pub(crate) fn read_limits(
+    cfg: &ServerConfig,
+    max_records: Option<usize>,
+    max_bytes: Option<usize>,
+) -> (usize, usize) {
+    (
+        max_records
+            .unwrap_or(DEFAULT_MAX_RECORDS)
+            .clamp(1, cfg.max_records_per_fetch),
+        max_bytes
+            .unwrap_or(DEFAULT_MAX_BYTES)
+            .clamp(1, cfg.max_fetch_bytes),
+    )
+}
 
 /// Reads a partition; streams when `Accept` asks for NDJSON or Server-Sent Events.
 #[utoipa::path(get, path = "/v1/topics/{topic}/records", tag = "records",
@@ -144,18 +162,13 @@ impl ReadSpec {
             }
             .into());
         }
+        let (max_records, max_bytes) = read_limits(cfg, q.max_records, q.max_bytes);
         Ok(ReadSpec {
             partition,
             total: q.max_records,
             start,
-            max_records: q
-                .max_records
-                .unwrap_or(DEFAULT_MAX_RECORDS)
-                .clamp(1, cfg.max_records_per_fetch),
-            max_bytes: q
-                .max_bytes
-                .unwrap_or(DEFAULT_MAX_BYTES)
-                .clamp(1, cfg.max_fetch_bytes),
+            max_records,
+            max_bytes,
             wait: Duration::from_millis(q.wait_ms.unwrap_or(0)).min(cfg.max_wait),
             follow: q.follow.unwrap_or(false),
         })
