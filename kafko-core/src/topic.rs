@@ -2,13 +2,13 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use serde::Serialize;
 use tokio::sync::Notify;
 
-use crate::config::TopicConfig;
+use crate::config::{Compression, TopicConfig};
 use crate::error::{KafkoError, Result};
 use crate::partition::handle::PartitionHandle;
 use crate::record::{ProducerRecord, RecordMetadata, now_ms};
@@ -59,6 +59,9 @@ pub(crate) struct Topic {
     pub(crate) partitions: Vec<PartitionHandle>,
     /// Next partition for keyless batches (sticky per batch, round robin across batches).
     round_robin: AtomicU32,
+    /// The config fields every send needs, packed for a plain atomic load: producers on
+    /// several threads would otherwise contend on the config lock's counters per send.
+    send_rules: AtomicU64,
     pub(crate) deleted: AtomicBool,
     /// Woken whenever any partition's high watermark moves.
     pub(crate) activity: Arc<Notify>,
@@ -75,6 +78,7 @@ impl Topic {
         Topic {
             name,
             dir,
+            send_rules: AtomicU64::new(SendRules::of(&config).pack()),
             config: RwLock::new(Arc::new(config)),
             partitions,
             round_robin: AtomicU32::new(0),
@@ -91,7 +95,13 @@ impl Topic {
     }
 
     pub(crate) fn set_config(&self, config: Arc<TopicConfig>) {
+        self.send_rules
+            .store(SendRules::of(&config).pack(), Ordering::Release);
         *self.config.write().unwrap_or_else(|p| p.into_inner()) = config;
+    }
+
+    fn send_rules(&self) -> SendRules {
+        SendRules::unpack(self.send_rules.load(Ordering::Acquire))
     }
 
     pub(crate) fn check_live(&self) -> Result<()> {
@@ -141,7 +151,7 @@ impl Topic {
     /// else by key, else `keyless()` (sticky per request).
     fn route(
         &self,
-        config: &TopicConfig,
+        config: SendRules,
         r: &ProducerRecord,
         keyless: impl FnOnce() -> u32,
     ) -> Result<u32> {
@@ -152,7 +162,7 @@ impl Topic {
                 max: config.max_record_bytes as usize,
             });
         }
-        if config.cleanup_policy.compacts() && r.key.is_none() {
+        if config.compacts && r.key.is_none() {
             return Err(KafkoError::KeyRequired {
                 topic: self.name.to_string(),
             });
@@ -172,9 +182,10 @@ impl Topic {
         opts: SendOptions,
     ) -> Result<RecordMetadata> {
         self.check_live()?;
-        let config = self.config();
-        let partition = self.route(&config, &record, || {
-            self.round_robin.fetch_add(1, Ordering::Relaxed) % self.partitions.len() as u32
+        let config = self.send_rules();
+        let partition = self.route(config, &record, || match self.partitions.len() {
+            1 => 0,
+            n => self.round_robin.fetch_add(1, Ordering::Relaxed) % n as u32,
         })?;
         let timestamp = record.timestamp.unwrap_or_else(now_ms);
         let fields = std::iter::once(RecordFields {
@@ -184,7 +195,7 @@ impl Topic {
             value: record.value.as_deref(),
             headers: &record.headers,
         });
-        let batch = encode_checked(&config, fields)?;
+        let batch = encode_checked(config.compression, fields)?;
         let offset = self.partitions[partition as usize]
             .append(batch, opts.sync, !opts.no_wait)
             .await?;
@@ -206,14 +217,14 @@ impl Topic {
                 reason: "a send needs at least one record".into(),
             });
         }
-        let config = self.config();
+        let config = self.send_rules();
         let n = self.partitions.len() as u32;
         let sticky = self.round_robin.fetch_add(1, Ordering::Relaxed) % n;
         let now = now_ms();
         let mut routed = Vec::with_capacity(records.len());
         let mut timestamps = Vec::with_capacity(records.len());
         for r in &records {
-            routed.push(self.route(&config, r, || sticky)?);
+            routed.push(self.route(config, r, || sticky)?);
             timestamps.push(r.timestamp.unwrap_or(now));
         }
         // Usually every record goes to one partition (a single send, a keyless batch).
@@ -243,7 +254,7 @@ impl Topic {
                 value: records[i].value.as_deref(),
                 headers: &records[i].headers,
             });
-            let b = encode_checked(&config, fields)?;
+            let b = encode_checked(config.compression, fields)?;
             encoded.push((p, b));
         }
         for (p, b) in encoded {
@@ -264,11 +275,10 @@ impl Topic {
 
 /// Encodes a batch and checks it against the on-disk batch limit.
 fn encode_checked<'a>(
-    config: &TopicConfig,
+    codec: Compression,
     fields: impl ExactSizeIterator<Item = RecordFields<'a>> + Clone,
 ) -> Result<batch::EncodedBatch> {
-    let b = batch::encode(config.compression, fields)
-        .map_err(|reason| KafkoError::InvalidRequest { reason })?;
+    let b = batch::encode(codec, fields).map_err(|reason| KafkoError::InvalidRequest { reason })?;
     if b.framed_len() as u64 > crate::config::MAX_BATCH_BYTES {
         return Err(KafkoError::RecordTooLarge {
             size: b.framed_len(),
@@ -276,4 +286,59 @@ fn encode_checked<'a>(
         });
     }
     Ok(b)
+}
+
+/// The config fields a send checks, packed into one `u64`: bits 0–39 `max_record_bytes`
+/// (validated ≤ 32 MiB), bits 40–47 the codec id, bit 48 "compacted".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct SendRules {
+    max_record_bytes: u64,
+    compression: Compression,
+    compacts: bool,
+}
+
+impl SendRules {
+    fn of(config: &TopicConfig) -> Self {
+        SendRules {
+            max_record_bytes: config.max_record_bytes,
+            compression: config.compression,
+            compacts: config.cleanup_policy.compacts(),
+        }
+    }
+
+    fn pack(self) -> u64 {
+        (self.max_record_bytes & ((1 << 40) - 1))
+            | (u64::from(self.compression.id()) << 40)
+            | (u64::from(self.compacts) << 48)
+    }
+
+    fn unpack(v: u64) -> Self {
+        SendRules {
+            max_record_bytes: v & ((1 << 40) - 1),
+            compression: Compression::from_id((v >> 40) as u8).unwrap_or_default(),
+            compacts: v & (1 << 48) != 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::CleanupPolicy;
+
+    #[test]
+    fn send_rules_survive_packing() {
+        for compression in [Compression::None, Compression::Lz4, Compression::Zstd] {
+            for cleanup_policy in [CleanupPolicy::Delete, CleanupPolicy::Compact] {
+                let config = TopicConfig {
+                    compression,
+                    cleanup_policy,
+                    max_record_bytes: 32 * 1024 * 1024,
+                    ..Default::default()
+                };
+                let rules = SendRules::of(&config);
+                assert_eq!(SendRules::unpack(rules.pack()), rules);
+            }
+        }
+    }
 }
