@@ -44,11 +44,10 @@ use crate::error::{KafkoError, Result};
 use crate::naming::segment_file;
 use crate::partition::command::SegmentSwap;
 use crate::partition::handle::PartitionHandle;
-use crate::record::{Record, now_ms};
+use crate::record::now_ms;
 use crate::segment::Segment;
-use crate::segment::batch::{self, BatchHeader, RecordFields, decode_records};
+use crate::segment::batch::{self, BatchHeader, RecordFields};
 use crate::segment::index::{SegmentSummary, SparseIndex};
-use crate::segment::reader::{BatchIter, FramedBatch};
 use crate::storage::Storage;
 use crate::topic::Topic;
 
@@ -273,24 +272,6 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'sta
         })?
 }
 
-/// Iterates the verified batches of a sealed segment.
-fn for_each_batch(seg: &Segment, mut f: impl FnMut(FramedBatch) -> Result<()>) -> Result<()> {
-    let mut iter = BatchIter::new(&*seg.file, 0, seg.len());
-    while let Some(item) = iter.next_batch() {
-        let batch = item.map_err(|fault| {
-            KafkoError::corruption(&seg.log_path, iter.position(), format!("{fault:?}"))
-        })?;
-        f(batch)?;
-    }
-    Ok(())
-}
-
-fn decode(seg: &Segment, batch: &FramedBatch, out: &mut Vec<Record>) -> Result<()> {
-    out.clear();
-    decode_records(&batch.header, batch.bytes.clone(), 0, out)
-        .map_err(|why| KafkoError::corruption(&seg.log_path, batch.position, why))
-}
-
 /// Chooses the cleanable range, builds the key map over it and groups its segments.
 fn plan(segments: &[Arc<Segment>], config: &TopicConfig, now: i64, log_start: u64) -> Result<Plan> {
     let lag = i64::try_from(config.min_compaction_lag_ms).unwrap_or(i64::MAX);
@@ -315,8 +296,9 @@ fn plan(segments: &[Arc<Segment>], config: &TopicConfig, now: i64, log_start: u6
     let mut records = Vec::new();
     let mut mapped = 0;
     for seg in &sealed[..cleanable] {
-        for_each_batch(seg, |batch| {
-            decode(seg, &batch, &mut records)?;
+        seg.batches(0).try_for_each(|batch| {
+            let batch = batch?;
+            seg.decode(&batch, 0, &mut records)?;
             for r in &records {
                 if let Some(k) = &r.key {
                     if let Some(o) = latest.get_mut(&k[..]) {
@@ -427,9 +409,10 @@ fn rewrite(
     };
     for (si, seg) in group.iter().enumerate() {
         let seg_end = seg.next_offset();
-        for_each_batch(seg, |batch| {
+        seg.batches(0).try_for_each(|batch| {
+            let batch = batch?;
             let h = batch.header;
-            decode(seg, &batch, &mut records)?;
+            seg.decode(&batch, 0, &mut records)?;
             let before = records.len();
             records.retain(|r| {
                 let Some(k) = &r.key else { return true };

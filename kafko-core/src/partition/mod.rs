@@ -18,8 +18,6 @@ use tokio::sync::{Notify, watch};
 use crate::error::{KafkoError, Result};
 use crate::record::Record;
 use crate::segment::Segment;
-use crate::segment::batch::decode_records;
-use crate::segment::reader::BatchIter;
 use crate::storage::Storage;
 
 /// Records returned by one read, with the cursor to continue from.
@@ -175,11 +173,8 @@ impl PartitionLog {
             } else {
                 0
             };
-            let mut iter = BatchIter::new(&*seg.file, u64::from(pos), seg.len());
-            while let Some(item) = iter.next_batch() {
-                let batch = item.map_err(|fault| {
-                    KafkoError::corruption(&seg.log_path, iter.position(), format!("{fault:?}"))
-                })?;
+            for batch in seg.batches(u64::from(pos)) {
+                let batch = batch?;
                 let h = batch.header;
                 if h.next_offset() <= cursor {
                     continue;
@@ -187,9 +182,7 @@ impl PartitionLog {
                 if h.base_offset >= hw {
                     break 'segments;
                 }
-                decoded.clear();
-                decode_records(&h, batch.bytes, self.partition, &mut decoded)
-                    .map_err(|why| KafkoError::corruption(&seg.log_path, batch.position, why))?;
+                seg.decode(&batch, self.partition, &mut decoded)?;
                 for r in decoded.drain(..) {
                     if r.offset < cursor || r.offset >= hw {
                         continue;
@@ -228,11 +221,8 @@ impl PartitionLog {
                 let rel = idx.offset_for_time(timestamp);
                 (idx.position_for(rel), rel)
             };
-            let mut iter = BatchIter::new(&*seg.file, u64::from(pos), seg.len());
-            while let Some(item) = iter.next_batch() {
-                let batch = item.map_err(|fault| {
-                    KafkoError::corruption(&seg.log_path, iter.position(), format!("{fault:?}"))
-                })?;
+            for batch in seg.batches(u64::from(pos)) {
+                let batch = batch?;
                 let h = batch.header;
                 if h.base_offset >= hw {
                     return Ok(None);
@@ -240,9 +230,7 @@ impl PartitionLog {
                 if h.max_timestamp < timestamp || h.next_offset() <= start {
                     continue;
                 }
-                decoded.clear();
-                decode_records(&h, batch.bytes, self.partition, &mut decoded)
-                    .map_err(|why| KafkoError::corruption(&seg.log_path, batch.position, why))?;
+                seg.decode(&batch, self.partition, &mut decoded)?;
                 if let Some(r) = decoded
                     .iter()
                     .find(|r| r.timestamp >= timestamp && r.offset >= start && r.offset < hw)

@@ -11,9 +11,9 @@ use super::writer::LOG_START_FILE;
 use super::{PartitionLog, PartitionPlace};
 use crate::error::{KafkoError, Result};
 use crate::naming::{parse_segment_file, segment_file};
-use crate::segment::Segment;
 use crate::segment::index::SparseIndex;
 use crate::segment::recovery::scan;
+use crate::segment::{Segment, remove_segment_files};
 use crate::state_file;
 use crate::storage::Storage;
 
@@ -36,9 +36,7 @@ pub(crate) fn open_partition(
     // A retention pass that crashed after the checkpoint leaves segments wholly below it.
     while bases.len() >= 2 && bases[1] <= log_start {
         let stale = bases.remove(0);
-        for ext in ["log", "index", "timeindex"] {
-            let _ = s.remove_file(&dir.join(segment_file(stale, ext)));
-        }
+        remove_segment_files(s, &dir, stale)?;
         tracing::info!(%topic, partition, base = stale, "removed segment below the log start offset");
     }
     if bases.is_empty() {
@@ -71,9 +69,7 @@ pub(crate) fn open_partition(
             // the previous segment, past this one's base. It holds nothing: remove it.
             tracing::warn!(%topic, partition, path = %seg.log_path.display(), "removing the empty segment of a failed roll");
             drop(seg);
-            for ext in ["log", "index", "timeindex"] {
-                let _ = s.remove_file(&dir.join(segment_file(base, ext)));
-            }
+            remove_segment_files(s, &dir, base)?;
             s.sync_dir(&dir)
                 .map_err(|e| KafkoError::io("syncing directory", &dir, e))?;
             continue;
@@ -154,9 +150,7 @@ fn finish_interrupted_swaps(s: &dyn Storage, dir: &Path) -> Result<()> {
         drop(file);
         for other in list_segments(s, dir)? {
             if other >= base && other < scanned.summary.next_offset.max(base + 1) {
-                for ext in ["log", "index", "timeindex"] {
-                    let _ = s.remove_file(&dir.join(segment_file(other, ext)));
-                }
+                remove_segment_files(s, dir, other)?;
             }
         }
         s.sync_dir(dir)

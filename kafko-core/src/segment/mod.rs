@@ -14,8 +14,11 @@ use std::sync::{Arc, RwLock};
 
 use crate::error::{KafkoError, Result};
 use crate::naming::segment_file;
+use crate::record::Record;
 use crate::storage::{Storage, StorageFile};
+use batch::decode_records;
 use index::{SegmentSummary, SparseIndex};
+use reader::{BatchIter, FramedBatch};
 
 /// One segment. The writer appends and publishes `len`/`next_offset`; readers only read
 /// below the published `len`, so they never need the writer.
@@ -133,17 +136,47 @@ impl Segment {
 
     /// Removes the segment's files (log and indexes).
     pub(crate) fn remove_files(&self, storage: &dyn Storage) -> Result<()> {
-        for path in [
-            self.log_path.clone(),
-            self.sibling("index"),
-            self.sibling("timeindex"),
-        ] {
-            match storage.remove_file(&path) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(KafkoError::io("removing", &path, e)),
-            }
-        }
-        Ok(())
+        remove_segment_files(
+            storage,
+            crate::storage::parent_of(&self.log_path),
+            self.base_offset,
+        )
     }
+
+    /// The verified batches from byte `from` up to the published length; a damaged batch
+    /// is a `Corruption` error naming this file and position.
+    pub(crate) fn batches(&self, from: u64) -> impl Iterator<Item = Result<FramedBatch>> + '_ {
+        let mut iter = BatchIter::new(&*self.file, from, self.len());
+        std::iter::from_fn(move || {
+            let item = iter.next_batch()?;
+            Some(item.map_err(|fault| {
+                KafkoError::corruption(&self.log_path, iter.position(), format!("{fault:?}"))
+            }))
+        })
+    }
+
+    /// Decodes a batch of this segment into `out` (cleared first).
+    pub(crate) fn decode(
+        &self,
+        batch: &FramedBatch,
+        partition: u32,
+        out: &mut Vec<Record>,
+    ) -> Result<()> {
+        out.clear();
+        decode_records(&batch.header, batch.bytes.clone(), partition, out)
+            .map_err(|why| KafkoError::corruption(&self.log_path, batch.position, why))
+    }
+}
+
+/// Removes the log and index files of the segment at `base` in `dir` (absent is fine).
+pub(crate) fn remove_segment_files(storage: &dyn Storage, dir: &Path, base: u64) -> Result<()> {
+    for ext in ["log", "index", "timeindex"] {
+        let path = dir.join(segment_file(base, ext));
+        match storage.remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(KafkoError::io("removing", &path, e)),
+        }
+    }
+    Ok(())
 }
