@@ -13,9 +13,7 @@ use gc_support::{compacted, keyed, read_all, seal_marker, send};
 use kafko_core::Kafko;
 use kafko_core::storage::{StdStorage, Storage, StorageFile};
 
-/// Decides whether an operation on a path is the swap step under test.
-type StepMatcher = Box<dyn Fn(&str, &Path) -> bool + Send + Sync>;
-
+/// Decides whether an operation (`"open"`, `"rename"`, …) on a path should fail.
 type Rule = Box<dyn Fn(&str, &Path) -> bool + Send + Sync>;
 
 /// The real file system, except for the operations a rule picks (once armed).
@@ -93,7 +91,7 @@ fn latest(k: &Kafko) -> Vec<(String, String)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failure_at_each_swap_step_leaves_a_consistent_log() {
-    let steps: Vec<(&str, StepMatcher)> = vec![
+    let steps: Vec<(&str, Rule)> = vec![
         (
             "create .cleaned",
             Box::new(|op, p| op == "open" && ends(p, ".cleaned")),

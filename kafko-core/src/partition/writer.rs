@@ -70,10 +70,6 @@ pub(crate) struct Writer {
     rx: mpsc::Receiver<Command>,
     config: Arc<TopicConfig>,
     active: Arc<Segment>,
-    /// Next offset to assign (committed; buffered batches are counted in `buffered_next`).
-    next_offset: u64,
-    /// Bytes of the active segment that are written.
-    active_len: u64,
     /// Written since the last fsync.
     dirty: bool,
     last_sync: Instant,
@@ -84,6 +80,8 @@ pub(crate) struct Writer {
     buf: Vec<u8>,
     pending: Vec<PendingReply>,
     observations: Vec<Observation>,
+    /// Next offset to assign, counting batches staged in `buf`; the committed next offset
+    /// and written length are the active segment's published ones.
     buffered_next: u64,
     buffered_max_ts: i64,
     sync_requested: bool,
@@ -97,16 +95,13 @@ impl Writer {
         active: Arc<Segment>,
         state: Arc<WriterState>,
     ) -> Self {
-        let next_offset = active.next_offset();
-        let active_len = active.len();
+        let buffered_next = active.next_offset();
         Writer {
             storage: log.storage.clone(),
             log,
             rx,
             config,
             active,
-            next_offset,
-            active_len,
             dirty: false,
             last_sync: Instant::now(),
             poisoned: None,
@@ -115,7 +110,7 @@ impl Writer {
             buf: Vec::with_capacity(64 * 1024),
             pending: Vec::new(),
             observations: Vec::new(),
-            buffered_next: next_offset,
+            buffered_next,
             buffered_max_ts: i64::MIN,
             sync_requested: false,
         }
@@ -223,7 +218,7 @@ impl Writer {
             return;
         }
         let framed = batch.framed_len() as u64;
-        let used = self.active_len + self.buf.len() as u64;
+        let used = self.active.len() + self.buf.len() as u64;
         let rel = self.buffered_next - self.active.base_offset;
         if used > 0
             && (used + framed > self.config.segment_bytes
@@ -240,7 +235,7 @@ impl Writer {
             return;
         }
         let base_offset = self.buffered_next;
-        let position = self.active_len + self.buf.len() as u64;
+        let position = self.active.len() + self.buf.len() as u64;
         self.observations.push(Observation {
             rel: (base_offset - self.active.base_offset) as u32,
             position: position as u32,
@@ -267,7 +262,7 @@ impl Writer {
                 }
             }
             Err(e) => {
-                self.buffered_next = self.next_offset;
+                self.buffered_next = self.active.next_offset();
                 for p in self.pending.drain(..) {
                     let _ = p.reply.send(Err(e.duplicate()));
                 }
@@ -284,7 +279,7 @@ impl Writer {
         if let Err(e) = self.active.file.append(&self.buf) {
             let err = KafkoError::io("appending to", &path, e);
             // Cut whatever part of the write landed, so the next batch starts clean.
-            if let Err(cut) = self.active.file.truncate(self.active_len) {
+            if let Err(cut) = self.active.file.truncate(self.active.len()) {
                 self.poison(format!("could not cut a failed write: {cut}"));
             }
             return Err(err);
@@ -306,11 +301,10 @@ impl Writer {
                 idx.observe(o.rel, o.position, o.framed_len, o.max_timestamp);
             }
         }
-        self.active_len += self.buf.len() as u64;
-        self.next_offset = self.buffered_next;
+        let written_len = self.active.len() + self.buf.len() as u64;
         self.active
-            .publish(self.active_len, self.next_offset, self.buffered_max_ts);
-        self.log.publish_high_watermark(self.next_offset);
+            .publish(written_len, self.buffered_next, self.buffered_max_ts);
+        self.log.publish_high_watermark(self.buffered_next);
         if let FsyncPolicy::IntervalMs { interval_ms } = self.config.fsync
             && self.last_sync.elapsed() >= std::time::Duration::from_millis(interval_ms)
         {
@@ -352,7 +346,7 @@ impl Writer {
 
     /// Seals the active segment (fsync + indexes) and starts a new one.
     async fn roll(&mut self) -> Result<()> {
-        if self.active_len == 0 {
+        if self.active.len() == 0 {
             // The flush before this roll failed and left the active segment empty: a new
             // segment would have the same base offset, and the two would share one file
             // (compacting the stale twin later deleted the live segment's file).
@@ -363,14 +357,12 @@ impl Writer {
         let next = Arc::new(Segment::create(
             &*self.storage,
             &self.log.dir,
-            self.next_offset,
+            self.active.next_offset(),
         )?);
         let mut segments: Vec<_> = self.log.segments().iter().cloned().collect();
         segments.push(next.clone());
         self.log.set_segments(segments);
         self.active = next;
-        self.active_len = 0;
-        self.buffered_next = self.next_offset;
         Ok(())
     }
 
