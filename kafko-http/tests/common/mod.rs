@@ -195,3 +195,43 @@ pub fn memory_mib(pid: u32) -> (u64, u64) {
     };
     (field("VmRSS:"), field("VmHWM:"))
 }
+
+/// Names that must never reach a path: traversal, encoded separators, NUL, 250
+/// characters, non-ASCII. Percent-encoded as they would appear in a URL path.
+pub fn hostile_names() -> Vec<String> {
+    let mut names: Vec<String> = [
+        "..",
+        ".",
+        "%2e%2e",
+        "%2e%2e%2f",
+        "%2E%2E%2Fetc",
+        "a%2Fb",
+        "..%2F..%2Ftmp",
+        "%00",
+        "a%00b",
+        "a%20b",
+        "%C3%BC",
+        "a%5Cb",
+        "%2Fabs",
+    ]
+    .iter()
+    .map(|n| n.to_string())
+    .collect();
+    names.push("x".repeat(250));
+    names
+}
+
+/// Sends a raw request (URL libraries would normalize `..`) and asserts a 400 whose
+/// problem body carries `code`.
+pub async fn assert_rejected(addr: &str, method: &str, path: &str, body: &str, code: &str) {
+    let req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let (status, resp) = raw_request(addr, req.as_bytes()).await;
+    assert_eq!(status, 400, "{method} {path}: {resp}");
+    assert!(
+        resp.contains(&format!("\"code\":\"{code}\"")),
+        "{method} {path}: {resp}"
+    );
+}
