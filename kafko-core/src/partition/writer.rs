@@ -27,6 +27,8 @@ use crate::storage::Storage;
 
 /// Most appends drained into one write.
 const MAX_GROUP_COMMANDS: usize = 512;
+/// Most times the writer yields while gathering one group (see `gather_group`).
+const MAX_GROUP_YIELDS: usize = 8;
 /// Most bytes drained into one write.
 const MAX_GROUP_BYTES: usize = 4 * 1024 * 1024;
 
@@ -85,6 +87,8 @@ pub(crate) struct Writer {
     buffered_next: u64,
     buffered_max_ts: i64,
     sync_requested: bool,
+    /// Appends in the previous group: how many producers the next gather expects.
+    last_group: usize,
 }
 
 impl Writer {
@@ -113,6 +117,7 @@ impl Writer {
             buffered_next,
             buffered_max_ts: i64::MIN,
             sync_requested: false,
+            last_group: 1,
         }
     }
 
@@ -133,26 +138,8 @@ impl Writer {
             match cmd {
                 Command::Append { batch, sync, reply } => {
                     self.stage(batch, sync, reply).await;
-                    if self.rx.is_empty() {
-                        // Producers woken by the last flush are runnable but have not sent
-                        // yet (tokio runs a woken task from the LIFO slot first). One yield
-                        // lets them enqueue, so concurrent sends share one write and fsync.
-                        tokio::task::yield_now().await;
-                    }
-                    while self.pending.len() < MAX_GROUP_COMMANDS
-                        && self.buf.len() < MAX_GROUP_BYTES
-                    {
-                        match self.rx.try_recv() {
-                            Ok(Command::Append { batch, sync, reply }) => {
-                                self.stage(batch, sync, reply).await
-                            }
-                            Ok(other) => {
-                                deferred = Some(other);
-                                break;
-                            }
-                            Err(_) => break,
-                        }
-                    }
+                    deferred = self.gather_group().await;
+                    self.last_group = self.pending.len();
                     self.flush().await;
                 }
                 Command::Sync { reply } => {
@@ -169,6 +156,41 @@ impl Writer {
                     let _ = reply.send(self.shutdown().await);
                     return;
                 }
+            }
+        }
+    }
+
+    /// Stages every append already queued, and gives producers that are about to send a
+    /// few chances to join, so concurrent sends share one write (and one fsync). Returns a
+    /// non-append command met on the way, to be run after the flush.
+    ///
+    /// Why wait at all: a flush wakes every producer it answers, but they are runnable, not
+    /// yet sent — and tokio runs the first woken send's writer wake-up before the others.
+    /// Without waiting, the group shrinks to whoever was first. The wait is bounded: it
+    /// stops once the group is as large as the previous one (the producers we expect are
+    /// here), when a yield brought nothing new, or after `MAX_GROUP_YIELDS` yields.
+    async fn gather_group(&mut self) -> Option<Command> {
+        let mut yields = 0;
+        loop {
+            while self.pending.len() < MAX_GROUP_COMMANDS && self.buf.len() < MAX_GROUP_BYTES {
+                match self.rx.try_recv() {
+                    Ok(Command::Append { batch, sync, reply }) => {
+                        self.stage(batch, sync, reply).await
+                    }
+                    Ok(other) => return Some(other),
+                    Err(_) => break,
+                }
+            }
+            let full =
+                self.pending.len() >= MAX_GROUP_COMMANDS || self.buf.len() >= MAX_GROUP_BYTES;
+            let expected_here = self.pending.len() >= self.last_group.max(2);
+            if full || expected_here || yields >= MAX_GROUP_YIELDS {
+                return None;
+            }
+            requeue().await;
+            yields += 1;
+            if self.rx.is_empty() {
+                return None;
             }
         }
     }
@@ -531,4 +553,22 @@ impl Writer {
         self.sync_now().await?;
         self.active.write_indexes(&*self.storage)
     }
+}
+
+/// Puts the running task at the back of its worker's run queue once, so the producers
+/// woken by the last flush run (and send) before it continues. Unlike
+/// `tokio::task::yield_now`, which defers the task until the worker would park (an extra
+/// `epoll_wait` per yield), this re-queues it directly.
+async fn requeue() {
+    let mut done = false;
+    std::future::poll_fn(|cx| {
+        if done {
+            std::task::Poll::Ready(())
+        } else {
+            done = true;
+            cx.waker().wake_by_ref();
+            std::task::Poll::Pending
+        }
+    })
+    .await
 }
