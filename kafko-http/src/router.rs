@@ -63,10 +63,7 @@ pub fn app(state: AppState) -> Router {
         .fallback(middleware::not_found)
         .method_not_allowed_fallback(middleware::method_not_allowed)
         .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
-        .layer(from_fn_with_state(state.clone(), middleware::timeout))
-        .layer(from_fn_with_state(state.clone(), middleware::concurrency))
-        .layer(from_fn_with_state(state.clone(), middleware::auth))
-        .layer(from_fn_with_state(state.clone(), middleware::track));
+        .layer(from_fn_with_state(state.clone(), middleware::envelope));
     if let Some(cors) = cors(&state.config.cors_origins) {
         router = router.layer(cors);
     }
