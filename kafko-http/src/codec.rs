@@ -55,6 +55,30 @@ impl Serialize for Wire {
     }
 }
 
+/// [`decode`] for a member borrowed from `body`: a plain string (no escapes) becomes a
+/// slice of `body` itself, sharing its buffer, instead of a copy.
+pub(crate) fn decode_from(
+    body: &Bytes,
+    raw: &RawValue,
+    format: Format,
+    what: &str,
+) -> Result<Bytes, ApiError> {
+    if format == Format::String
+        && let Some(inner) = unescaped_string(raw.get())
+        && let Some(shared) = subslice_of(body, inner.as_bytes())
+    {
+        return Ok(shared);
+    }
+    decode(raw, format, what)
+}
+
+/// `part` as a `Bytes` sharing `whole`'s buffer, when `part` lies inside `whole`.
+fn subslice_of(whole: &Bytes, part: &[u8]) -> Option<Bytes> {
+    let start = (part.as_ptr() as usize).checked_sub(whole.as_ptr() as usize)?;
+    // `slice_ref` panics on a foreign slice; the range check makes that impossible.
+    (start + part.len() <= whole.len()).then(|| whole.slice_ref(part))
+}
+
 /// Decodes a JSON member into bytes under `format`.
 pub(crate) fn decode(raw: &RawValue, format: Format, what: &str) -> Result<Bytes, ApiError> {
     let text = raw.get();
@@ -200,6 +224,33 @@ pub(crate) fn minify(text: &str) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plain_strings_share_the_body_and_escaped_ones_are_decoded() {
+        let body = Bytes::from_static(br#"{"a":"plain text","b":"tab\there","c":{"x":1}}"#);
+        let doc: std::collections::BTreeMap<&str, &RawValue> =
+            serde_json::from_slice(&body).unwrap();
+        let plain = decode_from(&body, doc["a"], Format::String, "value").unwrap();
+        assert_eq!(&plain[..], b"plain text");
+        let start = plain.as_ptr() as usize - body.as_ptr() as usize;
+        assert!(
+            start < body.len(),
+            "the plain string is a slice of the body"
+        );
+        let escaped = decode_from(&body, doc["b"], Format::String, "value").unwrap();
+        assert_eq!(&escaped[..], b"tab\there");
+        let json = decode_from(&body, doc["c"], Format::Json, "value").unwrap();
+        assert_eq!(&json[..], br#"{"x":1}"#);
+        // A member parsed from another buffer is copied, never sliced out of `body`.
+        let other: &RawValue = serde_json::from_str(r#""elsewhere""#).unwrap();
+        let copied = decode_from(&body, other, Format::String, "value").unwrap();
+        assert_eq!(&copied[..], b"elsewhere");
+        let err = decode_from(&body, doc["c"], Format::String, "value").unwrap_err();
+        assert_eq!(
+            (err.status, err.code),
+            (StatusCode::BAD_REQUEST, "invalid_record")
+        );
+    }
 
     #[test]
     fn minify_keeps_strings_and_drops_layout() {

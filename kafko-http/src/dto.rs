@@ -178,28 +178,34 @@ pub(crate) struct ProduceQuery {
 }
 
 /// One record header.
+// Borrows from the request body (as do `RecordIn` and `ProduceRequest`): values are not
+// copied out of the body while it is parsed. (A `//` comment: doc comments become the
+// public schema's description.)
 #[derive(Debug, Deserialize, ToSchema)]
-pub(crate) struct HeaderIn {
+pub(crate) struct HeaderIn<'a> {
     /// Header name (UTF-8; may repeat).
     pub(crate) name: String,
     /// Header value, encoded per `key_format`.
     #[schema(value_type = Value)]
-    pub(crate) value: Box<RawValue>,
+    #[serde(borrow)]
+    pub(crate) value: &'a RawValue,
 }
 
 /// One record to produce.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct RecordIn {
+pub(crate) struct RecordIn<'a> {
     /// Key, encoded per `key_format`; absent = no key (keyless records spread over partitions).
     #[schema(value_type = Option<Value>)]
-    pub(crate) key: Option<Box<RawValue>>,
+    #[serde(borrow)]
+    pub(crate) key: Option<&'a RawValue>,
     /// Value, encoded per `format`; absent or null = tombstone.
     #[schema(value_type = Option<Value>)]
-    pub(crate) value: Option<Box<RawValue>>,
+    #[serde(borrow)]
+    pub(crate) value: Option<&'a RawValue>,
     /// Ordered headers (`[{"name","value"}]`).
-    #[serde(default)]
-    pub(crate) headers: Vec<HeaderIn>,
+    #[serde(default, borrow)]
+    pub(crate) headers: Vec<HeaderIn<'a>>,
     /// Explicit partition (wins over key routing).
     pub(crate) partition: Option<u32>,
     /// Producer timestamp in ms since the epoch; absent = append time.
@@ -209,9 +215,10 @@ pub(crate) struct RecordIn {
 /// `application/json` produce body: a batch, atomic per partition.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct ProduceRequest {
+pub(crate) struct ProduceRequest<'a> {
     /// The records, in order.
-    pub(crate) records: Vec<RecordIn>,
+    #[serde(borrow)]
+    pub(crate) records: Vec<RecordIn<'a>>,
 }
 
 /// Where one record landed.

@@ -82,7 +82,7 @@ pub(crate) fn is_json(media: &str) -> bool {
 }
 
 /// Parses a JSON body, mapping serde's message into a 400 `invalid_json`.
-pub(crate) fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+pub(crate) fn parse_json<'a, T: serde::Deserialize<'a>>(body: &'a [u8]) -> Result<T, ApiError> {
     serde_json::from_slice(body)
         .map_err(|e| ApiError::bad_request("invalid_json", format!("invalid JSON body: {e}")))
 }

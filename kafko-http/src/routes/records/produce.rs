@@ -9,7 +9,7 @@ use bytes::Bytes;
 use kafko_core::{Header, KafkoError, ProducerRecord, SendOptions};
 
 use crate::AutoCreate;
-use crate::codec::{Format, decode};
+use crate::codec::{Format, decode_from};
 use crate::dto::{
     FormatQuery, Problem, ProduceQuery, ProduceRequest, ProduceResponse, RecordIn, RecordPosition,
 };
@@ -68,7 +68,7 @@ pub(crate) async fn produce(
         };
         parsed
             .into_iter()
-            .map(|r| to_producer_record(r, value_fmt, key_fmt))
+            .map(|r| to_producer_record(&body, r, value_fmt, key_fmt))
             .collect::<ApiResult<Vec<_>>>()?
     } else {
         vec![raw_record(&q, body)?]
@@ -160,7 +160,7 @@ fn raw_record(q: &ProduceQuery, body: Bytes) -> ApiResult<ProducerRecord> {
     })
 }
 
-fn parse_ndjson(body: &[u8]) -> ApiResult<Vec<RecordIn>> {
+fn parse_ndjson(body: &[u8]) -> ApiResult<Vec<RecordIn<'_>>> {
     body.split(|&b| b == b'\n')
         .enumerate()
         .filter(|(_, line)| !line.iter().all(u8::is_ascii_whitespace))
@@ -172,27 +172,27 @@ fn parse_ndjson(body: &[u8]) -> ApiResult<Vec<RecordIn>> {
         .collect()
 }
 
+/// One parsed record as a `ProducerRecord`; plain string members share `body`'s buffer.
 fn to_producer_record(
-    r: RecordIn,
+    body: &Bytes,
+    r: RecordIn<'_>,
     value_fmt: Format,
     key_fmt: Format,
 ) -> ApiResult<ProducerRecord> {
     let key = r
         .key
-        .as_deref()
-        .map(|k| decode(k, key_fmt, "key"))
+        .map(|k| decode_from(body, k, key_fmt, "key"))
         .transpose()?;
     let value = r
         .value
-        .as_deref()
-        .map(|v| decode(v, value_fmt, "value"))
+        .map(|v| decode_from(body, v, value_fmt, "value"))
         .transpose()?;
     let headers = r
         .headers
         .into_iter()
         .map(|h| {
             Ok(Header {
-                value: decode(&h.value, key_fmt, "header value")?,
+                value: decode_from(body, h.value, key_fmt, "header value")?,
                 name: h.name,
             })
         })
