@@ -2,16 +2,16 @@
 //! compaction swap: the pass fails with a typed error, reads keep returning the latest
 //! value per key, and after a restart the partition holds either the old or the new
 //! segment set with every latest value intact and no temp file left.
+mod common;
 mod gc_support;
 
-use std::any::Any;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use common::interposed::{Hook, Interposed};
 use gc_support::{compacted, keyed, read_all, seal_marker, send};
 use kafko_core::Kafko;
-use kafko_core::storage::{StdStorage, Storage, StorageFile};
 
 /// Decides whether an operation (`"open"`, `"rename"`, …) on a path should fail.
 type Rule = Box<dyn Fn(&str, &Path) -> bool + Send + Sync>;
@@ -34,43 +34,9 @@ impl Faulty {
     }
 }
 
-impl Storage for Faulty {
-    fn create_dir_all(&self, path: &Path) -> io::Result<()> {
-        StdStorage.create_dir_all(path)
-    }
-    fn open(&self, path: &Path) -> io::Result<Arc<dyn StorageFile>> {
-        self.check("open", path)?;
-        StdStorage.open(path)
-    }
-    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
-        StdStorage.read(path)
-    }
-    fn write_synced(&self, path: &Path, data: &[u8]) -> io::Result<()> {
-        self.check("write", path)?;
-        StdStorage.write_synced(path, data)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        self.check("rename", to)?;
-        StdStorage.rename(from, to)
-    }
-    fn remove_file(&self, path: &Path) -> io::Result<()> {
-        self.check("remove", path)?;
-        StdStorage.remove_file(path)
-    }
-    fn remove_dir_all(&self, path: &Path) -> io::Result<()> {
-        StdStorage.remove_dir_all(path)
-    }
-    fn sync_dir(&self, path: &Path) -> io::Result<()> {
-        StdStorage.sync_dir(path)
-    }
-    fn list_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
-        StdStorage.list_dir(path)
-    }
-    fn exists(&self, path: &Path) -> bool {
-        StdStorage.exists(path)
-    }
-    fn try_lock(&self, path: &Path) -> io::Result<Box<dyn Any + Send + Sync>> {
-        StdStorage.try_lock(path)
+impl Hook for Faulty {
+    fn before(&self, op: &str, path: &Path) -> io::Result<()> {
+        self.check(op, path)
     }
 }
 
@@ -120,7 +86,7 @@ async fn a_failure_at_each_swap_step_leaves_a_consistent_log() {
             let dir = dir.path().to_path_buf();
             async move {
                 Kafko::builder(&dir)
-                    .storage(Arc::new(s))
+                    .storage(Arc::new(Interposed(s)))
                     .retention_check_interval(std::time::Duration::from_secs(86_400))
                     .open()
                     .await

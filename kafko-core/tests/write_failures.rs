@@ -5,12 +5,13 @@ mod common;
 
 use std::sync::Arc;
 
-use common::faulty::{Faulty, FaultyStorage, Op};
+use common::faulty::{Faulty, Op};
+use common::interposed::Interposed;
 use kafko_core::{ErrorKind, FsyncPolicy, Kafko, KafkoError, TopicConfig};
 
 async fn open_faulty(dir: &std::path::Path, faults: Arc<Faulty>) -> Kafko {
     Kafko::builder(dir)
-        .storage(Arc::new(FaultyStorage { faults }))
+        .storage(Arc::new(Interposed(faults)))
         .open()
         .await
         .unwrap()

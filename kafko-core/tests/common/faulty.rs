@@ -1,13 +1,14 @@
 //! A storage layer over the real filesystem that fails (or panics) the Nth operation
 //! of a kind, for failure-path tests.
 
-use std::any::Any;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use kafko_core::storage::{StdStorage, Storage, StorageFile};
+use kafko_core::storage::StorageFile;
+
+use super::interposed::Hook;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
@@ -114,48 +115,22 @@ impl StorageFile for FaultyFile {
     }
 }
 
-pub struct FaultyStorage {
-    pub faults: Arc<Faulty>,
-}
-
-impl Storage for FaultyStorage {
-    fn create_dir_all(&self, path: &Path) -> io::Result<()> {
-        StdStorage.create_dir_all(path)
+/// A fault plan as a hook: `Interposed(faults)` is the real filesystem failing (or
+/// panicking at) the operation the plan names. For `Interposed`: opens, small-file writes (counted as syncs) and
+/// renames hit the plan here; appends and fsyncs hit it in [`FaultyFile`].
+impl Hook for Arc<Faulty> {
+    fn before(&self, op: &str, _path: &Path) -> io::Result<()> {
+        match op {
+            "open" => self.hit(Op::Open),
+            "write" => self.hit(Op::Sync),
+            "rename" => self.hit(Op::Rename),
+            _ => Ok(()),
+        }
     }
-    fn open(&self, path: &Path) -> io::Result<Arc<dyn StorageFile>> {
-        self.faults.hit(Op::Open)?;
-        Ok(Arc::new(FaultyFile {
-            inner: StdStorage.open(path)?,
-            faults: self.faults.clone(),
-        }))
-    }
-    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
-        StdStorage.read(path)
-    }
-    fn write_synced(&self, path: &Path, data: &[u8]) -> io::Result<()> {
-        self.faults.hit(Op::Sync)?;
-        StdStorage.write_synced(path, data)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        self.faults.hit(Op::Rename)?;
-        StdStorage.rename(from, to)
-    }
-    fn remove_file(&self, path: &Path) -> io::Result<()> {
-        StdStorage.remove_file(path)
-    }
-    fn remove_dir_all(&self, path: &Path) -> io::Result<()> {
-        StdStorage.remove_dir_all(path)
-    }
-    fn sync_dir(&self, path: &Path) -> io::Result<()> {
-        StdStorage.sync_dir(path)
-    }
-    fn list_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
-        StdStorage.list_dir(path)
-    }
-    fn exists(&self, path: &Path) -> bool {
-        StdStorage.exists(path)
-    }
-    fn try_lock(&self, path: &Path) -> io::Result<Box<dyn Any + Send + Sync>> {
-        StdStorage.try_lock(path)
+    fn file(&self, inner: Arc<dyn StorageFile>) -> Arc<dyn StorageFile> {
+        Arc::new(FaultyFile {
+            inner,
+            faults: self.clone(),
+        })
     }
 }

@@ -3,6 +3,7 @@
 #![allow(dead_code, unreachable_pub, missing_docs)]
 
 pub mod faulty;
+pub mod interposed;
 
 use std::path::Path;
 
