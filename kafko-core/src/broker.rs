@@ -368,8 +368,15 @@ impl Kafko {
         }
         let s = &*self.inner.storage;
         let trash = self.inner.dir.join("trash");
-        s.create_dir_all(&trash)
-            .map_err(|e| KafkoError::io("creating", &trash, e))?;
+        if !s.exists(&trash) {
+            s.create_dir_all(&trash)
+                .map_err(|e| KafkoError::io("creating", &trash, e))?;
+            // The `trash` entry lives in the data directory: without this fsync a power
+            // cut could leave the renamed topic directory with no name at all (leaked
+            // space that the next open's trash sweep would never find).
+            s.sync_dir(&self.inner.dir)
+                .map_err(|e| KafkoError::io("syncing directory", &self.inner.dir, e))?;
+        }
         // A prefix of the name only: `{name}-{ms}` of a 249-character name is past the
         // 255-byte file-name limit, which failed the rename (ENAMETOOLONG) after the
         // topic had already left the in-memory map (found by schemathesis via HTTP).
@@ -379,8 +386,10 @@ impl Kafko {
         s.rename(&topic.dir, &target)
             .map_err(|e| KafkoError::io("renaming", &topic.dir, e))?;
         let topics_dir = self.inner.dir.join("topics");
-        s.sync_dir(&topics_dir)
-            .map_err(|e| KafkoError::io("syncing directory", &topics_dir, e))?;
+        for changed in [&topics_dir, &trash] {
+            s.sync_dir(changed)
+                .map_err(|e| KafkoError::io("syncing directory", changed, e))?;
+        }
         // After the topic's commit point: a crash before this leaves offsets that a
         // recreated topic's reset policy handles, never offsets of a live topic lost.
         self.inner.groups.drop_topic(name).await?;
