@@ -1,10 +1,11 @@
-//! Simulated power loss during durable consumer-group commits (the offsets state files:
-//! write-temp, fsync, rename, directory fsync). Three groups commit ever larger offsets
-//! for the two partitions of a topic while the power is cut at a random storage
+//! Simulated power loss during durable consumer-group commits and deletes (the offsets
+//! state files: write-temp, fsync, rename, directory fsync; the group directory's
+//! removal). Three groups commit ever larger offsets for the two partitions of a topic,
+//! and now and then a group is deleted, while the power is cut at a random storage
 //! operation; the log is reopened on the crash image. Every acknowledged commit must be
-//! recovered (a recovered offset is at or past the last acknowledged one and never past
-//! the last attempted one), and a group that never had a commit acknowledged may only
-//! recover an attempted offset.
+//! recovered (at or past the last acknowledged offset, never past the last attempted
+//! one); after an acknowledged delete no offset from before it may come back; a delete
+//! cut short leaves the group either whole or gone.
 //!
 //! Default: 300 seeds; `KAFKO_LONG=1`: 3,000; `KAFKO_SIM_SEEDS=n` sets the count.
 mod sim;
@@ -23,6 +24,7 @@ const RECORDS_PER_PARTITION: u64 = 40;
 #[derive(Debug, Default)]
 struct Outcome {
     acked_commits: u64,
+    acked_deletes: u64,
     checked: u64,
     refused_any_mode: u64,
 }
@@ -57,12 +59,37 @@ async fn run_seed(seed: u64) -> Result<Outcome, String> {
             .map_err(|e| format!("fill: {e}"))?;
     }
 
-    // (group, partition) → last acknowledged / last attempted offset.
+    // (group, partition) → last acknowledged / last attempted offset, and the lowest
+    // offset a recovery may show when nothing since the last acknowledged delete was
+    // acknowledged (offsets only grow, so anything below it predates that delete).
     let mut acked: BTreeMap<(String, u32), u64> = BTreeMap::new();
     let mut attempted: BTreeMap<(String, u32), u64> = BTreeMap::new();
+    let mut floor: BTreeMap<(String, u32), u64> = BTreeMap::new();
+    let mut delete_cut: Option<String> = None;
     let mut out = Outcome::default();
     fs.schedule_crash(1 + rng.below(150), rng.next_u64(), reorder);
     for _ in 0..60 {
+        if rng.chance(1, 8) {
+            let group = format!("g{}", rng.below(GROUPS));
+            match k.delete_group(&group).await {
+                Ok(()) | Err(KafkoError::GroupNotFound { .. }) if !fs.crashed() => {
+                    for partition in 0..PARTITIONS {
+                        let key = (group.clone(), partition);
+                        acked.remove(&key);
+                        let next = attempted.get(&key).map_or(1, |t| t + 1);
+                        floor.insert(key, next);
+                    }
+                    out.acked_deletes += 1;
+                    continue;
+                }
+                _ if fs.crashed() => {
+                    delete_cut = Some(group);
+                    break;
+                }
+                Err(e) => return Err(format!("delete {group} failed: {e}")),
+                Ok(()) => unreachable!("covered above"),
+            }
+        }
         let key = (format!("g{}", rng.below(GROUPS)), rng.below(2) as u32);
         let last = attempted.get(&key).copied().unwrap_or(0);
         if last >= RECORDS_PER_PARTITION {
@@ -116,11 +143,15 @@ async fn run_seed(seed: u64) -> Result<Outcome, String> {
             Err(KafkoError::GroupNotFound { .. }) => None,
             Err(e) => return Err(format!("describe {group}: {e}")),
         };
-        let must_have = acked.get(&(group.clone(), *partition)).copied();
+        let key = (group.clone(), *partition);
+        let must_have = acked.get(&key).copied();
+        let lowest = floor.get(&key).copied().unwrap_or(1);
+        let cut_delete = delete_cut.as_ref() == Some(group);
         match (must_have, recovered) {
+            (_, None) if cut_delete => {}
             (Some(a), Some(r)) if r >= a && r <= tried => {}
             (None, None) => {}
-            (None, Some(r)) if r <= tried => {}
+            (None, Some(r)) if r >= lowest && r <= tried => {}
             other => {
                 return Err(format!(
                     "{group}/{partition}: (last acked, recovered) = {other:?}, last attempted {tried}"
@@ -150,6 +181,7 @@ fn acknowledged_group_commits_survive_power_loss() {
         match rt.block_on(run_seed(seed)) {
             Ok(o) => {
                 total.acked_commits += o.acked_commits;
+                total.acked_deletes += o.acked_deletes;
                 total.checked += o.checked;
                 total.refused_any_mode += o.refused_any_mode;
             }
@@ -162,4 +194,8 @@ fn acknowledged_group_commits_survive_power_loss() {
         "the crash window leaves commits to check"
     );
     assert!(total.checked > seeds, "recovered offsets were checked");
+    assert!(
+        total.acked_deletes > 0,
+        "deletes were acknowledged before cuts"
+    );
 }
