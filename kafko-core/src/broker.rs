@@ -22,7 +22,7 @@ use crate::partition::open::open_partition;
 use crate::producer::Producer;
 use crate::record::{ProducerRecord, RecordMetadata, now_ms};
 use crate::state_file;
-use crate::storage::{StdStorage, Storage};
+use crate::storage::{StdStorage, Storage, create_dir_durably};
 use crate::topic::{SendOptions, Topic, TopicDescription};
 
 const LOCK_FILE: &str = "kafko.lock";
@@ -295,10 +295,7 @@ impl Kafko {
             s.remove_dir_all(&dir)
                 .map_err(|e| KafkoError::io("removing", &dir, e))?;
         }
-        s.create_dir_all(&dir)
-            .map_err(|e| KafkoError::io("creating", &dir, e))?;
-        s.sync_dir(&topics_dir)
-            .map_err(|e| KafkoError::io("syncing directory", &topics_dir, e))?;
+        create_dir_durably(s, &dir).map_err(|e| KafkoError::io("creating", &dir, e))?;
         let topic = open_topic(&self.inner.storage, &dir, name, config.clone(), false)?;
         // topic.json is the commit point: a directory without it is discarded on open.
         state_file::write(s, &dir.join(TOPIC_CONFIG), &config)?;
@@ -368,15 +365,9 @@ impl Kafko {
         }
         let s = &*self.inner.storage;
         let trash = self.inner.dir.join("trash");
-        if !s.exists(&trash) {
-            s.create_dir_all(&trash)
-                .map_err(|e| KafkoError::io("creating", &trash, e))?;
-            // The `trash` entry lives in the data directory: without this fsync a power
-            // cut could leave the renamed topic directory with no name at all (leaked
-            // space that the next open's trash sweep would never find).
-            s.sync_dir(&self.inner.dir)
-                .map_err(|e| KafkoError::io("syncing directory", &self.inner.dir, e))?;
-        }
+        // Durably: a lost `trash` entry would leave the renamed topic directory with no
+        // name at all (space that the next open's trash sweep would never find).
+        create_dir_durably(s, &trash).map_err(|e| KafkoError::io("creating", &trash, e))?;
         // A prefix of the name only: `{name}-{ms}` of a 249-character name is past the
         // 255-byte file-name limit, which failed the rename (ENAMETOOLONG) after the
         // topic had already left the in-memory map (found by schemathesis via HTTP).

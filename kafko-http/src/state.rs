@@ -20,11 +20,11 @@ pub struct AppState {
 /// the crate).
 pub struct Shared {
     pub(crate) kafko: Kafko,
-    pub(crate) config: Arc<ServerConfig>,
-    pub(crate) metrics: Arc<Metrics>,
-    pub(crate) permits: Arc<Semaphore>,
+    pub(crate) config: ServerConfig,
+    pub(crate) metrics: Metrics,
+    pub(crate) permits: Semaphore,
     /// Flips to `true` once shutdown begins: streams and long-polls end, the accept loop stops.
-    shutdown: Arc<watch::Sender<bool>>,
+    shutdown: watch::Sender<bool>,
 }
 
 impl std::ops::Deref for AppState {
@@ -38,14 +38,13 @@ impl std::ops::Deref for AppState {
 impl AppState {
     /// State around an open log.
     pub fn new(kafko: Kafko, config: ServerConfig) -> Self {
-        let permits = Arc::new(Semaphore::new(config.max_concurrent_requests.max(1)));
         AppState {
             shared: Arc::new(Shared {
                 kafko,
-                config: Arc::new(config),
-                metrics: Arc::new(Metrics::default()),
-                permits,
-                shutdown: Arc::new(watch::channel(false).0),
+                permits: Semaphore::new(config.max_concurrent_requests.max(1)),
+                config,
+                metrics: Metrics::default(),
+                shutdown: watch::channel(false).0,
             }),
         }
     }

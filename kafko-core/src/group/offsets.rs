@@ -13,7 +13,7 @@ use super::GroupConfig;
 use crate::error::{KafkoError, Result};
 use crate::naming::validate_name;
 use crate::state_file;
-use crate::storage::Storage;
+use crate::storage::{self, Storage};
 
 const CONFIG_FILE: &str = "group.json";
 const OFFSETS_EXT: &str = ".offsets";
@@ -123,20 +123,7 @@ impl OffsetStore {
     fn ensure_dir(&self, group: &str) -> Result<PathBuf> {
         let s = &*self.storage;
         let dir = self.group_dir(group);
-        if !s.exists(&dir) {
-            let root_is_new = !s.exists(&self.root);
-            s.create_dir_all(&dir)
-                .map_err(|e| KafkoError::io("creating", &dir, e))?;
-            s.sync_dir(&self.root)
-                .map_err(|e| KafkoError::io("syncing directory", &self.root, e))?;
-            // The first group also creates `groups/`: its entry lives in the data
-            // directory, and without this fsync a power cut could drop `groups/` — and
-            // every acknowledged commit under it (found by power_loss_group_offsets).
-            if root_is_new && let Some(data_dir) = self.root.parent() {
-                s.sync_dir(data_dir)
-                    .map_err(|e| KafkoError::io("syncing directory", data_dir, e))?;
-            }
-        }
+        storage::create_dir_durably(s, &dir).map_err(|e| KafkoError::io("creating", &dir, e))?;
         Ok(dir)
     }
 
