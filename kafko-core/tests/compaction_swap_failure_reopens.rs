@@ -72,11 +72,7 @@ async fn scenario(op: Op, extra: u64) -> Option<String> {
 
 #[test]
 fn a_failed_compaction_swap_never_keeps_the_log_from_reopening() {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .unwrap();
+    let rt = sim::paused_runtime();
     let mut hits = Vec::new();
     for op in [
         Op::Rename,

@@ -23,11 +23,7 @@ async fn send(k: &Kafko, r: ProducerRecord) -> Option<u64> {
 
 #[test]
 fn a_failed_write_after_a_roll_does_not_duplicate_the_segment() {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .unwrap();
+    let rt = sim::paused_runtime();
     rt.block_on(async {
         let fs = SimFs::new(Path::new("/data"));
         let k = sim::model::open(&fs).await.unwrap();

@@ -165,12 +165,7 @@ async fn run(workload: u64, fault: Option<Fault>) -> Result<(Outcome, BTreeMap<O
 }
 
 fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .unwrap()
-        .block_on(f)
+    sim::paused_runtime().block_on(f)
 }
 
 fn context(h: &FaultHit) -> String {

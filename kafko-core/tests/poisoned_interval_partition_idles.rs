@@ -14,11 +14,7 @@ use sim::{Fault, Op, SimFs};
 fn a_poisoned_interval_partition_stops_trying_to_fsync() {
     let (done, finished) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .start_paused(true)
-            .build()
-            .unwrap();
+        let rt = sim::paused_runtime();
         rt.block_on(async {
             let fs = SimFs::new(Path::new("/data"));
             let k = sim::model::open(&fs).await.unwrap();

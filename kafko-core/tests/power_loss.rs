@@ -189,11 +189,7 @@ async fn run_seed(seed: u64, trace: bool) -> Result<Stats, String> {
 }
 
 fn run_one(seed: u64, trace: bool) -> Result<Stats, String> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .unwrap();
+    let rt = sim::paused_runtime();
     let before = PANICS.load(Ordering::SeqCst);
     // A hung seed must fail the run (naming the seed), never hang the suite.
     let (done, watchdog) = std::sync::mpsc::channel::<()>();
@@ -234,8 +230,7 @@ fn acknowledged_durable_records_survive_power_loss_at_any_point() {
         eprintln!("seed {seed}: 20 replays passed");
         return;
     }
-    let long = std::env::var("KAFKO_LONG").is_ok_and(|v| v == "1");
-    let seeds = env_u64("KAFKO_SIM_SEEDS").unwrap_or(if long { 20_000 } else { 1_200 });
+    let seeds = sim::seed_count(1_200, 20_000);
     let mut total = Stats::default();
     let mut failures = Vec::new();
     for seed in 0..seeds {

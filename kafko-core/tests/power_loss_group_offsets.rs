@@ -166,18 +166,10 @@ async fn run_seed(seed: u64) -> Result<Outcome, String> {
 
 #[test]
 fn acknowledged_group_commits_survive_power_loss() {
-    let long = std::env::var("KAFKO_LONG").is_ok_and(|v| v == "1");
-    let seeds = std::env::var("KAFKO_SIM_SEEDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(if long { 3_000 } else { 300 });
+    let seeds = sim::seed_count(300, 3_000);
     let mut total = Outcome::default();
     for seed in 0..seeds {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .start_paused(true)
-            .build()
-            .unwrap();
+        let rt = sim::paused_runtime();
         match rt.block_on(run_seed(seed)) {
             Ok(o) => {
                 total.acked_commits += o.acked_commits;

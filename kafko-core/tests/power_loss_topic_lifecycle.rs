@@ -148,18 +148,10 @@ async fn run_seed(seed: u64) -> Result<(u64, u64), String> {
 
 #[test]
 fn topic_creates_updates_and_deletes_survive_power_loss() {
-    let long = std::env::var("KAFKO_LONG").is_ok_and(|v| v == "1");
-    let seeds = std::env::var("KAFKO_SIM_SEEDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(if long { 2_000 } else { 200 });
+    let seeds = sim::seed_count(200, 2_000);
     let (mut checks, mut acked) = (0, 0);
     for seed in 0..seeds {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .start_paused(true)
-            .build()
-            .unwrap();
+        let rt = sim::paused_runtime();
         match rt.block_on(run_seed(seed)) {
             Ok((c, a)) => {
                 checks += c;

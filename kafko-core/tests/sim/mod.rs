@@ -32,6 +32,32 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use kafko_core::storage::{Storage, StorageFile};
 
+/// A current-thread runtime with paused time: a simulated run is deterministic and never
+/// waits on the wall clock (timers jump when every task is idle).
+pub fn paused_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("a current-thread runtime")
+}
+
+/// How many seeds a simulation test runs: `KAFKO_SIM_SEEDS` if set, else `long` under
+/// `KAFKO_LONG=1` (`scripts/test.sh --long`), else `default`.
+pub fn seed_count(default: u64, long: u64) -> u64 {
+    if let Some(n) = std::env::var("KAFKO_SIM_SEEDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        return n;
+    }
+    if std::env::var("KAFKO_LONG").is_ok_and(|v| v == "1") {
+        long
+    } else {
+        default
+    }
+}
+
 /// SplitMix64: small, fast, and good enough to drive a simulation from one seed.
 #[derive(Debug, Clone)]
 pub struct Rng(u64);
