@@ -11,7 +11,7 @@ mod sim;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use kafko_core::{CleanupPolicy, FsyncPolicy, Kafko, ProducerRecord, SendOptions, TopicConfig};
+use kafko_core::{Kafko, ProducerRecord, SendOptions};
 use sim::{Fault, Op, SimFs};
 
 async fn fill(k: &Kafko, latest: &mut BTreeMap<String, (u64, Vec<u8>)>, from: u64, n: u64) {
@@ -28,13 +28,7 @@ async fn fill(k: &Kafko, latest: &mut BTreeMap<String, (u64, Vec<u8>)>, from: u6
 async fn scenario(op: Op, extra: u64) -> Option<String> {
     let fs = SimFs::new(Path::new("/data"));
     let k = sim::model::open(&fs).await.unwrap();
-    let config = TopicConfig {
-        segment_bytes: 4096,
-        fsync: FsyncPolicy::Always,
-        cleanup_policy: CleanupPolicy::Compact,
-        retention_ms: None,
-        ..Default::default()
-    };
+    let config = sim::small_compacted_topic();
     k.create_topic_with_config("c", config).await.unwrap();
     let mut latest = BTreeMap::new();
     fill(&k, &mut latest, 0, 60).await;

@@ -7,7 +7,7 @@ mod sim;
 
 use std::path::Path;
 
-use kafko_core::{CleanupPolicy, FsyncPolicy, Kafko, ProducerRecord, SendOptions, TopicConfig};
+use kafko_core::{Kafko, ProducerRecord, SendOptions};
 use sim::{Fault, Op, SimFs};
 
 fn record(key: &str, size: usize, tag: u8) -> ProducerRecord {
@@ -27,13 +27,7 @@ fn a_failed_write_after_a_roll_does_not_duplicate_the_segment() {
     rt.block_on(async {
         let fs = SimFs::new(Path::new("/data"));
         let k = sim::model::open(&fs).await.unwrap();
-        let config = TopicConfig {
-            segment_bytes: 4096,
-            fsync: FsyncPolicy::Always,
-            cleanup_policy: CleanupPolicy::Compact,
-            retention_ms: None,
-            ..Default::default()
-        };
+        let config = sim::small_compacted_topic();
         k.create_topic_with_config("c", config).await.unwrap();
         let mut acked = Vec::new();
         // Fill the first segment to ~3 KiB with one key (so compaction has work).

@@ -32,15 +32,7 @@ pub struct Faulty {
 
 impl Faulty {
     pub fn new(op: Op, at: u64) -> Arc<Self> {
-        Arc::new(Faulty {
-            op,
-            at,
-            sticky: false,
-            panic: false,
-            enospc: false,
-            partial: 0,
-            counter: AtomicU64::new(0),
-        })
+        Self::with(op, at, |_| {})
     }
     pub fn with(op: Op, at: u64, f: impl FnOnce(&mut Faulty)) -> Arc<Self> {
         let mut s = Faulty {

@@ -42,6 +42,18 @@ pub fn paused_runtime() -> tokio::runtime::Runtime {
         .expect("a current-thread runtime")
 }
 
+/// A compacted, `fsync = always` topic with 4 KiB segments (so a few records roll and a
+/// compaction pass has sealed segments to work on), no time retention.
+pub fn small_compacted_topic() -> kafko_core::TopicConfig {
+    kafko_core::TopicConfig {
+        segment_bytes: 4096,
+        fsync: kafko_core::FsyncPolicy::Always,
+        cleanup_policy: kafko_core::CleanupPolicy::Compact,
+        retention_ms: None,
+        ..Default::default()
+    }
+}
+
 /// How many seeds a simulation test runs: `KAFKO_SIM_SEEDS` if set, else `long` under
 /// `KAFKO_LONG=1` (`scripts/test.sh --long`), else `default`.
 pub fn seed_count(default: u64, long: u64) -> u64 {
@@ -396,6 +408,18 @@ impl State {
         matches!(self.nodes.get(p), Some(Node::Dir))
     }
 
+    /// The inode of the file at `path`, creating an empty file there if it is absent.
+    fn file_or_new(&mut self, path: &Path) -> io::Result<u64> {
+        match self.nodes.get(path) {
+            Some(Node::File(ino)) => Ok(*ino),
+            Some(Node::Dir) => Err(io::Error::other("is a directory")),
+            None => {
+                self.parent_must_exist(path)?;
+                Ok(self.new_file(path))
+            }
+        }
+    }
+
     fn parent_must_exist(&self, p: &Path) -> io::Result<()> {
         match p.parent() {
             Some(parent) if !self.is_dir(parent) => Err(not_found(parent)),
@@ -690,14 +714,7 @@ impl Storage for SimFs {
     fn open(&self, path: &Path) -> io::Result<Arc<dyn StorageFile>> {
         let mut s = self.lock();
         s.enter(Op::Open, path, true)?;
-        let ino = match s.nodes.get(path) {
-            Some(Node::File(ino)) => *ino,
-            Some(Node::Dir) => return Err(io::Error::other("is a directory")),
-            None => {
-                s.parent_must_exist(path)?;
-                s.new_file(path)
-            }
-        };
+        let ino = s.file_or_new(path)?;
         Ok(Arc::new(SimFile {
             fs: self.clone(),
             ino,
@@ -716,14 +733,7 @@ impl Storage for SimFs {
     fn write_synced(&self, path: &Path, data: &[u8]) -> io::Result<()> {
         let mut s = self.lock();
         s.enter(Op::WriteSynced, path, true)?;
-        let ino = match s.nodes.get(path) {
-            Some(Node::File(ino)) => *ino,
-            Some(Node::Dir) => return Err(io::Error::other("is a directory")),
-            None => {
-                s.parent_must_exist(path)?;
-                s.new_file(path)
-            }
-        };
+        let ino = s.file_or_new(path)?;
         let inode = s.inodes.get_mut(&ino).expect("inode");
         inode.data = data.to_vec();
         inode.synced = data.to_vec();
