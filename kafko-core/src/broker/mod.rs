@@ -1,0 +1,107 @@
+//! [`Kafko`]: one open data directory — the topic registry, the directory lock, the
+//! background maintenance task and the clean-shutdown marker. Its methods are grouped by
+//! concern in the submodules:
+//! - `open`: [`KafkoOptions`], locking and recovering a directory, maintenance;
+//! - `topics`: creating, describing, reconfiguring and deleting topics;
+//! - `data`: producers, consumers and the per-partition reads and waits;
+//! - `shutdown`: the graceful stop and its `Drop` fallback.
+
+mod data;
+mod open;
+mod shutdown;
+mod topics;
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::error::{KafkoError, Result};
+use crate::storage::Storage;
+use crate::topic::Topic;
+
+pub use open::KafkoOptions;
+
+const LOCK_FILE: &str = "kafko.lock";
+const CLEAN_MARKER: &str = "clean-shutdown";
+const TOPIC_CONFIG: &str = "topic.json";
+
+/// Whether `create_topic*` made the topic or found it already there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CreateOutcome {
+    /// The topic was created.
+    Created,
+    /// It already existed with the same configuration.
+    AlreadyExisted,
+}
+
+pub(crate) struct Inner {
+    pub(crate) dir: PathBuf,
+    pub(crate) storage: Arc<dyn Storage>,
+    topics: RwLock<HashMap<String, Arc<Topic>>>,
+    lock: Mutex<Option<Box<dyn Any + Send + Sync>>>,
+    closing: AtomicBool,
+    closed: AtomicBool,
+    /// Serializes topic creation and deletion (never held on the data path).
+    admin: tokio::sync::Mutex<()>,
+    background: Mutex<Vec<JoinHandle<()>>>,
+    stop: watch::Sender<bool>,
+    /// Whether this open found a clean-shutdown marker.
+    recovered_clean: bool,
+    /// Consumer groups (offsets, members); see `group`.
+    pub(crate) groups: crate::group::Coordinator,
+    /// Compaction state (one pass at a time); see `compaction`.
+    pub(crate) cleaner: crate::compaction::Cleaner,
+}
+
+/// An open kafko data directory. Cheap to clone; every clone is the same log.
+#[derive(Clone)]
+pub struct Kafko {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl Kafko {
+    /// The data directory.
+    pub fn data_dir(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// Whether this open found the previous shutdown clean (no recovery scan was needed).
+    pub fn recovered_clean(&self) -> bool {
+        self.inner.recovered_clean
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.inner.closing.load(Ordering::Acquire) {
+            return Err(KafkoError::ShuttingDown);
+        }
+        Ok(())
+    }
+
+    pub(crate) fn topic(&self, name: &str) -> Result<Arc<Topic>> {
+        self.check_open()?;
+        self.inner
+            .topics
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(name)
+            .cloned()
+            .ok_or_else(|| KafkoError::TopicNotFound {
+                topic: name.to_owned(),
+            })
+    }
+
+    pub(crate) fn all_topics(&self) -> Vec<Arc<Topic>> {
+        self.inner
+            .topics
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect()
+    }
+}

@@ -1,0 +1,86 @@
+//! Graceful shutdown: stop maintenance, drain and fsync every partition and the group
+//! offsets, write the clean-shutdown marker, release the lock; `Drop` as a fallback.
+
+use std::sync::atomic::Ordering;
+
+use crate::error::Result;
+use crate::record::now_ms;
+use crate::state_file;
+
+use super::{CLEAN_MARKER, Inner, Kafko};
+
+impl Kafko {
+    /// Stops intake, drains and fsyncs every partition, writes the clean-shutdown
+    /// marker and releases the directory lock. Idempotent.
+    pub async fn shutdown(&self) -> Result<()> {
+        shutdown_inner(&self.inner).await
+    }
+
+    /// Whether `shutdown` has begun.
+    pub fn is_shutting_down(&self) -> bool {
+        self.inner.closing.load(Ordering::Acquire)
+    }
+}
+
+async fn shutdown_inner(inner: &Inner) -> Result<()> {
+    if inner.closing.swap(true, Ordering::AcqRel) {
+        return Ok(());
+    }
+    inner.stop.send_replace(true);
+    let tasks: Vec<_> = inner
+        .background
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .drain(..)
+        .collect();
+    for t in tasks {
+        let _ = t.await;
+    }
+    let topics: Vec<_> = inner
+        .topics
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .values()
+        .cloned()
+        .collect();
+    let mut first_error = None;
+    for t in &topics {
+        for p in &t.partitions {
+            if let Err(e) = p.shutdown().await {
+                tracing::error!(topic = %t.name, partition = p.log.partition, error = %e, "partition shutdown failed");
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    if let Err(e) = inner.groups.flush().await {
+        tracing::error!(error = %e, "flushing group offsets failed");
+        first_error.get_or_insert(e);
+    }
+    if first_error.is_none() {
+        // Written last, and only when every partition is durable.
+        let marker = inner.dir.join(CLEAN_MARKER);
+        state_file::write(&*inner.storage, &marker, &now_ms())?;
+    }
+    inner.lock.lock().unwrap_or_else(|p| p.into_inner()).take();
+    inner.closed.store(true, Ordering::Release);
+    tracing::info!(dir = %inner.dir.display(), "kafko shut down");
+    first_error.map_or(Ok(()), Err)
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if self.closed.load(Ordering::Acquire) {
+            return;
+        }
+        // Best-effort fallback: a multi-thread runtime can block this thread to finish the
+        // graceful path. Elsewhere the writers still fsync when their inboxes close.
+        if let Ok(handle) = tokio::runtime::Handle::try_current()
+            && handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
+        {
+            let result = tokio::task::block_in_place(|| handle.block_on(shutdown_inner(self)));
+            if let Err(e) = result {
+                tracing::error!(error = %e, "shutdown on drop failed");
+            }
+        }
+    }
+}
