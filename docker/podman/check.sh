@@ -35,7 +35,9 @@ OHA_IMAGE_LOCAL=localhost/oha:stand-in
 IMAGE=localhost/kafko-http:local
 NAME=kafko-podman-check
 VOLUME=kafko-podman-check-data
-PORT=${KAFKO_PODMAN_PORT:-18080}
+# A free loopback port for the container's published 8080 (compose.yaml's own 8080 is
+# used as written in step 5).
+PORT=${KAFKO_PODMAN_PORT:-$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
 LOAD_SECONDS=${LOAD_SECONDS:-5}
 
 say() { printf '\n== %s\n' "$*"; }
