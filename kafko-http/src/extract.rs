@@ -3,12 +3,21 @@
 //! reading when `Content-Length` says too much, and while reading for chunked bodies;
 //! a `Content-Encoding` other than `identity` is a 415: bodies are never inflated, and
 //! compressed bytes are never stored as if they were the value).
+//!
+//! A body refused for its size is read on and discarded, up to [`DRAIN_MAX_BYTES`] and
+//! [`DRAIN_MAX_TIME`], before the 413 goes out. Closing a socket that still holds unread
+//! request bytes makes the kernel answer with a reset, which can destroy the 413 before
+//! the client reads it (the client sees "connection reset" instead of the typed error).
+//! Bodies larger than that bound still get the 413 at once, and the connection closes.
 
-use axum::extract::rejection::BytesRejection;
+use std::time::Duration;
+
+use axum::body::BodyDataStream;
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
+use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
 
 use crate::error::ApiError;
@@ -48,22 +57,71 @@ impl FromRequest<AppState> for Body {
             .get(header::CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<u64>().ok());
-        if declared.is_some_and(|n| n > limit as u64) {
+        let mut stream = req.into_body().into_data_stream();
+        if let Some(n) = declared.filter(|&n| n > limit as u64) {
+            if n <= DRAIN_MAX_BYTES as u64 {
+                drain(&mut stream).await;
+            }
             return Err(too_large(limit));
         }
-        match Bytes::from_request(req, state).await {
-            Ok(b) => Ok(Body(b)),
-            Err(BytesRejection::FailedToBufferBody(e))
-                if e.status() == StatusCode::PAYLOAD_TOO_LARGE =>
-            {
-                Err(too_large(limit))
+        read_limited(stream, limit).await.map(Body)
+    }
+}
+
+/// Most bytes of a refused body read and discarded before its 413 (see the module doc).
+pub(crate) const DRAIN_MAX_BYTES: usize = 1024 * 1024;
+/// Longest time spent discarding a refused body.
+pub(crate) const DRAIN_MAX_TIME: Duration = Duration::from_millis(500);
+
+/// Reads the whole body if it is at most `limit` bytes. A one-chunk body (the usual case
+/// with `Content-Length`) is returned without a copy.
+async fn read_limited(mut stream: BodyDataStream, limit: usize) -> Result<Bytes, ApiError> {
+    let read_error = |e: axum::Error| {
+        ApiError::bad_request(
+            "invalid_body",
+            format!("could not read the request body: {e}"),
+        )
+    };
+    let mut first: Option<Bytes> = None;
+    let mut rest: Option<BytesMut> = None;
+    let mut total = 0usize;
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(read_error)?;
+        total += chunk.len();
+        if total > limit {
+            drain(&mut stream).await;
+            return Err(too_large(limit));
+        }
+        match (&mut first, &mut rest) {
+            (None, _) => first = Some(chunk),
+            (Some(head), None) => {
+                let mut buf = BytesMut::with_capacity(head.len() + chunk.len());
+                buf.extend_from_slice(head);
+                buf.extend_from_slice(&chunk);
+                rest = Some(buf);
             }
-            Err(e) => Err(ApiError::bad_request(
-                "invalid_body",
-                format!("could not read the request body: {e}"),
-            )),
+            (Some(_), Some(buf)) => buf.extend_from_slice(&chunk),
         }
     }
+    Ok(match (first, rest) {
+        (_, Some(buf)) => buf.freeze(),
+        (Some(head), None) => head,
+        (None, None) => Bytes::new(),
+    })
+}
+
+/// Reads and discards what is left of a refused body, within the drain bounds.
+async fn drain(stream: &mut BodyDataStream) {
+    let discard = async {
+        let mut discarded = 0usize;
+        while let Some(Ok(chunk)) = stream.next().await {
+            discarded += chunk.len();
+            if discarded >= DRAIN_MAX_BYTES {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(DRAIN_MAX_TIME, discard).await;
 }
 
 /// The media type of a request without parameters, lowercased (`""` when absent).
