@@ -4,7 +4,9 @@
 //! a `Content-Encoding` other than `identity` is a 415: bodies are never inflated, and
 //! compressed bytes are never stored as if they were the value).
 //!
-//! A body refused for its size is read on and discarded, up to [`DRAIN_MAX_BYTES`] and
+//! Every request body goes through [`Body`], so `max_body_bytes` is enforced here and
+//! only here (no axum body extractor, hence no `DefaultBodyLimit` layer). A body refused
+//! for its size is read on and discarded, up to [`DRAIN_MAX_BYTES`] and
 //! [`DRAIN_MAX_TIME`], before the 413 goes out. Closing a socket that still holds unread
 //! request bytes makes the kernel answer with a reset, which can destroy the 413 before
 //! the client reads it (the client sees "connection reset" instead of the typed error).

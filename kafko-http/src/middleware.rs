@@ -14,21 +14,16 @@ use axum::response::{IntoResponse, Response};
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// Every request's way through: metrics around auth, around the concurrency limit,
-/// around the timeout, around the route.
+/// Every request's way through: metrics (latency per route template, responses by
+/// status) around auth, around the concurrency limit, around the timeout, around the route.
 pub(crate) async fn envelope(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    track(&state, req, next).await
-}
-
-/// Records latency per route template and counts responses by status.
-async fn track(state: &AppState, req: Request, next: Next) -> Response {
     // `MatchedPath` and `Method` are cheap clones (a shared string, an enum): no
     // per-request allocation on the hot path.
     let route = req.extensions().get::<MatchedPath>().cloned();
     let method = req.method().clone();
     let started = Instant::now();
     state.metrics.request_started();
-    let resp = auth(state, req, next).await;
+    let resp = auth(&state, req, next).await;
     state.metrics.request_finished(
         method.as_str(),
         route.as_ref().map_or("unmatched", MatchedPath::as_str),

@@ -2,7 +2,6 @@
 //! CORS, metrics, auth, concurrency limit, request timeout, body limit.
 
 use axum::Router;
-use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderName, HeaderValue, Method};
 use axum::middleware::from_fn_with_state;
 use axum::routing::{delete, get, post, put};
@@ -62,7 +61,6 @@ pub fn app(state: AppState) -> Router {
         .route("/openapi.json", get(health::openapi))
         .fallback(middleware::not_found)
         .method_not_allowed_fallback(middleware::method_not_allowed)
-        .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
         .layer(from_fn_with_state(state.clone(), middleware::envelope));
     if let Some(cors) = cors(&state.config.cors_origins) {
         router = router.layer(cors);

@@ -72,8 +72,8 @@ pub(crate) fn replace_file(storage: &dyn Storage, path: &Path, data: &[u8]) -> i
 /// Creates `dir` and whichever of its ancestors are missing, fsyncing the parent of each
 /// directory it created, so the whole path survives a power cut — not only the last
 /// entry. (Creating `groups/<g>` in a fresh data directory and syncing only `groups/`
-/// left the `groups` entry itself undurable.) Returns whether anything was created.
-pub(crate) fn create_dir_durably(storage: &dyn Storage, dir: &Path) -> io::Result<bool> {
+/// left the `groups` entry itself undurable.)
+pub(crate) fn create_dir_durably(storage: &dyn Storage, dir: &Path) -> io::Result<()> {
     let mut missing = Vec::new();
     let mut at = dir;
     while !storage.exists(at) {
@@ -84,18 +84,19 @@ pub(crate) fn create_dir_durably(storage: &dyn Storage, dir: &Path) -> io::Resul
         }
     }
     if missing.is_empty() {
-        return Ok(false);
+        return Ok(());
     }
     storage.create_dir_all(dir)?;
     // Outermost first: each parent exists, and is itself durable, by the time it is synced.
     for created in missing.iter().rev() {
-        let parent = created.parent().filter(|p| !p.as_os_str().is_empty());
-        storage.sync_dir(parent.unwrap_or(Path::new(".")))?;
+        storage.sync_dir(parent_of(created))?;
     }
-    Ok(true)
+    Ok(())
 }
 
-/// The parent directory of a path inside the data directory.
+/// The parent directory of a path inside the data directory (`.` for a bare name).
 pub(crate) fn parent_of(path: &Path) -> &Path {
-    path.parent().unwrap_or_else(|| Path::new("."))
+    path.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or_else(|| Path::new("."))
 }
