@@ -60,7 +60,8 @@ pub(crate) fn open_partition(
     let mut segments: Vec<Arc<Segment>> = Vec::with_capacity(bases.len());
     let last = bases.len() - 1;
     for (i, &base) in bases.iter().enumerate() {
-        let seg = load_segment(s, &dir, base, i == last, clean, &topic, partition)?;
+        let Loaded { seg, scanned, torn } =
+            load_segment(s, &dir, base, i == last, clean, &topic, partition)?;
         if let Some(prev) = segments.last()
             && seg.base_offset < prev.next_offset()
             && seg.len() == 0
@@ -86,6 +87,23 @@ pub(crate) fn open_partition(
                     prev.next_offset()
                 ),
             ));
+        }
+        if torn && i != last {
+            // The power went before this segment's seal (fsync) completed and its tail
+            // was lost: every later segment would follow a gap. The log ends here, and
+            // this segment takes writes again (FORMAT.md, recovery rule 7).
+            let dropped = &bases[i + 1..];
+            tracing::warn!(%topic, partition, path = %seg.log_path.display(), dropped_segments = dropped.len(), "a sealed segment lost its tail; dropping the segments after it");
+            for &later in dropped {
+                remove_segment_files(s, &dir, later)?;
+            }
+            s.sync_dir(&dir)
+                .map_err(|e| KafkoError::io("syncing directory", &dir, e))?;
+            segments.push(Arc::new(seg));
+            break;
+        }
+        if scanned && i != last {
+            seg.write_indexes(s)?;
         }
         segments.push(Arc::new(seg));
     }
@@ -165,6 +183,14 @@ fn finish_interrupted_swaps(s: &dyn Storage, dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// A segment as loaded: `scanned` when its indexes were rebuilt from the log, `torn` when
+/// that scan cut a torn tail.
+struct Loaded {
+    seg: Segment,
+    scanned: bool,
+    torn: bool,
+}
+
 fn load_segment(
     s: &dyn Storage,
     dir: &Path,
@@ -173,7 +199,7 @@ fn load_segment(
     clean: bool,
     topic: &str,
     partition: u32,
-) -> Result<Segment> {
+) -> Result<Loaded> {
     let log_path = dir.join(segment_file(base, "log"));
     let file = s
         .open(&log_path)
@@ -181,8 +207,8 @@ fn load_segment(
     let len = file
         .len()
         .map_err(|e| KafkoError::io("reading length of", &log_path, e))?;
-    // Sealed segments were fsynced with their indexes at roll time; the active one only
-    // has trustworthy indexes after a clean shutdown.
+    // A sealed segment's index files are written only after its log was fsynced; the
+    // active one only has trustworthy indexes after a clean shutdown.
     if !is_active || clean {
         let offsets = s
             .read(&log_path.with_extension("index"))
@@ -191,13 +217,29 @@ fn load_segment(
             .read(&log_path.with_extension("timeindex"))
             .unwrap_or_default();
         if let Some((index, summary)) = SparseIndex::decode(&offsets, &times, base, len) {
-            return Ok(Segment::new(base, log_path, file, summary, index));
+            return Ok(Loaded {
+                seg: Segment::new(base, log_path, file, summary, index),
+                scanned: false,
+                torn: false,
+            });
         }
         if !is_active || clean {
             tracing::warn!(%topic, partition, path = %log_path.display(), "index missing or invalid; rebuilding from the log");
         }
     }
     let scanned = scan(&*file, &log_path, base)?;
+    if let Some((position, reason)) = &scanned.torn_tail
+        && !is_active
+        && (clean || s.exists(&log_path.with_extension("index")))
+    {
+        // Its seal completed (index files exist, or the shutdown was clean), so this
+        // tail was durable once: damage, not a power cut, and later segments follow it.
+        return Err(KafkoError::corruption(
+            &log_path,
+            *position,
+            format!("sealed segment damaged: {reason}"),
+        ));
+    }
     if let Some((position, reason)) = &scanned.torn_tail {
         tracing::warn!(%topic, partition, path = %log_path.display(), position, reason, dropped_bytes = len - position, "truncating torn tail");
         file.truncate(*position)
@@ -205,9 +247,11 @@ fn load_segment(
         file.sync_data()
             .map_err(|e| KafkoError::io("fsyncing", &log_path, e))?;
     }
+    let torn = scanned.torn_tail.is_some();
     let seg = Segment::new(base, log_path, file, scanned.summary, scanned.index);
-    if !is_active {
-        seg.write_indexes(s)?;
-    }
-    Ok(seg)
+    Ok(Loaded {
+        seg,
+        scanned: true,
+        torn,
+    })
 }

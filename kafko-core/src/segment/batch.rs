@@ -176,6 +176,7 @@ fn optional_len(field: Option<&[u8]>) -> usize {
     }
 }
 
+#[inline]
 fn put_optional(out: &mut Vec<u8>, field: Option<&[u8]>) {
     match field {
         None => put_varint(out, -1),

@@ -1,15 +1,29 @@
 //! LEB128 varints and zig-zag signed varints used inside a batch's record area.
 
 /// Appends `v` as an unsigned LEB128 varint.
+///
+/// Built in a register-sized scratch and appended with one copy: the encoder writes
+/// several of these per record, and a `push` per byte (a capacity check each) showed up
+/// at ~7 % of a 1,024-record `send_batch` profile.
+#[inline]
 pub(crate) fn put_uvarint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
+    if v < 0x80 {
+        out.push(v as u8);
+        return;
     }
-    out.push(v as u8);
+    let mut scratch = [0u8; 10];
+    let mut n = 0;
+    while v >= 0x80 {
+        scratch[n] = (v as u8) | 0x80;
+        v >>= 7;
+        n += 1;
+    }
+    scratch[n] = v as u8;
+    out.extend_from_slice(&scratch[..=n]);
 }
 
 /// Appends `v` zig-zag encoded.
+#[inline]
 pub(crate) fn put_varint(out: &mut Vec<u8>, v: i64) {
     put_uvarint(out, ((v << 1) ^ (v >> 63)) as u64);
 }

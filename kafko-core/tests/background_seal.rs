@@ -1,0 +1,209 @@
+//! A rolled segment is sealed (fsync, then index files) on a background thread. These
+//! tests pin down what that means for recovery (FORMAT.md, recovery rule 7) and for the
+//! failure path:
+//! - a sealed segment without index files whose tail was lost (the power went before its
+//!   seal completed) ends the log: the tail is cut, later segments are dropped, and the
+//!   next append continues right after the last whole batch;
+//! - the same damage with index files present, or after a clean shutdown, is corruption;
+//! - a seal whose fsync fails turns the partition read-only, like any failed fsync.
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use common::faulty::{Faulty, Op};
+use common::interposed::Interposed;
+use kafko_core::{Kafko, KafkoError};
+
+/// Fills partition 0 of topic `t` over at least four 4 KiB segments, shuts down cleanly
+/// and returns the segment log files (oldest first).
+async fn three_sealed_segments(dir: &Path) -> Vec<PathBuf> {
+    let k = common::open(dir).await;
+    k.create_topic_with_config("t", common::small_segments(1))
+        .await
+        .unwrap();
+    let p = k.producer_for("t").await.unwrap();
+    let mut i = 0;
+    while common::segments(dir, "t", 0).len() < 4 {
+        p.send(None, common::value(i)).await.unwrap();
+        i += 1;
+    }
+    k.shutdown().await.unwrap();
+    common::segments(dir, "t", 0)
+}
+
+/// The offset of every record of partition 0, read from its log start.
+fn offsets_of(k: &Kafko) -> Vec<u64> {
+    common::read_all(k, "t", 0)
+        .iter()
+        .map(|r| r.offset)
+        .collect()
+}
+
+/// Cuts `log` in the middle of its last batch: what a power cut leaves of unsynced pages.
+fn tear(log: &Path) -> u64 {
+    let bytes = std::fs::read(log).unwrap();
+    let cut = bytes.len() - 5;
+    std::fs::write(log, &bytes[..cut]).unwrap();
+    cut as u64
+}
+
+fn remove_indexes(log: &Path) {
+    std::fs::remove_file(log.with_extension("index")).unwrap();
+    std::fs::remove_file(log.with_extension("timeindex")).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_torn_segment_whose_seal_never_completed_ends_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let logs = three_sealed_segments(dir.path()).await;
+    let before = {
+        let k = common::open(dir.path()).await;
+        let all = offsets_of(&k);
+        k.shutdown().await.unwrap();
+        all
+    };
+    // Segment 1 as a power cut before its seal completed leaves it: no index files, its
+    // last batch half written. Segments 2.. hold records after the gap.
+    let torn = &logs[1];
+    remove_indexes(torn);
+    tear(torn);
+    std::fs::remove_file(dir.path().join("clean-shutdown")).unwrap();
+
+    let k = common::open(dir.path()).await;
+    let after = offsets_of(&k);
+    let first_of_segment_2: u64 = logs[2]
+        .file_stem()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(!after.is_empty());
+    assert_eq!(
+        after[..],
+        before[..after.len()],
+        "what is left is a prefix of the log"
+    );
+    assert_eq!(
+        *after.last().unwrap() + 2,
+        first_of_segment_2,
+        "exactly the torn batch is gone from segment 1"
+    );
+    let remaining = common::segments(dir.path(), "t", 0);
+    assert_eq!(
+        remaining,
+        logs[..2],
+        "the segments after the gap are dropped"
+    );
+    for later in &logs[2..] {
+        assert!(!later.with_extension("index").exists());
+        assert!(!later.with_extension("timeindex").exists());
+    }
+    // The cut segment is the active one again: the next record follows the last whole batch.
+    let m = k
+        .producer_for("t")
+        .await
+        .unwrap()
+        .send(None, "next".into())
+        .await
+        .unwrap();
+    assert_eq!(m.offset, *after.last().unwrap() + 1);
+    assert_eq!(common::last_segment(dir.path(), "t", 0), logs[1]);
+    k.shutdown().await.unwrap();
+
+    // And the repaired log reopens as it was left.
+    let k = common::open(dir.path()).await;
+    assert_eq!(offsets_of(&k).len(), after.len() + 1);
+    k.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_torn_segment_that_was_sealed_is_corruption() {
+    // With its index files present, the seal completed: the tail was durable once.
+    let dir = tempfile::tempdir().unwrap();
+    let logs = three_sealed_segments(dir.path()).await;
+    let cut = tear(&logs[1]);
+    std::fs::remove_file(dir.path().join("clean-shutdown")).unwrap();
+    match Kafko::open(dir.path()).await {
+        Err(KafkoError::Corruption { file, position, .. }) => {
+            assert_eq!(file, logs[1]);
+            assert!(position < cut, "{position} points into the torn batch");
+        }
+        Err(e) => panic!("expected corruption, got {e}"),
+        Ok(_) => panic!("a damaged sealed segment opened"),
+    }
+    assert_eq!(
+        common::segments(dir.path(), "t", 0),
+        logs,
+        "nothing deleted"
+    );
+
+    // After a clean shutdown every seal completed, index files or not.
+    let dir = tempfile::tempdir().unwrap();
+    let logs = three_sealed_segments(dir.path()).await;
+    remove_indexes(&logs[1]);
+    tear(&logs[1]);
+    assert!(matches!(
+        Kafko::open(dir.path()).await,
+        Err(KafkoError::Corruption { .. })
+    ));
+    assert_eq!(
+        common::segments(dir.path(), "t", 0),
+        logs,
+        "nothing deleted"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_seal_fsync_makes_the_partition_read_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let faults = Faulty::new(Op::Sync, 1_000_000);
+    let k = Kafko::builder(dir.path())
+        .storage(Arc::new(Interposed(faults.clone())))
+        .open()
+        .await
+        .unwrap();
+    k.create_topic_with_config("t", common::small_segments(1))
+        .await
+        .unwrap();
+    // fsync never: the next fsync is the first roll's seal.
+    faults.arm();
+    let p = k.producer_for("t").await.unwrap();
+    let mut acked = 0u64;
+    let err = loop {
+        match p.send(None, common::value(acked)).await {
+            Ok(m) => {
+                assert_eq!(m.offset, acked);
+                acked += 1;
+                assert!(acked < 10_000, "the failed seal was never noticed");
+            }
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(
+        faults.count(),
+        1_000_000,
+        "the seal's fsync was the one that failed"
+    );
+    // The write that found the failure (at the next roll, or once the seal was seen
+    // finished) gets the fsync error or the refusal; every later one the refusal.
+    assert!(
+        matches!(
+            err,
+            KafkoError::Io { .. } | KafkoError::PartitionReadOnly { .. }
+        ),
+        "{err}"
+    );
+    let next = p.send(None, "refused".into()).await.unwrap_err();
+    assert!(
+        matches!(next, KafkoError::PartitionReadOnly { .. }),
+        "{next}"
+    );
+    assert!(matches!(
+        k.sync().await,
+        Err(KafkoError::PartitionReadOnly { .. })
+    ));
+    // Everything acknowledged is still readable.
+    assert_eq!(common::read_all(&k, "t", 0).len() as u64, acked);
+}
