@@ -4,7 +4,8 @@
 //! - a sealed segment without index files whose tail was lost (the power went before its
 //!   seal completed) ends the log: the tail is cut, later segments are dropped, and the
 //!   next append continues right after the last whole batch;
-//! - the same damage with index files present, or after a clean shutdown, is corruption;
+//! - the same damage below the length an index file records, or after a clean shutdown,
+//!   is corruption; an index covering less than the tear is stale, not proof;
 //! - a seal whose fsync fails turns the partition read-only, like any failed fsync.
 mod common;
 
@@ -18,11 +19,7 @@ use kafko_core::{Kafko, KafkoError};
 /// Fills partition 0 of topic `t` over at least four 4 KiB segments, shuts down cleanly
 /// and returns the segment log files (oldest first).
 async fn three_sealed_segments(dir: &Path) -> Vec<PathBuf> {
-    let k = common::open(dir).await;
-    k.create_topic_with_config("t", common::small_segments(1))
-        .await
-        .unwrap();
-    let p = k.producer_for("t").await.unwrap();
+    let (k, p) = common::open_small_topic(dir).await;
     let mut i = 0;
     while common::segments(dir, "t", 0).len() < 4 {
         p.send(None, common::value(i)).await.unwrap();
@@ -46,6 +43,29 @@ fn tear(log: &Path) -> u64 {
     let cut = bytes.len() - 5;
     std::fs::write(log, &bytes[..cut]).unwrap();
     cut as u64
+}
+
+/// Byte positions where the batches of a segment file end.
+fn batch_ends(log: &Path) -> Vec<u64> {
+    let bytes = std::fs::read(log).unwrap();
+    let mut ends = Vec::new();
+    let mut at = 0usize;
+    while at + 8 <= bytes.len() {
+        let length = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+        at += 8 + length;
+        ends.push(at as u64);
+    }
+    assert_eq!(ends.last().copied(), Some(bytes.len() as u64));
+    ends
+}
+
+/// Cuts `log` after its second-to-last batch: an unsynced tail lost whole.
+fn drop_last_batch(log: &Path) -> u64 {
+    let ends = batch_ends(log);
+    let cut = ends[ends.len() - 2];
+    let f = std::fs::OpenOptions::new().write(true).open(log).unwrap();
+    f.set_len(cut).unwrap();
+    cut
 }
 
 fn remove_indexes(log: &Path) {
@@ -119,6 +139,41 @@ async fn a_torn_segment_whose_seal_never_completed_ends_the_log() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_index_from_a_clean_shutdown_does_not_make_a_tear_corruption() {
+    // A clean shutdown writes the active segment's index files. The segment then grows
+    // and rolls; the power goes before its seal: its index files are the stale ones,
+    // covering less than the tear, which therefore lies in never-synced bytes.
+    let dir = tempfile::tempdir().unwrap();
+    let (k, p) = common::open_small_topic(dir.path()).await;
+    for i in 0..3 {
+        p.send(None, common::value(i)).await.unwrap();
+    }
+    k.shutdown().await.unwrap();
+    let first = common::segments(dir.path(), "t", 0).remove(0);
+    let stale_len = std::fs::metadata(&first).unwrap().len();
+    let stale: Vec<_> = ["index", "timeindex"]
+        .map(|ext| std::fs::read(first.with_extension(ext)).unwrap())
+        .into();
+    drop(p);
+    drop(k);
+
+    let logs = three_sealed_segments(dir.path()).await;
+    assert_eq!(logs[0], first);
+    for (ext, bytes) in ["index", "timeindex"].iter().zip(&stale) {
+        std::fs::write(first.with_extension(ext), bytes).unwrap();
+    }
+    let cut = tear(&first);
+    assert!(cut > stale_len);
+    std::fs::remove_file(dir.path().join("clean-shutdown")).unwrap();
+
+    let k = common::open(dir.path()).await;
+    assert_eq!(common::segments(dir.path(), "t", 0), logs[..1]);
+    let offsets = offsets_of(&k);
+    assert!(offsets.len() > 3 && offsets.iter().enumerate().all(|(i, &o)| o == i as u64));
+    k.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_torn_segment_that_was_sealed_is_corruption() {
     // With its index files present, the seal completed: the tail was durable once.
     let dir = tempfile::tempdir().unwrap();
@@ -128,7 +183,10 @@ async fn a_torn_segment_that_was_sealed_is_corruption() {
     match Kafko::open(dir.path()).await {
         Err(KafkoError::Corruption { file, position, .. }) => {
             assert_eq!(file, logs[1]);
-            assert!(position < cut, "{position} points into the torn batch");
+            assert!(
+                position <= cut,
+                "{position} points at or into the torn batch"
+            );
         }
         Err(e) => panic!("expected corruption, got {e}"),
         Ok(_) => panic!("a damaged sealed segment opened"),
@@ -206,4 +264,68 @@ async fn a_failed_seal_fsync_makes_the_partition_read_only() {
     ));
     // Everything acknowledged is still readable.
     assert_eq!(common::read_all(&k, "t", 0).len() as u64, acked);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tail_lost_at_a_batch_boundary_ends_the_log_too() {
+    // No torn bytes, only a gap: segment 1 ends before segment 2 begins.
+    let dir = tempfile::tempdir().unwrap();
+    let logs = three_sealed_segments(dir.path()).await;
+    remove_indexes(&logs[1]);
+    drop_last_batch(&logs[1]);
+    std::fs::remove_file(dir.path().join("clean-shutdown")).unwrap();
+    let k = common::open(dir.path()).await;
+    assert_eq!(common::segments(dir.path(), "t", 0), logs[..2]);
+    let offsets = offsets_of(&k);
+    assert!(offsets.iter().enumerate().all(|(i, &o)| o == i as u64));
+    let m = k
+        .producer_for("t")
+        .await
+        .unwrap()
+        .send(None, "next".into())
+        .await
+        .unwrap();
+    assert_eq!(
+        m.offset as usize,
+        offsets.len(),
+        "the log goes on without a gap"
+    );
+    k.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gaps_that_a_power_cut_cannot_explain_are_corruption() {
+    // A sealed segment shorter than its index records: it was durable at full length.
+    let dir = tempfile::tempdir().unwrap();
+    let logs = three_sealed_segments(dir.path()).await;
+    let cut = drop_last_batch(&logs[1]);
+    std::fs::remove_file(dir.path().join("clean-shutdown")).unwrap();
+    match Kafko::open(dir.path()).await {
+        Err(KafkoError::Corruption { file, position, .. }) => {
+            assert_eq!((file, position), (logs[1].clone(), cut));
+        }
+        Err(e) => panic!("expected corruption, got {e}"),
+        Ok(_) => panic!("a shortened sealed segment opened"),
+    }
+    assert_eq!(
+        common::segments(dir.path(), "t", 0),
+        logs,
+        "nothing deleted"
+    );
+
+    // A whole segment missing between two complete ones.
+    let dir = tempfile::tempdir().unwrap();
+    let logs = three_sealed_segments(dir.path()).await;
+    std::fs::remove_file(&logs[1]).unwrap();
+    remove_indexes(&logs[1]);
+    for clean in [true, false] {
+        if !clean {
+            let _ = std::fs::remove_file(dir.path().join("clean-shutdown"));
+        }
+        match Kafko::open(dir.path()).await {
+            Err(KafkoError::Corruption { file, .. }) => assert_eq!(file, logs[2]),
+            Err(e) => panic!("expected corruption, got {e}"),
+            Ok(_) => panic!("a log with a missing segment opened (clean: {clean})"),
+        }
+    }
 }

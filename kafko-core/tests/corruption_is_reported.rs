@@ -8,11 +8,7 @@ use kafko_core::{Kafko, KafkoError};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bit_flip_in_a_sealed_segment_fails_the_read_not_the_data() {
     let dir = tempfile::tempdir().unwrap();
-    let k = common::open(dir.path()).await;
-    k.create_topic_with_config("t", common::small_segments(1))
-        .await
-        .unwrap();
-    let p = k.producer_for("t").await.unwrap();
+    let (k, p) = common::open_small_topic(dir.path()).await;
     for i in 0..200 {
         p.send(None, common::value(i)).await.unwrap();
     }

@@ -25,11 +25,7 @@ async fn lookups_are_right(k: &Kafko) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_kind_of_index_damage_is_survived() {
     let dir = tempfile::tempdir().unwrap();
-    let k = common::open(dir.path()).await;
-    k.create_topic_with_config("t", common::small_segments(1))
-        .await
-        .unwrap();
-    let p = k.producer_for("t").await.unwrap();
+    let (k, p) = common::open_small_topic(dir.path()).await;
     for i in 0..600u64 {
         p.send_record(common::rec(i).with_timestamp(1_000_000 + i as i64))
             .await

@@ -65,11 +65,7 @@ async fn every_field_round_trips_for_every_codec() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn offsets_are_dense_across_many_sends_and_segments() {
     let dir = tempfile::tempdir().unwrap();
-    let k = common::open(dir.path()).await;
-    k.create_topic_with_config("t", common::small_segments(1))
-        .await
-        .unwrap();
-    let p = k.producer_for("t").await.unwrap();
+    let (k, p) = common::open_small_topic(dir.path()).await;
     for i in 0..500u64 {
         let m = p.send(None, common::value(i)).await.unwrap();
         assert_eq!(m.offset, i);

@@ -7,11 +7,7 @@ use kafko_core::{SeekTo, TopicConfig};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn offset_for_timestamp_finds_the_first_record_at_or_after() {
     let dir = tempfile::tempdir().unwrap();
-    let k = common::open(dir.path()).await;
-    k.create_topic_with_config("t", common::small_segments(1))
-        .await
-        .unwrap();
-    let p = k.producer_for("t").await.unwrap();
+    let (k, p) = common::open_small_topic(dir.path()).await;
     // Timestamps 0, 10, 20, … with one out-of-order record at offset 50.
     for i in 0..300i64 {
         let ts = if i == 50 { 5 } else { i * 10 };

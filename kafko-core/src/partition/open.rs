@@ -1,6 +1,7 @@
 //! Loading a partition directory at open: finish or discard interrupted compaction
-//! swaps, drop segments below the log start checkpoint, load or rebuild indexes, and
-//! scan the active segment unless the last shutdown was clean (FORMAT.md, "Recovery").
+//! swaps, drop segments below the log start checkpoint, load or rebuild indexes, scan the
+//! active segment unless the last shutdown was clean, and end the log at a sealed segment
+//! that lost its unsynced tail before its seal completed (FORMAT.md, "Recovery").
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -13,7 +14,7 @@ use crate::error::{KafkoError, Result};
 use crate::naming::{parse_segment_file, segment_file};
 use crate::segment::index::SparseIndex;
 use crate::segment::recovery::scan;
-use crate::segment::{Segment, remove_segment_files};
+use crate::segment::{Segment, remove_index_files, remove_segment_files};
 use crate::state_file;
 use crate::storage::Storage;
 
@@ -58,54 +59,68 @@ pub(crate) fn open_partition(
     }
     log_start = log_start.max(bases[0]);
     let mut segments: Vec<Arc<Segment>> = Vec::with_capacity(bases.len());
+    // Sealed segments whose indexes were rebuilt by a scan: their index files are
+    // rewritten once it is known which segment ends up active.
+    let mut rescanned = Vec::new();
+    // Whether the previous segment may have lost an unsynced tail (see `Loaded`).
+    let mut prev_unsealed = false;
     let last = bases.len() - 1;
     for (i, &base) in bases.iter().enumerate() {
-        let Loaded { seg, scanned, torn } =
-            load_segment(s, &dir, base, i == last, clean, &topic, partition)?;
-        if let Some(prev) = segments.last()
-            && seg.base_offset < prev.next_offset()
-            && seg.len() == 0
-        {
-            // A roll that failed after creating its file: the writer kept appending to
-            // the previous segment, past this one's base. It holds nothing: remove it.
-            tracing::warn!(%topic, partition, path = %seg.log_path.display(), "removing the empty segment of a failed roll");
-            drop(seg);
-            remove_segment_files(s, &dir, base)?;
-            s.sync_dir(&dir)
-                .map_err(|e| KafkoError::io("syncing directory", &dir, e))?;
-            continue;
+        let Loaded {
+            seg,
+            scanned,
+            torn,
+            unsealed,
+        } = load_segment(s, &dir, base, i == last, clean, &topic, partition)?;
+        if let Some(prev) = segments.last() {
+            if seg.base_offset < prev.next_offset() && seg.len() == 0 {
+                // A roll that failed after creating its file: the writer kept appending
+                // to the previous segment, past this one's base. It holds nothing.
+                tracing::warn!(%topic, partition, path = %seg.log_path.display(), "removing the empty segment of a failed roll");
+                drop(seg);
+                remove_segment_files(s, &dir, base)?;
+                s.sync_dir(&dir)
+                    .map_err(|e| KafkoError::io("syncing directory", &dir, e))?;
+                continue;
+            }
+            if seg.base_offset != prev.next_offset() {
+                if seg.base_offset > prev.next_offset() && prev_unsealed {
+                    // The previous segment lost its unsynced tail at a batch boundary
+                    // (FORMAT.md, recovery rule 7): the log ends there.
+                    tracing::warn!(%topic, partition, path = %prev.log_path.display(), dropped_segments = bases.len() - i, "a sealed segment lost its tail; dropping the segments after it");
+                    drop(seg);
+                    drop_segments(s, &dir, &bases[i..])?;
+                    break;
+                }
+                return Err(KafkoError::corruption(
+                    &seg.log_path,
+                    0,
+                    format!(
+                        "segment starts at {} but the previous one ends at {}",
+                        seg.base_offset,
+                        prev.next_offset()
+                    ),
+                ));
+            }
         }
-        if let Some(prev) = segments.last()
-            && seg.base_offset < prev.next_offset()
-        {
-            return Err(KafkoError::corruption(
-                &seg.log_path,
-                0,
-                format!(
-                    "segment starts at {} but the previous one ends at {}",
-                    seg.base_offset,
-                    prev.next_offset()
-                ),
-            ));
+        if scanned {
+            rescanned.push(segments.len());
         }
+        segments.push(Arc::new(seg));
+        prev_unsealed = unsealed;
         if torn && i != last {
             // The power went before this segment's seal (fsync) completed and its tail
             // was lost: every later segment would follow a gap. The log ends here, and
             // this segment takes writes again (FORMAT.md, recovery rule 7).
-            let dropped = &bases[i + 1..];
-            tracing::warn!(%topic, partition, path = %seg.log_path.display(), dropped_segments = dropped.len(), "a sealed segment lost its tail; dropping the segments after it");
-            for &later in dropped {
-                remove_segment_files(s, &dir, later)?;
-            }
-            s.sync_dir(&dir)
-                .map_err(|e| KafkoError::io("syncing directory", &dir, e))?;
-            segments.push(Arc::new(seg));
+            tracing::warn!(%topic, partition, path = %segments[segments.len() - 1].log_path.display(), dropped_segments = last - i, "a sealed segment lost its tail; dropping the segments after it");
+            drop_segments(s, &dir, &bases[i + 1..])?;
             break;
         }
-        if scanned && i != last {
-            seg.write_indexes(s)?;
+    }
+    for &at in &rescanned {
+        if at + 1 < segments.len() {
+            segments[at].write_indexes(s)?;
         }
-        segments.push(Arc::new(seg));
     }
     let active = segments[segments.len() - 1].clone();
     let hw = active.next_offset();
@@ -171,6 +186,9 @@ fn finish_interrupted_swaps(s: &dyn Storage, dir: &Path) -> Result<()> {
                 remove_segment_files(s, dir, other)?;
             }
         }
+        // The replaced segment at `base` may be gone already while its index files are
+        // not (the swap was cut between the two): they describe the old log.
+        remove_index_files(s, dir, base)?;
         s.sync_dir(dir)
             .map_err(|e| KafkoError::io("syncing directory", dir, e))?;
         let log_path = dir.join(segment_file(base, "log"));
@@ -184,11 +202,22 @@ fn finish_interrupted_swaps(s: &dyn Storage, dir: &Path) -> Result<()> {
 }
 
 /// A segment as loaded: `scanned` when its indexes were rebuilt from the log, `torn` when
-/// that scan cut a torn tail.
+/// that scan cut a torn tail, `unsealed` when it may have lost an unsynced tail (a sealed
+/// segment scanned after an unclean shutdown with no index file proving it whole).
 struct Loaded {
     seg: Segment,
     scanned: bool,
     torn: bool,
+    unsealed: bool,
+}
+
+/// Deletes the segments with these base offsets (recovery rule 7), then makes it durable.
+fn drop_segments(s: &dyn Storage, dir: &Path, bases: &[u64]) -> Result<()> {
+    for &base in bases {
+        remove_segment_files(s, dir, base)?;
+    }
+    s.sync_dir(dir)
+        .map_err(|e| KafkoError::io("syncing directory", dir, e))
 }
 
 fn load_segment(
@@ -209,6 +238,7 @@ fn load_segment(
         .map_err(|e| KafkoError::io("reading length of", &log_path, e))?;
     // A sealed segment's index files are written only after its log was fsynced; the
     // active one only has trustworthy indexes after a clean shutdown.
+    let mut durable_length = None;
     if !is_active || clean {
         let offsets = s
             .read(&log_path.with_extension("index"))
@@ -221,19 +251,32 @@ fn load_segment(
                 seg: Segment::new(base, log_path, file, summary, index),
                 scanned: false,
                 torn: false,
+                unsealed: false,
             });
         }
-        if !is_active || clean {
-            tracing::warn!(%topic, partition, path = %log_path.display(), "index missing or invalid; rebuilding from the log");
-        }
+        durable_length = SparseIndex::covered_length(&offsets, base);
+        tracing::warn!(%topic, partition, path = %log_path.display(), "index missing or invalid; rebuilding from the log");
+    }
+    if let Some(durable) = durable_length
+        && !is_active
+        && durable > len
+    {
+        return Err(KafkoError::corruption(
+            &log_path,
+            len,
+            format!("sealed segment is {len} bytes long, but its index records {durable}"),
+        ));
     }
     let scanned = scan(&*file, &log_path, base)?;
     if let Some((position, reason)) = &scanned.torn_tail
         && !is_active
-        && (clean || s.exists(&log_path.with_extension("index")))
+        && (clean || durable_length.is_some_and(|durable| durable > *position))
     {
-        // Its seal completed (index files exist, or the shutdown was clean), so this
-        // tail was durable once: damage, not a power cut, and later segments follow it.
+        // The tear lies in bytes that were durable once: every seal completed before a
+        // clean shutdown, and an index file records the length fsynced before it was
+        // written. That is damage, not a power cut, and later segments follow it. (An
+        // index covering less than the tear is stale: written when this segment was the
+        // active one at a clean shutdown, before it grew.)
         return Err(KafkoError::corruption(
             &log_path,
             *position,
@@ -250,6 +293,7 @@ fn load_segment(
     let torn = scanned.torn_tail.is_some();
     let seg = Segment::new(base, log_path, file, scanned.summary, scanned.index);
     Ok(Loaded {
+        unsealed: !is_active && !clean && durable_length.is_none_or(|d| d < seg.len()),
         seg,
         scanned: true,
         torn,

@@ -327,6 +327,13 @@ impl Writer {
 
     async fn write_buffer(&mut self) -> Result<()> {
         let path = self.active.log_path.clone();
+        let must_sync = self.sync_requested || self.config.fsync == FsyncPolicy::Always;
+        if must_sync {
+            // The fsync below covers every record before it, those of a segment still
+            // sealing too. Waited for before the write, so a failed seal fails this group
+            // with nothing of it on disk.
+            self.finish_seal().await?;
+        }
         if let Err(e) = self.active.file.append(&self.buf) {
             let err = KafkoError::io("appending to", &path, e);
             // Cut whatever part of the write landed, so the next batch starts clean.
@@ -335,10 +342,7 @@ impl Writer {
             }
             return Err(err);
         }
-        let must_sync = self.sync_requested || self.config.fsync == FsyncPolicy::Always;
         if must_sync {
-            // An fsync covers every record before it, those of a segment still sealing too.
-            self.finish_seal().await?;
             if let Err(e) = self.fsync_active().await {
                 self.poison(format!("fsync failed: {e}"));
                 return Err(KafkoError::io("fsyncing", &path, e));

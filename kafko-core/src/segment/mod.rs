@@ -63,6 +63,9 @@ impl Segment {
             .map_err(|e| KafkoError::io("creating", &log_path, e))?;
         file.truncate(0)
             .map_err(|e| KafkoError::io("truncating", &log_path, e))?;
+        // Index files left by an earlier segment of this base (a removal a cut undid)
+        // would describe another log; the directory fsync below covers their removal.
+        remove_index_files(storage, dir, base_offset)?;
         storage
             .sync_dir(dir)
             .map_err(|e| KafkoError::io("syncing directory", dir, e))?;
@@ -169,14 +172,28 @@ impl Segment {
 }
 
 /// Removes the log and index files of the segment at `base` in `dir` (absent is fine).
+///
+/// Index files go first: under in-order directory changes a cut can then leave a log
+/// without its index (rebuilt by a scan), never an index without its log, which a later
+/// segment with the same base offset would inherit (recovery trusts the length an index
+/// records, FORMAT.md rule 7).
 pub(crate) fn remove_segment_files(storage: &dyn Storage, dir: &Path, base: u64) -> Result<()> {
-    for ext in ["log", "index", "timeindex"] {
-        let path = dir.join(segment_file(base, ext));
-        match storage.remove_file(&path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(KafkoError::io("removing", &path, e)),
-        }
+    remove_index_files(storage, dir, base)?;
+    remove_if_present(storage, &dir.join(segment_file(base, "log")))
+}
+
+/// Removes a segment's index files, if any.
+pub(crate) fn remove_index_files(storage: &dyn Storage, dir: &Path, base: u64) -> Result<()> {
+    for ext in ["index", "timeindex"] {
+        remove_if_present(storage, &dir.join(segment_file(base, ext)))?;
     }
     Ok(())
+}
+
+fn remove_if_present(storage: &dyn Storage, path: &Path) -> Result<()> {
+    match storage.remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(KafkoError::io("removing", path, e)),
+    }
 }

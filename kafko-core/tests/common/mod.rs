@@ -7,10 +7,20 @@ pub mod interposed;
 
 use std::path::Path;
 
-use kafko_core::{Bytes, Kafko, ProducerRecord, Record, TopicConfig};
+use kafko_core::{Bytes, Kafko, Producer, ProducerRecord, Record, TopicConfig};
 
 pub async fn open(dir: &Path) -> Kafko {
     Kafko::open(dir).await.expect("open")
+}
+
+/// Opens `dir` with topic `t` of one partition in 4 KiB segments, and a producer for it.
+pub async fn open_small_topic(dir: &Path) -> (Kafko, Producer) {
+    let k = open(dir).await;
+    k.create_topic_with_config("t", small_segments(1))
+        .await
+        .expect("create topic");
+    let p = k.producer_for("t").await.expect("producer");
+    (k, p)
 }
 
 pub fn small_segments(partitions: u32) -> TopicConfig {
