@@ -409,8 +409,8 @@ impl Writer {
     /// on the bench machine, seconds for a large segment on a slow disk), and every
     /// producer of the partition would wait for it. Kafka flushes a rolled segment in
     /// the background too. A crash before the seal completes leaves a sealed segment
-    /// without index files; recovery scans it, and a torn tail there ends the log
-    /// (FORMAT.md, recovery rule 7).
+    /// whose index files do not match its log; recovery scans it, and a lost tail (torn,
+    /// or ending before the next segment) ends the log there (FORMAT.md, recovery rule 7).
     async fn roll(&mut self) -> Result<()> {
         if self.active.len() == 0 {
             // The flush before this roll failed and left the active segment empty: a new
