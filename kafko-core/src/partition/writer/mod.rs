@@ -11,8 +11,15 @@
 //!   the new one takes writes; at most one seal is in flight, and everything that
 //!   promises durability (an fsync of the active segment, `sync`, shutdown) or removes
 //!   segments (the next roll, retention, a compaction swap) waits for it first.
+//!
+//! Here: the task loop, group commit, the fsync policy and shutdown. The writer's other
+//! duties each have a file: `roll` (new segment, background seal), `retention` and
+//! `swap` (installing a compacted segment).
 
-use std::path::Path;
+mod retention;
+mod roll;
+mod swap;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -20,13 +27,11 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use super::PartitionLog;
-use super::command::{Command, RetentionOutcome, SegmentSwap};
+use super::command::Command;
 use crate::config::{FsyncPolicy, TopicConfig};
 use crate::error::{KafkoError, Result};
-use crate::naming::segment_file;
 use crate::segment::Segment;
 use crate::segment::batch::{self, EncodedBatch};
-use crate::state_file;
 use crate::storage::Storage;
 
 /// Most appends drained into one write.
@@ -70,12 +75,6 @@ struct Observation {
     max_timestamp: i64,
 }
 
-/// A rolled segment's seal running on a blocking thread.
-struct Sealing {
-    log_path: std::path::PathBuf,
-    task: tokio::task::JoinHandle<std::io::Result<()>>,
-}
-
 pub(crate) struct Writer {
     log: Arc<PartitionLog>,
     storage: Arc<dyn Storage>,
@@ -100,7 +99,7 @@ pub(crate) struct Writer {
     /// Appends in the previous group: how many producers the next gather expects.
     last_group: usize,
     /// The seal of the previously active segment, while it runs (see `roll`).
-    sealing: Option<Sealing>,
+    sealing: Option<roll::Sealing>,
 }
 
 impl Writer {
@@ -399,227 +398,6 @@ impl Writer {
         }
         self.dirty = false;
         self.last_sync = Instant::now();
-        Ok(())
-    }
-
-    /// Starts a new active segment and seals the old one (fsync, then its index files) on
-    /// a blocking thread.
-    ///
-    /// Why not seal inline: the fsync of a whole segment writes it out (25 ms for 64 MiB
-    /// on the bench machine, seconds for a large segment on a slow disk), and every
-    /// producer of the partition would wait for it. Kafka flushes a rolled segment in
-    /// the background too. A crash before the seal completes leaves a sealed segment
-    /// whose index files do not match its log; recovery scans it, and a lost tail (torn,
-    /// or ending before the next segment) ends the log there (FORMAT.md, recovery rule 7).
-    async fn roll(&mut self) -> Result<()> {
-        if self.active.len() == 0 {
-            // The flush before this roll failed and left the active segment empty: a new
-            // segment would have the same base offset, and the two would share one file
-            // (compacting the stale twin later deleted the live segment's file).
-            return Ok(());
-        }
-        if let Some(reason) = &self.poisoned {
-            return Err(self.read_only_error(reason));
-        }
-        self.finish_seal().await?;
-        let next = Arc::new(Segment::create(
-            &*self.storage,
-            &self.log.dir,
-            self.active.next_offset(),
-        )?);
-        let mut segments: Vec<_> = self.log.segments().iter().cloned().collect();
-        segments.push(next.clone());
-        self.log.set_segments(segments);
-        let sealed = std::mem::replace(&mut self.active, next);
-        // The sealed segment's pending data is the seal's to make durable now.
-        self.dirty = false;
-        let storage = self.storage.clone();
-        let log_path = sealed.log_path.clone();
-        let task = tokio::task::spawn_blocking(move || {
-            sealed.file.sync_data()?;
-            // Without index files recovery rebuilds them by a scan: not worth failing for.
-            if let Err(e) = sealed.write_indexes(&*storage) {
-                tracing::warn!(path = %sealed.log_path.display(), error = %e, "could not write the index files of a sealed segment");
-            }
-            Ok(())
-        });
-        self.sealing = Some(Sealing { log_path, task });
-        Ok(())
-    }
-
-    /// Waits for the seal of the previously active segment, if one is in flight. A failed
-    /// seal fsync poisons the partition like any failed fsync.
-    async fn finish_seal(&mut self) -> Result<()> {
-        let Some(sealing) = self.sealing.take() else {
-            return Ok(());
-        };
-        let result = match sealing.task.await {
-            Ok(result) => result,
-            Err(join) => Err(std::io::Error::other(format!("seal task failed: {join}"))),
-        };
-        if let Err(e) = result {
-            self.poison(format!("fsync of a sealed segment failed: {e}"));
-            return Err(KafkoError::io("fsyncing", &sealing.log_path, e));
-        }
-        Ok(())
-    }
-
-    /// Deletes the oldest sealed segments beyond `retention_ms` / `retention_bytes`.
-    fn enforce_retention(&mut self, now_ms: i64) -> Result<RetentionOutcome> {
-        let segments = self.log.segments();
-        let mut outcome = RetentionOutcome {
-            log_start_offset: self.log.log_start(),
-            ..Default::default()
-        };
-        if !self.config.cleanup_policy.deletes() || segments.len() < 2 {
-            return Ok(outcome);
-        }
-        let sealed = &segments[..segments.len() - 1];
-        let mut total: u64 = segments.iter().map(|s| s.len()).sum();
-        let mut count = 0;
-        for seg in sealed {
-            let expired = self
-                .config
-                .retention_ms
-                // `ms as i64` made a retention past i64::MAX negative, so "keep for
-                // ~forever" expired every sealed segment at once (found via schemathesis).
-                .is_some_and(|ms| {
-                    let ms = i64::try_from(ms).unwrap_or(i64::MAX);
-                    seg.max_timestamp() < now_ms.saturating_sub(ms)
-                });
-            // Kafka's rule: drop a segment only if what remains still meets the limit.
-            let oversized = self
-                .config
-                .retention_bytes
-                .is_some_and(|max| total - seg.len() >= max);
-            if !(expired || oversized) {
-                break;
-            }
-            total -= seg.len();
-            count += 1;
-        }
-        if count == 0 {
-            return Ok(outcome);
-        }
-        let new_start = segments[count].base_offset.max(self.log.log_start());
-        // Persist the new start before deleting, so a crash cannot resurrect a gap.
-        state_file::write(
-            &*self.storage,
-            &self.log.dir.join(LOG_START_FILE),
-            &new_start,
-        )?;
-        self.log.set_segments(segments[count..].to_vec());
-        self.log.set_log_start(new_start);
-        for seg in &segments[..count] {
-            outcome.bytes_deleted += seg.len();
-            seg.remove_files(&*self.storage)?;
-        }
-        self.storage
-            .sync_dir(&self.log.dir)
-            .map_err(|e| KafkoError::io("syncing directory", &self.log.dir, e))?;
-        outcome.segments_deleted = count;
-        outcome.log_start_offset = new_start;
-        tracing::info!(topic = %self.log.topic, partition = self.log.partition, deleted = count, log_start = new_start, "retention deleted segments");
-        Ok(outcome)
-    }
-
-    /// Installs a compacted segment in place of a run of sealed ones (crash-safe order:
-    /// `.cleaned` → `.swap` (commit point) → delete old → `.swap` → `.log`).
-    fn install_swap(&mut self, swap: SegmentSwap) -> Result<()> {
-        if let Some(reason) = self.poisoned.as_ref().or(self.swap_unfinished.as_ref()) {
-            let _ = self.storage.remove_file(&swap.cleaned_path);
-            return Err(self.read_only_error(reason));
-        }
-        let segments = self.log.segments();
-        let Some(first) = segments
-            .iter()
-            .position(|s| Some(&s.base_offset) == swap.replaced.first())
-        else {
-            let _ = self.storage.remove_file(&swap.cleaned_path);
-            return Err(KafkoError::InvalidRequest {
-                reason: "segments changed during compaction".into(),
-            });
-        };
-        let end = first + swap.replaced.len();
-        let still_same = end < segments.len()
-            && segments[first..end]
-                .iter()
-                .map(|s| s.base_offset)
-                .eq(swap.replaced.iter().copied());
-        if !still_same {
-            let _ = self.storage.remove_file(&swap.cleaned_path);
-            return Err(KafkoError::InvalidRequest {
-                reason: "segments changed during compaction".into(),
-            });
-        }
-        // The cleaned segment must cover exactly the replaced range: recovery of an
-        // interrupted swap deletes `[base, next_offset)` of the `.swap` file.
-        let range_end = segments[end - 1].next_offset();
-        if swap.summary.base_offset != segments[first].base_offset
-            || swap.summary.next_offset != range_end
-        {
-            let _ = self.storage.remove_file(&swap.cleaned_path);
-            return Err(KafkoError::corruption(
-                &swap.cleaned_path,
-                0,
-                format!(
-                    "cleaned segment spans {}..{}, replaced segments span {}..{range_end}",
-                    swap.summary.base_offset, swap.summary.next_offset, segments[first].base_offset
-                ),
-            ));
-        }
-        let dir = self.log.dir.clone();
-        fn io<'a>(op: &'static str, p: &'a Path) -> impl FnOnce(std::io::Error) -> KafkoError + 'a {
-            move |e| KafkoError::io(op, p.to_path_buf(), e)
-        }
-        let base = swap.summary.base_offset;
-        let swap_path = dir.join(segment_file(base, "swap"));
-        let log_path = dir.join(segment_file(base, "log"));
-        self.storage
-            .rename(&swap.cleaned_path, &swap_path)
-            .map_err(io("renaming", &swap_path))?;
-        // Past the commit point the swap can only go forward, and if a step fails only
-        // recovery (FORMAT.md rule 6) can finish it. Until a restart the partition takes
-        // no further swaps: a later swap of an overlapping range would leave this
-        // `.swap` behind, and the next open would resurrect it as a segment overlapping
-        // its neighbour (refused as corruption). Writes and reads are unaffected.
-        let committed = (|| {
-            self.storage
-                .sync_dir(&dir)
-                .map_err(io("syncing directory", &dir))?;
-            for seg in &segments[first..end] {
-                seg.remove_files(&*self.storage)?;
-            }
-            self.storage
-                .sync_dir(&dir)
-                .map_err(io("syncing directory", &dir))?;
-            self.storage
-                .rename(&swap_path, &log_path)
-                .map_err(io("renaming", &log_path))?;
-            self.storage
-                .sync_dir(&dir)
-                .map_err(io("syncing directory", &dir))?;
-            let file = self
-                .storage
-                .open(&log_path)
-                .map_err(io("opening", &log_path))?;
-            let cleaned = Arc::new(Segment::new(base, log_path, file, swap.summary, swap.index));
-            cleaned.write_indexes(&*self.storage)?;
-            Ok(cleaned)
-        })();
-        let cleaned = match committed {
-            Ok(c) => c,
-            Err(e) => {
-                let reason = format!("a compaction swap failed past its commit point: {e}");
-                tracing::error!(topic = %self.log.topic, partition = self.log.partition, %reason, "compaction stops until a restart");
-                self.swap_unfinished = Some(reason);
-                return Err(e);
-            }
-        };
-        let mut next: Vec<_> = segments[..first].to_vec();
-        next.push(cleaned);
-        next.extend(segments[end..].iter().cloned());
-        self.log.set_segments(next);
         Ok(())
     }
 
