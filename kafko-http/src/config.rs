@@ -32,6 +32,10 @@ pub struct ServerConfig {
     pub request_timeout: Duration,
     /// Longest time a client may take to send the request head.
     pub header_read_timeout: Duration,
+    /// Longest pause allowed between two pieces of a request body (answered 408). A
+    /// stalled upload would otherwise hold one of `max_concurrent_requests` until
+    /// `request_timeout`.
+    pub body_read_timeout: Duration,
     /// How long shutdown waits for in-flight requests before closing them.
     pub shutdown_grace: Duration,
     /// Requests handled at once; beyond this the server answers 503 with `Retry-After`.
@@ -54,6 +58,7 @@ impl Default for ServerConfig {
             max_wait: Duration::from_secs(30),
             request_timeout: Duration::from_secs(60),
             header_read_timeout: Duration::from_secs(10),
+            body_read_timeout: Duration::from_secs(10),
             shutdown_grace: Duration::from_secs(10),
             max_concurrent_requests: 1024,
             auth_token: None,

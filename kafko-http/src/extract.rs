@@ -66,7 +66,9 @@ impl FromRequest<AppState> for Body {
             }
             return Err(too_large(limit));
         }
-        read_limited(stream, limit).await.map(Body)
+        read_limited(stream, limit, state.config.body_read_timeout)
+            .await
+            .map(Body)
     }
 }
 
@@ -75,9 +77,15 @@ pub(crate) const DRAIN_MAX_BYTES: usize = 1024 * 1024;
 /// Longest time spent discarding a refused body.
 pub(crate) const DRAIN_MAX_TIME: Duration = Duration::from_millis(500);
 
-/// Reads the whole body if it is at most `limit` bytes. A one-chunk body (the usual case
-/// with `Content-Length`) is returned without a copy.
-async fn read_limited(mut stream: BodyDataStream, limit: usize) -> Result<Bytes, ApiError> {
+/// Reads the whole body if it is at most `limit` bytes, with at most `idle` between two
+/// pieces of it (408 `body_timeout` otherwise). A one-chunk body (the usual case with
+/// `Content-Length`) is returned without a copy. A piece that is already there costs no
+/// timer: the timeout only registers one when the read would wait.
+async fn read_limited(
+    mut stream: BodyDataStream,
+    limit: usize,
+    idle: Duration,
+) -> Result<Bytes, ApiError> {
     let read_error = |e: axum::Error| {
         ApiError::bad_request(
             "invalid_body",
@@ -87,8 +95,21 @@ async fn read_limited(mut stream: BodyDataStream, limit: usize) -> Result<Bytes,
     let mut first: Option<Bytes> = None;
     let mut rest: Option<BytesMut> = None;
     let mut total = 0usize;
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(read_error)?;
+    loop {
+        let chunk = match tokio::time::timeout(idle, stream.next()).await {
+            Ok(Some(chunk)) => chunk.map_err(read_error)?,
+            Ok(None) => break,
+            Err(_) => {
+                return Err(ApiError::new(
+                    StatusCode::REQUEST_TIMEOUT,
+                    "body_timeout",
+                    format!(
+                        "the request body paused for more than {} ms after {total} bytes",
+                        idle.as_millis()
+                    ),
+                ));
+            }
+        };
         total += chunk.len();
         if total > limit {
             drain(&mut stream).await;

@@ -54,6 +54,9 @@ struct Args {
     /// Time limit for a client to send the request head, ms.
     #[arg(long, env = "KAFKO_HEADER_READ_TIMEOUT_MS", default_value_t = 10_000)]
     header_read_timeout_ms: u64,
+    /// Longest pause between two pieces of a request body before a 408, ms.
+    #[arg(long, env = "KAFKO_BODY_READ_TIMEOUT_MS", default_value_t = 10_000)]
+    body_read_timeout_ms: u64,
     /// How long shutdown waits for in-flight requests, ms.
     #[arg(long, env = "KAFKO_SHUTDOWN_GRACE_MS", default_value_t = 10_000)]
     shutdown_grace_ms: u64,
@@ -131,6 +134,7 @@ impl Args {
             max_wait: ms(self.max_wait_ms),
             request_timeout: ms(self.request_timeout_ms),
             header_read_timeout: ms(self.header_read_timeout_ms),
+            body_read_timeout: ms(self.body_read_timeout_ms),
             shutdown_grace: ms(self.shutdown_grace_ms),
             max_concurrent_requests: self.max_concurrent_requests,
             auth_token: self.auth_token.clone().filter(|t| !t.is_empty()),

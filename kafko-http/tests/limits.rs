@@ -1,6 +1,6 @@
 //! Limits and protection: body size (413, with and without Content-Length), the global
-//! concurrency limit and the request timeout (503 + Retry-After), the header-read
-//! timeout, bearer auth (401 + WWW-Authenticate) and CORS for configured origins only.
+//! concurrency limit and the request timeout (503 + Retry-After), the header-read and
+//! body-read timeouts, bearer auth (401 + WWW-Authenticate) and CORS for configured origins only.
 
 mod common;
 
@@ -152,6 +152,53 @@ async fn concurrency_limit_and_request_timeout_answer_503_with_retry_after() {
         .unwrap();
     assert!(r.headers().contains_key("retry-after"));
     problem(r, 503, "request_timeout").await;
+}
+
+/// A body that stops arriving gets a 408 after `--body-read-timeout-ms`, so a stalled
+/// upload gives back its concurrency permit long before the request timeout; nothing of
+/// it is written, and a body that keeps coming, however slowly, is not cut off.
+#[tokio::test]
+async fn a_stalled_body_is_408_and_releases_its_permit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Server::start(
+        &tmp.path().join("data"),
+        &[
+            "--body-read-timeout-ms",
+            "300",
+            "--max-concurrent-requests",
+            "1",
+        ],
+    )
+    .await;
+    create_topic(&client(), &s, "t", json!({})).await;
+    let mut sock = tokio::net::TcpStream::connect(&s.addr).await.unwrap();
+    sock.write_all(
+        b"POST /v1/topics/t/records HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nhalf",
+    )
+    .await
+    .unwrap();
+    let started = Instant::now();
+    let (status, answer) = tokio::time::timeout(Duration::from_secs(5), read_response(&mut sock))
+        .await
+        .expect("no answer within 5 s");
+    assert_eq!(status, 408, "{answer}");
+    assert!(answer.contains("body_timeout"), "{answer}");
+    assert!(started.elapsed() >= Duration::from_millis(250));
+    // The permit is back: with a limit of one, this would be a 503 otherwise.
+    let r = client().get(s.url("/v1/topics/t")).send().await.unwrap();
+    assert_eq!(common::json(r).await["partitions"][0]["high_watermark"], 0);
+
+    // Slow but steady: pieces 200 ms apart, each within the limit.
+    let mut sock = tokio::net::TcpStream::connect(&s.addr).await.unwrap();
+    sock.write_all(b"POST /v1/topics/t/records HTTP/1.1\r\nHost: x\r\nContent-Length: 6\r\n\r\n")
+        .await
+        .unwrap();
+    for piece in [&b"sl"[..], b"ow", b"ly"] {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        sock.write_all(piece).await.unwrap();
+    }
+    let (status, answer) = read_response(&mut sock).await;
+    assert_eq!(status, 201, "{answer}");
 }
 
 #[tokio::test]

@@ -34,6 +34,7 @@ const NDJSON: &str = "application/x-ndjson";
         (status = 201, description = "Appended; one position per record in request order", body = ProduceResponse),
         (status = 400, description = "Invalid record, JSON, name or encoding", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "code topic_not_found (auto-create disabled) or partition_not_found", body = Problem, content_type = "application/problem+json"),
+        (status = 408, description = "code body_timeout: the body paused for longer than --body-read-timeout-ms", body = Problem, content_type = "application/problem+json"),
         (status = 413, description = "code record_too_large or payload_too_large", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "code unsupported_content_encoding: compressed request bodies are refused", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "code backpressure / shutting_down, with Retry-After", body = Problem, content_type = "application/problem+json"),
