@@ -19,7 +19,7 @@ use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use bytes::{Bytes, BytesMut};
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 use serde::de::DeserializeOwned;
 
 use crate::error::ApiError;
@@ -79,8 +79,7 @@ pub(crate) const DRAIN_MAX_TIME: Duration = Duration::from_millis(500);
 
 /// Reads the whole body if it is at most `limit` bytes, with at most `idle` between two
 /// pieces of it (408 `body_timeout` otherwise). A one-chunk body (the usual case with
-/// `Content-Length`) is returned without a copy. A piece that is already there costs no
-/// timer: the timeout only registers one when the read would wait.
+/// `Content-Length`) is returned without a copy.
 async fn read_limited(
     mut stream: BodyDataStream,
     limit: usize,
@@ -96,7 +95,13 @@ async fn read_limited(
     let mut rest: Option<BytesMut> = None;
     let mut total = 0usize;
     loop {
-        let chunk = match tokio::time::timeout(idle, stream.next()).await {
+        // A piece that is already there is taken without a timer (the common one-chunk
+        // body); only a read that would wait is bounded.
+        let next = match stream.next().now_or_never() {
+            Some(next) => Ok(next),
+            None => tokio::time::timeout(idle, stream.next()).await,
+        };
+        let chunk = match next {
             Ok(Some(chunk)) => chunk.map_err(read_error)?,
             Ok(None) => break,
             Err(_) => {
