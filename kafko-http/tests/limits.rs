@@ -164,7 +164,7 @@ async fn a_stalled_body_is_408_and_releases_its_permit() {
         &tmp.path().join("data"),
         &[
             "--body-read-timeout-ms",
-            "300",
+            "800",
             "--max-concurrent-requests",
             "1",
         ],
@@ -183,18 +183,18 @@ async fn a_stalled_body_is_408_and_releases_its_permit() {
         .expect("no answer within 5 s");
     assert_eq!(status, 408, "{answer}");
     assert!(answer.contains("body_timeout"), "{answer}");
-    assert!(started.elapsed() >= Duration::from_millis(250));
+    assert!(started.elapsed() >= Duration::from_millis(750));
     // The permit is back: with a limit of one, this would be a 503 otherwise.
     let r = client().get(s.url("/v1/topics/t")).send().await.unwrap();
     assert_eq!(common::json(r).await["partitions"][0]["high_watermark"], 0);
 
-    // Slow but steady: pieces 200 ms apart, each within the limit.
+    // Slow but steady: pieces 150 ms apart, well within the limit.
     let mut sock = tokio::net::TcpStream::connect(&s.addr).await.unwrap();
     sock.write_all(b"POST /v1/topics/t/records HTTP/1.1\r\nHost: x\r\nContent-Length: 6\r\n\r\n")
         .await
         .unwrap();
     for piece in [&b"sl"[..], b"ow", b"ly"] {
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        tokio::time::sleep(Duration::from_millis(150)).await;
         sock.write_all(piece).await.unwrap();
     }
     let (status, answer) = read_response(&mut sock).await;
