@@ -68,6 +68,20 @@ fn drop_last_batch(log: &Path) -> u64 {
     cut
 }
 
+/// Removes the clean-shutdown marker: the next open recovers as after a crash.
+fn unclean(dir: &Path) {
+    std::fs::remove_file(dir.join("clean-shutdown")).unwrap();
+}
+
+/// Opens `dir`, which must fail with `Corruption`; returns its file and position.
+async fn expect_corruption(dir: &Path) -> (PathBuf, u64) {
+    match Kafko::open(dir).await {
+        Err(KafkoError::Corruption { file, position, .. }) => (file, position),
+        Err(e) => panic!("expected corruption, got {e}"),
+        Ok(_) => panic!("a damaged log opened"),
+    }
+}
+
 fn remove_indexes(log: &Path) {
     std::fs::remove_file(log.with_extension("index")).unwrap();
     std::fs::remove_file(log.with_extension("timeindex")).unwrap();
@@ -88,7 +102,7 @@ async fn a_torn_segment_whose_seal_never_completed_ends_the_log() {
     let torn = &logs[1];
     remove_indexes(torn);
     tear(torn);
-    std::fs::remove_file(dir.path().join("clean-shutdown")).unwrap();
+    unclean(dir.path());
 
     let k = common::open(dir.path()).await;
     let after = offsets_of(&k);
@@ -121,14 +135,8 @@ async fn a_torn_segment_whose_seal_never_completed_ends_the_log() {
         assert!(!later.with_extension("timeindex").exists());
     }
     // The cut segment is the active one again: the next record follows the last whole batch.
-    let m = k
-        .producer_for("t")
-        .await
-        .unwrap()
-        .send(None, "next".into())
-        .await
-        .unwrap();
-    assert_eq!(m.offset, *after.last().unwrap() + 1);
+    let offset = common::append(&k, "next").await;
+    assert_eq!(offset, *after.last().unwrap() + 1);
     assert_eq!(common::last_segment(dir.path(), "t", 0), logs[1]);
     k.shutdown().await.unwrap();
 
@@ -164,7 +172,7 @@ async fn a_stale_index_from_a_clean_shutdown_does_not_make_a_tear_corruption() {
     }
     let cut = tear(&first);
     assert!(cut > stale_len);
-    std::fs::remove_file(dir.path().join("clean-shutdown")).unwrap();
+    unclean(dir.path());
 
     let k = common::open(dir.path()).await;
     assert_eq!(common::segments(dir.path(), "t", 0), logs[..1]);
@@ -179,18 +187,13 @@ async fn a_torn_segment_that_was_sealed_is_corruption() {
     let dir = tempfile::tempdir().unwrap();
     let logs = three_sealed_segments(dir.path()).await;
     let cut = tear(&logs[1]);
-    std::fs::remove_file(dir.path().join("clean-shutdown")).unwrap();
-    match Kafko::open(dir.path()).await {
-        Err(KafkoError::Corruption { file, position, .. }) => {
-            assert_eq!(file, logs[1]);
-            assert!(
-                position <= cut,
-                "{position} points at or into the torn batch"
-            );
-        }
-        Err(e) => panic!("expected corruption, got {e}"),
-        Ok(_) => panic!("a damaged sealed segment opened"),
-    }
+    unclean(dir.path());
+    let (file, position) = expect_corruption(dir.path()).await;
+    assert_eq!(file, logs[1]);
+    assert!(
+        position <= cut,
+        "{position} points at or into the torn batch"
+    );
     assert_eq!(
         common::segments(dir.path(), "t", 0),
         logs,
@@ -202,10 +205,8 @@ async fn a_torn_segment_that_was_sealed_is_corruption() {
     let logs = three_sealed_segments(dir.path()).await;
     remove_indexes(&logs[1]);
     tear(&logs[1]);
-    assert!(matches!(
-        Kafko::open(dir.path()).await,
-        Err(KafkoError::Corruption { .. })
-    ));
+    let (file, _) = expect_corruption(dir.path()).await;
+    assert_eq!(file, logs[1]);
     assert_eq!(
         common::segments(dir.path(), "t", 0),
         logs,
@@ -273,20 +274,14 @@ async fn a_tail_lost_at_a_batch_boundary_ends_the_log_too() {
     let logs = three_sealed_segments(dir.path()).await;
     remove_indexes(&logs[1]);
     drop_last_batch(&logs[1]);
-    std::fs::remove_file(dir.path().join("clean-shutdown")).unwrap();
+    unclean(dir.path());
     let k = common::open(dir.path()).await;
     assert_eq!(common::segments(dir.path(), "t", 0), logs[..2]);
     let offsets = offsets_of(&k);
     assert!(offsets.iter().enumerate().all(|(i, &o)| o == i as u64));
-    let m = k
-        .producer_for("t")
-        .await
-        .unwrap()
-        .send(None, "next".into())
-        .await
-        .unwrap();
+    let offset = common::append(&k, "next").await;
     assert_eq!(
-        m.offset as usize,
+        offset as usize,
         offsets.len(),
         "the log goes on without a gap"
     );
@@ -299,14 +294,8 @@ async fn gaps_that_a_power_cut_cannot_explain_are_corruption() {
     let dir = tempfile::tempdir().unwrap();
     let logs = three_sealed_segments(dir.path()).await;
     let cut = drop_last_batch(&logs[1]);
-    std::fs::remove_file(dir.path().join("clean-shutdown")).unwrap();
-    match Kafko::open(dir.path()).await {
-        Err(KafkoError::Corruption { file, position, .. }) => {
-            assert_eq!((file, position), (logs[1].clone(), cut));
-        }
-        Err(e) => panic!("expected corruption, got {e}"),
-        Ok(_) => panic!("a shortened sealed segment opened"),
-    }
+    unclean(dir.path());
+    assert_eq!(expect_corruption(dir.path()).await, (logs[1].clone(), cut));
     assert_eq!(
         common::segments(dir.path(), "t", 0),
         logs,
@@ -320,12 +309,9 @@ async fn gaps_that_a_power_cut_cannot_explain_are_corruption() {
     remove_indexes(&logs[1]);
     for clean in [true, false] {
         if !clean {
-            let _ = std::fs::remove_file(dir.path().join("clean-shutdown"));
+            unclean(dir.path());
         }
-        match Kafko::open(dir.path()).await {
-            Err(KafkoError::Corruption { file, .. }) => assert_eq!(file, logs[2]),
-            Err(e) => panic!("expected corruption, got {e}"),
-            Ok(_) => panic!("a log with a missing segment opened (clean: {clean})"),
-        }
+        let (file, _) = expect_corruption(dir.path()).await;
+        assert_eq!(file, logs[2], "clean: {clean}");
     }
 }

@@ -39,14 +39,8 @@ async fn torn_last_batch_at_every_byte_length_is_truncated() {
             start,
             "cut at {cut}"
         );
-        let m = k
-            .producer_for("t")
-            .await
-            .unwrap()
-            .send(None, "next".into())
-            .await
-            .unwrap();
-        assert_eq!(m.offset, 2, "cut at {cut}");
+        let offset = common::append(&k, "next").await;
+        assert_eq!(offset, 2, "cut at {cut}");
         k.shutdown().await.unwrap();
     }
 }

@@ -86,14 +86,8 @@ async fn fsync_failure_makes_the_partition_read_only() {
     let k = Kafko::open(dir.path()).await.unwrap();
     let recs = common::read_all(&k, "t", 0);
     assert_eq!(recs[0].value.as_ref().unwrap(), "ok");
-    let m = k
-        .producer_for("t")
-        .await
-        .unwrap()
-        .send(None, "after".into())
-        .await
-        .unwrap();
-    assert_eq!(m.offset as usize, recs.len());
+    let offset = common::append(&k, "after").await;
+    assert_eq!(offset as usize, recs.len());
     k.shutdown().await.unwrap();
 }
 

@@ -23,6 +23,17 @@ pub async fn open_small_topic(dir: &Path) -> (Kafko, Producer) {
     (k, p)
 }
 
+/// Appends one keyless record to topic `t` and returns its offset.
+pub async fn append(k: &Kafko, value: &'static str) -> u64 {
+    k.producer_for("t")
+        .await
+        .expect("producer")
+        .send(None, value.into())
+        .await
+        .expect("send")
+        .offset
+}
+
 pub fn small_segments(partitions: u32) -> TopicConfig {
     TopicConfig {
         partitions,

@@ -149,11 +149,7 @@ impl Writer {
             };
             match cmd {
                 Command::Append { batch, sync, reply } => {
-                    // A seal that failed meanwhile turns the partition read-only now,
-                    // not at the next roll or sync.
-                    if self.sealing.as_ref().is_some_and(|s| s.task.is_finished()) {
-                        let _ = self.finish_seal().await;
-                    }
+                    self.reap_finished_seal().await;
                     self.stage(batch, sync, reply).await;
                     deferred = self.gather_group().await;
                     self.last_group = self.pending.len();
@@ -163,21 +159,10 @@ impl Writer {
                     let _ = reply.send(self.sync_now().await);
                 }
                 Command::Retention { now_ms, reply } => {
-                    let result = match self.finish_seal().await {
-                        Ok(()) => self.enforce_retention(now_ms),
-                        Err(e) => Err(e),
-                    };
-                    let _ = reply.send(result);
+                    let _ = reply.send(self.enforce_retention(now_ms).await);
                 }
                 Command::Swap { swap, reply } => {
-                    let result = match self.finish_seal().await {
-                        Ok(()) => self.install_swap(swap),
-                        Err(e) => {
-                            let _ = self.storage.remove_file(&swap.cleaned_path);
-                            Err(e)
-                        }
-                    };
-                    let _ = reply.send(result);
+                    let _ = reply.send(self.install_swap(swap).await);
                 }
                 Command::UpdateConfig { config } => self.config = config,
                 Command::Shutdown { reply } => {

@@ -8,7 +8,9 @@ use crate::state_file;
 
 impl Writer {
     /// Deletes the oldest sealed segments beyond `retention_ms` / `retention_bytes`.
-    pub(super) fn enforce_retention(&mut self, now_ms: i64) -> Result<RetentionOutcome> {
+    /// Waits for a pending seal first: it may cover a segment this deletes.
+    pub(super) async fn enforce_retention(&mut self, now_ms: i64) -> Result<RetentionOutcome> {
+        self.finish_seal().await?;
         let segments = self.log.segments();
         let mut outcome = RetentionOutcome {
             log_start_offset: self.log.log_start(),

@@ -59,6 +59,14 @@ impl Writer {
         Ok(())
     }
 
+    /// Notices a seal that has finished, so a failed one turns the partition read-only
+    /// at the next append rather than at the next roll or sync.
+    pub(super) async fn reap_finished_seal(&mut self) {
+        if self.sealing.as_ref().is_some_and(|s| s.task.is_finished()) {
+            let _ = self.finish_seal().await;
+        }
+    }
+
     /// Waits for the seal of the previously active segment, if one is in flight. A failed
     /// seal fsync poisons the partition like any failed fsync.
     pub(super) async fn finish_seal(&mut self) -> Result<()> {

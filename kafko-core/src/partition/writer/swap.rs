@@ -13,7 +13,10 @@ use crate::segment::Segment;
 impl Writer {
     /// Installs a compacted segment in place of a run of sealed ones (crash-safe order:
     /// `.cleaned` → `.swap` (commit point) → delete old → `.swap` → `.log`).
-    pub(super) fn install_swap(&mut self, swap: SegmentSwap) -> Result<()> {
+    /// Waits for a pending seal first: it may cover a segment this replaces (a failed
+    /// seal poisons the partition, refused just below).
+    pub(super) async fn install_swap(&mut self, swap: SegmentSwap) -> Result<()> {
+        let _ = self.finish_seal().await;
         if let Some(reason) = self.poisoned.as_ref().or(self.swap_unfinished.as_ref()) {
             let _ = self.storage.remove_file(&swap.cleaned_path);
             return Err(self.read_only_error(reason));
