@@ -40,36 +40,52 @@ fn too_large(limit: usize) -> ApiError {
 impl FromRequest<AppState> for Body {
     type Rejection = ApiError;
 
-    async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
-        if let Some(encoding) = req.headers().get(header::CONTENT_ENCODING) {
-            let encoding = encoding.to_str().unwrap_or("?").trim();
-            if !encoding.eq_ignore_ascii_case("identity") {
-                return Err(ApiError::new(
-                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                    "unsupported_content_encoding",
-                    format!(
-                        "Content-Encoding '{encoding}' is not supported; send the body uncompressed (topics compress batches themselves)"
-                    ),
-                ));
-            }
-        }
+    /// The headers are checked before the future is made, so it keeps only the body stream
+    /// and the limits, not the request (see [`crate::middleware::envelope`] on why the size
+    /// of per-request futures matters).
+    fn from_request(
+        req: Request,
+        state: &AppState,
+    ) -> impl Future<Output = Result<Self, ApiError>> + Send {
+        let checked = check_encoding(req.headers()).map(|()| {
+            let declared = req
+                .headers()
+                .get(header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse::<u64>().ok());
+            (req.into_body().into_data_stream(), declared)
+        });
         let limit = state.config.max_body_bytes;
-        let declared = req
-            .headers()
-            .get(header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<u64>().ok());
-        let mut stream = req.into_body().into_data_stream();
-        if let Some(n) = declared.filter(|&n| n > limit as u64) {
-            if n <= DRAIN_MAX_BYTES as u64 {
-                drain(&mut stream).await;
+        let idle = state.config.body_read_timeout;
+        async move {
+            let (mut stream, declared) = checked?;
+            if let Some(n) = declared.filter(|&n| n > limit as u64) {
+                if n <= DRAIN_MAX_BYTES as u64 {
+                    Box::pin(drain(&mut stream)).await;
+                }
+                return Err(too_large(limit));
             }
-            return Err(too_large(limit));
+            read_limited(stream, limit, idle).await.map(Body)
         }
-        read_limited(stream, limit, state.config.body_read_timeout)
-            .await
-            .map(Body)
     }
+}
+
+/// 415 for a `Content-Encoding` other than `identity`.
+fn check_encoding(headers: &HeaderMap) -> Result<(), ApiError> {
+    let Some(encoding) = headers.get(header::CONTENT_ENCODING) else {
+        return Ok(());
+    };
+    let encoding = encoding.to_str().unwrap_or("?").trim();
+    if encoding.eq_ignore_ascii_case("identity") {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "unsupported_content_encoding",
+        format!(
+            "Content-Encoding '{encoding}' is not supported; send the body uncompressed (topics compress batches themselves)"
+        ),
+    ))
 }
 
 /// Most bytes of a refused body read and discarded before its 413 (see the module doc).
@@ -99,7 +115,8 @@ async fn read_limited(
         // body); only a read that would wait is bounded.
         let next = match stream.next().now_or_never() {
             Some(next) => Ok(next),
-            None => tokio::time::timeout(idle, stream.next()).await,
+            // Boxed: a timer is ~400 bytes that every body future would carry.
+            None => Box::pin(tokio::time::timeout(idle, stream.next())).await,
         };
         let chunk = match next {
             Ok(Some(chunk)) => chunk.map_err(read_error)?,
@@ -117,7 +134,7 @@ async fn read_limited(
         };
         total += chunk.len();
         if total > limit {
-            drain(&mut stream).await;
+            Box::pin(drain(&mut stream)).await;
             return Err(too_large(limit));
         }
         match (&mut first, &mut rest) {

@@ -10,12 +10,19 @@ use axum::extract::{MatchedPath, Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use tokio::sync::SemaphorePermit;
 
 use crate::error::ApiError;
 use crate::state::AppState;
 
 /// Every request's way through: metrics (latency per route template, responses by
 /// status) around auth, around the concurrency limit, around the timeout, around the route.
+///
+/// Why it is shaped like this: axum boxes this future once per request, and glibc serves
+/// allocations up to ~1 KB from a per-thread cache but larger ones from the shared heap
+/// (measured with a uprobe on `malloc`: 2.3 KB here before). So auth and the limit are
+/// decided synchronously by [`admit`] rather than as nested `async fn`s (each level held
+/// its own copy of the 240-byte request), and the timed inner future is boxed apart.
 pub(crate) async fn envelope(State(state): State<AppState>, req: Request, next: Next) -> Response {
     // `MatchedPath` and `Method` are cheap clones (a shared string, an enum): no
     // per-request allocation on the hot path.
@@ -23,66 +30,22 @@ pub(crate) async fn envelope(State(state): State<AppState>, req: Request, next: 
     let method = req.method().clone();
     let started = Instant::now();
     state.metrics.request_started();
-    let resp = auth(&state, req, next).await;
-    state.metrics.request_finished(
-        method.as_str(),
-        route.as_ref().map_or("unmatched", MatchedPath::as_str),
-        resp.status().as_u16(),
-        started.elapsed(),
-    );
-    resp
-}
-
-/// Paths reachable without a token: the probes (orchestrators do not carry secrets).
-fn is_public(path: &str) -> bool {
-    matches!(path, "/healthz" | "/readyz")
-}
-
-/// Requires `Authorization: Bearer <token>` when a token is configured.
-async fn auth(state: &AppState, req: Request, next: Next) -> Response {
-    let Some(token) = state.config.auth_token.as_deref() else {
-        return concurrency(state, req, next).await;
+    let finish = |resp: Response| {
+        state.metrics.request_finished(
+            method.as_str(),
+            route.as_ref().map_or("unmatched", MatchedPath::as_str),
+            resp.status().as_u16(),
+            started.elapsed(),
+        );
+        resp
     };
-    if is_public(req.uri().path()) || req.method() == axum::http::Method::OPTIONS {
-        return concurrency(state, req, next).await;
-    }
-    let given = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .unwrap_or("");
-    if constant_time_eq(given.as_bytes(), token.as_bytes()) {
-        concurrency(state, req, next).await
-    } else {
-        ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "a valid bearer token is required",
-        )
-        .into_response()
-    }
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-/// Answers 503 `overloaded` when `max_concurrent_requests` are already being handled.
-async fn concurrency(state: &AppState, req: Request, next: Next) -> Response {
-    let Ok(_permit) = state.permits.try_acquire() else {
-        return ApiError::overloaded("too many concurrent requests; retry later").into_response();
+    let _permit = match admit(&state, &req) {
+        Ok(permit) => permit,
+        Err(refusal) => return finish(refusal),
     };
-    timeout(state, req, next).await
-}
-
-/// Bounds the time to the response head (streams keep flowing after it).
-async fn timeout(state: &AppState, req: Request, next: Next) -> Response {
+    // Bounds the time to the response head (streams keep flowing after it).
     let limit = state.config.request_timeout;
-    match tokio::time::timeout(limit, next.run(req)).await {
+    let resp = match Box::pin(tokio::time::timeout(limit, next.run(req))).await {
         Ok(resp) => resp,
         Err(_) => ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -91,7 +54,48 @@ async fn timeout(state: &AppState, req: Request, next: Next) -> Response {
         )
         .retry_after(1)
         .into_response(),
+    };
+    finish(resp)
+}
+
+/// Paths reachable without a token: the probes (orchestrators do not carry secrets).
+fn is_public(path: &str) -> bool {
+    matches!(path, "/healthz" | "/readyz")
+}
+
+/// Auth, then the concurrency limit: a permit to run the request, or the answer to give
+/// instead. 401 without `Authorization: Bearer <token>` when a token is configured; 503
+/// `overloaded` when `max_concurrent_requests` are already being handled.
+fn admit<'a>(state: &'a AppState, req: &Request) -> Result<SemaphorePermit<'a>, Response> {
+    if let Some(token) = state.config.auth_token.as_deref()
+        && !is_public(req.uri().path())
+        && req.method() != axum::http::Method::OPTIONS
+    {
+        let given = req
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or("");
+        if !constant_time_eq(given.as_bytes(), token.as_bytes()) {
+            return Err(ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "a valid bearer token is required",
+            )
+            .into_response());
+        }
     }
+    state.permits.try_acquire().map_err(|_| {
+        ApiError::overloaded("too many concurrent requests; retry later").into_response()
+    })
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// 404 for unknown paths.

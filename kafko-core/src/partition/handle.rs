@@ -60,19 +60,22 @@ impl PartitionHandle {
     pub(crate) async fn append(&self, batch: EncodedBatch, sync: bool, wait: bool) -> Result<u64> {
         let (reply, rx) = oneshot::channel();
         let cmd = Command::Append { batch, sync, reply };
-        if wait {
-            self.tx.send(cmd).await.map_err(|_| self.gone())?;
-        } else {
-            match self.tx.try_send(cmd) {
-                Ok(()) => {}
-                Err(TrySendError::Full(_)) => {
-                    return Err(KafkoError::Backpressure {
-                        topic: self.log.topic.to_string(),
-                        partition: self.log.partition,
-                    });
-                }
-                Err(TrySendError::Closed(_)) => return Err(self.gone()),
+        // `try_send` first: it cannot overtake producers already waiting (the inbox hands a
+        // freed slot to the longest waiter first), and it keeps tokio's send future (~470
+        // bytes) out of this one. That future is boxed on the rare full-inbox path only;
+        // unboxed, it sized every produce future above the allocator's thread cache.
+        match self.tx.try_send(cmd) {
+            Ok(()) => {}
+            Err(TrySendError::Full(cmd)) if wait => {
+                Box::pin(self.tx.send(cmd)).await.map_err(|_| self.gone())?
             }
+            Err(TrySendError::Full(_)) => {
+                return Err(KafkoError::Backpressure {
+                    topic: self.log.topic.to_string(),
+                    partition: self.log.partition,
+                });
+            }
+            Err(TrySendError::Closed(_)) => return Err(self.gone()),
         }
         rx.await.map_err(|_| self.gone())?
     }
