@@ -41,7 +41,7 @@ pub(crate) async fn envelope(State(state): State<AppState>, req: Request, next: 
     };
     let _permit = match admit(&state, &req) {
         Ok(permit) => permit,
-        Err(refusal) => return finish(refusal),
+        Err(refusal) => return finish(refusal.into_response()),
     };
     // Bounds the time to the response head (streams keep flowing after it).
     let limit = state.config.request_timeout;
@@ -66,7 +66,7 @@ fn is_public(path: &str) -> bool {
 /// Auth, then the concurrency limit: a permit to run the request, or the answer to give
 /// instead. 401 without `Authorization: Bearer <token>` when a token is configured; 503
 /// `overloaded` when `max_concurrent_requests` are already being handled.
-fn admit<'a>(state: &'a AppState, req: &Request) -> Result<SemaphorePermit<'a>, Response> {
+fn admit<'a>(state: &'a AppState, req: &Request) -> Result<SemaphorePermit<'a>, ApiError> {
     if let Some(token) = state.config.auth_token.as_deref()
         && !is_public(req.uri().path())
         && req.method() != axum::http::Method::OPTIONS
@@ -82,13 +82,13 @@ fn admit<'a>(state: &'a AppState, req: &Request) -> Result<SemaphorePermit<'a>, 
                 StatusCode::UNAUTHORIZED,
                 "unauthorized",
                 "a valid bearer token is required",
-            )
-            .into_response());
+            ));
         }
     }
-    state.permits.try_acquire().map_err(|_| {
-        ApiError::overloaded("too many concurrent requests; retry later").into_response()
-    })
+    state
+        .permits
+        .try_acquire()
+        .map_err(|_| ApiError::overloaded("too many concurrent requests; retry later"))
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
