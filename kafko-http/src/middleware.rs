@@ -1,61 +1,165 @@
-//! Request middleware, as one layer ([`envelope`]) running in order: metrics and timing,
-//! bearer auth, the global concurrency limit (503 + `Retry-After` instead of queueing
-//! without bound), the request timeout; plus problem+json fallbacks for unknown routes
-//! and methods. One layer instead of four: each `from_fn` layer clones the inner service
-//! and the state per request, which was a measurable share of a one-record produce.
+//! Request middleware, as one tower layer ([`Envelope`]) doing in order: metrics and
+//! timing, bearer auth, the global concurrency limit (503 + `Retry-After` instead of
+//! queueing without bound), the request timeout; plus problem+json fallbacks for unknown
+//! routes and methods.
+//!
+//! Why a hand-written layer and not `axum::middleware::from_fn`: every request pays for
+//! the middleware, and `from_fn` clones the inner service (a boxed clone) and boxes an
+//! `async` block holding the request twice, per request. Here auth and the limit are
+//! decided synchronously in `call`, and the only allocation is the timed inner future.
 
-use std::time::Instant;
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+use std::time::{Duration, Instant};
 
-use axum::extract::{MatchedPath, Request, State};
-use axum::http::{StatusCode, header};
-use axum::middleware::Next;
+use axum::extract::{MatchedPath, Request};
+use axum::http::{Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use tokio::sync::SemaphorePermit;
+use tokio::time::Timeout;
+use tower::{Layer, Service};
 
 use crate::error::ApiError;
 use crate::state::AppState;
 
+/// The layer that wraps every route in an [`Envelope`].
+#[derive(Clone)]
+pub(crate) struct EnvelopeLayer(pub(crate) AppState);
+
+impl<S> Layer<S> for EnvelopeLayer {
+    type Service = Envelope<S>;
+
+    fn layer(&self, inner: S) -> Envelope<S> {
+        Envelope {
+            inner,
+            state: self.0.clone(),
+        }
+    }
+}
+
 /// Every request's way through: metrics (latency per route template, responses by
 /// status) around auth, around the concurrency limit, around the timeout, around the route.
-///
-/// Why it is shaped like this: axum boxes this future once per request, and glibc serves
-/// allocations up to ~1 KB from a per-thread cache but larger ones from the shared heap
-/// (measured with a uprobe on `malloc`: 2.3 KB here before). So auth and the limit are
-/// decided synchronously by [`admit`] rather than as nested `async fn`s (each level held
-/// its own copy of the 240-byte request), and the timed inner future is boxed apart.
-pub(crate) async fn envelope(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    // `MatchedPath` and `Method` are cheap clones (a shared string, an enum): no
-    // per-request allocation on the hot path.
-    let route = req.extensions().get::<MatchedPath>().cloned();
-    let method = req.method().clone();
-    let started = Instant::now();
-    state.metrics.request_started();
-    let finish = |resp: Response| {
-        state.metrics.request_finished(
-            method.as_str(),
-            route.as_ref().map_or("unmatched", MatchedPath::as_str),
-            resp.status().as_u16(),
-            started.elapsed(),
-        );
-        resp
-    };
-    let _permit = match admit(&state, &req) {
-        Ok(permit) => permit,
-        Err(refusal) => return finish(refusal.into_response()),
-    };
-    // Bounds the time to the response head (streams keep flowing after it).
-    let limit = state.config.request_timeout;
-    let resp = match Box::pin(tokio::time::timeout(limit, next.run(req))).await {
-        Ok(resp) => resp,
-        Err(_) => ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "request_timeout",
-            format!("the request took longer than {} ms", limit.as_millis()),
-        )
-        .retry_after(1)
-        .into_response(),
-    };
-    finish(resp)
+#[derive(Clone)]
+pub(crate) struct Envelope<S> {
+    inner: S,
+    state: AppState,
+}
+
+impl<S> Service<Request> for Envelope<S>
+where
+    S: Service<Request, Response = Response, Error = Infallible>,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = EnvelopeFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request) -> Self::Future {
+        // `MatchedPath` and `Method` are cheap clones (a shared string, an enum): no
+        // per-request allocation on the hot path.
+        let finish = Finish {
+            route: req.extensions().get::<MatchedPath>().cloned(),
+            method: req.method().clone(),
+            started: Instant::now(),
+            state: self.state.clone(),
+        };
+        self.state.metrics.request_started();
+        let stage = match admit(&self.state, &req) {
+            Ok(permit) => {
+                // Held as a guard that owns its state, so the future is `'static`.
+                permit.forget();
+                let limit = self.state.config.request_timeout;
+                Stage::Running {
+                    // Boxed: a timer entry is not `Unpin`, and boxing it keeps the future
+                    // movable without pin projection.
+                    inner: Box::pin(tokio::time::timeout(limit, self.inner.call(req))),
+                    limit,
+                    _permit: PermitGuard(self.state.clone()),
+                }
+            }
+            Err(refusal) => Stage::Refused(refusal.into_response()),
+        };
+        EnvelopeFuture {
+            stage,
+            finish: Some(finish),
+        }
+    }
+}
+
+/// What the metrics need once the response is known.
+struct Finish {
+    route: Option<MatchedPath>,
+    method: Method,
+    started: Instant,
+    state: AppState,
+}
+
+/// One concurrency permit, returned on drop.
+struct PermitGuard(AppState);
+
+impl Drop for PermitGuard {
+    fn drop(&mut self) {
+        self.0.permits.add_permits(1);
+    }
+}
+
+enum Stage<F> {
+    Running {
+        inner: Pin<Box<Timeout<F>>>,
+        limit: Duration,
+        _permit: PermitGuard,
+    },
+    Refused(Response),
+    Done,
+}
+
+/// The future of an [`Envelope`]d request.
+pub(crate) struct EnvelopeFuture<F> {
+    stage: Stage<F>,
+    finish: Option<Finish>,
+}
+
+impl<F> Future for EnvelopeFuture<F>
+where
+    F: Future<Output = Result<Response, Infallible>>,
+{
+    type Output = Result<Response, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // Every field is `Unpin` (the timed future is boxed).
+        let this = self.get_mut();
+        let resp = match &mut this.stage {
+            Stage::Running { inner, limit, .. } => match ready!(inner.as_mut().poll(cx)) {
+                Ok(Ok(resp)) => resp,
+                Ok(Err(never)) => match never {},
+                // Bounds the time to the response head (streams keep flowing after it).
+                Err(_) => ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "request_timeout",
+                    format!("the request took longer than {} ms", limit.as_millis()),
+                )
+                .retry_after(1)
+                .into_response(),
+            },
+            Stage::Refused(resp) => std::mem::take(resp),
+            Stage::Done => panic!("EnvelopeFuture polled after it completed"),
+        };
+        // Releases the permit before the metrics are taken, as the response is final.
+        this.stage = Stage::Done;
+        if let Some(f) = this.finish.take() {
+            f.state.metrics.request_finished(
+                f.method.as_str(),
+                f.route.as_ref().map_or("unmatched", MatchedPath::as_str),
+                resp.status().as_u16(),
+                f.started.elapsed(),
+            );
+        }
+        Poll::Ready(Ok(resp))
+    }
 }
 
 /// Paths reachable without a token: the probes (orchestrators do not carry secrets).
@@ -66,10 +170,13 @@ fn is_public(path: &str) -> bool {
 /// Auth, then the concurrency limit: a permit to run the request, or the answer to give
 /// instead. 401 without `Authorization: Bearer <token>` when a token is configured; 503
 /// `overloaded` when `max_concurrent_requests` are already being handled.
-fn admit<'a>(state: &'a AppState, req: &Request) -> Result<SemaphorePermit<'a>, ApiError> {
+fn admit<'a>(
+    state: &'a AppState,
+    req: &Request,
+) -> Result<tokio::sync::SemaphorePermit<'a>, ApiError> {
     if let Some(token) = state.config.auth_token.as_deref()
         && !is_public(req.uri().path())
-        && req.method() != axum::http::Method::OPTIONS
+        && req.method() != Method::OPTIONS
     {
         let given = req
             .headers()

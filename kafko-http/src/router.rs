@@ -3,7 +3,6 @@
 
 use axum::Router;
 use axum::http::{HeaderName, HeaderValue, Method};
-use axum::middleware::from_fn_with_state;
 use axum::routing::{delete, get, post, put};
 use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer};
 
@@ -65,7 +64,7 @@ pub fn app(state: AppState) -> Router {
         .route("/openapi.json", get(health::openapi))
         .fallback(middleware::not_found)
         .method_not_allowed_fallback(middleware::method_not_allowed)
-        .layer(from_fn_with_state(state.clone(), middleware::envelope));
+        .layer(middleware::EnvelopeLayer(state.clone()));
     if let Some(cors) = cors(&state.config.cors_origins) {
         router = router.layer(cors);
     }
