@@ -5,18 +5,17 @@ use axum::extract::State;
 use std::convert::Infallible;
 
 use axum::extract::FromRequestParts;
-use axum::http::StatusCode;
 use axum::http::request::Parts;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use bytes::Bytes;
-use kafko_core::{Header, KafkoError, ProducerRecord, SendOptions};
+use kafko_core::{Header, KafkoError, ProducerRecord, RecordMetadata, SendOptions};
 
 use crate::AutoCreate;
 use crate::codec::{Format, decode_from};
-use crate::dto::{
-    FormatQuery, Problem, ProduceQuery, ProduceRequest, ProduceResponse, RecordIn, RecordPosition,
-};
+use crate::dto::{FormatQuery, Problem, ProduceQuery, ProduceRequest, ProduceResponse, RecordIn};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Body, Path, Query, check_topic, is_json, media_type, parse_json};
 use crate::state::AppState;
@@ -51,7 +50,7 @@ pub(crate) async fn produce(
     Query(formats): Query<FormatQuery>,
     shape: BodyShape,
     Body(body): Body,
-) -> ApiResult<(StatusCode, axum::Json<ProduceResponse>)> {
+) -> ApiResult<Response> {
     check_topic(&topic)?;
     let (value_fmt, key_fmt) = formats.resolve();
     let records = if shape != BodyShape::Value {
@@ -104,15 +103,55 @@ pub(crate) async fn produce(
     // library's send future made this handler's (boxed by axum) a 1.7 KB allocation.
     let meta = Box::pin(state.kafko.produce(&topic, records, options)).await?;
     state.metrics.produced(&topic, count, bytes);
-    let offsets = meta
-        .into_iter()
-        .map(|m| RecordPosition {
-            partition: m.partition,
-            offset: m.offset,
-            timestamp: m.timestamp,
-        })
-        .collect();
-    Ok((StatusCode::CREATED, axum::Json(ProduceResponse { offsets })))
+    Ok(created(&meta))
+}
+
+/// The 201 answer: the JSON of [`ProduceResponse`], written directly. Through serde it
+/// was ~3,500 of a one-record produce's ~39,500 instructions (callgrind); the test
+/// `created_is_the_serde_form` keeps the two byte-identical.
+fn created(meta: &[RecordMetadata]) -> Response {
+    let mut json = Vec::with_capacity(16 + meta.len() * 64);
+    json.extend_from_slice(br#"{"offsets":["#);
+    for (i, m) in meta.iter().enumerate() {
+        if i > 0 {
+            json.push(b',');
+        }
+        json.extend_from_slice(br#"{"partition":"#);
+        push_decimal(&mut json, u64::from(m.partition));
+        json.extend_from_slice(br#","offset":"#);
+        push_decimal(&mut json, m.offset);
+        json.extend_from_slice(br#","timestamp":"#);
+        if m.timestamp < 0 {
+            json.push(b'-');
+        }
+        push_decimal(&mut json, m.timestamp.unsigned_abs());
+        json.push(b'}');
+    }
+    json.extend_from_slice(b"]}");
+    (
+        StatusCode::CREATED,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        Bytes::from(json),
+    )
+        .into_response()
+}
+
+/// Appends `n` in decimal.
+fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut start = digits.len();
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[start..]);
 }
 
 /// How a produce body is read, from its `Content-Type` (the headers are not cloned).
@@ -233,4 +272,47 @@ fn to_producer_record(
         timestamp: r.timestamp,
         partition: r.partition,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dto::RecordPosition;
+
+    #[tokio::test]
+    async fn created_is_the_serde_form() {
+        let meta = |partition, offset, timestamp| RecordMetadata {
+            partition,
+            offset,
+            timestamp,
+        };
+        let cases: [Vec<RecordMetadata>; 4] = [
+            vec![],
+            vec![meta(0, 0, 0)],
+            vec![meta(7, u64::MAX, i64::MIN), meta(u32::MAX, 42, -1)],
+            (0..1000)
+                .map(|i| meta(i % 3, u64::from(i) * 7919, 1_764_400_000_000 + i64::from(i)))
+                .collect(),
+        ];
+        for meta in cases {
+            let resp = created(&meta);
+            assert_eq!(resp.status(), StatusCode::CREATED);
+            assert_eq!(resp.headers()[header::CONTENT_TYPE], "application/json");
+            let body = axum::body::to_bytes(resp.into_body(), usize::MAX)
+                .await
+                .expect("body");
+            let serde_form = serde_json::to_vec(&ProduceResponse {
+                offsets: meta
+                    .iter()
+                    .map(|m| RecordPosition {
+                        partition: m.partition,
+                        offset: m.offset,
+                        timestamp: m.timestamp,
+                    })
+                    .collect(),
+            })
+            .expect("serialize");
+            assert_eq!(body, serde_form);
+        }
+    }
 }
