@@ -50,6 +50,8 @@ pub(crate) struct Metrics {
     /// Keyed by status code.
     responses: Mutex<BTreeMap<u16, u64>>,
     in_flight: AtomicU64,
+    /// Requests whose client went away before the response (their future was dropped).
+    abandoned: AtomicU64,
 }
 
 impl Metrics {
@@ -84,6 +86,12 @@ impl Metrics {
 
     pub(crate) fn request_started(&self) {
         self.in_flight.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A request dropped before its response: the client closed the connection.
+    pub(crate) fn request_abandoned(&self) {
+        self.in_flight.fetch_sub(1, Ordering::Relaxed);
+        self.abandoned.fetch_add(1, Ordering::Relaxed);
     }
 
     pub(crate) fn request_finished(&self, method: &str, route: &str, status: u16, took: Duration) {
@@ -182,8 +190,9 @@ impl Metrics {
         }
         let _ = writeln!(
             out,
-            "# HELP kafko_partition_high_watermark One past the last offset.\n# TYPE kafko_partition_high_watermark gauge\n{hw}# HELP kafko_http_requests_in_flight Requests being handled.\n# TYPE kafko_http_requests_in_flight gauge\nkafko_http_requests_in_flight {}",
-            self.in_flight.load(Ordering::Relaxed)
+            "# HELP kafko_partition_high_watermark One past the last offset.\n# TYPE kafko_partition_high_watermark gauge\n{hw}# HELP kafko_http_requests_in_flight Requests being handled.\n# TYPE kafko_http_requests_in_flight gauge\nkafko_http_requests_in_flight {}\n# HELP kafko_http_requests_abandoned_total Requests whose client closed the connection before the response.\n# TYPE kafko_http_requests_abandoned_total counter\nkafko_http_requests_abandoned_total {}",
+            self.in_flight.load(Ordering::Relaxed),
+            self.abandoned.load(Ordering::Relaxed)
         );
         let _ = writeln!(
             out,

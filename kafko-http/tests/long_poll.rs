@@ -61,3 +61,42 @@ async fn long_poll_times_out_empty() {
     assert_eq!(b["next_offset"], 0);
     assert!(started.elapsed() >= Duration::from_millis(400));
 }
+
+/// A long-poll whose client hangs up is dropped by the server: it leaves the in-flight
+/// gauge and counts as abandoned (the gauge used to keep every such request forever).
+#[tokio::test]
+async fn a_long_poll_given_up_by_its_client_leaves_the_in_flight_gauge() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Server::start(&tmp.path().join("data"), &[]).await;
+    let c = client();
+    create_topic(&c, &s, "lp", json!({})).await;
+    let metric = |text: &str, name: &str| -> u64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in:\n{text}"))
+    };
+    let scrape = || async {
+        let r = c.get(s.url("/metrics")).send().await.unwrap();
+        r.text().await.unwrap()
+    };
+    let gave_up = c
+        .get(s.url("/v1/topics/lp/records?offset=0&wait_ms=20000"))
+        .timeout(Duration::from_millis(300))
+        .send()
+        .await;
+    assert!(
+        gave_up.is_err(),
+        "the long-poll answered early: {gave_up:?}"
+    );
+    // The scrape counts itself; the abandoned poll must be gone well before its 20 s.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let text = scrape().await;
+        if metric(&text, "kafko_http_requests_in_flight") == 1 {
+            assert_eq!(metric(&text, "kafko_http_requests_abandoned_total"), 1);
+            break;
+        }
+        assert!(Instant::now() < deadline, "still in flight:\n{text}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
