@@ -98,16 +98,6 @@ struct Finish {
     state: AppState,
 }
 
-impl<F> Drop for EnvelopeFuture<F> {
-    /// hyper drops a request's future when its client closes the connection first (a
-    /// long-poll given up, a timed-out client): the request is no longer in flight.
-    fn drop(&mut self) {
-        if let Some(f) = self.finish.take() {
-            f.state.metrics.request_abandoned();
-        }
-    }
-}
-
 /// One concurrency permit, returned on drop.
 struct PermitGuard(AppState);
 
@@ -169,6 +159,16 @@ where
             );
         }
         Poll::Ready(Ok(resp))
+    }
+}
+
+impl<F> Drop for EnvelopeFuture<F> {
+    /// hyper drops a request's future when its client closes the connection first (a
+    /// long-poll given up, a timed-out client): the request is no longer in flight.
+    fn drop(&mut self) {
+        if let Some(f) = self.finish.take() {
+            f.state.metrics.request_abandoned();
+        }
     }
 }
 
