@@ -41,8 +41,9 @@ impl FromRequest<AppState> for Body {
     type Rejection = ApiError;
 
     /// The headers are checked before the future is made, so it keeps only the body stream
-    /// and the limits, not the request (see [`crate::middleware::envelope`] on why the size
-    /// of per-request futures matters).
+    /// and the limits, not the request. Why size matters: axum boxes each request's handler
+    /// future, which holds this one, and glibc serves allocations above ~1 KB from the
+    /// shared heap instead of its per-thread cache (bench/README.md, fifth pass).
     fn from_request(
         req: Request,
         state: &AppState,
