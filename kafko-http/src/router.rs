@@ -1,5 +1,6 @@
-//! [`app`]: every route under its path, with the middleware stack (outermost first):
-//! CORS, metrics, auth, concurrency limit, request timeout, body limit.
+//! [`app`]: every route under its full path, with the middleware stack (outermost first):
+//! CORS, then the [`Envelope`](crate::middleware::Envelope) (metrics, auth, concurrency
+//! limit, request timeout). Body limits are the `Body` extractor's, not a layer.
 
 use axum::Router;
 use axum::http::{HeaderName, HeaderValue, Method};
