@@ -390,6 +390,18 @@ def library_targets(per_s, latency_lines: list) -> str:
 # ---- README --------------------------------------------------------------------------
 
 
+def flush_note(m: dict) -> str:
+    """The data disk's fsync cost, as `http_bench.disk_flush_us` measured it (absent from
+    results written before the probe existed)."""
+    f = m.get("fdatasync_us")
+    if not f:
+        return ""
+    return (
+        f" fdatasync on the data disk, median of 200: {f['append']} µs after a 4 KiB"
+        f" append, {f['overwrite']} µs after a 4 KiB overwrite in place."
+    )
+
+
 def section(data: dict, svg_name: str, crit: str) -> str:
     m = data["machine"]
     s = data["settings"]
@@ -423,7 +435,7 @@ of 1000>&max_records=1000` against a topic pre-filled with {s['prefill']:,} reco
 
 **This run:** `{mode_cmd}` ({data['mode']} mode, {data['elapsed_s']:.0f} s of measuring),
 {m['date']}; {m['nproc']} × {m['cpu']}, {m['memory']} RAM, Linux {m['kernel']};
-{m['rustc']}; {m['oha']}; {m['redis']}. Load average at start {' '.join(m['loadavg_at_start'])}:
+{m['rustc']}; {m['oha']}; {m['redis']}.{flush_note(m)} Load average at start {' '.join(m['loadavg_at_start'])}:
 the machine is shared (other builds run beside the benchmark, server and load
 generator share its cores) — compare within a run, not across runs.
 

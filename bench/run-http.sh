@@ -102,6 +102,9 @@ d = json.load(open(sys.argv[1]))
 bad = [c["id"] for c in d["cells"] if not c["runs"] or any(r["failed"] or r["ok"] == 0 for r in c["runs"])]
 if bad:
     sys.exit(f"smoke: cells with failed or no requests: {bad}")
+flush = d["machine"].get("fdatasync_us") or {}
+if not all(flush.get(k, 0) > 0 for k in ("append", "overwrite")):
+    sys.exit(f"smoke: no fdatasync probe in the machine description: {flush}")
 print(f"smoke: {len(d['cells'])} cells ok")
 EOF
 fi
