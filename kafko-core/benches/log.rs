@@ -303,8 +303,81 @@ fn concurrent_producers(c: &mut Criterion) {
             });
         }
         g.finish();
+        // A few tenths of a second per side and round: 131,072 sends without fsync; with
+        // it each send waits for the disk, so 2,048.
+        let per_side = if fsync == FsyncPolicy::Always {
+            2_048
+        } else {
+            131_072
+        };
+        let label = format!("producers/{codec:?}/{fsync_name}");
+        alternated_ratio(&rt, &k, &p, &label, per_side);
         rt.block_on(k.shutdown()).expect("shutdown");
     }
+}
+
+/// The 16-to-1 producer ratio measured side by side: one producer, then 16, then one
+/// again…, each side timing the same number of sends, so the drift of a shared machine
+/// hits both alike. criterion measures the two cases one after the other, seconds apart,
+/// and on this machine their ratio moved between 2.4 and 3.6 from run to run.
+/// Prints one line that `bench/report.py` reads.
+fn alternated_ratio(
+    rt: &tokio::runtime::Runtime,
+    k: &Kafko,
+    p: &kafko_core::Producer,
+    label: &str,
+    per_side: u64,
+) {
+    const ROUNDS: usize = 7;
+    let run = |producers: u64| -> f64 {
+        // Untimed, as in the other write benches: keep the footprint bounded.
+        rt.block_on(k.enforce_retention()).expect("retention");
+        let p = p.clone();
+        rt.block_on(rt.spawn(async move {
+            let start = Instant::now();
+            let tasks: Vec<_> = (0..producers)
+                .map(|w| {
+                    let p = p.clone();
+                    tokio::spawn(async move {
+                        for i in 0..per_side / producers {
+                            p.send(None, value(w * per_side + i)).await.expect("send");
+                        }
+                    })
+                })
+                .collect();
+            for t in tasks {
+                t.await.expect("join");
+            }
+            per_side as f64 / start.elapsed().as_secs_f64()
+        }))
+        .expect("join")
+    };
+    // One untimed round: page cache, allocator and runtime warmed for both sides.
+    run(1);
+    run(16);
+    let (mut ones, mut sixteens, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        let one = run(1);
+        let sixteen = run(16);
+        ones.push(one);
+        sixteens.push(sixteen);
+        ratios.push(sixteen / one);
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (one, sixteen, ratio) = (
+        median(&mut ones),
+        median(&mut sixteens),
+        median(&mut ratios),
+    );
+    println!(
+        "{label} alternated: 16 vs 1 median {ratio:.2}x ({:.2}–{:.2}x) over {ROUNDS} rounds; \
+         records/s medians 1: {one:.0}, 16: {sixteen:.0}",
+        ratios[0],
+        ratios[ROUNDS - 1]
+    );
 }
 
 fn sequential_read(c: &mut Criterion) {
