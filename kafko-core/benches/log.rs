@@ -310,10 +310,56 @@ fn concurrent_producers(c: &mut Criterion) {
         } else {
             131_072
         };
-        let label = format!("producers/{codec:?}/{fsync_name}");
-        alternated_ratio(&rt, &k, &p, &label, per_side);
+        if benchmarking_producers() {
+            let label = format!("producers/{codec:?}/{fsync_name}");
+            alternated_ratio(&rt, &k, &p, &label, per_side);
+        }
         rt.block_on(k.shutdown()).expect("shutdown");
     }
+}
+
+/// Whether this run benchmarks the producers: criterion's `--bench` mode, with no name
+/// filter or one that mentions them. `cargo test --all-targets` runs this binary without
+/// `--bench`, in a debug build, where the alternated rounds would take minutes.
+fn benchmarking_producers() -> bool {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if !args.iter().any(|a| a == "--bench") {
+        return false;
+    }
+    let takes_value = |a: &str| {
+        matches!(
+            a,
+            "--profile-time"
+                | "--save-baseline"
+                | "--baseline"
+                | "--load-baseline"
+                | "--measurement-time"
+                | "--warm-up-time"
+                | "--sample-size"
+                | "--output-format"
+                | "--color"
+                | "--plotting-backend"
+                | "--noise-threshold"
+                | "--significance-level"
+                | "--confidence-level"
+                | "--nresamples"
+                | "--format"
+                | "--logfile"
+        )
+    };
+    let mut filters = Vec::new();
+    let mut value_next = false;
+    for a in &args {
+        if std::mem::take(&mut value_next) {
+            continue;
+        }
+        if takes_value(a) {
+            value_next = true;
+        } else if !a.starts_with('-') {
+            filters.push(a);
+        }
+    }
+    filters.is_empty() || filters.iter().any(|f| f.contains("producers"))
 }
 
 /// The 16-to-1 producer ratio measured side by side: one producer, then 16, then one
