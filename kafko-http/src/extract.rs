@@ -12,6 +12,7 @@
 //! the client reads it (the client sees "connection reset" instead of the typed error).
 //! Bodies larger than that bound still get the 413 at once, and the connection closes.
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 use axum::body::BodyDataStream;
@@ -171,13 +172,19 @@ async fn drain(stream: &mut BodyDataStream) {
 }
 
 /// The media type of a request without parameters, lowercased (`""` when absent).
-pub(crate) fn media_type(headers: &HeaderMap) -> String {
-    headers
+/// Borrowed from the header unless it has capitals: every produce reads it, and clients
+/// send it lowercase.
+pub(crate) fn media_type(headers: &HeaderMap) -> Cow<'_, str> {
+    let essence = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.split(';').next())
-        .map(|v| v.trim().to_ascii_lowercase())
-        .unwrap_or_default()
+        .map_or("", str::trim);
+    if essence.bytes().any(|b| b.is_ascii_uppercase()) {
+        Cow::Owned(essence.to_ascii_lowercase())
+    } else {
+        Cow::Borrowed(essence)
+    }
 }
 
 /// Whether a media type is JSON (`application/json` or `application/*+json`).
@@ -299,7 +306,7 @@ impl<T: DeserializeOwned> FromRequest<AppState> for OptionalJson<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
-        let media = media_type(req.headers());
+        let media = media_type(req.headers()).into_owned();
         let Body(bytes) = Body::from_request(req, state).await?;
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(OptionalJson(None));
@@ -358,4 +365,29 @@ pub(crate) fn check_group(name: &str) -> Result<(), ApiError> {
 pub(crate) fn check_member(id: &str) -> Result<(), ApiError> {
     kafko_core::naming::validate_name(id)
         .map_err(|e| ApiError::invalid_name(e, "invalid_member_id"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn content_type(value: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::CONTENT_TYPE, value.parse().expect("header value"));
+        headers
+    }
+
+    #[test]
+    fn media_type_drops_parameters_and_case() {
+        let plain = content_type("application/json");
+        assert_eq!(media_type(&plain), "application/json");
+        assert!(matches!(media_type(&plain), Cow::Borrowed(_)));
+        let shouted = content_type(" Application/X-NDJSON ; charset=UTF-8");
+        assert_eq!(media_type(&shouted), "application/x-ndjson");
+        assert_eq!(
+            media_type(&content_type("text/plain;charset=utf-8")),
+            "text/plain"
+        );
+        assert_eq!(media_type(&HeaderMap::new()), "");
+    }
 }
