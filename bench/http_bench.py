@@ -485,7 +485,7 @@ def disk_flush_us(directory: str, rounds: int = 200) -> dict:
     """What one fsync costs on the data directories' file system: the median fdatasync
     after a 4 KiB append (what an fsync `always` produce pays: the file grows, so the
     file system commits metadata too) and after a 4 KiB overwrite of blocks already
-    written and flushed (data only). The fsync `always` cells are bounded by the first."""
+    written and flushed (data only). Every fsync `always` produce pays the first."""
     block = b"k" * 4096
     out = {}
     for kind in ("append", "overwrite"):

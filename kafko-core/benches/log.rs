@@ -303,14 +303,14 @@ fn concurrent_producers(c: &mut Criterion) {
             });
         }
         g.finish();
-        // A few tenths of a second per side and round: 131,072 sends without fsync; with
-        // it each send waits for the disk, so 2,048.
-        let per_side = if fsync == FsyncPolicy::Always {
-            2_048
-        } else {
-            131_072
-        };
         if benchmarking_producers() {
+            // A few tenths of a second per side and round: 131,072 sends without fsync;
+            // with it each send waits for the disk, so 2,048.
+            let per_side = if fsync == FsyncPolicy::Always {
+                2_048
+            } else {
+                131_072
+            };
             let label = format!("producers/{codec:?}/{fsync_name}");
             alternated_ratio(&rt, &k, &p, &label, per_side);
         }
