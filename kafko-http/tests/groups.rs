@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::{
     Server, assert_rejected, client, create_topic, hostile_names, json, problem, produce,
-    raw_request,
+    raw_request, server_with_topic,
 };
 use serde_json::{Value, json};
 
@@ -546,10 +546,7 @@ async fn offset_reset_config_and_unrepresentable_records() {
 
 #[tokio::test]
 async fn hostile_group_names_are_rejected_and_touch_nothing() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(&tmp.path().join("data"), &[]).await;
-    let c = client();
-    create_topic(&c, &s, "t", json!({})).await;
+    let (tmp, s, c) = server_with_topic("t").await;
     for name in hostile_names() {
         for (method, path, body) in [
             ("GET", format!("/v1/groups/{name}"), ""),

@@ -12,7 +12,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{Server, client, create_topic, json, memory_mib, post_body, problem, raw_request};
+use common::{
+    Server, client, create_topic, json, memory_mib, post_body, problem, raw_request,
+    server_with_topic,
+};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -96,10 +99,7 @@ fn nested(depth: usize) -> String {
 
 #[tokio::test]
 async fn json_nested_100000_deep_is_400_everywhere() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(&tmp.path().join("data"), &[]).await;
-    let c = client();
-    create_topic(&c, &s, "t", json!({})).await;
+    let (_tmp, s, c) = server_with_topic("t").await;
     let deep = nested(100_000);
     let cases: Vec<(reqwest::Method, &str, &str, String)> = vec![
         // The whole body.
@@ -174,10 +174,7 @@ async fn json_nested_100000_deep_is_400_everywhere() {
 
 #[tokio::test]
 async fn compressed_bodies_and_huge_values_are_refused() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(&tmp.path().join("data"), &[]).await;
-    let c = client();
-    create_topic(&c, &s, "t", json!({})).await;
+    let (_tmp, s, c) = server_with_topic("t").await;
     // A "gzip bomb" header: whatever the bytes, the server must not store the
     // compressed form as if it were the value, nor inflate it.
     let gzip_magic = [0x1f, 0x8b, 0x08, 0, 0, 0, 0, 0, 0, 0xff, 0x01, 0x02, 0x03];

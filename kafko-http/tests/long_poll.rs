@@ -5,15 +5,12 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Server, client, create_topic, json};
+use common::{json, server_with_topic};
 use serde_json::json;
 
 #[tokio::test]
 async fn long_poll_wakes_on_produce() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(&tmp.path().join("data"), &[]).await;
-    let c = client();
-    create_topic(&c, &s, "lp", json!({})).await;
+    let (_tmp, s, c) = server_with_topic("lp").await;
     let started = Instant::now();
     let poll = tokio::spawn({
         let (c, url) = (
@@ -45,10 +42,7 @@ async fn long_poll_wakes_on_produce() {
 
 #[tokio::test]
 async fn long_poll_times_out_empty() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(&tmp.path().join("data"), &[]).await;
-    let c = client();
-    create_topic(&c, &s, "lp", json!({})).await;
+    let (_tmp, s, c) = server_with_topic("lp").await;
     let started = Instant::now();
     let r = c
         .get(s.url("/v1/topics/lp/records?offset=latest&wait_ms=400"))
@@ -66,10 +60,7 @@ async fn long_poll_times_out_empty() {
 /// gauge and counts as abandoned (the gauge used to keep every such request forever).
 #[tokio::test]
 async fn a_long_poll_given_up_by_its_client_leaves_the_in_flight_gauge() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(&tmp.path().join("data"), &[]).await;
-    let c = client();
-    create_topic(&c, &s, "lp", json!({})).await;
+    let (_tmp, s, c) = server_with_topic("lp").await;
     let metric = |text: &str, name: &str| -> u64 {
         text.lines()
             .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())

@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Server, client, create_topic};
+use common::{Server, client, create_topic, server_with_topic};
 use futures_util::StreamExt;
 use serde_json::json;
 
@@ -43,10 +43,7 @@ async fn read_events(resp: reqwest::Response, n: usize) -> Vec<(String, serde_js
 
 #[tokio::test]
 async fn sse_tail_receives_new_records_and_resumes_from_last_event_id() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(&tmp.path().join("data"), &[]).await;
-    let c = client();
-    create_topic(&c, &s, "live", json!({})).await;
+    let (_tmp, s, c) = server_with_topic("live").await;
     c.post(s.url("/v1/topics/live/records"))
         .body("before")
         .send()

@@ -153,6 +153,16 @@ pub async fn create_topic(c: &reqwest::Client, s: &Server, name: &str, config: s
     assert_eq!(r.status().as_u16(), 201, "{}", r.text().await.unwrap());
 }
 
+/// A fresh server on its own temporary data directory, a client, and one topic with the
+/// default config: how most tests begin. Keep the `TempDir` alive as long as the server.
+pub async fn server_with_topic(topic: &str) -> (tempfile::TempDir, Server, reqwest::Client) {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Server::start(&tmp.path().join("data"), &[]).await;
+    let c = client();
+    create_topic(&c, &s, topic, serde_json::json!({})).await;
+    (tmp, s, c)
+}
+
 /// Produces a JSON batch and returns the `offsets` array.
 pub async fn produce(
     c: &reqwest::Client,
