@@ -1,6 +1,7 @@
 //! Prometheus metrics, hand-written: per-topic record and byte counters, a request
-//! latency histogram per route, response counts per status, and gauges (partition
-//! inbox depth, high watermark, consumer group lag) read from the log at scrape time.
+//! latency histogram per route, response counts per status, requests in flight and
+//! requests abandoned by their client, and gauges (partition inbox depth, high
+//! watermark, consumer group lag) read from the log at scrape time.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
