@@ -146,7 +146,7 @@ fn raw_write(c: &mut Criterion, group_name: &str, records_per_chunk: usize) {
 
 fn send_single(c: &mut Criterion) {
     let rt = runtime();
-    for codec in [Compression::None, Compression::Lz4] {
+    for codec in [Compression::None, Compression::Lz4, Compression::Zstd] {
         let dir = tempfile::tempdir().expect("tmp");
         let k = rt.block_on(async {
             let k = Kafko::open(dir.path()).await.expect("open");
@@ -428,7 +428,7 @@ fn alternated_ratio(
 
 fn sequential_read(c: &mut Criterion) {
     let rt = runtime();
-    for codec in [Compression::None, Compression::Lz4] {
+    for codec in [Compression::None, Compression::Lz4, Compression::Zstd] {
         let dir = tempfile::tempdir().expect("tmp");
         const RECORDS: u64 = 200_000;
         let k = rt.block_on(async {
