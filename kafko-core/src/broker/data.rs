@@ -36,12 +36,7 @@ impl Kafko {
         records: Vec<ProducerRecord>,
         options: SendOptions,
     ) -> Result<Vec<RecordMetadata>> {
-        let topic = self.topic(topic)?;
-        match <[ProducerRecord; 1]>::try_from(records) {
-            // One record (the common REST call) skips the batch grouping.
-            Ok([record]) => Ok(vec![topic.send_one(record, options).await?]),
-            Err(records) => topic.send(records, options).await,
-        }
+        self.topic(topic)?.send(records, options).await
     }
 
     /// Reads one partition from `offset`.
