@@ -10,6 +10,7 @@
 //! record.
 
 use std::cell::RefCell;
+use std::thread::LocalKey;
 
 use crate::config::Compression;
 
@@ -17,12 +18,32 @@ use crate::config::Compression;
 const ZSTD_LEVEL: i32 = 1;
 
 thread_local! {
-    static LZ4_TABLE: RefCell<lz4_flex::block::CompressTable> =
-        RefCell::new(lz4_flex::block::CompressTable::default());
+    static LZ4_TABLE: RefCell<Option<lz4_flex::block::CompressTable>> = const { RefCell::new(None) };
     static ZSTD_COMPRESSOR: RefCell<Option<zstd::bulk::Compressor<'static>>> =
         const { RefCell::new(None) };
     static ZSTD_DECOMPRESSOR: RefCell<Option<zstd::bulk::Decompressor<'static>>> =
         const { RefCell::new(None) };
+}
+
+/// Runs `work` on this thread's codec state in `slot`, made by `make` on first use.
+/// `None` when there is none to have (the thread is exiting, or `make` failed): the caller
+/// then uses the codec's one-shot form.
+fn with_reused<S: 'static, R>(
+    slot: &'static LocalKey<RefCell<Option<S>>>,
+    make: impl FnOnce() -> Option<S>,
+    work: impl FnOnce(&mut S) -> R,
+) -> Option<R> {
+    slot.try_with(|slot| {
+        // A codec never calls back into this module, so the slot is never borrowed twice.
+        let mut slot = slot.try_borrow_mut().ok()?;
+        let state = match slot.as_mut() {
+            Some(state) => state,
+            None => slot.insert(make()?),
+        };
+        Some(work(state))
+    })
+    .ok()
+    .flatten()
 }
 
 /// Largest record area a batch may decode to (see FORMAT.md).
@@ -60,48 +81,36 @@ pub(crate) fn compress(codec: Compression, raw: &[u8]) -> Result<Vec<u8>, String
 
 fn lz4_compress(raw: &[u8]) -> Vec<u8> {
     let mut out = vec![0; lz4_flex::block::get_maximum_output_size(raw.len())];
-    let reused = LZ4_TABLE.try_with(|table| {
-        let mut table = table.try_borrow_mut().ok()?;
-        lz4_flex::block::compress_into_with_table(raw, &mut out, &mut table).ok()
-    });
-    match reused {
-        Ok(Some(len)) => {
+    let written = with_reused(
+        &LZ4_TABLE,
+        || Some(lz4_flex::block::CompressTable::default()),
+        |table| lz4_flex::block::compress_into_with_table(raw, &mut out, table),
+    );
+    match written {
+        Some(Ok(len)) => {
             out.truncate(len);
             out
         }
-        // The thread is exiting, or (never on one thread) the table is in use.
         _ => lz4_flex::block::compress(raw),
     }
 }
 
 fn zstd_compress(raw: &[u8]) -> std::io::Result<Vec<u8>> {
-    let reused = ZSTD_COMPRESSOR.try_with(|slot| {
-        let mut slot = slot.try_borrow_mut().ok()?;
-        let compressor = match slot.as_mut() {
-            Some(c) => c,
-            None => slot.insert(zstd::bulk::Compressor::new(ZSTD_LEVEL).ok()?),
-        };
-        Some(compressor.compress(raw))
-    });
-    match reused {
-        Ok(Some(result)) => result,
-        _ => zstd::bulk::compress(raw, ZSTD_LEVEL),
-    }
+    with_reused(
+        &ZSTD_COMPRESSOR,
+        || zstd::bulk::Compressor::new(ZSTD_LEVEL).ok(),
+        |compressor| compressor.compress(raw),
+    )
+    .unwrap_or_else(|| zstd::bulk::compress(raw, ZSTD_LEVEL))
 }
 
 fn zstd_decompress(data: &[u8], expected_len: usize) -> std::io::Result<Vec<u8>> {
-    let reused = ZSTD_DECOMPRESSOR.try_with(|slot| {
-        let mut slot = slot.try_borrow_mut().ok()?;
-        let decompressor = match slot.as_mut() {
-            Some(d) => d,
-            None => slot.insert(zstd::bulk::Decompressor::new().ok()?),
-        };
-        Some(decompressor.decompress(data, expected_len))
-    });
-    match reused {
-        Ok(Some(result)) => result,
-        _ => zstd::bulk::decompress(data, expected_len),
-    }
+    with_reused(
+        &ZSTD_DECOMPRESSOR,
+        || zstd::bulk::Decompressor::new().ok(),
+        |decompressor| decompressor.decompress(data, expected_len),
+    )
+    .unwrap_or_else(|| zstd::bulk::decompress(data, expected_len))
 }
 
 /// Decompresses to exactly `expected_len` bytes, or explains why not.
@@ -185,6 +194,44 @@ mod tests {
         assert_eq!(
             decompress(Compression::Zstd, &good, small.len()).unwrap(),
             small
+        );
+    }
+
+    /// The state is made once per thread and kept; when it cannot be made the caller is told
+    /// (and falls back to the one-shot codec), and the next call tries again.
+    #[test]
+    fn reused_state_is_made_once_per_thread() {
+        thread_local! {
+            static SLOT: RefCell<Option<u32>> = const { RefCell::new(None) };
+        }
+        let made = std::cell::Cell::new(0);
+        let make = |ok: bool| {
+            made.set(made.get() + 1);
+            ok.then_some(10)
+        };
+        assert_eq!(with_reused(&SLOT, || make(false), |s| *s), None);
+        assert_eq!(with_reused(&SLOT, || make(true), |s| *s), Some(10));
+        assert_eq!(
+            with_reused(
+                &SLOT,
+                || make(true),
+                |s| {
+                    *s += 1;
+                    *s
+                }
+            ),
+            Some(11)
+        );
+        assert_eq!(
+            made.get(),
+            2,
+            "made on the failed and the first good call only"
+        );
+        let other_thread = std::thread::spawn(|| with_reused(&SLOT, || Some(0), |s| *s));
+        assert_eq!(
+            other_thread.join().unwrap(),
+            Some(0),
+            "each thread has its own"
         );
     }
 

@@ -212,7 +212,7 @@ impl Topic {
         opts: SendOptions,
     ) -> Result<Vec<RecordMetadata>> {
         let records = match <[ProducerRecord; 1]>::try_from(records) {
-            // One record (the common REST call) skips the batch grouping.
+            // One record (most REST calls, a `send_batch` of one) skips the batch grouping.
             Ok([record]) => return Ok(vec![self.send_one(record, opts).await?]),
             Err(records) => records,
         };

@@ -180,9 +180,8 @@ impl FromRequestParts<AppState> for BodyShape {
     }
 }
 
-/// The topic's producer, creating an unknown topic first when auto-creation is on. One
-/// lookup serves the send (an existence check before it was a second, ~1 % of a
-/// one-record produce).
+/// The topic's producer, creating an unknown topic first when auto-creation is on: one
+/// lookup serves both the existence check and the send.
 async fn producer(state: &AppState, topic: &str) -> ApiResult<Producer> {
     match state.kafko.producer_for(topic).await {
         Err(KafkoError::TopicNotFound { .. }) => match &state.config.auto_create {
