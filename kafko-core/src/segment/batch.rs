@@ -290,6 +290,17 @@ impl BatchHeader {
         {
             return Err(HeaderError::Invalid("inconsistent record counts".into()));
         }
+        // Offsets are Kafka's, a non-negative i64: a batch reaching past that was not
+        // written by this log, and its `next_offset` would not fit in a u64 either.
+        let last = header
+            .base_offset
+            .checked_add(u64::from(header.last_offset_delta));
+        if last.is_none_or(|last| last >= i64::MAX as u64) {
+            return Err(HeaderError::Invalid(format!(
+                "offset range from {} by {} is beyond the largest offset",
+                header.base_offset, header.last_offset_delta
+            )));
+        }
         Ok(header)
     }
 
@@ -429,7 +440,7 @@ mod tests {
         #[test]
         fn framed_batches_round_trip_for_every_codec(
             recs in proptest::collection::vec(arb_record(), 1..20),
-            base in 0u64..u64::MAX / 2,
+            base in 0u64..i64::MAX as u64 - 64,
             codec_id in 0u8..3,
         ) {
             let codec = Compression::from_id(codec_id).unwrap();
@@ -501,6 +512,51 @@ mod tests {
             put_varint(&mut out, i);
             prop_assert_eq!(out.len(), uvarint_len(zigzag(i)));
         }
+    }
+
+    /// Found by `cargo fuzz run batch`: a header whose `base_offset + last_offset_delta`
+    /// ran past u64 made `next_offset` overflow (a panic in debug builds, a wrapped
+    /// offset in release ones). Such a range is now a corrupt header.
+    #[test]
+    fn offset_ranges_past_the_largest_offset_are_corrupt() {
+        let one = encode(
+            Compression::None,
+            std::iter::once(RecordFields {
+                offset_delta: 0,
+                timestamp: 7,
+                key: None,
+                value: Some(b"v"),
+                headers: &[],
+            }),
+        )
+        .unwrap();
+        let next_offset_at = |base: u64| {
+            let mut out = Vec::new();
+            frame(&mut out, base, &one);
+            BatchHeader::parse(&out).map(|h| h.next_offset())
+        };
+        let largest = i64::MAX as u64;
+        assert_eq!(next_offset_at(largest - 1), Ok(largest));
+        assert!(matches!(
+            next_offset_at(largest),
+            Err(HeaderError::Invalid(_))
+        ));
+        assert!(matches!(
+            next_offset_at(u64::MAX),
+            Err(HeaderError::Invalid(_))
+        ));
+        // The fuzzer's input: base offset 2^64 - 215, last_offset_delta 255.
+        let found = [
+            70u8, 0, 0, 0, 81, 12, 166, 93, 1, 2, 0, 0, 41, 255, 255, 255, 255, 255, 255, 255, 255,
+            0, 0, 0, 232, 3, 0, 0, 0, 0, 0, 0, 232, 3, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 21, 0, 0, 0,
+            40, 181, 47, 253, 32, 21, 169, 0, 0, 20, 0, 0, 6, 107, 101, 121, 16, 118, 97, 108, 117,
+            101, 45, 48, 45, 1, 1, 104, 1, 118,
+        ];
+        assert!(matches!(
+            BatchHeader::parse(&found),
+            Err(HeaderError::Invalid(_))
+        ));
+        crate::fuzzing::batch(&found);
     }
 
     #[test]
