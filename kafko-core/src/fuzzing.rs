@@ -278,7 +278,7 @@ mod tests {
     fn mutate(rng: &mut Rng, input: &[u8]) -> Vec<u8> {
         let mut v = input.to_vec();
         for _ in 0..1 + rng.below(4) {
-            match rng.below(6) {
+            match rng.below(7) {
                 0 if !v.is_empty() => {
                     let i = rng.below(v.len());
                     v[i] ^= 1 << rng.below(8);
@@ -300,6 +300,13 @@ mod tests {
                     let word =
                         [0u32, 1, 0x7fff_ffff, u32::MAX, 64 << 20, (64 << 20) + 41][rng.below(6)];
                     v[i..i + 4].copy_from_slice(&word.to_le_bytes());
+                }
+                5 if v.len() >= 8 => {
+                    // Interesting 64-bit values over an offset- or timestamp-like field
+                    // (`cargo fuzz` found an offset overflow this way).
+                    let i = rng.below(v.len() - 7);
+                    let word = [0u64, 1, i64::MAX as u64, 1 << 63, u64::MAX][rng.below(5)];
+                    v[i..i + 8].copy_from_slice(&word.to_le_bytes());
                 }
                 _ => {
                     let i = rng.below(v.len() + 1);
