@@ -22,8 +22,10 @@ const HEADER_TAIL: u32 = (HEADER_LEN - 8) as u32;
 /// A batch whose record area is encoded but which has no offset yet.
 #[derive(Debug, Clone)]
 pub(crate) struct EncodedBatch {
-    /// Record area, compressed with `codec`.
-    pub(crate) payload: Bytes,
+    /// Record area, compressed with `codec`. A `Vec`, not `Bytes`: the writer only copies
+    /// it into its buffer, and `Bytes::from` a `Vec` with spare capacity (the encoder's
+    /// size estimate, a compressor's worst-case bound) costs an extra allocation.
+    pub(crate) payload: Vec<u8>,
     /// CRC state over `payload` when it is larger than `REHASH_LIMIT` (combined into the
     /// header CRC by the writer); empty otherwise.
     pub(crate) payload_crc: crc32fast::Hasher,
@@ -130,7 +132,7 @@ pub(crate) fn encode<'a>(
         payload_crc.update(&payload);
     }
     Ok(EncodedBatch {
-        payload: Bytes::from(payload),
+        payload,
         payload_crc,
         codec,
         last_offset_delta,
@@ -150,7 +152,7 @@ pub(crate) fn empty(
     max_timestamp: i64,
 ) -> EncodedBatch {
     EncodedBatch {
-        payload: Bytes::new(),
+        payload: Vec::new(),
         payload_crc: crc32fast::Hasher::new(),
         codec: Compression::None,
         last_offset_delta,
