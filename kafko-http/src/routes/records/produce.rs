@@ -110,7 +110,21 @@ pub(crate) async fn produce(
 /// was ~3,500 of a one-record produce's ~39,500 instructions (callgrind); the test
 /// `created_is_the_serde_form` keeps the two byte-identical.
 fn created(meta: &[RecordMetadata]) -> Response {
-    let mut json = Vec::with_capacity(16 + meta.len() * 64);
+    // Sized exactly: `Bytes::from` a `Vec` with spare capacity allocates a shared header
+    // besides (callgrind: 37.8–38.3 k → 37.0–37.6 k instructions per one-record produce).
+    let len = r#"{"offsets":[]}"#.len()
+        + meta
+            .iter()
+            .map(|m| {
+                r#"{"partition":,"offset":,"timestamp":}"#.len()
+                    + decimal_len(u64::from(m.partition))
+                    + decimal_len(m.offset)
+                    + usize::from(m.timestamp < 0)
+                    + decimal_len(m.timestamp.unsigned_abs())
+            })
+            .sum::<usize>()
+        + meta.len().saturating_sub(1);
+    let mut json = Vec::with_capacity(len);
     json.extend_from_slice(br#"{"offsets":["#);
     for (i, m) in meta.iter().enumerate() {
         if i > 0 {
@@ -128,6 +142,7 @@ fn created(meta: &[RecordMetadata]) -> Response {
         json.push(b'}');
     }
     json.extend_from_slice(b"]}");
+    debug_assert_eq!((json.len(), json.capacity()), (len, len));
     (
         StatusCode::CREATED,
         [(
@@ -137,6 +152,11 @@ fn created(meta: &[RecordMetadata]) -> Response {
         Bytes::from(json),
     )
         .into_response()
+}
+
+/// Digits of `n` in decimal.
+fn decimal_len(n: u64) -> usize {
+    n.checked_ilog10().map_or(1, |l| l as usize + 1)
 }
 
 /// Appends `n` in decimal.
@@ -287,9 +307,16 @@ mod tests {
             offset,
             timestamp,
         };
-        let cases: [Vec<RecordMetadata>; 4] = [
+        let cases: [Vec<RecordMetadata>; 5] = [
             vec![],
             vec![meta(0, 0, 0)],
+            // Digit-count edges (the answer is sized exactly before it is written).
+            vec![
+                meta(9, 10, -9),
+                meta(10, 99, -10),
+                meta(99, 100, 999),
+                meta(100, 1000, -1000),
+            ],
             vec![meta(7, u64::MAX, i64::MIN), meta(u32::MAX, 42, -1)],
             (0..1000)
                 .map(|i| meta(i % 3, u64::from(i) * 7919, 1_764_400_000_000 + i64::from(i)))
