@@ -29,7 +29,8 @@ impl Kafko {
         Ok(Consumer::new(self.topic(name)?))
     }
 
-    /// Appends records to a topic (the HTTP layer's entry point).
+    /// Appends records to a topic by name: [`producer_for`](Self::producer_for) and
+    /// [`Producer::send_batch_with`] in one call.
     pub async fn produce(
         &self,
         topic: &str,
