@@ -107,4 +107,14 @@ if not all(flush.get(k, 0) > 0 for k in ("append", "overwrite")):
     sys.exit(f"smoke: no fdatasync probe in the machine description: {flush}")
 print(f"smoke: {len(d['cells'])} cells ok")
 EOF
+    # The A/B profiling harness (bench/ab_http.py): one short round of the same debug
+    # binaries, which must answer every request and report a share of the no-op.
+    ab_out="$(python3 bench/ab_http.py --rounds 1 --secs 3 --oha "$(command -v oha)" \
+        --noop "$bin/kafko-bench-noop" "smoke=$bin/kafko-http")"
+    echo "$ab_out"
+    grep -q "of the no-op" <<<"$ab_out" || { echo "smoke: ab_http.py gave no ratio" >&2; exit 1; }
+    if grep -q "failed responses" <<<"$ab_out"; then
+        echo "smoke: ab_http.py saw failed responses" >&2
+        exit 1
+    fi
 fi
