@@ -12,10 +12,16 @@
 //!   promises durability (an fsync of the active segment, `sync`, shutdown) or removes
 //!   segments (the next roll, retention, a compaction swap) waits for it first.
 //!
+//! - a group that must be fsynced (policy `always`, or a `sync` request) is published and
+//!   acknowledged only after its fsync, which runs on the `pipeline` while the writer
+//!   goes on writing later groups; those wait behind it, so publishing stays in order.
+//!
 //! Here: the task loop, group commit, the fsync policy and shutdown. The writer's other
-//! duties each have a file: `roll` (new segment, background seal), `retention` and
-//! `swap` (installing a compacted segment).
+//! duties each have a file: `pipeline` (fsyncs running while later groups are written),
+//! `roll` (new segment, background seal), `retention` and `swap` (installing a compacted
+//! segment).
 
+mod pipeline;
 mod retention;
 mod roll;
 mod swap;
@@ -26,6 +32,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
+use self::pipeline::SyncPipeline;
 use super::PartitionLog;
 use super::command::Command;
 use crate::config::{FsyncPolicy, TopicConfig};
@@ -67,12 +74,23 @@ struct PendingReply {
     base_offset: u64,
 }
 
-/// A batch observed in the write buffer, applied to the index once written.
+/// A batch observed in the write buffer, applied to the index once published.
 struct Observation {
     rel: u32,
     position: u32,
     framed_len: u64,
     max_timestamp: i64,
+}
+
+/// A written group, published (and answered) at once or, when it must be fsynced first,
+/// once the pipeline reports an fsync covering it.
+struct WrittenGroup {
+    /// Length of the active segment's file with this group.
+    end_len: u64,
+    next_offset: u64,
+    max_timestamp: i64,
+    observations: Vec<Observation>,
+    replies: Vec<PendingReply>,
 }
 
 pub(crate) struct Writer {
@@ -91,9 +109,14 @@ pub(crate) struct Writer {
     buf: Vec<u8>,
     pending: Vec<PendingReply>,
     observations: Vec<Observation>,
-    /// Next offset to assign, counting batches staged in `buf`; the committed next offset
-    /// and written length are the active segment's published ones.
+    /// Next offset to assign, counting batches staged in `buf`.
     buffered_next: u64,
+    /// Length of the active segment's file and the next offset after what it holds:
+    /// ahead of the published ones while groups wait in `pipeline`.
+    written_len: u64,
+    written_next: u64,
+    /// Written groups waiting for their fsync.
+    pipeline: SyncPipeline,
     buffered_max_ts: i64,
     sync_requested: bool,
     /// Appends in the previous group: how many producers the next gather expects.
@@ -111,6 +134,8 @@ impl Writer {
         state: Arc<WriterState>,
     ) -> Self {
         let buffered_next = active.next_offset();
+        let written_len = active.len();
+        let pipeline = SyncPipeline::new(active.file.clone());
         Writer {
             storage: log.storage.clone(),
             log,
@@ -126,6 +151,9 @@ impl Writer {
             pending: Vec::new(),
             observations: Vec::new(),
             buffered_next,
+            written_len,
+            written_next: buffered_next,
+            pipeline,
             buffered_max_ts: i64::MIN,
             sync_requested: false,
             last_group: 1,
@@ -150,6 +178,7 @@ impl Writer {
             match cmd {
                 Command::Append { batch, sync, reply } => {
                     self.reap_finished_seal().await;
+                    self.reap_synced();
                     self.stage(batch, sync, reply).await;
                     deferred = self.gather_group().await;
                     self.last_group = self.pending.len();
@@ -208,7 +237,8 @@ impl Writer {
         }
     }
 
-    /// Waits for a command, running interval fsyncs while idle.
+    /// Waits for a command, running interval fsyncs while idle and publishing groups as
+    /// their fsyncs finish.
     async fn next_command(&mut self) -> Option<Command> {
         loop {
             // A poisoned partition never fsyncs again: without the check its deadline
@@ -221,12 +251,21 @@ impl Writer {
                 }
                 _ => None,
             };
-            let Some(deadline) = deadline else {
+            if deadline.is_none() && self.pipeline.is_empty() {
                 return self.rx.recv().await;
+            }
+            let waiting = !self.pipeline.is_empty();
+            let woke = tokio::select! {
+                // Acknowledgements first: they free producers to send the next group.
+                biased;
+                done = self.pipeline.next_done(), if waiting => Woke::Synced(done),
+                cmd = self.rx.recv() => Woke::Command(cmd),
+                () = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => Woke::Deadline,
             };
-            tokio::select! {
-                cmd = self.rx.recv() => return cmd,
-                () = tokio::time::sleep_until(deadline) => {
+            match woke {
+                Woke::Command(cmd) => return cmd,
+                Woke::Synced(done) => self.on_synced(done),
+                Woke::Deadline => {
                     let _ = self.sync_now().await;
                 }
             }
@@ -253,7 +292,7 @@ impl Writer {
             return;
         }
         let framed = batch.framed_len() as u64;
-        let used = self.active.len() + self.buf.len() as u64;
+        let used = self.written_len + self.buf.len() as u64;
         let rel = self.buffered_next - self.active.base_offset;
         if used > 0
             && (used + framed > self.config.segment_bytes
@@ -270,7 +309,7 @@ impl Writer {
             return;
         }
         let base_offset = self.buffered_next;
-        let position = self.active.len() + self.buf.len() as u64;
+        let position = self.written_len + self.buf.len() as u64;
         self.observations.push(Observation {
             rel: (base_offset - self.active.base_offset) as u32,
             position: position as u32,
@@ -284,23 +323,15 @@ impl Writer {
         self.pending.push(PendingReply { reply, base_offset });
     }
 
-    /// Writes the buffer in one call, fsyncs if required, publishes and replies.
+    /// Writes the buffer in one call; publishes and replies now, or once fsynced.
     async fn flush(&mut self) {
         if self.buf.is_empty() {
             return;
         }
-        let result = self.write_buffer().await;
-        match result {
-            Ok(()) => {
-                for p in self.pending.drain(..) {
-                    let _ = p.reply.send(Ok(p.base_offset));
-                }
-            }
-            Err(e) => {
-                self.buffered_next = self.active.next_offset();
-                for p in self.pending.drain(..) {
-                    let _ = p.reply.send(Err(e.duplicate()));
-                }
+        if let Err(e) = self.write_buffer().await {
+            self.buffered_next = self.written_next;
+            for p in self.pending.drain(..) {
+                let _ = p.reply.send(Err(e.duplicate()));
             }
         }
         self.buf.clear();
@@ -309,49 +340,106 @@ impl Writer {
         self.sync_requested = false;
     }
 
+    /// Writes the staged group. A group that must be fsynced — by the policy, by a
+    /// request, or because an earlier group still waits for its fsync — goes to the
+    /// pipeline; any other is published and answered here.
     async fn write_buffer(&mut self) -> Result<()> {
         let path = self.active.log_path.clone();
-        let must_sync = self.sync_requested || self.config.fsync == FsyncPolicy::Always;
+        let must_sync = self.sync_requested
+            || self.config.fsync == FsyncPolicy::Always
+            || !self.pipeline.is_empty();
         if must_sync {
-            // The fsync below covers every record before it, those of a segment still
+            // The fsync to come covers every record before it, those of a segment still
             // sealing too. Waited for before the write, so a failed seal fails this group
             // with nothing of it on disk.
             self.finish_seal().await?;
         }
         if let Err(e) = self.active.file.append(&self.buf) {
             let err = KafkoError::io("appending to", &path, e);
-            // Cut whatever part of the write landed, so the next batch starts clean.
-            if let Err(cut) = self.active.file.truncate(self.active.len()) {
+            // Cut whatever part of the write landed, so the next batch starts clean. Groups
+            // written before it (some may wait for their fsync) stay.
+            if let Err(cut) = self.active.file.truncate(self.written_len) {
                 self.poison(format!("could not cut a failed write: {cut}"));
             }
             return Err(err);
         }
+        self.written_len += self.buf.len() as u64;
+        self.written_next = self.buffered_next;
+        self.dirty = true;
         if must_sync {
-            if let Err(e) = self.fsync_active().await {
-                self.poison(format!("fsync failed: {e}"));
-                return Err(KafkoError::io("fsyncing", &path, e));
-            }
-            self.last_sync = Instant::now();
-            self.dirty = false;
-        } else {
-            self.dirty = true;
+            self.pipeline.push(WrittenGroup {
+                end_len: self.written_len,
+                next_offset: self.buffered_next,
+                max_timestamp: self.buffered_max_ts,
+                observations: std::mem::take(&mut self.observations),
+                replies: std::mem::take(&mut self.pending),
+            });
+            return Ok(());
         }
-        {
-            let mut idx = self.active.index.write().unwrap_or_else(|p| p.into_inner());
-            for o in &self.observations {
-                idx.observe(o.rel, o.position, o.framed_len, o.max_timestamp);
-            }
-        }
-        let written_len = self.active.len() + self.buf.len() as u64;
-        self.active
-            .publish(written_len, self.buffered_next, self.buffered_max_ts);
-        self.log.publish_high_watermark(self.buffered_next);
+        // The common case publishes from the writer's own buffers: no allocation.
+        publish(
+            &self.log,
+            &self.active,
+            self.written_len,
+            self.buffered_next,
+            self.buffered_max_ts,
+            &self.observations,
+            self.pending.drain(..),
+        );
         if let FsyncPolicy::IntervalMs { interval_ms } = self.config.fsync
             && self.last_sync.elapsed() >= std::time::Duration::from_millis(interval_ms)
         {
             let _ = self.sync_now().await;
         }
         Ok(())
+    }
+
+    /// Publishes the groups a finished fsync covers; after a failed one, fails every
+    /// waiting group and turns the partition read-only.
+    fn on_synced(&mut self, done: std::io::Result<u64>) {
+        match done {
+            Ok(synced_len) => {
+                for group in self.pipeline.take_covered(synced_len) {
+                    publish(
+                        &self.log,
+                        &self.active,
+                        group.end_len,
+                        group.next_offset,
+                        group.max_timestamp,
+                        &group.observations,
+                        group.replies.into_iter(),
+                    );
+                }
+                if synced_len >= self.written_len {
+                    self.dirty = false;
+                    self.last_sync = Instant::now();
+                }
+            }
+            Err(e) => {
+                self.poison(format!("fsync failed: {e}"));
+                let err = KafkoError::io("fsyncing", &self.active.log_path, e);
+                for group in self.pipeline.take_all() {
+                    for p in group.replies {
+                        let _ = p.reply.send(Err(err.duplicate()));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Publishes whatever fsyncs have finished, without waiting.
+    fn reap_synced(&mut self) {
+        while let Some(done) = self.pipeline.try_done() {
+            self.on_synced(done);
+        }
+    }
+
+    /// Waits until no group waits for an fsync (each published, or failed).
+    async fn drain_pipeline(&mut self) {
+        while !self.pipeline.is_empty() {
+            let done = self.pipeline.next_done().await;
+            self.on_synced(done);
+        }
     }
 
     /// fdatasync of the active segment on a blocking thread: the runtime thread stays free
@@ -370,6 +458,7 @@ impl Writer {
     }
 
     async fn sync_now(&mut self) -> Result<()> {
+        self.drain_pipeline().await;
         if let Some(reason) = &self.poisoned {
             return Err(self.read_only_error(reason));
         }
@@ -392,6 +481,37 @@ impl Writer {
         self.sync_now().await?;
         self.active.write_indexes(&*self.storage)
     }
+}
+
+/// Makes written bytes visible — index entries, the segment's readable length, the high
+/// watermark (which wakes long-polls) — and then answers their producers.
+fn publish(
+    log: &PartitionLog,
+    active: &Segment,
+    end_len: u64,
+    next_offset: u64,
+    max_timestamp: i64,
+    observations: &[Observation],
+    replies: impl Iterator<Item = PendingReply>,
+) {
+    {
+        let mut idx = active.index.write().unwrap_or_else(|p| p.into_inner());
+        for o in observations {
+            idx.observe(o.rel, o.position, o.framed_len, o.max_timestamp);
+        }
+    }
+    active.publish(end_len, next_offset, max_timestamp);
+    log.publish_high_watermark(next_offset);
+    for p in replies {
+        let _ = p.reply.send(Ok(p.base_offset));
+    }
+}
+
+/// What woke an idle writer.
+enum Woke {
+    Command(Option<Command>),
+    Synced(std::io::Result<u64>),
+    Deadline,
 }
 
 /// Puts the running task at the back of its worker's run queue once, so the producers

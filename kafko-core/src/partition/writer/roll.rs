@@ -24,6 +24,9 @@ impl Writer {
     /// whose index files do not match its log; recovery scans it, and a lost tail (torn,
     /// or ending before the next segment) ends the log there (FORMAT.md, recovery rule 7).
     pub(super) async fn roll(&mut self) -> Result<()> {
+        // The pipeline belongs to the active segment's file: empty it first, so every
+        // group of this segment is published (or failed) before the next one starts.
+        self.drain_pipeline().await;
         if self.active.len() == 0 {
             // The flush before this roll failed and left the active segment empty: a new
             // segment would have the same base offset, and the two would share one file
@@ -43,6 +46,9 @@ impl Writer {
         segments.push(next.clone());
         self.log.set_segments(segments);
         let sealed = std::mem::replace(&mut self.active, next);
+        self.written_len = self.active.len();
+        self.written_next = self.active.next_offset();
+        self.pipeline = super::pipeline::SyncPipeline::new(self.active.file.clone());
         // The sealed segment's pending data is the seal's to make durable now.
         self.dirty = false;
         let storage = self.storage.clone();
