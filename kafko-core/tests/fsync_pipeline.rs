@@ -13,7 +13,12 @@ use std::time::Duration;
 
 use common::interposed::{Hook, Interposed};
 use kafko_core::storage::StorageFile;
-use kafko_core::{Bytes, FsyncPolicy, Kafko, KafkoError, ProducerRecord, SendOptions, TopicConfig};
+use kafko_core::{
+    Bytes, FsyncPolicy, Kafko, KafkoError, Producer, ProducerRecord, RecordMetadata, SendOptions,
+    TopicConfig,
+};
+use tempfile::TempDir;
+use tokio::task::JoinHandle;
 
 #[derive(Default)]
 struct GateState {
@@ -100,8 +105,12 @@ impl Hook for Arc<Gate> {
     }
 }
 
-async fn open_gated(dir: &Path, gate: &Arc<Gate>, fsync: FsyncPolicy) -> Kafko {
-    let k = Kafko::builder(dir)
+/// A log on the gated storage with topic `t` (one partition, `fsync`), its producer, and
+/// `first` already acknowledged at offset 0.
+async fn gated(fsync: FsyncPolicy, first: &'static str) -> (TempDir, Arc<Gate>, Kafko, Producer) {
+    let dir = tempfile::tempdir().unwrap();
+    let gate = Arc::new(Gate::default());
+    let k = Kafko::builder(dir.path())
         .storage(Arc::new(Interposed(gate.clone())))
         .open()
         .await
@@ -115,7 +124,15 @@ async fn open_gated(dir: &Path, gate: &Arc<Gate>, fsync: FsyncPolicy) -> Kafko {
     )
     .await
     .unwrap();
-    k
+    let p = k.producer_for("t").await.unwrap();
+    assert_eq!(p.send(None, first.into()).await.unwrap().offset, 0);
+    (dir, gate, k, p)
+}
+
+/// Sends `value` on a task of its own, so the test can watch it wait.
+fn spawn_send(p: &Producer, value: &'static str) -> JoinHandle<kafko_core::Result<RecordMetadata>> {
+    let p = p.clone();
+    tokio::spawn(async move { p.send(None, value.into()).await })
 }
 
 /// Polls `cond` every millisecond for up to 10 s.
@@ -135,32 +152,31 @@ fn on_disk(dir: &Path, value: &str) -> bool {
     bytes.windows(value.len()).any(|w| w == value.as_bytes())
 }
 
+/// Holds the next fsync and sends `value`, returning once its fsync waits at the gate.
+async fn send_held(
+    gate: &Gate,
+    p: &Producer,
+    value: &'static str,
+) -> JoinHandle<kafko_core::Result<RecordMetadata>> {
+    gate.hold();
+    let sending = spawn_send(p, value);
+    eventually("an fsync is held", || gate.holding()).await;
+    sending
+}
+
 fn high_watermark(k: &Kafko) -> u64 {
     k.offsets("t", 0).unwrap().1
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn groups_written_during_an_fsync_share_the_next_one_and_wait_for_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let gate = Arc::new(Gate::default());
-    let k = open_gated(dir.path(), &gate, FsyncPolicy::Always).await;
-    let p = k.producer_for("t").await.unwrap();
-    assert_eq!(p.send(None, "warm-up".into()).await.unwrap().offset, 0);
-
-    gate.hold();
-    let first = tokio::spawn({
-        let p = p.clone();
-        async move { p.send(None, "first-value".into()).await }
-    });
-    eventually("the first fsync is held", || gate.holding()).await;
+    let (dir, gate, k, p) = gated(FsyncPolicy::Always, "warm-up").await;
+    let first = send_held(&gate, &p, "first-value").await;
     let syncs_before = gate.syncs();
-    let later: Vec<_> = ["second-value", "third-value"]
-        .into_iter()
-        .map(|v| {
-            let p = p.clone();
-            tokio::spawn(async move { p.send(None, v.into()).await })
-        })
-        .collect();
+    let later = [
+        spawn_send(&p, "second-value"),
+        spawn_send(&p, "third-value"),
+    ];
     // Written while the fsync is held: the writer does not wait for it to write.
     eventually("both later records are written", || {
         on_disk(dir.path(), "second-value") && on_disk(dir.path(), "third-value")
@@ -197,12 +213,7 @@ async fn groups_written_during_an_fsync_share_the_next_one_and_wait_for_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unsynced_send_waits_behind_a_synced_one() {
-    let dir = tempfile::tempdir().unwrap();
-    let gate = Arc::new(Gate::default());
-    let k = open_gated(dir.path(), &gate, FsyncPolicy::Never).await;
-    let p = k.producer_for("t").await.unwrap();
-    assert_eq!(p.send(None, "plain".into()).await.unwrap().offset, 0);
-
+    let (dir, gate, k, p) = gated(FsyncPolicy::Never, "plain").await;
     gate.hold();
     let synced = tokio::spawn({
         let p = p.clone();
@@ -216,10 +227,7 @@ async fn an_unsynced_send_waits_behind_a_synced_one() {
         }
     });
     eventually("the requested fsync is held", || gate.holding()).await;
-    let unsynced = tokio::spawn({
-        let p = p.clone();
-        async move { p.send(None, "unsynced-value".into()).await }
-    });
+    let unsynced = spawn_send(&p, "unsynced-value");
     eventually("the unsynced record is written", || {
         on_disk(dir.path(), "unsynced-value")
     })
@@ -238,22 +246,9 @@ async fn an_unsynced_send_waits_behind_a_synced_one() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_fsync_fails_every_group_waiting_for_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let gate = Arc::new(Gate::default());
-    let k = open_gated(dir.path(), &gate, FsyncPolicy::Always).await;
-    let p = k.producer_for("t").await.unwrap();
-    p.send(None, "kept".into()).await.unwrap();
-
-    gate.hold();
-    let first = tokio::spawn({
-        let p = p.clone();
-        async move { p.send(None, "lost-first".into()).await }
-    });
-    eventually("the fsync is held", || gate.holding()).await;
-    let second = tokio::spawn({
-        let p = p.clone();
-        async move { p.send(None, "lost-second".into()).await }
-    });
+    let (dir, gate, k, p) = gated(FsyncPolicy::Always, "kept").await;
+    let first = send_held(&gate, &p, "lost-first").await;
+    let second = spawn_send(&p, "lost-second");
     eventually("the second record is written", || {
         on_disk(dir.path(), "lost-second")
     })
