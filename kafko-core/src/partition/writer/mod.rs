@@ -427,8 +427,12 @@ impl Writer {
         }
     }
 
-    /// Publishes whatever fsyncs have finished, without waiting.
+    /// Publishes whatever fsyncs have finished, without waiting. Nothing is reported
+    /// while nothing waits: the flusher reports only fsyncs that waiting groups asked for.
     fn reap_synced(&mut self) {
+        if self.pipeline.is_empty() {
+            return;
+        }
         while let Some(done) = self.pipeline.try_done() {
             self.on_synced(done);
         }
