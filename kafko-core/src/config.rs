@@ -30,7 +30,8 @@ pub enum FsyncPolicy {
         /// Maximum age of unsynced acknowledged data.
         interval_ms: u64,
     },
-    /// Acknowledged only after fsync; one fsync covers every batch written together.
+    /// Acknowledged only after an fsync that began after the batch was written; one fsync
+    /// covers every batch written before it, and batches keep being written while it runs.
     Always,
 }
 
