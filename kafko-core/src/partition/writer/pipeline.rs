@@ -13,7 +13,7 @@
 //! - a group is published (index, readable length, high watermark) and acknowledged
 //!   only after an fsync that began after the group's write returned;
 //! - groups are published in write order; while one waits, every later group waits
-//!   behind it, so the readable length never passes an unsynced byte;
+//!   behind it, so the readable length never passes a byte still waiting for its fsync;
 //! - at most one flusher runs per pipeline: it stops once it has caught up, and the
 //!   next queued group starts it again — both decided under one lock, so a group is
 //!   never left without an fsync to come;
