@@ -10,8 +10,7 @@
 //! - a rolled segment is sealed (fsync, then its index files) on a blocking thread while
 //!   the new one takes writes; at most one seal is in flight, and everything that
 //!   promises durability (an fsync of the active segment, `sync`, shutdown) or removes
-//!   segments (the next roll, retention, a compaction swap) waits for it first.
-//!
+//!   segments (the next roll, retention, a compaction swap) waits for it first;
 //! - a group that must be fsynced (policy `always`, or a `sync` request) is published and
 //!   acknowledged only after its fsync, which runs on the `pipeline` while the writer
 //!   goes on writing later groups; those wait behind it, so publishing stays in order.
@@ -82,13 +81,18 @@ struct Observation {
     max_timestamp: i64,
 }
 
-/// A written group, published (and answered) at once or, when it must be fsynced first,
-/// once the pipeline reports an fsync covering it.
-struct WrittenGroup {
-    /// Length of the active segment's file with this group.
-    end_len: u64,
+/// Where a written group ends: what publishing it makes visible.
+#[derive(Clone, Copy)]
+struct GroupEnd {
+    /// Length of the active segment's file with the group.
+    len: u64,
     next_offset: u64,
     max_timestamp: i64,
+}
+
+/// A written group waiting in the pipeline for an fsync that covers it.
+struct WrittenGroup {
+    end: GroupEnd,
     observations: Vec<Observation>,
     replies: Vec<PendingReply>,
 }
@@ -111,10 +115,9 @@ pub(crate) struct Writer {
     observations: Vec<Observation>,
     /// Next offset to assign, counting batches staged in `buf`.
     buffered_next: u64,
-    /// Length of the active segment's file and the next offset after what it holds:
-    /// ahead of the published ones while groups wait in `pipeline`.
+    /// Length of the active segment's file: ahead of the published length while groups
+    /// wait in `pipeline`.
     written_len: u64,
-    written_next: u64,
     /// Written groups waiting for their fsync.
     pipeline: SyncPipeline,
     buffered_max_ts: i64,
@@ -152,7 +155,6 @@ impl Writer {
             observations: Vec::new(),
             buffered_next,
             written_len,
-            written_next: buffered_next,
             pipeline,
             buffered_max_ts: i64::MIN,
             sync_requested: false,
@@ -329,7 +331,10 @@ impl Writer {
             return;
         }
         if let Err(e) = self.write_buffer().await {
-            self.buffered_next = self.written_next;
+            // The failed group's offsets are not burnt: the next starts at its first.
+            if let Some(first) = self.pending.first() {
+                self.buffered_next = first.base_offset;
+            }
             for p in self.pending.drain(..) {
                 let _ = p.reply.send(Err(e.duplicate()));
             }
@@ -364,13 +369,15 @@ impl Writer {
             return Err(err);
         }
         self.written_len += self.buf.len() as u64;
-        self.written_next = self.buffered_next;
         self.dirty = true;
+        let end = GroupEnd {
+            len: self.written_len,
+            next_offset: self.buffered_next,
+            max_timestamp: self.buffered_max_ts,
+        };
         if must_sync {
             self.pipeline.push(WrittenGroup {
-                end_len: self.written_len,
-                next_offset: self.buffered_next,
-                max_timestamp: self.buffered_max_ts,
+                end,
                 observations: std::mem::take(&mut self.observations),
                 replies: std::mem::take(&mut self.pending),
             });
@@ -380,9 +387,7 @@ impl Writer {
         publish(
             &self.log,
             &self.active,
-            self.written_len,
-            self.buffered_next,
-            self.buffered_max_ts,
+            end,
             &self.observations,
             self.pending.drain(..),
         );
@@ -403,9 +408,7 @@ impl Writer {
                     publish(
                         &self.log,
                         &self.active,
-                        group.end_len,
-                        group.next_offset,
-                        group.max_timestamp,
+                        group.end,
                         &group.observations,
                         group.replies.into_iter(),
                     );
@@ -492,9 +495,7 @@ impl Writer {
 fn publish(
     log: &PartitionLog,
     active: &Segment,
-    end_len: u64,
-    next_offset: u64,
-    max_timestamp: i64,
+    end: GroupEnd,
     observations: &[Observation],
     replies: impl Iterator<Item = PendingReply>,
 ) {
@@ -504,8 +505,8 @@ fn publish(
             idx.observe(o.rel, o.position, o.framed_len, o.max_timestamp);
         }
     }
-    active.publish(end_len, next_offset, max_timestamp);
-    log.publish_high_watermark(next_offset);
+    active.publish(end.len, end.next_offset, end.max_timestamp);
+    log.publish_high_watermark(end.next_offset);
     for p in replies {
         let _ = p.reply.send(Ok(p.base_offset));
     }

@@ -74,10 +74,10 @@ impl SyncPipeline {
         self.waiting.is_empty()
     }
 
-    /// Queues a written group (its bytes end at `group.end_len`) and makes sure an fsync
+    /// Queues a written group (its bytes end at `group.end.len`) and makes sure an fsync
     /// that begins after now will cover it.
     pub(super) fn push(&mut self, group: WrittenGroup) {
-        let end = group.end_len;
+        let end = group.end.len;
         self.waiting.push_back(group);
         let mut progress = lock(&self.progress);
         progress.requested = progress.requested.max(end);
@@ -109,18 +109,21 @@ impl SyncPipeline {
 
     /// Takes the waiting groups that an fsync of the first `synced_len` bytes covers,
     /// oldest first.
-    pub(super) fn take_covered(&mut self, synced_len: u64) -> Vec<WrittenGroup> {
+    pub(super) fn take_covered(
+        &mut self,
+        synced_len: u64,
+    ) -> impl Iterator<Item = WrittenGroup> + '_ {
         let covered = self
             .waiting
             .iter()
-            .take_while(|g| g.end_len <= synced_len)
+            .take_while(|g| g.end.len <= synced_len)
             .count();
-        self.waiting.drain(..covered).collect()
+        self.waiting.drain(..covered)
     }
 
     /// Takes every waiting group (after a failed fsync).
-    pub(super) fn take_all(&mut self) -> Vec<WrittenGroup> {
-        self.waiting.drain(..).collect()
+    pub(super) fn take_all(&mut self) -> impl Iterator<Item = WrittenGroup> + '_ {
+        self.waiting.drain(..)
     }
 }
 

@@ -47,7 +47,6 @@ impl Writer {
         self.log.set_segments(segments);
         let sealed = std::mem::replace(&mut self.active, next);
         self.written_len = self.active.len();
-        self.written_next = self.active.next_offset();
         self.pipeline = super::pipeline::SyncPipeline::new(self.active.file.clone());
         // The sealed segment's pending data is the seal's to make durable now.
         self.dirty = false;
