@@ -49,13 +49,32 @@ pub(crate) enum Command {
         now_ms: i64,
         reply: oneshot::Sender<Result<RetentionOutcome>>,
     },
-    /// Install compacted segments.
+    /// Install compacted segments. Boxed: every command moves through the writer's
+    /// inbox at the size of the largest variant, and appends are nearly all of them.
     Swap {
-        swap: SegmentSwap,
+        swap: Box<SegmentSwap>,
         reply: oneshot::Sender<Result<()>>,
     },
     /// Use a new configuration for subsequent work.
     UpdateConfig { config: Arc<TopicConfig> },
     /// Drain, fsync, write indexes, stop.
     Shutdown { reply: oneshot::Sender<Result<()>> },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every command crosses the inbox at the size of the largest variant, and appends are
+    /// nearly all of the traffic: no other variant may be larger than an append. (The swap
+    /// variant, unboxed, made every command 160 bytes instead of 88.)
+    #[test]
+    fn no_command_is_larger_than_an_append() {
+        let append = size_of::<EncodedBatch>() + size_of::<oneshot::Sender<Result<u64>>>() + 8;
+        assert!(
+            size_of::<Command>() <= append,
+            "Command is {} bytes, an append needs {append}",
+            size_of::<Command>()
+        );
+    }
 }

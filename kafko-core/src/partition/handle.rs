@@ -102,7 +102,11 @@ impl PartitionHandle {
 
     /// Installs a compacted segment.
     pub(crate) async fn swap(&self, swap: SegmentSwap) -> Result<()> {
-        self.request(|reply| Command::Swap { swap, reply }).await
+        self.request(|reply| Command::Swap {
+            swap: Box::new(swap),
+            reply,
+        })
+        .await
     }
 
     /// Hands the writer a new configuration.

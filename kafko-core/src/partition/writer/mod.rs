@@ -193,7 +193,7 @@ impl Writer {
                     let _ = reply.send(self.enforce_retention(now_ms).await);
                 }
                 Command::Swap { swap, reply } => {
-                    let _ = reply.send(self.install_swap(swap).await);
+                    let _ = reply.send(self.install_swap(*swap).await);
                 }
                 Command::UpdateConfig { config } => self.config = config,
                 Command::Shutdown { reply } => {
