@@ -349,7 +349,6 @@ impl Writer {
     /// request, or because an earlier group still waits for its fsync — goes to the
     /// pipeline; any other is published and answered here.
     async fn write_buffer(&mut self) -> Result<()> {
-        let path = self.active.log_path.clone();
         let must_sync = self.sync_requested
             || self.config.fsync == FsyncPolicy::Always
             || !self.pipeline.is_empty();
@@ -360,7 +359,8 @@ impl Writer {
             self.finish_seal().await?;
         }
         if let Err(e) = self.active.file.append(&self.buf) {
-            let err = KafkoError::io("appending to", &path, e);
+            // The path is cloned here, on failure, not for every group.
+            let err = KafkoError::io("appending to", &self.active.log_path, e);
             // Cut whatever part of the write landed, so the next batch starts clean. Groups
             // written before it (some may wait for their fsync) stay.
             if let Err(cut) = self.active.file.truncate(self.written_len) {
