@@ -35,7 +35,7 @@ import urllib.request
 from dataclasses import dataclass, field
 
 MODES = {
-    # Default: every cell the issue names, 3 runs of 4 s each (~10 min with builds done).
+    # Default: every cell of the targets tables, 3 runs of 4 s each (~10 min with builds done).
     "full": dict(
         duration=4,
         runs=3,

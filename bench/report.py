@@ -361,7 +361,7 @@ ALTERNATED = re.compile(
 
 
 def library_targets(per_s, latency_lines: list, alternated_lines: list = ()) -> str:
-    """The issue-2 targets, each against its reference from the same criterion run. The
+    """The library targets, each against its reference from the same criterion run. The
     producer ratios also show the bench's alternated measurement when its log has it; that
     median, taken side by side, decides whether the target is met."""
     alternated = {}
@@ -371,7 +371,7 @@ def library_targets(per_s, latency_lines: list, alternated_lines: list = ()) -> 
             alternated[f"producers/{m.group(1)}/{m.group(2)}"] = (
                 float(m.group(3)), float(m.group(4)), float(m.group(5)), int(m.group(6)))
     rows = [
-        "### Targets (issue 2)",
+        "### Targets: library",
         "",
         "| target | measured (criterion median) | met |",
         "|---|---|:-:|",
@@ -408,7 +408,7 @@ def library_targets(per_s, latency_lines: list, alternated_lines: list = ()) -> 
     p50s = []
     for line in latency_lines:
         m = re.match(r"send/(\w+) latency: p50 ([\d.]+)(µs|ns|ms)", line)
-        # The issue's targets name codecs none and lz4; zstd is measured, not targeted.
+        # The targets name codecs none and lz4; zstd is measured, not targeted.
         if m and m.group(1) in ("None", "Lz4"):
             scale = {"ns": 1e-3, "µs": 1.0, "ms": 1e3}[m.group(3)]
             p50s.append((m.group(1), float(m.group(2)) * scale))
@@ -476,7 +476,7 @@ of 1000>&max_records=1000` against a topic pre-filled with {s['prefill']:,} reco
 the machine is shared (other builds run beside the benchmark, server and load
 generator share its cores) — compare within a run, not across runs.
 
-### Targets (issue 5)
+### Targets: HTTP
 
 {targets(data)}
 

@@ -4,7 +4,7 @@
 # systems alternated run by run, and regenerates bench/README.md and the SVG plot.
 #
 # Usage: bench/run-http.sh [--quick | --smoke] [--no-criterion] [--keep]
-#   (default)       every cell of issue 5, 3 runs each, then the criterion log bench
+#   (default)       every cell, 3 runs each, then the criterion log bench
 #   --quick         the target cells and the connection sweep (< 3 min), no criterion run
 #   --smoke         one tiny cell per kind with debug binaries; writes to a temp dir and
 #                   leaves bench/README.md alone; skips (exit 0) when oha is missing
