@@ -47,7 +47,7 @@ use crate::partition::handle::PartitionHandle;
 use crate::record::now_ms;
 use crate::segment::Segment;
 use crate::segment::batch::{self, BatchHeader, RecordFields};
-use crate::segment::index::{SegmentSummary, SparseIndex};
+use crate::segment::index::{self, SegmentSummary, SparseIndex};
 use crate::storage::Storage;
 use crate::topic::Topic;
 
@@ -392,8 +392,8 @@ fn rewrite(
     let expected_end = group[last_seg].next_offset();
     let mut emit = |out: &mut Vec<u8>, h: &BatchHeader, framed_len: usize| -> Result<()> {
         index.observe(
-            (h.base_offset - base) as u32,
-            position as u32,
+            index::narrow(h.base_offset - base),
+            index::narrow(position),
             framed_len as u64,
             h.max_timestamp,
         );
@@ -444,7 +444,7 @@ fn rewrite(
                 batch::empty(h.last_offset_delta, h.base_timestamp, h.max_timestamp)
             } else {
                 let fields = records.iter().map(|r| RecordFields {
-                    offset_delta: (r.offset - h.base_offset) as u32,
+                    offset_delta: index::narrow(r.offset - h.base_offset),
                     timestamp: r.timestamp,
                     key: r.key.as_deref(),
                     value: r.value.as_deref(),

@@ -8,6 +8,8 @@ pub fn murmur2(data: &[u8]) -> i32 {
     const SEED: u32 = 0x9747_b28c;
     const M: u32 = 0x5bd1_e995;
     const R: u32 = 24;
+    // Kafka hashes the Java `int` length of the key; keys are far below 4 GiB.
+    #[allow(clippy::cast_possible_truncation)]
     let length = data.len() as u32;
     let mut h: u32 = SEED ^ length;
     let chunks = data.chunks_exact(4);

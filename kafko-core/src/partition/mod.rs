@@ -165,7 +165,7 @@ impl PartitionLog {
                 continue;
             }
             let pos = if cursor > seg.base_offset {
-                let rel = (cursor - seg.base_offset).min(u64::from(u32::MAX)) as u32;
+                let rel = u32::try_from(cursor - seg.base_offset).unwrap_or(u32::MAX);
                 seg.index
                     .read()
                     .unwrap_or_else(|p| p.into_inner())

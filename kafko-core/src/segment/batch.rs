@@ -17,6 +17,7 @@ pub(crate) const MAGIC: u8 = 1;
 /// `combine`); larger ones are hashed by the producer and combined.
 const REHASH_LIMIT: usize = 16 * 1024;
 /// Bytes of the header after the `crc` field.
+#[allow(clippy::cast_possible_truncation)] // 40
 const HEADER_TAIL: u32 = (HEADER_LEN - 8) as u32;
 
 /// A batch whose record area is encoded but which has no offset yet.
@@ -116,13 +117,10 @@ pub(crate) fn encode<'a>(
         }
     }
     let base_timestamp = base_timestamp.ok_or("a batch needs at least one record")?;
-    if area.len() > MAX_UNCOMPRESSED {
-        return Err(format!(
-            "batch of {} bytes exceeds the 64 MiB cap",
-            area.len()
-        ));
-    }
-    let uncompressed_len = area.len() as u32;
+    let uncompressed_len = u32::try_from(area.len())
+        .ok()
+        .filter(|_| area.len() <= MAX_UNCOMPRESSED)
+        .ok_or_else(|| format!("batch of {} bytes exceeds the 64 MiB cap", area.len()))?;
     let payload = match codec {
         Compression::None => area,
         other => compression::compress(other, &area)?,
@@ -190,6 +188,8 @@ fn put_optional(out: &mut Vec<u8>, field: Option<&[u8]>) {
 }
 
 /// Appends the framed batch (header + payload) with `base_offset` to `out`.
+// `encode` caps the record area at 64 MiB, so its compressed payload fits a u32 too.
+#[allow(clippy::cast_possible_truncation)]
 pub(crate) fn frame(out: &mut Vec<u8>, base_offset: u64, batch: &EncodedBatch) {
     let length = HEADER_TAIL + batch.payload.len() as u32;
     let mut tail = [0u8; HEADER_LEN - 8];
@@ -355,7 +355,7 @@ pub(crate) fn decode_records(
     let mut cur = Cursor::new(&area);
     let mut decoded = 0u32;
     while !cur.is_empty() {
-        let len = cur.uvarint()? as usize;
+        let len = cur.length()?;
         let body = cur.take(len)?;
         let mut rc = Cursor::new(&area[body.clone()]);
         let base = body.start;
@@ -370,18 +370,18 @@ pub(crate) fn decode_records(
         let value = rc
             .optional_bytes()?
             .map(|r| area.slice(base + r.start..base + r.end));
-        let header_count = rc.uvarint()?;
-        if header_count > len as u64 {
+        let header_count = rc.length()?;
+        if header_count > len {
             return Err("implausible header count".into());
         }
-        let mut headers = Vec::with_capacity(header_count as usize);
+        let mut headers = Vec::with_capacity(header_count);
         for _ in 0..header_count {
-            let name_len = rc.uvarint()? as usize;
+            let name_len = rc.length()?;
             let name = rc.take(name_len)?;
             let name = std::str::from_utf8(&area[base + name.start..base + name.end])
                 .map_err(|_| "header name is not UTF-8".to_string())?
                 .to_owned();
-            let value_len = rc.uvarint()? as usize;
+            let value_len = rc.length()?;
             let v = rc.take(value_len)?;
             headers.push(Header {
                 name,

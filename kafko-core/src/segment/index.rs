@@ -148,6 +148,21 @@ impl SparseIndex {
     }
 }
 
+/// Narrows a segment-relative offset or byte position to the index's `u32`.
+///
+/// Writers keep both below 2^32: a segment rolls before its offset span reaches
+/// `u32::MAX`, and `segment_bytes` is at most 4 GiB, so a batch starts below it.
+#[allow(clippy::cast_possible_truncation)]
+pub(crate) fn narrow(v: u64) -> u32 {
+    debug_assert!(
+        v <= u64::from(u32::MAX),
+        "segment-relative value {v} exceeds u32"
+    );
+    v as u32
+}
+
+// At most one entry per batch of a segment, whose positions are u32: the count fits.
+#[allow(clippy::cast_possible_truncation)]
 fn file_header(magic: &[u8; 4], s: &SegmentSummary, entries: usize) -> Vec<u8> {
     let mut out = Vec::with_capacity(FILE_HEADER + entries * 12 + 4);
     out.extend_from_slice(magic);

@@ -58,11 +58,11 @@ impl<'a> BatchIter<'a> {
 
     /// Ensures `[pos, pos + n)` is buffered (or as much as exists before `end`).
     fn fill(&mut self, n: usize) -> Result<(), BatchFault> {
-        let have_from = self.pos.saturating_sub(self.buf_start) as usize;
+        let have_from = to_usize(self.pos.saturating_sub(self.buf_start));
         if self.pos >= self.buf_start && have_from + n <= self.buf.len() {
             return Ok(());
         }
-        let want = (n.max(CHUNK) as u64).min(self.end - self.pos) as usize;
+        let want = n.max(CHUNK).min(to_usize(self.end - self.pos));
         let mut buf = BytesMut::zeroed(want);
         let got =
             read_full(self.file, &mut buf, self.pos).map_err(|e| BatchFault::Io(e.to_string()))?;
@@ -73,7 +73,7 @@ impl<'a> BatchIter<'a> {
     }
 
     fn window(&self, n: usize) -> &[u8] {
-        let from = (self.pos - self.buf_start) as usize;
+        let from = to_usize(self.pos - self.buf_start);
         &self.buf[from..(from + n).min(self.buf.len())]
     }
 
@@ -82,7 +82,7 @@ impl<'a> BatchIter<'a> {
         if self.pos >= self.end {
             return None;
         }
-        let remaining = (self.end - self.pos) as usize;
+        let remaining = to_usize(self.end - self.pos);
         if let Err(f) = self.fill(HEADER_LEN.min(remaining)) {
             return Some(Err(f));
         }
@@ -99,7 +99,7 @@ impl<'a> BatchIter<'a> {
         if let Err(f) = self.fill(len) {
             return Some(Err(f));
         }
-        let from = (self.pos - self.buf_start) as usize;
+        let from = to_usize(self.pos - self.buf_start);
         if from + len > self.buf.len() {
             return Some(Err(BatchFault::Short));
         }
@@ -133,4 +133,10 @@ pub(crate) fn read_full(
         }
     }
     Ok(done)
+}
+
+/// A file distance as a buffer length, saturating: a distance past `usize::MAX` (on a
+/// 32-bit target) is longer than any buffer, so it compares as such.
+fn to_usize(distance: u64) -> usize {
+    usize::try_from(distance).unwrap_or(usize::MAX)
 }

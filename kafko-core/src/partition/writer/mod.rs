@@ -38,6 +38,7 @@ use crate::config::{FsyncPolicy, TopicConfig};
 use crate::error::{KafkoError, Result};
 use crate::segment::Segment;
 use crate::segment::batch::{self, EncodedBatch};
+use crate::segment::index;
 use crate::storage::Storage;
 
 /// Most appends drained into one write.
@@ -313,8 +314,8 @@ impl Writer {
         let base_offset = self.buffered_next;
         let position = self.written_len + self.buf.len() as u64;
         self.observations.push(Observation {
-            rel: (base_offset - self.active.base_offset) as u32,
-            position: position as u32,
+            rel: index::narrow(base_offset - self.active.base_offset),
+            position: index::narrow(position),
             framed_len: framed,
             max_timestamp: batch.max_timestamp,
         });
