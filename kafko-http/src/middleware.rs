@@ -172,9 +172,14 @@ impl<F> Drop for EnvelopeFuture<F> {
     }
 }
 
-/// Paths reachable without a token: the probes (orchestrators do not carry secrets).
-fn is_public(path: &str) -> bool {
-    matches!(path, "/healthz" | "/readyz")
+/// Requests served without a token: the probes (orchestrators do not carry secrets), the
+/// console's static files (no data: the console sends the token on its API calls) and a
+/// browser's visit to `/` (a redirect to the console).
+fn is_public(req: &Request) -> bool {
+    let path = req.uri().path();
+    matches!(path, "/healthz" | "/readyz" | "/ui")
+        || path.starts_with("/ui/")
+        || (path == "/" && crate::routes::ui::is_browser_navigation(req.method(), req.headers()))
 }
 
 /// Auth, then the concurrency limit: a permit to run the request, or the answer to give
@@ -185,7 +190,7 @@ fn admit<'a>(
     req: &Request,
 ) -> Result<tokio::sync::SemaphorePermit<'a>, ApiError> {
     if let Some(token) = state.config.auth_token.as_deref()
-        && !is_public(req.uri().path())
+        && !is_public(req)
         && req.method() != Method::OPTIONS
     {
         let given = req

@@ -4,11 +4,11 @@
 
 use axum::Router;
 use axum::http::{HeaderName, HeaderValue, Method};
-use axum::routing::{delete, get, post, put};
+use axum::routing::{any, delete, get, post, put};
 use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer};
 
 use crate::middleware;
-use crate::routes::{admin, groups, health, records, topics};
+use crate::routes::{admin, groups, health, records, topics, ui};
 use crate::state::AppState;
 
 /// The full application router.
@@ -63,6 +63,10 @@ pub fn app(state: AppState) -> Router {
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))
         .route("/openapi.json", get(health::openapi))
+        .route("/", any(ui::root))
+        .route("/ui", get(ui::index))
+        .route("/ui/", get(ui::index))
+        .route("/ui/{file}", get(ui::asset))
         .fallback(middleware::not_found)
         .method_not_allowed_fallback(middleware::method_not_allowed)
         .layer(middleware::EnvelopeLayer(state.clone()));
