@@ -63,7 +63,7 @@ struct Args {
     /// Requests handled at once; beyond, 503 with Retry-After.
     #[arg(long, env = "KAFKO_MAX_CONCURRENT_REQUESTS", default_value_t = 1024)]
     max_concurrent_requests: usize,
-    /// Require `Authorization: Bearer <token>` (probes excepted).
+    /// Require `Authorization: Bearer <token>` (probes and the web console's files excepted).
     #[arg(long, env = "KAFKO_AUTH_TOKEN", hide_env_values = true)]
     auth_token: Option<String>,
     /// Origins allowed by CORS, comma-separated (CORS is off when empty).

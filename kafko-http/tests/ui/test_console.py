@@ -309,6 +309,7 @@ def test_docs_screenshot(tmp_path, page):
     try:
         for t in threads:
             t.start()
+        page.set_viewport_size({"width": 1280, "height": 720})
         page.goto(server.base + "/ui")
         expect(page.locator('section[data-topic="orders"]')).to_be_visible()
         # A minute fills the sparklines; the check takes a shorter look.
