@@ -18,12 +18,14 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import sync_playwright
+from playwright.sync_api import expect, sync_playwright
 
 ROOT = Path(__file__).resolve().parents[3]
 BIN = os.environ.get("KAFKO_BIN", str(ROOT / "target/debug/kafko-http"))
 ARTIFACTS = Path(os.environ.get("KAFKO_UI_ARTIFACTS") or tempfile.mkdtemp(prefix="kafko-ui-"))
 ARTIFACTS.mkdir(parents=True, exist_ok=True)
+# The console polls every 2 s; on a busy 2-core runner give its updates some room.
+expect.set_options(timeout=10_000)
 
 
 def free_port():

@@ -208,6 +208,8 @@ def test_group_lag_drops_after_the_group_consumes(server, page):
     lag = group["topics"][0]["total_lag"]
     assert 0 < lag < 60, group
     page.goto(server.base + "/ui#/groups")
+    expect(page.locator("#groups tbody tr")).not_to_have_count(0)
+    shot(page, "groups")
     page.get_by_role("link", name="billing", exact=True).click()
     head = page.locator('section[data-topic="billing-in"] .summary')
     expect(head).to_have_attribute("data-total-lag", str(lag))
