@@ -236,6 +236,16 @@ def test_group_lag_drops_after_the_group_consumes(server, page):
     _, problem = server.request("POST", "/v1/groups/billing/topics/billing-in/seek",
                                 {"partition": 1, "to": {"offset": 999999}})
     expect(section.locator(".seek .error .detail")).to_have_text(problem["detail"])
+    # A member joins: its generation, assignment and owner column show.
+    status, joined = server.request("POST", "/v1/groups/billing/topics/billing-in/members",
+                                    {"member_id": "worker-1", "session_timeout_ms": 60000})
+    assert status == 201, joined
+    expect(head).to_contain_text(f"generation {joined['generation']} · 1 member")
+    member = section.locator("table.members tbody tr")
+    expect(member).to_have_count(1)
+    expect(member.locator("th")).to_have_text("worker-1")
+    expect(member.locator("td").first).to_have_text(", ".join(map(str, joined["assignment"])))
+    expect(section.locator('table.lag tr[data-partition="0"] td').first).to_have_text("worker-1")
     assert unlabelled_controls(page) == []
     shot(page, "group")
 
