@@ -102,6 +102,7 @@ function topicSection(group, topic) {
         h('td', { class: 'lag-value' }, p.lag === null || p.lag === undefined ? '—' : num(p.lag)),
         h('td', {}, sparkline(lagHistory.get(`${group}\n${topic}\n${p.partition}`), { label: `lag of partition ${p.partition} over the last minute`, width: 100, height: 22 })))));
       seek.setPartitions(t.partitions.map((p) => p.partition));
+      seek.setMembers(t.members.map((m) => m.member_id), t.generation);
     },
   };
 }
@@ -111,6 +112,10 @@ function seekForm(group, topic) {
   const to = h('select', { name: 'to' }, ['earliest', 'latest', 'offset', 'timestamp'].map((v) => h('option', { value: v }, v)));
   const offset = h('input', { name: 'offset', type: 'number', min: '0', inputmode: 'numeric' });
   const when = h('input', { name: 'time', type: 'datetime-local', step: '1' });
+  // With members joined the server takes a seek only from a member, for its partitions.
+  const as = h('select', { name: 'member' });
+  const asField = field('As member', as);
+  let generation = 0;
   const offsetField = field('Offset', offset);
   const timeField = field('Time (local)', when);
   const note = h('p', { class: 'note', role: 'status' });
@@ -124,7 +129,7 @@ function seekForm(group, topic) {
   to.addEventListener('change', sync);
   sync();
   const el = h('form', { class: 'inline-form seek', 'aria-label': `Seek group ${group} on ${topic}` },
-    field('Partition', partition), field('Seek to', to), offsetField, timeField,
+    asField, field('Partition', partition), field('Seek to', to), offsetField, timeField,
     h('button', { type: 'submit' }, 'Seek'), note, err);
   el.addEventListener('submit', async (e) => {
     e.preventDefault();
@@ -138,6 +143,7 @@ function seekForm(group, topic) {
     }
     const body = { to: target };
     if (partition.value !== '') body.partition = Number(partition.value);
+    if (!asField.hidden && as.value) { body.member_id = as.value; body.generation = generation; }
     try {
       const r = await call('POST', `/v1/groups/${enc(group)}/topics/${enc(topic)}/seek`, body);
       err = showError(err, null);
@@ -145,8 +151,19 @@ function seekForm(group, topic) {
     } catch (ex) { err = showError(err, ex); }
   });
   let known = '';
+  let knownMembers = null;
   return {
     el,
+    setMembers(ids, gen) {
+      generation = gen;
+      asField.hidden = ids.length === 0;
+      const key = ids.join('\n');
+      if (key === knownMembers) return;
+      knownMembers = key;
+      const keep = as.value;
+      fill(as, ids.map((id) => h('option', { value: id }, id)));
+      if (ids.includes(keep)) as.value = keep;
+    },
     setPartitions(ps) {
       const key = ps.join(',');
       if (key === known) return;

@@ -246,6 +246,15 @@ def test_group_lag_drops_after_the_group_consumes(server, page):
     expect(member.locator("th")).to_have_text("worker-1")
     expect(member.locator("td").first).to_have_text(", ".join(map(str, joined["assignment"])))
     expect(section.locator('table.lag tr[data-partition="0"] td').first).to_have_text("worker-1")
+    # Now a seek goes through the member.
+    section.get_by_label("As member").select_option("worker-1")
+    section.get_by_label("Partition", exact=True).select_option("")
+    section.get_by_label("Seek to").select_option("latest")
+    section.get_by_role("button", name="Seek").click()
+    _, group = server.request("GET", "/v1/groups/billing")
+    ends = ", ".join(f"p{p['partition']} → {p['high_watermark']}" for p in group["topics"][0]["partitions"])
+    expect(section.locator(".seek .note")).to_have_text(f"Committed: {ends}")
+    expect(head).to_have_attribute("data-total-lag", "0")
     assert unlabelled_controls(page) == []
     shot(page, "group")
 
