@@ -121,6 +121,15 @@ pub enum KafkoError {
         /// The file involved.
         path: PathBuf,
     },
+    /// The process (or the system) has no file descriptor left for this operation:
+    /// retry once descriptors are free, or raise the limit (`ulimit -n`).
+    #[error("out of file descriptors while {op} {path}")]
+    TooManyOpenFiles {
+        /// The operation that failed.
+        op: &'static str,
+        /// The file involved.
+        path: PathBuf,
+    },
     /// Data on disk failed verification.
     #[error("corruption in {file} at byte {position}: {reason}")]
     Corruption {
@@ -251,6 +260,7 @@ impl KafkoError {
             | KafkoError::PartitionReadOnly { .. }
             | KafkoError::PartitionPanicked { .. }
             | KafkoError::ShuttingDown
+            | KafkoError::TooManyOpenFiles { .. }
             | KafkoError::AlreadyOpen { .. } => ErrorKind::Unavailable,
             KafkoError::StorageFull { .. } => ErrorKind::StorageFull,
             KafkoError::Corruption { .. } => ErrorKind::Corruption,
@@ -258,13 +268,21 @@ impl KafkoError {
         }
     }
 
-    /// Wraps an I/O error, turning "no space left" into [`KafkoError::StorageFull`].
+    /// Wraps an I/O error, turning "no space left" into [`KafkoError::StorageFull`] and
+    /// "too many open files" (per process or system wide) into
+    /// [`KafkoError::TooManyOpenFiles`]: both are conditions a caller can wait out.
     pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        const ENFILE: i32 = 23;
+        const EMFILE: i32 = 24;
+        const ENOSPC: i32 = 28;
         let path = path.into();
-        if source.kind() == std::io::ErrorKind::StorageFull || source.raw_os_error() == Some(28) {
-            KafkoError::StorageFull { op, path }
-        } else {
-            KafkoError::Io { op, path, source }
+        match source.raw_os_error() {
+            _ if source.kind() == std::io::ErrorKind::StorageFull => {
+                KafkoError::StorageFull { op, path }
+            }
+            Some(ENOSPC) => KafkoError::StorageFull { op, path },
+            Some(EMFILE | ENFILE) => KafkoError::TooManyOpenFiles { op, path },
+            _ => KafkoError::Io { op, path, source },
         }
     }
 
@@ -290,6 +308,10 @@ impl KafkoError {
                 source: std::io::Error::new(source.kind(), source.to_string()),
             },
             KafkoError::StorageFull { op, path } => KafkoError::StorageFull {
+                op,
+                path: path.clone(),
+            },
+            KafkoError::TooManyOpenFiles { op, path } => KafkoError::TooManyOpenFiles {
                 op,
                 path: path.clone(),
             },

@@ -16,7 +16,11 @@ pub(crate) const PROBLEM_JSON: &str = "application/problem+json";
 pub enum ServerError {
     /// The log could not be opened.
     #[error("opening the data directory: {0}")]
-    Open(#[from] KafkoError),
+    Open(#[source] KafkoError),
+    /// The log's shutdown failed (it could not drain, fsync or mark the directory
+    /// clean); the next open recovers as after a crash.
+    #[error("shutting down the data directory: {0}")]
+    Shutdown(#[source] KafkoError),
     /// The listen address could not be bound.
     #[error("binding {addr}: {source}")]
     Bind {
@@ -114,6 +118,9 @@ impl From<KafkoError> for ApiError {
                 (StatusCode::SERVICE_UNAVAILABLE, "partition_read_only")
             }
             KafkoError::StorageFull { .. } => (StatusCode::INSUFFICIENT_STORAGE, "storage_full"),
+            KafkoError::TooManyOpenFiles { .. } => {
+                (StatusCode::SERVICE_UNAVAILABLE, "too_many_open_files")
+            }
             // Consumer groups. `unknown_member` is a 409 like `stale_generation`: the
             // usual cause is an expired session, and the remedy for both is to rejoin.
             KafkoError::UnknownMember { member, .. } => {
@@ -157,6 +164,9 @@ impl From<KafkoError> for ApiError {
             tracing::error!(error = %e, code, "request failed");
             let public = match status {
                 StatusCode::INSUFFICIENT_STORAGE => "the server is out of disk space",
+                StatusCode::SERVICE_UNAVAILABLE if code == "too_many_open_files" => {
+                    "the server is out of file descriptors; retry later"
+                }
                 StatusCode::SERVICE_UNAVAILABLE => "the partition is temporarily unavailable",
                 _ => "internal error; see the server log",
             };
@@ -262,6 +272,13 @@ mod tests {
             })
             .0,
             507
+        );
+        assert_eq!(
+            map(KafkoError::TooManyOpenFiles {
+                op: "creating",
+                path: "/x".into()
+            }),
+            (503, "too_many_open_files", Some(5))
         );
         assert_eq!(
             map(KafkoError::OffsetOutOfRange {

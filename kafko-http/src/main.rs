@@ -170,7 +170,10 @@ async fn run(args: Args) -> Result<(), ServerError> {
     let config = args
         .server_config()
         .map_err(|e| ServerError::Io(std::io::Error::new(std::io::ErrorKind::InvalidInput, e)))?;
-    let kafko = Kafko::builder(&args.data_dir).open().await?;
+    let kafko = Kafko::builder(&args.data_dir)
+        .open()
+        .await
+        .map_err(ServerError::Open)?;
     let listener = tokio::net::TcpListener::bind(&args.bind)
         .await
         .map_err(|source| ServerError::Bind {

@@ -59,7 +59,11 @@ pub async fn serve(listener: TcpListener, state: AppState) -> Result<(), ServerE
     {
         tracing::warn!("in-flight requests did not finish within the grace period; closing them");
     }
-    state.kafko.shutdown().await?;
+    state
+        .kafko
+        .shutdown()
+        .await
+        .map_err(ServerError::Shutdown)?;
     tracing::info!("log shut down cleanly");
     Ok(())
 }

@@ -1,13 +1,15 @@
 //! [`Kafko`]: one open data directory — the topic registry, the directory lock, the
 //! background maintenance task and the clean-shutdown marker. Its methods are grouped by
 //! concern in the submodules:
-//! - `open`: [`KafkoOptions`], locking and recovering a directory, maintenance;
+//! - `open`: [`KafkoOptions`], starting an opened directory, maintenance;
+//! - `recover`: locking and recovering a directory (blocking code);
 //! - `topics`: creating, describing, reconfiguring and deleting topics;
 //! - `data`: producers, consumers and the per-partition reads and waits;
 //! - `shutdown`: the graceful stop and its `Drop` fallback.
 
 mod data;
 mod open;
+mod recover;
 mod shutdown;
 mod topics;
 

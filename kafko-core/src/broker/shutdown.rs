@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 use crate::error::Result;
 use crate::record::now_ms;
 use crate::state_file;
+use crate::storage::blocking;
 
 use super::{CLEAN_MARKER, Inner, Kafko};
 
@@ -59,7 +60,16 @@ async fn shutdown_inner(inner: &Inner) -> Result<()> {
     if first_error.is_none() {
         // Written last, and only when every partition is durable.
         let marker = inner.dir.join(CLEAN_MARKER);
-        state_file::write(&*inner.storage, &marker, &now_ms())?;
+        let storage = inner.storage.clone();
+        let written = blocking("writing the clean-shutdown marker", move || {
+            state_file::write(&*storage, &marker, &now_ms())
+        })
+        .await;
+        if let Err(e) = written {
+            // The next open then scans, as after a crash: nothing is lost.
+            tracing::error!(error = %e, "writing the clean-shutdown marker failed");
+            first_error = Some(e);
+        }
     }
     inner.lock.lock().unwrap_or_else(|p| p.into_inner()).take();
     inner.closed.store(true, Ordering::Release);

@@ -1,6 +1,8 @@
 //! Topic administration: create (idempotent), list, describe, reconfigure, delete.
-//! Serialized by the admin mutex; never on the data path.
+//! Serialized by the admin mutex; never on the data path. Their file work runs on the
+//! blocking pool.
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -9,11 +11,10 @@ use crate::error::{KafkoError, Result};
 use crate::naming::validate_name;
 use crate::record::now_ms;
 use crate::state_file;
-use crate::storage::create_dir_durably;
+use crate::storage::{Storage, blocking, create_dir_durably};
 use crate::topic::TopicDescription;
 
-use super::open::open_topic;
-
+use super::recover::{RecoveredTopic, recover_topic, remove_unfinished_topic};
 use super::{CreateOutcome, Kafko, TOPIC_CONFIG};
 
 impl Kafko {
@@ -43,17 +44,15 @@ impl Kafko {
                 })
             };
         }
-        let s = &*self.inner.storage;
-        let topics_dir = self.inner.dir.join("topics");
-        let dir = topics_dir.join(name);
-        if s.exists(&dir) {
-            s.remove_dir_all(&dir)
-                .map_err(|e| KafkoError::io("removing", &dir, e))?;
-        }
-        create_dir_durably(s, &dir).map_err(|e| KafkoError::io("creating", &dir, e))?;
-        let topic = open_topic(&self.inner.storage, &dir, name, config.clone(), false)?;
-        // topic.json is the commit point: a directory without it is discarded on open.
-        state_file::write(s, &dir.join(TOPIC_CONFIG), &config)?;
+        let storage = self.inner.storage.clone();
+        let dir = self.inner.dir.join("topics").join(name);
+        let owned = name.to_owned();
+        let config_on_disk = config.clone();
+        let recovered = blocking("creating topic", move || {
+            make_topic_dir(&storage, &dir, &owned, config_on_disk)
+        })
+        .await?;
+        let topic = recovered.start();
         self.inner
             .topics
             .write()
@@ -95,7 +94,13 @@ impl Kafko {
         let _admin = self.inner.admin.lock().await;
         let topic = self.topic(name)?;
         let next = topic.config().apply(update)?;
-        state_file::write(&*self.inner.storage, &topic.dir.join(TOPIC_CONFIG), &next)?;
+        let storage = self.inner.storage.clone();
+        let path = topic.dir.join(TOPIC_CONFIG);
+        let on_disk = next.clone();
+        blocking("updating topic config", move || {
+            state_file::write(&*storage, &path, &on_disk)
+        })
+        .await?;
         let next = Arc::new(next);
         topic.set_config(next.clone());
         for p in &topic.partitions {
@@ -118,30 +123,83 @@ impl Kafko {
         for p in &topic.partitions {
             let _ = p.shutdown().await;
         }
-        let s = &*self.inner.storage;
-        let trash = self.inner.dir.join("trash");
-        // Durably: a lost `trash` entry would leave the renamed topic directory with no
-        // name at all (space that the next open's trash sweep would never find).
-        create_dir_durably(s, &trash).map_err(|e| KafkoError::io("creating", &trash, e))?;
-        // A prefix of the name only: `{name}-{ms}` of a 249-character name is past the
-        // 255-byte file-name limit, which failed the rename (ENAMETOOLONG) after the
-        // topic had already left the in-memory map (found by schemathesis via HTTP).
-        let prefix = &name[..name.len().min(64)]; // names are ASCII
-        let target = trash.join(format!("{prefix}-{}", now_ms()));
-        // Rename out of topics/ first (atomic), so a crash never leaves half a topic live.
-        s.rename(&topic.dir, &target)
-            .map_err(|e| KafkoError::io("renaming", &topic.dir, e))?;
-        let topics_dir = self.inner.dir.join("topics");
-        for changed in [&topics_dir, &trash] {
-            s.sync_dir(changed)
-                .map_err(|e| KafkoError::io("syncing directory", changed, e))?;
-        }
+        let storage = self.inner.storage.clone();
+        let data_dir = self.inner.dir.clone();
+        let topic_dir = topic.dir.clone();
+        let owned = name.to_owned();
+        let target = blocking("deleting topic", move || {
+            move_to_trash(&*storage, &data_dir, &topic_dir, &owned)
+        })
+        .await?;
         // After the topic's commit point: a crash before this leaves offsets that a
         // recreated topic's reset policy handles, never offsets of a live topic lost.
         self.inner.groups.drop_topic(name).await?;
-        s.remove_dir_all(&target)
-            .map_err(|e| KafkoError::io("removing", &target, e))?;
+        let storage = self.inner.storage.clone();
+        blocking("deleting topic", move || {
+            storage
+                .remove_dir_all(&target)
+                .map_err(|e| KafkoError::io("removing", &target, e))
+        })
+        .await?;
         tracing::info!(topic = name, "deleted topic");
         Ok(())
     }
+}
+
+/// Creates the directory of a new topic and its partitions, then `topic.json`, its commit
+/// point. On failure nothing is left half-made: the directory (which holds no record
+/// yet) is removed again; if even that fails, the next open or create removes it.
+fn make_topic_dir(
+    storage: &Arc<dyn Storage>,
+    dir: &Path,
+    name: &str,
+    config: TopicConfig,
+) -> Result<RecoveredTopic> {
+    let s = &**storage;
+    if s.exists(dir) {
+        // A creation of this process that failed and could not clean up after itself.
+        remove_unfinished_topic(s, dir)?;
+    }
+    let made = create_dir_durably(s, dir)
+        .map_err(|e| KafkoError::io("creating", dir, e))
+        .and_then(|()| recover_topic(storage, dir, name, config.clone(), false))
+        .and_then(|topic| {
+            state_file::write(s, &dir.join(TOPIC_CONFIG), &config)?;
+            Ok(topic)
+        });
+    if made.is_err()
+        && s.exists(dir)
+        && let Err(e) = remove_unfinished_topic(s, dir)
+    {
+        tracing::warn!(topic = name, error = %e, "could not remove the directory of a failed topic creation");
+    }
+    made
+}
+
+/// Renames a deleted topic's directory into `trash/` (the delete's commit point) and
+/// makes that durable; returns where it went.
+fn move_to_trash(
+    s: &dyn Storage,
+    data_dir: &Path,
+    topic_dir: &Path,
+    name: &str,
+) -> Result<PathBuf> {
+    let trash = data_dir.join("trash");
+    // Durably: a lost `trash` entry would leave the renamed topic directory with no
+    // name at all (space that the next open's trash sweep would never find).
+    create_dir_durably(s, &trash).map_err(|e| KafkoError::io("creating", &trash, e))?;
+    // A prefix of the name only: `{name}-{ms}` of a 249-character name is past the
+    // 255-byte file-name limit, which failed the rename (ENAMETOOLONG) after the
+    // topic had already left the in-memory map (found by schemathesis via HTTP).
+    let prefix = &name[..name.len().min(64)]; // names are ASCII
+    let target = trash.join(format!("{prefix}-{}", now_ms()));
+    // Rename out of topics/ first (atomic), so a crash never leaves half a topic live.
+    s.rename(topic_dir, &target)
+        .map_err(|e| KafkoError::io("renaming", topic_dir, e))?;
+    let topics_dir = data_dir.join("topics");
+    for changed in [&topics_dir, &trash] {
+        s.sync_dir(changed)
+            .map_err(|e| KafkoError::io("syncing directory", changed, e))?;
+    }
+    Ok(target)
 }

@@ -4,6 +4,9 @@
 //!
 //! Dynamic dispatch costs one indirect call per `write`/`fsync` — the writer issues one
 //! `append` per drained group of batches — which is noise next to the syscall itself.
+//!
+//! [`blocking`] is how async code runs the operations that may wait for the device
+//! (ARCHITECTURE.md, "The blocking rule").
 
 mod std_fs;
 
@@ -54,9 +57,29 @@ pub trait Storage: Send + Sync + 'static {
     fn list_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>>;
     /// Whether `path` exists.
     fn exists(&self, path: &Path) -> bool;
-    /// Takes an exclusive lock on `path`, failing with `WouldBlock` when another holder
-    /// has it. The lock is held while the returned guard lives.
+    /// Takes an exclusive lock on `path` (a file, created if absent, or a directory),
+    /// failing with `WouldBlock` when another holder has it. The lock is held while the
+    /// returned guard lives.
     fn try_lock(&self, path: &Path) -> io::Result<Box<dyn Any + Send + Sync>>;
+}
+
+/// Runs storage work that may wait for the device — fsync, rename, unlink, a directory
+/// fsync, file creation, a recovery scan — on tokio's blocking pool, never on an async
+/// worker, where it would stall every task queued behind it. `what` names the work if
+/// the task itself fails (a panic).
+pub(crate) async fn blocking<T: Send + 'static>(
+    what: &'static str,
+    work: impl FnOnce() -> crate::error::Result<T> + Send + 'static,
+) -> crate::error::Result<T> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .unwrap_or_else(|join| {
+            Err(crate::error::KafkoError::Io {
+                op: what,
+                path: PathBuf::new(),
+                source: io::Error::other(join.to_string()),
+            })
+        })
 }
 
 /// Replaces a small file atomically: write `<path>.tmp`, fsync, rename, fsync the directory.

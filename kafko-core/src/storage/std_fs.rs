@@ -78,12 +78,18 @@ impl Storage for StdStorage {
         path.exists()
     }
     fn try_lock(&self, path: &Path) -> io::Result<Box<dyn Any + Send + Sync>> {
-        let f = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)?;
+        // A directory is locked through a descriptor opened on it (flock works on any
+        // descriptor): unlike a lock file, it cannot be deleted from under the holder.
+        let f = if path.is_dir() {
+            File::open(path)?
+        } else {
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(path)?
+        };
         match f.try_lock() {
             Ok(()) => Ok(Box::new(f)),
             Err(TryLockError::WouldBlock) => Err(io::Error::from(io::ErrorKind::WouldBlock)),

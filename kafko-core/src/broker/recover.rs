@@ -1,0 +1,239 @@
+//! Recovering a data directory at open, as blocking code (it scans segments and fsyncs):
+//! create and lock the directory, sweep `trash/`, recover every topic directory, load
+//! the consumer groups. A topic directory without `topic.json` is a creation that never
+//! reached its commit point: it is removed only when it provably holds no record, and
+//! refused otherwise (FORMAT.md, "Recovery rules").
+
+use std::any::Any;
+use std::path::Path;
+use std::sync::Arc;
+
+use tokio::sync::Notify;
+
+use crate::config::TopicConfig;
+use crate::error::{KafkoError, Result};
+use crate::group::Coordinator;
+use crate::naming::validate_name;
+use crate::partition::PartitionLog;
+use crate::partition::handle::PartitionHandle;
+use crate::partition::open::open_partition;
+use crate::segment::Segment;
+use crate::state_file;
+use crate::storage::Storage;
+use crate::topic::Topic;
+
+use super::{CLEAN_MARKER, LOCK_FILE, TOPIC_CONFIG};
+
+/// A data directory recovered from disk, its writers not started yet.
+pub(crate) struct Recovered {
+    /// Held for as long as the directory is open.
+    pub(crate) lock: Box<dyn Any + Send + Sync>,
+    /// Whether the previous shutdown left its marker.
+    pub(crate) clean: bool,
+    pub(crate) topics: Vec<RecoveredTopic>,
+    pub(crate) groups: Coordinator,
+}
+
+/// A topic whose partitions are loaded and whose writers have not started.
+pub(crate) struct RecoveredTopic {
+    pub(crate) name: Arc<str>,
+    dir: std::path::PathBuf,
+    config: TopicConfig,
+    partitions: Vec<(Arc<PartitionLog>, Arc<Segment>)>,
+    activity: Arc<Notify>,
+}
+
+impl RecoveredTopic {
+    /// Starts a writer task per partition (on the current runtime).
+    pub(crate) fn start(self) -> Topic {
+        let shared_config = Arc::new(self.config.clone());
+        let partitions = self
+            .partitions
+            .into_iter()
+            .map(|(log, active)| PartitionHandle::spawn(log, shared_config.clone(), active))
+            .collect();
+        Topic::new(self.name, self.dir, self.config, partitions, self.activity)
+    }
+}
+
+/// Creates, locks and recovers the data directory `dir`.
+pub(crate) fn recover_directory(storage: &Arc<dyn Storage>, dir: &Path) -> Result<Recovered> {
+    let s = &**storage;
+    s.create_dir_all(&dir.join("topics"))
+        .map_err(|e| KafkoError::io("creating", dir, e))?;
+    // A topic's own fsyncs cover entries inside `topics/`, never the entry of `topics/`
+    // itself: without this, a power cut can lose every topic of a fresh directory.
+    s.sync_dir(dir)
+        .map_err(|e| KafkoError::io("syncing directory", dir, e))?;
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        // Best effort: the data directory may itself be new (its parent may not be ours).
+        let _ = s.sync_dir(parent);
+    }
+    let lock = lock_directory(s, dir)?;
+    let marker = dir.join(CLEAN_MARKER);
+    let clean = s.exists(&marker);
+    if clean {
+        tracing::info!(dir = %dir.display(), "clean shutdown marker found; skipping recovery scan");
+    } else {
+        tracing::info!(dir = %dir.display(), "no clean shutdown marker; scanning active segments");
+    }
+    let trash = dir.join("trash");
+    if s.exists(&trash) {
+        s.remove_dir_all(&trash)
+            .map_err(|e| KafkoError::io("emptying", &trash, e))?;
+    }
+    let mut topics = Vec::new();
+    let topics_dir = dir.join("topics");
+    for path in s
+        .list_dir(&topics_dir)
+        .map_err(|e| KafkoError::io("listing", &topics_dir, e))?
+    {
+        let Some(name) = path.file_name().and_then(|n| n.to_str()).map(str::to_owned) else {
+            continue;
+        };
+        if validate_name(&name).is_err() {
+            continue;
+        }
+        let Some(config) = read_topic_config(s, &path)? else {
+            // Creation never reached its commit point (topic.json).
+            remove_unfinished_topic(s, &path)?;
+            tracing::warn!(topic = %name, "removed the empty directory of a topic whose creation did not finish");
+            continue;
+        };
+        topics.push(recover_topic(storage, &path, &name, config, clean)?);
+    }
+    if clean {
+        // Removed before any write is accepted: a crash from now on must scan.
+        s.remove_file(&marker)
+            .map_err(|e| KafkoError::io("removing", &marker, e))?;
+        s.sync_dir(dir)
+            .map_err(|e| KafkoError::io("syncing directory", dir, e))?;
+    }
+    let groups = Coordinator::open(dir, storage.clone())?;
+    Ok(Recovered {
+        lock,
+        clean,
+        topics,
+        groups,
+    })
+}
+
+/// Locks the data directory itself — a lock file can be deleted from under its holder,
+/// and the next process would lock a new file of the same name — and `kafko.lock` too,
+/// which is what earlier versions lock.
+fn lock_directory(s: &dyn Storage, dir: &Path) -> Result<Box<dyn Any + Send + Sync>> {
+    let mut guards = Vec::with_capacity(2);
+    for path in [dir.to_path_buf(), dir.join(LOCK_FILE)] {
+        match s.try_lock(&path) {
+            Ok(guard) => guards.push(guard),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                return Err(KafkoError::AlreadyOpen {
+                    path: dir.to_path_buf(),
+                });
+            }
+            Err(e) => return Err(KafkoError::io("locking", path, e)),
+        }
+    }
+    Ok(Box::new(guards))
+}
+
+/// A topic's persisted config; `None` when `topic.json` does not exist. One that does
+/// not decode or validate is corruption naming the file.
+fn read_topic_config(s: &dyn Storage, topic_dir: &Path) -> Result<Option<TopicConfig>> {
+    let path = topic_dir.join(TOPIC_CONFIG);
+    let Some(config) = state_file::read::<TopicConfig>(s, &path)? else {
+        return Ok(None);
+    };
+    config
+        .validate()
+        .map_err(|e| KafkoError::corruption(&path, 0, format!("invalid topic config: {e}")))?;
+    Ok(Some(config))
+}
+
+/// Removes a topic directory that has no `topic.json`, if it provably holds no record;
+/// otherwise refuses, naming it. Data is never deleted because its config is missing.
+pub(crate) fn remove_unfinished_topic(s: &dyn Storage, topic_dir: &Path) -> Result<()> {
+    if let Some(file) = first_data_file(s, topic_dir)? {
+        return Err(KafkoError::corruption(
+            topic_dir.join(TOPIC_CONFIG),
+            0,
+            format!(
+                "missing, but the topic directory holds data ({}); restore topic.json, or move the directory out of topics/ to drop the topic",
+                file.display()
+            ),
+        ));
+    }
+    s.remove_dir_all(topic_dir)
+        .map_err(|e| KafkoError::io("removing", topic_dir, e))?;
+    let parent = crate::storage::parent_of(topic_dir);
+    s.sync_dir(parent)
+        .map_err(|e| KafkoError::io("syncing directory", parent, e))
+}
+
+/// The first non-empty file under `dir` other than the topic's config, if any. A topic
+/// creation that stops before its commit point leaves only directories, empty segment
+/// files and its config (`topic.json.tmp`, or `topic.json` when its directory fsync
+/// failed).
+fn first_data_file(s: &dyn Storage, dir: &Path) -> Result<Option<std::path::PathBuf>> {
+    for path in s
+        .list_dir(dir)
+        .map_err(|e| KafkoError::io("listing", dir, e))?
+    {
+        if path
+            .file_name()
+            .is_some_and(|n| n == TOPIC_CONFIG || n == "topic.json.tmp")
+        {
+            continue;
+        }
+        if s.list_dir(&path).is_ok() {
+            if let Some(found) = first_data_file(s, &path)? {
+                return Ok(Some(found));
+            }
+            continue;
+        }
+        let len = s
+            .open(&path)
+            .and_then(|f| f.len())
+            .map_err(|e| KafkoError::io("reading length of", &path, e))?;
+        if len > 0 {
+            return Ok(Some(path));
+        }
+    }
+    Ok(None)
+}
+
+/// Loads every partition of the topic in `dir` (recovering them), then makes partition
+/// directories this had to create durable.
+pub(crate) fn recover_topic(
+    storage: &Arc<dyn Storage>,
+    dir: &Path,
+    name: &str,
+    config: TopicConfig,
+    clean: bool,
+) -> Result<RecoveredTopic> {
+    let name: Arc<str> = Arc::from(name);
+    let activity = Arc::new(Notify::new());
+    let mut partitions = Vec::with_capacity(config.partitions as usize);
+    for p in 0..config.partitions {
+        partitions.push(open_partition(
+            storage,
+            dir.join(p.to_string()),
+            name.clone(),
+            p,
+            clean,
+            activity.clone(),
+        )?);
+    }
+    // A partition directory this open had to create (a power cut can keep topic.json but
+    // drop a partition's directory entry) is durable only once the topic directory is.
+    storage
+        .sync_dir(dir)
+        .map_err(|e| KafkoError::io("syncing directory", dir, e))?;
+    Ok(RecoveredTopic {
+        name,
+        dir: dir.to_path_buf(),
+        config,
+        partitions,
+        activity,
+    })
+}
