@@ -30,8 +30,16 @@ pub struct ServerConfig {
     /// Longest time a request may take before the server answers 503 (streams excluded
     /// once their headers are sent).
     pub request_timeout: Duration,
-    /// Longest time a client may take to send the request head.
+    /// Longest time from accept to the first complete request head (HTTP/1 and h2c
+    /// alike); a connection that has not sent one by then is closed.
     pub header_read_timeout: Duration,
+    /// Longest time a connection may sit with no request in flight after its first one
+    /// (a keep-alive wait, an idle h2c connection, a later head that never completes)
+    /// before it is closed.
+    pub idle_timeout: Duration,
+    /// Connections open at once. Past it, the oldest connection with no request in flight
+    /// is closed to make room; when every one is busy, the newcomer is answered 503.
+    pub max_connections: usize,
     /// Longest pause allowed between two pieces of a request body (answered 408). A
     /// stalled upload would otherwise hold one of `max_concurrent_requests` until
     /// `request_timeout`.
@@ -39,7 +47,11 @@ pub struct ServerConfig {
     /// How long shutdown waits for in-flight requests before closing them.
     pub shutdown_grace: Duration,
     /// Requests handled at once; beyond this the server answers 503 with `Retry-After`.
+    /// Long-polls are counted under `max_waiting_requests` instead.
     pub max_concurrent_requests: usize,
+    /// Long-polls (`wait_ms` > 0) handled at once, a limit of their own so that waiting
+    /// requests never take every permit of `max_concurrent_requests`; beyond, 503.
+    pub max_waiting_requests: usize,
     /// Bearer token required on every route except the probes, if set.
     pub auth_token: Option<String>,
     /// Origins allowed by CORS; empty disables CORS.
@@ -58,9 +70,12 @@ impl Default for ServerConfig {
             max_wait: Duration::from_secs(30),
             request_timeout: Duration::from_secs(60),
             header_read_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
+            max_connections: crate::server::default_max_connections(),
             body_read_timeout: Duration::from_secs(10),
             shutdown_grace: Duration::from_secs(10),
             max_concurrent_requests: 1024,
+            max_waiting_requests: 1024,
             auth_token: None,
             cors_origins: Vec::new(),
             auto_create: AutoCreate::Enabled(TopicConfig::default()),

@@ -51,9 +51,17 @@ struct Args {
     /// Time limit to the response head of a request, ms.
     #[arg(long, env = "KAFKO_REQUEST_TIMEOUT_MS", default_value_t = 60_000)]
     request_timeout_ms: u64,
-    /// Time limit for a client to send the request head, ms.
+    /// Time limit from accept to the first complete request head, ms.
     #[arg(long, env = "KAFKO_HEADER_READ_TIMEOUT_MS", default_value_t = 10_000)]
     header_read_timeout_ms: u64,
+    /// Close a connection after this long with no request in flight, ms.
+    #[arg(long, env = "KAFKO_IDLE_TIMEOUT_MS", default_value_t = 60_000)]
+    idle_timeout_ms: u64,
+    /// Connections open at once; past it the oldest idle one is closed, or, when all
+    /// are busy, the newcomer is answered 503 [default: the open-files limit minus a
+    /// quarter kept for the log].
+    #[arg(long, env = "KAFKO_MAX_CONNECTIONS")]
+    max_connections: Option<usize>,
     /// Longest pause between two pieces of a request body before a 408, ms.
     #[arg(long, env = "KAFKO_BODY_READ_TIMEOUT_MS", default_value_t = 10_000)]
     body_read_timeout_ms: u64,
@@ -63,6 +71,9 @@ struct Args {
     /// Requests handled at once; beyond, 503 with Retry-After.
     #[arg(long, env = "KAFKO_MAX_CONCURRENT_REQUESTS", default_value_t = 1024)]
     max_concurrent_requests: usize,
+    /// Long-polls (`wait_ms` > 0) handled at once, apart from the limit above; beyond, 503.
+    #[arg(long, env = "KAFKO_MAX_WAITING_REQUESTS", default_value_t = 1024)]
+    max_waiting_requests: usize,
     /// Require `Authorization: Bearer <token>` (probes and the web console's files excepted).
     #[arg(long, env = "KAFKO_AUTH_TOKEN", hide_env_values = true)]
     auth_token: Option<String>,
@@ -134,9 +145,14 @@ impl Args {
             max_wait: ms(self.max_wait_ms),
             request_timeout: ms(self.request_timeout_ms),
             header_read_timeout: ms(self.header_read_timeout_ms),
+            idle_timeout: ms(self.idle_timeout_ms),
+            max_connections: self
+                .max_connections
+                .unwrap_or_else(kafko_http::server::default_max_connections),
             body_read_timeout: ms(self.body_read_timeout_ms),
             shutdown_grace: ms(self.shutdown_grace_ms),
             max_concurrent_requests: self.max_concurrent_requests,
+            max_waiting_requests: self.max_waiting_requests,
             auth_token: self.auth_token.clone().filter(|t| !t.is_empty()),
             cors_origins: self
                 .cors_origins

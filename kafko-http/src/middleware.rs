@@ -1,7 +1,8 @@
 //! Request middleware, as one tower layer ([`Envelope`]) doing in order: metrics and
-//! timing, bearer auth, the global concurrency limit (503 + `Retry-After` instead of
-//! queueing without bound), the request timeout; plus problem+json fallbacks for unknown
-//! routes and methods.
+//! timing, bearer auth, the concurrency limits (503 + `Retry-After` instead of queueing
+//! without bound; long-polls under a limit of their own, so that requests which wait
+//! cannot starve the ones which do not), the request timeout; plus problem+json
+//! fallbacks for unknown routes and methods.
 //!
 //! Why a hand-written layer and not `axum::middleware::from_fn`: every request pays for
 //! the middleware, and `from_fn` clones the inner service (a boxed clone) and boxes an
@@ -69,7 +70,7 @@ where
         };
         self.state.metrics.request_started();
         let stage = match admit(&self.state, &req) {
-            Ok(permit) => {
+            Ok((permit, pool)) => {
                 // Held as a guard that owns its state, so the future is `'static`.
                 permit.forget();
                 let limit = self.state.config.request_timeout;
@@ -78,7 +79,7 @@ where
                     // movable without pin projection.
                     inner: Box::pin(tokio::time::timeout(limit, self.inner.call(req))),
                     limit,
-                    _permit: PermitGuard(self.state.clone()),
+                    _permit: PermitGuard(self.state.clone(), pool),
                 }
             }
             Err(refusal) => Stage::Refused(refusal.into_response()),
@@ -98,12 +99,24 @@ struct Finish {
     state: AppState,
 }
 
-/// One concurrency permit, returned on drop.
-struct PermitGuard(AppState);
+/// The limit a request runs under.
+#[derive(Clone, Copy)]
+enum Pool {
+    /// `max_concurrent_requests`.
+    General,
+    /// `max_waiting_requests`: long-polls.
+    Waiting,
+}
+
+/// One concurrency permit of `Pool`, returned on drop.
+struct PermitGuard(AppState, Pool);
 
 impl Drop for PermitGuard {
     fn drop(&mut self) {
-        self.0.permits.add_permits(1);
+        match self.1 {
+            Pool::General => self.0.permits.add_permits(1),
+            Pool::Waiting => self.0.waiting_permits.add_permits(1),
+        }
     }
 }
 
@@ -184,11 +197,12 @@ fn is_public(req: &Request) -> bool {
 
 /// Auth, then the concurrency limit: a permit to run the request, or the answer to give
 /// instead. 401 without `Authorization: Bearer <token>` when a token is configured; 503
-/// `overloaded` when `max_concurrent_requests` are already being handled.
+/// `overloaded` when `max_concurrent_requests` (or, for a long-poll,
+/// `max_waiting_requests`) are already being handled.
 fn admit<'a>(
     state: &'a AppState,
     req: &Request,
-) -> Result<tokio::sync::SemaphorePermit<'a>, ApiError> {
+) -> Result<(tokio::sync::SemaphorePermit<'a>, Pool), ApiError> {
     if let Some(token) = state.config.auth_token.as_deref()
         && !is_public(req)
         && req.method() != Method::OPTIONS
@@ -207,10 +221,31 @@ fn admit<'a>(
             ));
         }
     }
+    if is_long_poll(req) {
+        return state
+            .waiting_permits
+            .try_acquire()
+            .map(|p| (p, Pool::Waiting))
+            .map_err(|_| ApiError::overloaded("too many waiting long-polls; retry later"));
+    }
     state
         .permits
         .try_acquire()
+        .map(|p| (p, Pool::General))
         .map_err(|_| ApiError::overloaded("too many concurrent requests; retry later"))
+}
+
+/// Whether the request may wait for records: a `wait_ms` above zero in its query (a read
+/// or a group poll). Such a request spends its time waiting, not working, so it runs
+/// under a limit of its own.
+fn is_long_poll(req: &Request) -> bool {
+    req.uri().query().is_some_and(|query| {
+        query.split('&').any(|pair| {
+            pair.strip_prefix("wait_ms=")
+                .and_then(|ms| ms.parse::<u64>().ok())
+                .is_some_and(|ms| ms > 0)
+        })
+    })
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {

@@ -1,50 +1,77 @@
-//! Serving: the accept loop (hyper with a header-read timeout), and the one graceful
+//! Serving: the accept loop (connection cap, backoff when out of descriptors; each
+//! connection closed when silent or idle, see `connection`), and the one graceful
 //! shutdown path shared by SIGTERM, SIGINT and `POST /v1/admin/shutdown`: stop
 //! accepting, let in-flight requests finish (bounded by `shutdown_grace`), then
 //! `Kafko::shutdown` (drain and fsync every partition, write the clean marker).
 
+mod accept;
+mod connection;
+mod connections;
+
+use std::sync::Arc;
+
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
-use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 
 use crate::error::ServerError;
 use crate::router::app;
 use crate::state::AppState;
 
+use self::accept::{Backoff, refuse};
+use self::connection::{Activity, Timeouts, Tracked};
+use self::connections::Connections;
+
+pub use self::connections::default_max_connections;
+
 /// Serves until shutdown is requested, then shuts the log down. Returns once the log is
 /// closed; the error is the log's shutdown failure, if any.
 pub async fn serve(listener: TcpListener, state: AppState) -> Result<(), ServerError> {
     let router = app(state.clone());
-    let graceful = GracefulShutdown::new();
+    let cfg = &state.config;
     let mut builder = auto::Builder::new(TokioExecutor::new());
+    // hyper's own head timer starts only once the protocol is known, and would cut
+    // keep-alive waits at the header timeout; the connection watchdog does both instead.
     builder
         .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(state.config.header_read_timeout);
+        .header_read_timeout(None);
+    let limits = Timeouts {
+        header: cfg.header_read_timeout,
+        idle: cfg.idle_timeout,
+    };
+    let connections = Connections::new(cfg.max_connections);
+    let mut backoff = Backoff::default();
     loop {
         let accepted = tokio::select! {
             a = listener.accept() => a,
             () = state.shutdown_requested() => break,
         };
         let stream = match accepted {
-            Ok((stream, _peer)) => stream,
+            Ok((stream, _peer)) => {
+                backoff.succeeded();
+                stream
+            }
             Err(e) => {
-                // Out of file descriptors and the like: back off instead of spinning.
-                tracing::warn!(error = %e, "accept failed");
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                backoff.failed(&e, &connections).await;
                 continue;
             }
         };
+        let activity = Arc::new(Activity::new());
+        let Some(ticket) = connections.admit(&activity) else {
+            refuse(stream);
+            continue;
+        };
         let _ = stream.set_nodelay(true);
-        let service = TowerToHyperService::new(router.clone());
-        let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
-        let conn = graceful.watch(conn.into_owned());
+        let service = Tracked::new(router.clone(), Arc::clone(&activity));
+        let conn = builder
+            .serve_connection_with_upgrades(TokioIo::new(stream), service)
+            .into_owned();
+        let state = state.clone();
         tokio::spawn(async move {
-            if let Err(e) = conn.await {
-                tracing::debug!(error = %e, "connection ended with an error");
-            }
+            let shutdown = state.shutdown_requested();
+            connection::run(conn, activity, limits, shutdown).await;
+            drop(ticket);
         });
     }
     drop(listener);
@@ -53,7 +80,7 @@ pub async fn serve(listener: TcpListener, state: AppState) -> Result<(), ServerE
         grace_ms = grace.as_millis() as u64,
         "stopped accepting; finishing in-flight requests"
     );
-    if tokio::time::timeout(grace, graceful.shutdown())
+    if tokio::time::timeout(grace, connections.all_closed())
         .await
         .is_err()
     {

@@ -23,6 +23,8 @@ pub struct Shared {
     pub(crate) config: ServerConfig,
     pub(crate) metrics: Metrics,
     pub(crate) permits: Semaphore,
+    /// The long-polls' own limit (`max_waiting_requests`).
+    pub(crate) waiting_permits: Semaphore,
     /// Flips to `true` once shutdown begins: streams and long-polls end, the accept loop stops.
     shutdown: watch::Sender<bool>,
 }
@@ -42,6 +44,7 @@ impl AppState {
             shared: Arc::new(Shared {
                 kafko,
                 permits: Semaphore::new(config.max_concurrent_requests.max(1)),
+                waiting_permits: Semaphore::new(config.max_waiting_requests.max(1)),
                 config,
                 metrics: Metrics::default(),
                 shutdown: watch::channel(false).0,

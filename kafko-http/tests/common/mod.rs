@@ -29,8 +29,34 @@ impl Server {
 
     /// [`start`](Self::start) with extra environment variables.
     pub async fn start_env(dir: &Path, extra: &[&str], envs: &[(&str, &str)]) -> Server {
+        Self::launch(
+            Command::new(env!("CARGO_BIN_EXE_kafko-http")),
+            dir,
+            extra,
+            envs,
+        )
+        .await
+    }
+
+    /// [`start`](Self::start) under an open-files limit of `nofile`, set by the shell
+    /// that then becomes the server (so `pid` is the server's).
+    pub async fn start_with_nofile(dir: &Path, extra: &[&str], nofile: u32) -> Server {
+        let mut sh = Command::new("sh");
+        sh.arg("-c")
+            .arg(r#"ulimit -n "$0" && exec "$@""#)
+            .arg(nofile.to_string())
+            .arg(env!("CARGO_BIN_EXE_kafko-http"));
+        Self::launch(sh, dir, extra, &[]).await
+    }
+
+    async fn launch(
+        mut command: Command,
+        dir: &Path,
+        extra: &[&str],
+        envs: &[(&str, &str)],
+    ) -> Server {
         let log = std::fs::File::create(dir.with_extension("log")).expect("log file");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_kafko-http"))
+        let mut child = command
             .arg("--bind")
             .arg("127.0.0.1:0")
             .arg("--data-dir")

@@ -1,0 +1,146 @@
+//! Long-polls wait under a limit of their own (`--max-waiting-requests`): 64 of them
+//! against `--max-concurrent-requests 64` leave every permit of the general limit to
+//! ordinary produce and fetch, and the waiting limit itself answers 503 when full.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{Server, client, create_topic, json, problem};
+use serde_json::json;
+
+/// The `kafko_http_requests_in_flight` gauge, or `None` if `/metrics` was refused.
+async fn in_flight(c: &reqwest::Client, s: &Server) -> Option<u64> {
+    let r = c.get(s.url("/metrics")).send().await.unwrap();
+    if r.status() != 200 {
+        return None;
+    }
+    let text = r.text().await.unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix("kafko_http_requests_in_flight "))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// Waits (bounded) until at least `n` requests are in flight, or the server refuses
+/// even `/metrics` (every permit taken, which is the same news).
+async fn until_in_flight(c: &reqwest::Client, s: &Server, n: u64) {
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(10) {
+        match in_flight(c, s).await {
+            Some(now) if now < n => tokio::time::sleep(Duration::from_millis(50)).await,
+            _ => return,
+        }
+    }
+    panic!("fewer than {n} requests in flight after 10 s");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sixty_four_long_polls_leave_the_general_limit_to_produce_and_fetch() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Server::start(
+        &tmp.path().join("data"),
+        &["--max-concurrent-requests", "64"],
+    )
+    .await;
+    let c = client();
+    create_topic(&c, &s, "t", json!({})).await;
+    // 48 reads and 16 group polls, each waiting up to 20 s for a record.
+    let mut polls = Vec::new();
+    for i in 0..64 {
+        // One client each: one connection each, as independent consumers.
+        let c = client();
+        let url = if i < 48 {
+            s.url("/v1/topics/t/records?offset=0&wait_ms=20000")
+        } else {
+            s.url(&format!("/v1/groups/g{i}/topics/t/poll?wait_ms=20000"))
+        };
+        polls.push(tokio::spawn(async move {
+            let r = if i < 48 {
+                c.get(url).send().await
+            } else {
+                c.post(url).send().await
+            };
+            let r = r.expect("long-poll transport");
+            let status = r.status().as_u16();
+            (status, json(r).await)
+        }));
+    }
+    // 64 long-polls and this /metrics request.
+    until_in_flight(&c, &s, 65).await;
+
+    let started = Instant::now();
+    let r = c
+        .post(s.url("/v1/topics/t/records"))
+        .body("while-64-wait")
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    let body = json(r).await;
+    assert_eq!(status, 201, "produce beside 64 long-polls: {body}");
+    let r = c
+        .get(s.url("/v1/topics/t/records?offset=0"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(json(r).await["records"][0]["value"], "while-64-wait");
+    let ordinary = started.elapsed();
+
+    // The produce wakes every long-poll with its record.
+    for p in polls {
+        let (status, body) = p.await.unwrap();
+        assert_eq!(status, 200, "a long-poll was refused: {body}");
+        assert_eq!(body["records"][0]["value"], "while-64-wait", "{body}");
+    }
+    eprintln!(
+        "64 long-polls against --max-concurrent-requests 64: produce + fetch answered in {ordinary:?}; every long-poll woke with the record"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_waiting_limit_refuses_long_polls_past_it_with_503() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Server::start(
+        &tmp.path().join("data"),
+        &[
+            "--max-waiting-requests",
+            "4",
+            "--max-concurrent-requests",
+            "4",
+        ],
+    )
+    .await;
+    let c = client();
+    create_topic(&c, &s, "t", json!({})).await;
+    let mut polls = Vec::new();
+    for _ in 0..4 {
+        let c = client();
+        let url = s.url("/v1/topics/t/records?offset=latest&wait_ms=3000");
+        polls.push(tokio::spawn(async move {
+            c.get(url).send().await.unwrap().status().as_u16()
+        }));
+    }
+    until_in_flight(&c, &s, 5).await;
+    let r = c
+        .get(s.url("/v1/topics/t/records?offset=latest&wait_ms=3000"))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.headers().contains_key("retry-after"));
+    let body = problem(r, 503, "overloaded").await;
+    assert!(
+        body["detail"].as_str().unwrap().contains("long-poll"),
+        "{body}"
+    );
+    // A read that does not wait is not a long-poll: the general limit takes it.
+    let r = c
+        .get(s.url("/v1/topics/t/records?offset=latest&wait_ms=0"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    for p in polls {
+        assert_eq!(p.await.unwrap(), 200);
+    }
+}
