@@ -130,18 +130,19 @@ async fn concurrency_limit_and_request_timeout_answer_503_with_retry_after() {
     .await;
     let c = client();
     create_topic(&c, &s, "t", json!({})).await;
-    let hold = tokio::spawn({
-        let (c, url) = (
-            c.clone(),
-            s.url("/v1/topics/t/records?offset=0&wait_ms=1500"),
-        );
-        async move { c.get(url).send().await.unwrap().status() }
-    });
+    // A produce whose body is still coming holds the one permit (a long-poll would not:
+    // long-polls wait under a limit of their own).
+    let mut hold = tokio::net::TcpStream::connect(&s.addr).await.unwrap();
+    hold.write_all(b"POST /v1/topics/t/records HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n")
+        .await
+        .unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
     let r = c.get(s.url("/v1/topics")).send().await.unwrap();
     assert_eq!(r.headers()["retry-after"], "1");
     problem(r, 503, "overloaded").await;
-    assert_eq!(hold.await.unwrap(), 200);
+    hold.write_all(b"ok").await.unwrap();
+    let (status, answer) = read_response(&mut hold).await;
+    assert_eq!(status, 201, "{answer}");
 
     let s = Server::start(&tmp.path().join("data2"), &["--request-timeout-ms", "300"]).await;
     create_topic(&c, &s, "t", json!({})).await;
