@@ -60,8 +60,13 @@ async fn health_probes_answer_with_more_silent_sockets_than_descriptors() {
     let c = client();
     create_topic(&c, &s, "t", json!({"partitions": 4})).await;
     let mut silent = Vec::new();
-    for _ in 0..400 {
-        silent.push(TcpStream::connect(&s.addr).await.expect("connect"));
+    for i in 0..400 {
+        // A server that stops accepting fills its listen backlog; connects then hang.
+        let sock = tokio::time::timeout(Duration::from_secs(5), TcpStream::connect(&s.addr))
+            .await
+            .unwrap_or_else(|_| panic!("connect {i} hung: the server stopped accepting"))
+            .expect("connect");
+        silent.push(sock);
     }
     let mut worst = Duration::ZERO;
     for _ in 0..3 {
