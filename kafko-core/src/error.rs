@@ -84,6 +84,10 @@ pub enum KafkoError {
         /// What is wrong.
         reason: String,
     },
+    /// A send appended the records of some partitions and not those of others: retry
+    /// only [`PartialSend::failed_records`](crate::PartialSend::failed_records).
+    #[error("{0}")]
+    PartiallyAppended(Box<crate::send::PartialSend>),
     /// The partition's inbox is full: retry later (backpressure).
     #[error("partition {topic}-{partition} is busy; retry later")]
     Backpressure {
@@ -265,6 +269,11 @@ impl KafkoError {
             KafkoError::StorageFull { .. } => ErrorKind::StorageFull,
             KafkoError::Corruption { .. } => ErrorKind::Corruption,
             KafkoError::Io { .. } => ErrorKind::Internal,
+            // Classified by what the failed partitions met.
+            KafkoError::PartiallyAppended(p) => p
+                .failed
+                .first()
+                .map_or(ErrorKind::Internal, |f| f.error.kind()),
         }
     }
 

@@ -25,7 +25,8 @@
 //! ## Layout
 //! - [`broker`]: [`Kafko`], the open data directory (topic registry, lock, marker).
 //! - `topic`: a topic's partitions and record routing; [`SendOptions`].
-//! - [`producer`] / [`consumer`]: the user-facing handles.
+//! - [`producer`] / [`consumer`]: the user-facing handles; [`send`]: a send of many
+//!   records (bounded batches, all partitions handed over at once, per-partition answer).
 //! - `partition`: shared read state, the single writer task, its commands, open-time loading.
 //! - `segment`: the batch codec, sparse indexes, batch iteration, recovery scan.
 //! - [`group`]: consumer groups — committed offsets, members, generations, assignment.
@@ -48,6 +49,7 @@ pub mod naming;
 pub mod producer;
 pub mod record;
 pub mod routing;
+pub mod send;
 pub mod storage;
 
 /// Decoder entry points for the fuzz targets (`fuzz/`); not a supported API.
@@ -78,4 +80,5 @@ pub use partition::FetchedRecords;
 pub use partition::command::RetentionOutcome;
 pub use producer::Producer;
 pub use record::{Header, ProducerRecord, Record, RecordMetadata};
+pub use send::{PartialSend, PartitionAppend, PartitionFailure, RecordRef, SendBatch, SendReceipt};
 pub use topic::{PartitionInfo, SendOptions, TopicDescription};

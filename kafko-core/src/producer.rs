@@ -6,6 +6,7 @@ use bytes::Bytes;
 
 use crate::error::Result;
 use crate::record::{ProducerRecord, RecordMetadata};
+use crate::send::SendBatch;
 use crate::topic::{SendOptions, Topic};
 
 /// Appends records to one topic. Clone freely; all clones share the partition writers.
@@ -30,7 +31,15 @@ impl Producer {
         self.topic.send_one(record, SendOptions::default()).await
     }
 
-    /// Appends records; those for one partition are written as one atomic batch.
+    /// A send to build record by record: each record is routed and encoded as it is
+    /// added, and [`SendBatch::send`] appends them all (see [`SendBatch`]). The way to
+    /// send many records without holding a [`ProducerRecord`] for each.
+    pub fn batch(&self) -> SendBatch<'_> {
+        self.topic.batch()
+    }
+
+    /// Appends records, all partitions at once; each partition's records are appended
+    /// together at consecutive offsets, or not at all.
     pub async fn send_batch(&self, records: Vec<ProducerRecord>) -> Result<Vec<RecordMetadata>> {
         self.topic.send(records, SendOptions::default()).await
     }

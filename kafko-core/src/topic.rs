@@ -1,8 +1,7 @@
 //! A topic: its persisted config, its partitions, and the routing of records to them.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, RwLock};
 
 use serde::Serialize;
@@ -14,6 +13,7 @@ use crate::partition::handle::PartitionHandle;
 use crate::record::{ProducerRecord, RecordMetadata, now_ms};
 use crate::routing::partition_for_key;
 use crate::segment::batch::{self, RecordFields};
+use crate::send::{RecordRef, SendBatch, check_batch_size};
 
 /// How a send waits.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -59,9 +59,6 @@ pub(crate) struct Topic {
     pub(crate) partitions: Vec<PartitionHandle>,
     /// Next partition for keyless batches (sticky per batch, round robin across batches).
     round_robin: AtomicU32,
-    /// The config fields every send needs, packed for a plain atomic load: producers on
-    /// several threads would otherwise contend on the config lock's counters per send.
-    send_rules: AtomicU64,
     pub(crate) deleted: AtomicBool,
     /// Woken whenever any partition's high watermark moves.
     pub(crate) activity: Arc<Notify>,
@@ -78,7 +75,6 @@ impl Topic {
         Topic {
             name,
             dir,
-            send_rules: AtomicU64::new(SendRules::of(&config).pack()),
             config: RwLock::new(Arc::new(config)),
             partitions,
             round_robin: AtomicU32::new(0),
@@ -95,13 +91,11 @@ impl Topic {
     }
 
     pub(crate) fn set_config(&self, config: Arc<TopicConfig>) {
-        self.send_rules
-            .store(SendRules::of(&config).pack(), Ordering::Release);
         *self.config.write().unwrap_or_else(|p| p.into_inner()) = config;
     }
 
     fn send_rules(&self) -> SendRules {
-        SendRules::unpack(self.send_rules.load(Ordering::Acquire))
+        SendRules::of(&self.config.read().unwrap_or_else(|p| p.into_inner()))
     }
 
     pub(crate) fn check_live(&self) -> Result<()> {
@@ -146,28 +140,27 @@ impl Topic {
         }
     }
 
-    /// Validates, routes, encodes and appends records; one atomic batch per partition.
     /// Checks one record against the topic's rules and picks its partition: explicit,
-    /// else by key, else `keyless()` (sticky per request).
-    fn route(
+    /// else by key, else `keyless()` (sticky per send).
+    pub(crate) fn route(
         &self,
-        config: SendRules,
-        r: &ProducerRecord,
+        rules: SendRules,
+        r: &RecordRef<'_>,
         keyless: impl FnOnce() -> u32,
     ) -> Result<u32> {
         let size = r.size();
-        if size as u64 > config.max_record_bytes {
+        if size as u64 > rules.max_record_bytes {
             return Err(KafkoError::RecordTooLarge {
                 size,
-                max: config.max_record_bytes as usize,
+                max: rules.max_record_bytes as usize,
             });
         }
-        if config.compacts && r.key.is_none() {
+        if rules.compacts && r.key.is_none() {
             return Err(KafkoError::KeyRequired {
                 topic: self.name.to_string(),
             });
         }
-        match (r.partition, &r.key) {
+        match (r.partition, r.key) {
             (Some(p), _) => self.partition(p).map(|_| p),
             (None, Some(key)) => Ok(partition_for_key(key, self.partitions.len() as u32)),
             (None, None) => Ok(keyless()),
@@ -182,10 +175,12 @@ impl Topic {
         opts: SendOptions,
     ) -> Result<RecordMetadata> {
         self.check_live()?;
-        let config = self.send_rules();
-        let partition = self.route(config, &record, || match self.partitions.len() {
-            1 => 0,
-            n => self.round_robin.fetch_add(1, Ordering::Relaxed) % n as u32,
+        let rules = self.send_rules();
+        let partition = self.route(rules, &RecordRef::from(&record), || {
+            match self.partitions.len() {
+                1 => 0,
+                n => self.round_robin.fetch_add(1, Ordering::Relaxed) % n as u32,
+            }
         })?;
         let timestamp = record.timestamp.unwrap_or_else(now_ms);
         let fields = std::iter::once(RecordFields {
@@ -195,7 +190,9 @@ impl Topic {
             value: record.value.as_deref(),
             headers: &record.headers,
         });
-        let batch = encode_checked(config.compression, fields)?;
+        let batch = batch::encode(rules.compression, fields)
+            .map_err(|reason| KafkoError::InvalidRequest { reason })
+            .and_then(check_batch_size)?;
         let offset = self.partitions[partition as usize]
             .append(batch, opts.sync, !opts.no_wait)
             .await?;
@@ -206,6 +203,18 @@ impl Topic {
         })
     }
 
+    /// A send to be built record by record (see [`SendBatch`]); its keyless records go to
+    /// one partition, round robin across sends.
+    pub(crate) fn batch(&self) -> SendBatch<'_> {
+        let sticky = match self.partitions.len() {
+            1 => 0,
+            n => self.round_robin.fetch_add(1, Ordering::Relaxed) % n as u32,
+        };
+        SendBatch::new(self, self.send_rules(), sticky)
+    }
+
+    /// Appends records, all partitions at once; each partition's records are appended
+    /// together, at consecutive offsets (see [`SendBatch::send`]).
     pub(crate) async fn send(
         &self,
         records: Vec<ProducerRecord>,
@@ -217,89 +226,20 @@ impl Topic {
             Err(records) => records,
         };
         self.check_live()?;
-        if records.is_empty() {
-            return Err(KafkoError::InvalidRequest {
-                reason: "a send needs at least one record".into(),
-            });
-        }
-        let config = self.send_rules();
-        let n = self.partitions.len() as u32;
-        let sticky = self.round_robin.fetch_add(1, Ordering::Relaxed) % n;
-        let now = now_ms();
-        let mut routed = Vec::with_capacity(records.len());
-        let mut timestamps = Vec::with_capacity(records.len());
+        let mut batch = self.batch();
         for r in &records {
-            routed.push(self.route(config, r, || sticky)?);
-            timestamps.push(r.timestamp.unwrap_or(now));
+            batch.push(RecordRef::from(r))?;
         }
-        // Usually every record goes to one partition (a single send, a keyless batch).
-        let groups: BTreeMap<u32, Vec<usize>> = if routed.iter().all(|&p| p == routed[0]) {
-            BTreeMap::from([(routed[0], (0..records.len()).collect())])
-        } else {
-            let mut g: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
-            for (i, &p) in routed.iter().enumerate() {
-                g.entry(p).or_default().push(i);
-            }
-            g
-        };
-        let mut out = vec![
-            RecordMetadata {
-                partition: 0,
-                offset: 0,
-                timestamp: 0
-            };
-            records.len()
-        ];
-        let mut encoded = Vec::with_capacity(groups.len());
-        for (&p, idxs) in &groups {
-            let fields = idxs.iter().enumerate().map(|(delta, &i)| RecordFields {
-                offset_delta: delta as u32,
-                timestamp: timestamps[i],
-                key: records[i].key.as_deref(),
-                value: records[i].value.as_deref(),
-                headers: &records[i].headers,
-            });
-            let b = encode_checked(config.compression, fields)?;
-            encoded.push((p, b));
-        }
-        for (p, b) in encoded {
-            let base = self.partitions[p as usize]
-                .append(b, opts.sync, !opts.no_wait)
-                .await?;
-            for (delta, &i) in groups[&p].iter().enumerate() {
-                out[i] = RecordMetadata {
-                    partition: p,
-                    offset: base + delta as u64,
-                    timestamp: timestamps[i],
-                };
-            }
-        }
-        Ok(out)
+        Ok(batch.send(opts).await?.records().collect())
     }
 }
 
-/// Encodes a batch and checks it against the on-disk batch limit.
-fn encode_checked<'a>(
-    codec: Compression,
-    fields: impl ExactSizeIterator<Item = RecordFields<'a>> + Clone,
-) -> Result<batch::EncodedBatch> {
-    let b = batch::encode(codec, fields).map_err(|reason| KafkoError::InvalidRequest { reason })?;
-    if b.framed_len() as u64 > crate::config::MAX_BATCH_BYTES {
-        return Err(KafkoError::RecordTooLarge {
-            size: b.framed_len(),
-            max: crate::config::MAX_BATCH_BYTES as usize,
-        });
-    }
-    Ok(b)
-}
-
-/// The config fields a send checks, packed into one `u64`: bits 0–39 `max_record_bytes`
-/// (validated ≤ 32 MiB), bits 40–47 the codec id, bit 48 "compacted".
+/// The config fields a send checks, copied out of the config once per send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct SendRules {
-    max_record_bytes: u64,
-    compression: Compression,
-    compacts: bool,
+pub(crate) struct SendRules {
+    pub(crate) max_record_bytes: u64,
+    pub(crate) compression: Compression,
+    pub(crate) compacts: bool,
 }
 
 impl SendRules {
@@ -308,42 +248,6 @@ impl SendRules {
             max_record_bytes: config.max_record_bytes,
             compression: config.compression,
             compacts: config.cleanup_policy.compacts(),
-        }
-    }
-
-    fn pack(self) -> u64 {
-        (self.max_record_bytes & ((1 << 40) - 1))
-            | (u64::from(self.compression.id()) << 40)
-            | (u64::from(self.compacts) << 48)
-    }
-
-    fn unpack(v: u64) -> Self {
-        SendRules {
-            max_record_bytes: v & ((1 << 40) - 1),
-            compression: Compression::from_id((v >> 40) as u8).unwrap_or_default(),
-            compacts: v & (1 << 48) != 0,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::CleanupPolicy;
-
-    #[test]
-    fn send_rules_survive_packing() {
-        for compression in [Compression::None, Compression::Lz4, Compression::Zstd] {
-            for cleanup_policy in [CleanupPolicy::Delete, CleanupPolicy::Compact] {
-                let config = TopicConfig {
-                    compression,
-                    cleanup_policy,
-                    max_record_bytes: 32 * 1024 * 1024,
-                    ..Default::default()
-                };
-                let rules = SendRules::of(&config);
-                assert_eq!(SendRules::unpack(rules.pack()), rules);
-            }
         }
     }
 }

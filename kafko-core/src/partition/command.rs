@@ -33,11 +33,82 @@ pub(crate) struct SegmentSwap {
     pub(crate) index: SparseIndex,
 }
 
+/// The batches of one append. A send is split into batches of bounded size (so a read
+/// decodes a bounded batch), and the batches of one partition of one send are appended
+/// together: all of them or none of them.
+pub(crate) enum Batches {
+    /// The usual case: one batch, no vector.
+    One(EncodedBatch),
+    /// Several batches, oldest first.
+    Many(Vec<EncodedBatch>),
+}
+
+impl Batches {
+    /// Batches from a list, which must not be empty.
+    pub(crate) fn from_vec(mut batches: Vec<EncodedBatch>) -> Self {
+        match batches.len() {
+            1 => Batches::One(batches.remove(0)),
+            _ => Batches::Many(batches),
+        }
+    }
+
+    /// The batches, oldest first.
+    pub(crate) fn as_slice(&self) -> &[EncodedBatch] {
+        match self {
+            Batches::One(b) => std::slice::from_ref(b),
+            Batches::Many(v) => v,
+        }
+    }
+
+    /// Framed bytes of all batches.
+    pub(crate) fn framed_len(&self) -> u64 {
+        self.as_slice().iter().map(|b| b.framed_len() as u64).sum()
+    }
+
+    /// Offsets the batches take.
+    pub(crate) fn offset_span(&self) -> u64 {
+        self.as_slice()
+            .iter()
+            .map(|b| u64::from(b.last_offset_delta) + 1)
+            .sum()
+    }
+}
+
+impl IntoIterator for Batches {
+    type Item = EncodedBatch;
+    type IntoIter = BatchesIter;
+
+    fn into_iter(self) -> BatchesIter {
+        match self {
+            Batches::One(b) => BatchesIter::One(Some(b)),
+            Batches::Many(v) => BatchesIter::Many(v.into_iter()),
+        }
+    }
+}
+
+/// The batches of an append, by value (the writer frames each and drops it).
+pub(crate) enum BatchesIter {
+    One(Option<EncodedBatch>),
+    Many(std::vec::IntoIter<EncodedBatch>),
+}
+
+impl Iterator for BatchesIter {
+    type Item = EncodedBatch;
+
+    fn next(&mut self) -> Option<EncodedBatch> {
+        match self {
+            BatchesIter::One(b) => b.take(),
+            BatchesIter::Many(v) => v.next(),
+        }
+    }
+}
+
 /// What the writer can be asked to do.
 pub(crate) enum Command {
-    /// Append one batch; the reply carries its base offset.
+    /// Append batches at consecutive offsets, in one write: all of them or none; the
+    /// reply carries the first one's base offset.
     Append {
-        batch: EncodedBatch,
+        batches: Batches,
         /// fsync before acknowledging, whatever the policy.
         sync: bool,
         reply: oneshot::Sender<Result<u64>>,
@@ -70,7 +141,7 @@ mod tests {
     /// variant, unboxed, made every command 160 bytes instead of 88.)
     #[test]
     fn no_command_is_larger_than_an_append() {
-        let append = size_of::<EncodedBatch>() + size_of::<oneshot::Sender<Result<u64>>>() + 8;
+        let append = size_of::<Batches>() + size_of::<oneshot::Sender<Result<u64>>>() + 8;
         assert!(
             size_of::<Command>() <= append,
             "Command is {} bytes, an append needs {append}",

@@ -9,7 +9,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use super::PartitionLog;
-use super::command::{Command, RetentionOutcome, SegmentSwap};
+use super::command::{Batches, Command, RetentionOutcome, SegmentSwap};
 use super::writer::{Writer, WriterState};
 use crate::config::TopicConfig;
 use crate::error::{KafkoError, Result};
@@ -58,26 +58,36 @@ impl PartitionHandle {
 
     /// Appends a batch. With `wait`, a full inbox waits; without, it is `Backpressure`.
     pub(crate) async fn append(&self, batch: EncodedBatch, sync: bool, wait: bool) -> Result<u64> {
-        let (reply, rx) = oneshot::channel();
-        let cmd = Command::Append { batch, sync, reply };
-        // `try_send` first: it cannot overtake producers already waiting (the inbox hands a
-        // freed slot to the longest waiter first), and it keeps tokio's send future (~470
-        // bytes) out of this one. That future is boxed on the rare full-inbox path only;
-        // unboxed, it sized every produce future above the allocator's thread cache.
-        match self.tx.try_send(cmd) {
-            Ok(()) => {}
-            Err(TrySendError::Full(cmd)) if wait => {
-                Box::pin(self.tx.send(cmd)).await.map_err(|_| self.gone())?
+        self.reserve(wait)
+            .await?
+            .append(Batches::One(batch), sync)
+            .reply()
+            .await
+    }
+
+    /// Reserves room for one command in the inbox. With `wait`, a full inbox waits for a
+    /// slot; without, it is `Backpressure`. A slot that is dropped unused frees its room:
+    /// a send reserves every partition it needs before it hands anything over.
+    pub(crate) async fn reserve(&self, wait: bool) -> Result<Slot<'_>> {
+        // `try_reserve` first: it cannot overtake producers already waiting (the inbox
+        // hands a freed slot to the longest waiter first).
+        let permit = match self.tx.try_reserve() {
+            Ok(permit) => permit,
+            Err(TrySendError::Full(())) if wait => {
+                self.tx.reserve().await.map_err(|_| self.gone())?
             }
-            Err(TrySendError::Full(_)) => {
+            Err(TrySendError::Full(())) => {
                 return Err(KafkoError::Backpressure {
                     topic: self.log.topic.to_string(),
                     partition: self.log.partition,
                 });
             }
-            Err(TrySendError::Closed(_)) => return Err(self.gone()),
-        }
-        rx.await.map_err(|_| self.gone())?
+            Err(TrySendError::Closed(())) => return Err(self.gone()),
+        };
+        Ok(Slot {
+            handle: self,
+            permit,
+        })
     }
 
     async fn request<T>(
@@ -139,5 +149,41 @@ impl PartitionHandle {
     /// Commands waiting in the inbox.
     pub(crate) fn queue_depth(&self) -> usize {
         INBOX_CAPACITY - self.tx.capacity()
+    }
+}
+
+/// Room for one command in a partition's inbox, reserved by [`PartitionHandle::reserve`].
+pub(crate) struct Slot<'a> {
+    handle: &'a PartitionHandle,
+    permit: mpsc::Permit<'a, Command>,
+}
+
+impl<'a> Slot<'a> {
+    /// Hands `batches` to the writer (it cannot fail: the room is reserved).
+    pub(crate) fn append(self, batches: Batches, sync: bool) -> PendingAppend<'a> {
+        let (reply, rx) = oneshot::channel();
+        self.permit.send(Command::Append {
+            batches,
+            sync,
+            reply,
+        });
+        PendingAppend {
+            handle: self.handle,
+            rx,
+        }
+    }
+}
+
+/// An append handed to a writer: its reply (the first batch's base offset) to come.
+pub(crate) struct PendingAppend<'a> {
+    handle: &'a PartitionHandle,
+    rx: oneshot::Receiver<Result<u64>>,
+}
+
+impl PendingAppend<'_> {
+    /// Waits for the writer's answer. A writer that is gone (its inbox and the append in
+    /// it dropped) is `ShuttingDown` or `PartitionPanicked`.
+    pub(crate) async fn reply(self) -> Result<u64> {
+        self.rx.await.map_err(|_| self.handle.gone())?
     }
 }

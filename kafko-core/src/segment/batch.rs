@@ -62,28 +62,63 @@ pub(crate) fn encode<'a>(
     records: impl ExactSizeIterator<Item = RecordFields<'a>> + Clone,
 ) -> Result<EncodedBatch, String> {
     // One allocation of the right size instead of repeated regrowth for large batches.
-    let estimate: usize = records
-        .clone()
-        .map(|r| {
-            r.key.map_or(0, <[u8]>::len)
-                + r.value.map_or(0, <[u8]>::len)
-                + r.headers
-                    .iter()
-                    .map(|h| h.name.len() + h.value.len() + 4)
-                    .sum::<usize>()
-                + 24
-        })
-        .sum();
-    let mut area = Vec::with_capacity(estimate.min(MAX_UNCOMPRESSED));
-    let mut base_timestamp = None;
-    let mut max_timestamp = i64::MIN;
-    let mut last_offset_delta = 0;
-    let mut count = 0u32;
+    let estimate: usize = records.clone().map(|r| encoded_estimate(&r)).sum();
+    let mut encoder = BatchEncoder::with_capacity(estimate);
     for r in records {
-        let base = *base_timestamp.get_or_insert(r.timestamp);
-        max_timestamp = max_timestamp.max(r.timestamp);
-        last_offset_delta = r.offset_delta;
-        count += 1;
+        encoder.push(&r);
+    }
+    encoder.finish(codec)
+}
+
+/// Upper bound of the bytes one record takes in a record area (before compression).
+pub(crate) fn encoded_estimate(r: &RecordFields<'_>) -> usize {
+    r.key.map_or(0, <[u8]>::len)
+        + r.value.map_or(0, <[u8]>::len)
+        + r.headers
+            .iter()
+            .map(|h| h.name.len() + h.value.len() + 4)
+            .sum::<usize>()
+        + 24
+}
+
+/// A record area under construction: records are added one at a time (a send encodes
+/// each record as it is parsed, holding no per-record value), then compressed once.
+pub(crate) struct BatchEncoder {
+    area: Vec<u8>,
+    base_timestamp: Option<i64>,
+    max_timestamp: i64,
+    last_offset_delta: u32,
+    count: u32,
+}
+
+impl BatchEncoder {
+    /// An empty batch with room for `bytes` of record area.
+    pub(crate) fn with_capacity(bytes: usize) -> Self {
+        BatchEncoder {
+            area: Vec::with_capacity(bytes.min(MAX_UNCOMPRESSED)),
+            base_timestamp: None,
+            max_timestamp: i64::MIN,
+            last_offset_delta: 0,
+            count: 0,
+        }
+    }
+
+    /// Records added so far.
+    pub(crate) fn count(&self) -> u32 {
+        self.count
+    }
+
+    /// Bytes of record area so far.
+    pub(crate) fn area_len(&self) -> usize {
+        self.area.len()
+    }
+
+    /// Adds a record; its `offset_delta` must follow the previous record's.
+    pub(crate) fn push(&mut self, r: &RecordFields<'_>) {
+        let base = *self.base_timestamp.get_or_insert(r.timestamp);
+        self.max_timestamp = self.max_timestamp.max(r.timestamp);
+        self.last_offset_delta = r.offset_delta;
+        self.count += 1;
         let ts_delta = r.timestamp.wrapping_sub(base);
         // The length prefix needs the body size up front; computing it avoids a scratch copy.
         let headers_len: usize = r
@@ -102,43 +137,51 @@ pub(crate) fn encode<'a>(
             + optional_len(r.value)
             + uvarint_len(r.headers.len() as u64)
             + headers_len;
+        let area = &mut self.area;
         area.reserve(body_len + 10);
-        put_uvarint(&mut area, body_len as u64);
-        put_uvarint(&mut area, u64::from(r.offset_delta));
-        put_varint(&mut area, ts_delta);
-        put_optional(&mut area, r.key);
-        put_optional(&mut area, r.value);
-        put_uvarint(&mut area, r.headers.len() as u64);
+        put_uvarint(area, body_len as u64);
+        put_uvarint(area, u64::from(r.offset_delta));
+        put_varint(area, ts_delta);
+        put_optional(area, r.key);
+        put_optional(area, r.value);
+        put_uvarint(area, r.headers.len() as u64);
         for h in r.headers {
-            put_uvarint(&mut area, h.name.len() as u64);
+            put_uvarint(area, h.name.len() as u64);
             area.extend_from_slice(h.name.as_bytes());
-            put_uvarint(&mut area, h.value.len() as u64);
+            put_uvarint(area, h.value.len() as u64);
             area.extend_from_slice(&h.value);
         }
     }
-    let base_timestamp = base_timestamp.ok_or("a batch needs at least one record")?;
-    let uncompressed_len = u32::try_from(area.len())
-        .ok()
-        .filter(|_| area.len() <= MAX_UNCOMPRESSED)
-        .ok_or_else(|| format!("batch of {} bytes exceeds the 64 MiB cap", area.len()))?;
-    let payload = match codec {
-        Compression::None => area,
-        other => compression::compress(other, &area)?,
-    };
-    let mut payload_crc = crc32fast::Hasher::new();
-    if payload.len() > REHASH_LIMIT {
-        payload_crc.update(&payload);
+
+    /// Compresses the record area (under `codec`) into a batch awaiting its offset.
+    pub(crate) fn finish(self, codec: Compression) -> Result<EncodedBatch, String> {
+        let base_timestamp = self
+            .base_timestamp
+            .ok_or("a batch needs at least one record")?;
+        let area = self.area;
+        let uncompressed_len = u32::try_from(area.len())
+            .ok()
+            .filter(|_| area.len() <= MAX_UNCOMPRESSED)
+            .ok_or_else(|| format!("batch of {} bytes exceeds the 64 MiB cap", area.len()))?;
+        let payload = match codec {
+            Compression::None => area,
+            other => compression::compress(other, &area)?,
+        };
+        let mut payload_crc = crc32fast::Hasher::new();
+        if payload.len() > REHASH_LIMIT {
+            payload_crc.update(&payload);
+        }
+        Ok(EncodedBatch {
+            payload,
+            payload_crc,
+            codec,
+            last_offset_delta: self.last_offset_delta,
+            base_timestamp,
+            max_timestamp: self.max_timestamp,
+            record_count: self.count,
+            uncompressed_len,
+        })
     }
-    Ok(EncodedBatch {
-        payload,
-        payload_crc,
-        codec,
-        last_offset_delta,
-        base_timestamp,
-        max_timestamp,
-        record_count: count,
-        uncompressed_len,
-    })
 }
 
 /// A batch with no records that still spans `last_offset_delta + 1` offsets. Compaction

@@ -18,6 +18,10 @@ pub trait Hook: Send + Sync + 'static {
     fn file(&self, file: Arc<dyn StorageFile>) -> Arc<dyn StorageFile> {
         file
     }
+    /// Wraps a file just opened at `path` (the default: [`Hook::file`]).
+    fn file_at(&self, _path: &Path, file: Arc<dyn StorageFile>) -> Arc<dyn StorageFile> {
+        self.file(file)
+    }
 }
 
 /// [`StdStorage`] with a [`Hook`] in front.
@@ -29,7 +33,7 @@ impl<H: Hook> Storage for Interposed<H> {
     }
     fn open(&self, path: &Path) -> io::Result<Arc<dyn StorageFile>> {
         self.0.before("open", path)?;
-        Ok(self.0.file(StdStorage.open(path)?))
+        Ok(self.0.file_at(path, StdStorage.open(path)?))
     }
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
         StdStorage.read(path)

@@ -33,11 +33,11 @@ use tokio::time::Instant;
 
 use self::pipeline::SyncPipeline;
 use super::PartitionLog;
-use super::command::Command;
+use super::command::{Batches, Command};
 use crate::config::{FsyncPolicy, TopicConfig};
 use crate::error::{KafkoError, Result};
 use crate::segment::Segment;
-use crate::segment::batch::{self, EncodedBatch};
+use crate::segment::batch;
 use crate::segment::index;
 use crate::storage::Storage;
 
@@ -47,6 +47,11 @@ const MAX_GROUP_COMMANDS: usize = 512;
 const MAX_GROUP_YIELDS: usize = 8;
 /// Most bytes drained into one write.
 const MAX_GROUP_BYTES: usize = 4 * 1024 * 1024;
+
+/// Write buffer allocated up front.
+const INITIAL_BUFFER: usize = 64 * 1024;
+/// Largest write buffer kept between groups (an append may be larger than a group).
+const MAX_RETAINED_BUFFER: usize = 2 * MAX_GROUP_BYTES;
 
 /// Name of the per-partition log start checkpoint.
 pub(crate) const LOG_START_FILE: &str = "log-start-offset";
@@ -151,7 +156,7 @@ impl Writer {
             poisoned: None,
             swap_unfinished: None,
             state,
-            buf: Vec::with_capacity(64 * 1024),
+            buf: Vec::with_capacity(INITIAL_BUFFER),
             pending: Vec::new(),
             observations: Vec::new(),
             buffered_next,
@@ -179,10 +184,14 @@ impl Writer {
                 return;
             };
             match cmd {
-                Command::Append { batch, sync, reply } => {
+                Command::Append {
+                    batches,
+                    sync,
+                    reply,
+                } => {
                     self.reap_finished_seal().await;
                     self.reap_synced();
-                    self.stage(batch, sync, reply).await;
+                    self.stage(batches, sync, reply).await;
                     deferred = self.gather_group().await;
                     self.last_group = self.pending.len();
                     self.flush().await;
@@ -219,9 +228,11 @@ impl Writer {
         loop {
             while self.pending.len() < MAX_GROUP_COMMANDS && self.buf.len() < MAX_GROUP_BYTES {
                 match self.rx.try_recv() {
-                    Ok(Command::Append { batch, sync, reply }) => {
-                        self.stage(batch, sync, reply).await
-                    }
+                    Ok(Command::Append {
+                        batches,
+                        sync,
+                        reply,
+                    }) => self.stage(batches, sync, reply).await,
                     Ok(other) => return Some(other),
                     Err(_) => break,
                 }
@@ -283,23 +294,21 @@ impl Writer {
         }
     }
 
-    /// Adds one batch to the write buffer, rolling the segment first if it would overflow.
-    async fn stage(
-        &mut self,
-        batch: EncodedBatch,
-        sync: bool,
-        reply: oneshot::Sender<Result<u64>>,
-    ) {
+    /// Adds one append's batches to the write buffer, rolling the segment first if they
+    /// would overflow it. They go to one segment and one write, so they are stored or
+    /// failed together (a segment may exceed `segment_bytes` by one append, as it may by
+    /// one large batch).
+    async fn stage(&mut self, batches: Batches, sync: bool, reply: oneshot::Sender<Result<u64>>) {
         if let Some(reason) = &self.poisoned {
             let _ = reply.send(Err(self.read_only_error(reason)));
             return;
         }
-        let framed = batch.framed_len() as u64;
+        let framed = batches.framed_len();
         let used = self.written_len + self.buf.len() as u64;
         let rel = self.buffered_next - self.active.base_offset;
         if used > 0
             && (used + framed > self.config.segment_bytes
-                || rel + u64::from(batch.last_offset_delta) >= u64::from(u32::MAX))
+                || rel + batches.offset_span() > u64::from(u32::MAX))
         {
             self.flush().await;
             if let Err(e) = self.roll().await {
@@ -312,16 +321,22 @@ impl Writer {
             return;
         }
         let base_offset = self.buffered_next;
-        let position = self.written_len + self.buf.len() as u64;
-        self.observations.push(Observation {
-            rel: index::narrow(base_offset - self.active.base_offset),
-            position: index::narrow(position),
-            framed_len: framed,
-            max_timestamp: batch.max_timestamp,
-        });
-        batch::frame(&mut self.buf, base_offset, &batch);
-        self.buffered_next = base_offset + u64::from(batch.last_offset_delta) + 1;
-        self.buffered_max_ts = self.buffered_max_ts.max(batch.max_timestamp);
+        self.buf.reserve(framed as usize);
+        // By value: each batch is dropped once copied, so a large append is held about
+        // once, not twice.
+        for batch in batches {
+            let offset = self.buffered_next;
+            let position = self.written_len + self.buf.len() as u64;
+            self.observations.push(Observation {
+                rel: index::narrow(offset - self.active.base_offset),
+                position: index::narrow(position),
+                framed_len: batch.framed_len() as u64,
+                max_timestamp: batch.max_timestamp,
+            });
+            batch::frame(&mut self.buf, offset, &batch);
+            self.buffered_next = offset + u64::from(batch.last_offset_delta) + 1;
+            self.buffered_max_ts = self.buffered_max_ts.max(batch.max_timestamp);
+        }
         self.sync_requested |= sync;
         self.pending.push(PendingReply { reply, base_offset });
     }
@@ -341,6 +356,10 @@ impl Writer {
             }
         }
         self.buf.clear();
+        if self.buf.capacity() > MAX_RETAINED_BUFFER {
+            // One huge append must not pin its size in memory for the partition's life.
+            self.buf = Vec::with_capacity(INITIAL_BUFFER);
+        }
         self.observations.clear();
         self.buffered_max_ts = i64::MIN;
         self.sync_requested = false;

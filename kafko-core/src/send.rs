@@ -1,0 +1,378 @@
+//! A send of many records to one topic: [`SendBatch`] and what it answers.
+//!
+//! Records are routed, checked and encoded as they are added, into batches of bounded
+//! size per partition ([`BATCH_TARGET_BYTES`], [`BATCH_MAX_RECORDS`]): no per-record value
+//! is kept, and a later read in the range decodes one bounded batch, not the whole send.
+//!
+//! [`SendBatch::send`] first reserves room in the inbox of every partition it needs, in
+//! ascending partition order (two sends that wait for room take them in the same order,
+//! so neither can hold what the other waits for). A full inbox refuses the whole send
+//! before anything is handed over. Then every partition gets all its batches in one
+//! command, which its writer appends in one write (all of them or none), and the replies
+//! are awaited together. When some partitions appended and others failed, the error is a
+//! [`PartialSend`] that names both, so nothing stored is sent again by a blind retry.
+
+use std::collections::BTreeMap;
+
+use crate::error::{KafkoError, Result};
+use crate::partition::command::Batches;
+use crate::record::{Header, ProducerRecord, RecordMetadata, now_ms};
+use crate::segment::batch::{self, BatchEncoder, EncodedBatch, RecordFields};
+use crate::topic::{SendOptions, SendRules, Topic};
+
+/// A batch is closed once its record area reaches this size (Kafka's default
+/// `max.message.bytes` is 1 MiB); one larger record makes a batch of its own.
+pub const BATCH_TARGET_BYTES: usize = 1024 * 1024;
+/// Most records in one batch: tiny records would otherwise pack a 1 MiB batch with
+/// ~150,000 records, all decoded by a read of one of them.
+pub const BATCH_MAX_RECORDS: u32 = 4096;
+
+/// A record to send, borrowed: the caller's buffers are encoded directly.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RecordRef<'a> {
+    /// Routing and compaction key.
+    pub key: Option<&'a [u8]>,
+    /// Payload; `None` is a tombstone.
+    pub value: Option<&'a [u8]>,
+    /// Ordered headers.
+    pub headers: &'a [Header],
+    /// Producer timestamp in ms since the epoch; `None` = append time.
+    pub timestamp: Option<i64>,
+    /// Explicit partition; wins over key routing.
+    pub partition: Option<u32>,
+}
+
+impl RecordRef<'_> {
+    /// Bytes this record counts against `max_record_bytes`.
+    pub fn size(&self) -> usize {
+        self.key.map_or(0, <[u8]>::len)
+            + self.value.map_or(0, <[u8]>::len)
+            + self
+                .headers
+                .iter()
+                .map(|h| h.name.len() + h.value.len())
+                .sum::<usize>()
+    }
+}
+
+impl<'a> From<&'a ProducerRecord> for RecordRef<'a> {
+    fn from(r: &'a ProducerRecord) -> Self {
+        RecordRef {
+            key: r.key.as_deref(),
+            value: r.value.as_deref(),
+            headers: &r.headers,
+            timestamp: r.timestamp,
+            partition: r.partition,
+        }
+    }
+}
+
+/// Where one partition's records of a send were appended: at consecutive offsets from
+/// `base_offset` (a partition's records of one send are appended together).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PartitionAppend {
+    /// Partition.
+    pub partition: u32,
+    /// Offset of the partition's first record of the send.
+    pub base_offset: u64,
+    /// Records appended to the partition.
+    pub record_count: u64,
+}
+
+/// A partition whose records of a send were not appended, and why.
+#[derive(Debug)]
+pub struct PartitionFailure {
+    /// Partition.
+    pub partition: u32,
+    /// Records of the send that were routed to it; none of them was appended.
+    pub record_count: u64,
+    /// Why the partition refused them.
+    pub error: KafkoError,
+}
+
+/// Where every record of a send landed.
+#[derive(Debug)]
+pub struct SendReceipt {
+    partitions: Vec<PartitionAppend>,
+    positions: Positions,
+}
+
+impl SendReceipt {
+    /// Per partition (ascending): base offset and record count.
+    pub fn partitions(&self) -> &[PartitionAppend] {
+        &self.partitions
+    }
+
+    /// Records sent.
+    pub fn record_count(&self) -> u64 {
+        self.partitions.iter().map(|p| p.record_count).sum()
+    }
+
+    /// Each record's position, in the order the records were added.
+    pub fn records(&self) -> impl Iterator<Item = RecordMetadata> + '_ {
+        self.positions
+            .walk(&self.partitions)
+            .filter_map(std::result::Result::ok)
+    }
+}
+
+/// A send that appended some partitions and not others. Records routed to the failed
+/// partitions ([`failed_records`](Self::failed_records)) can be sent again; the others
+/// are stored.
+#[derive(Debug)]
+pub struct PartialSend {
+    /// Partitions that appended their records.
+    pub appended: Vec<PartitionAppend>,
+    /// Partitions that appended none of theirs.
+    pub failed: Vec<PartitionFailure>,
+    positions: Positions,
+}
+
+impl PartialSend {
+    /// Indices (in the order records were added) of the records that were not appended.
+    pub fn failed_records(&self) -> impl Iterator<Item = usize> + '_ {
+        self.records()
+            .enumerate()
+            .filter(|(_, r)| r.is_none())
+            .map(|(i, _)| i)
+    }
+
+    /// Each record's position in the order added; `None` for a record not appended.
+    pub fn records(&self) -> impl Iterator<Item = Option<RecordMetadata>> + '_ {
+        self.positions
+            .walk(&self.appended)
+            .map(std::result::Result::ok)
+    }
+}
+
+impl std::fmt::Display for PartialSend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let failed: Vec<String> = self
+            .failed
+            .iter()
+            .map(|p| format!("{} ({})", p.partition, p.error))
+            .collect();
+        write!(
+            f,
+            "{} of {} partitions appended their records; not appended: partition {}",
+            self.appended.len(),
+            self.appended.len() + self.failed.len(),
+            failed.join(", partition ")
+        )
+    }
+}
+
+/// A send being built: records are routed and encoded as they are added. Made by
+/// [`Producer::batch`](crate::Producer::batch).
+pub struct SendBatch<'t> {
+    topic: &'t Topic,
+    rules: SendRules,
+    /// The partition of this send's keyless records.
+    sticky: u32,
+    /// The append time of records without a timestamp.
+    now: i64,
+    partitions: BTreeMap<u32, PartitionBatches>,
+    positions: Positions,
+}
+
+/// One partition's records of a send: closed batches and the one being filled.
+struct PartitionBatches {
+    closed: Vec<EncodedBatch>,
+    open: BatchEncoder,
+    records: u64,
+}
+
+impl<'t> SendBatch<'t> {
+    pub(crate) fn new(topic: &'t Topic, rules: SendRules, sticky: u32) -> Self {
+        SendBatch {
+            topic,
+            rules,
+            sticky,
+            now: now_ms(),
+            partitions: BTreeMap::new(),
+            positions: Positions::default(),
+        }
+    }
+
+    /// Records added.
+    pub fn len(&self) -> usize {
+        self.positions.len as usize
+    }
+
+    /// Whether no record was added.
+    pub fn is_empty(&self) -> bool {
+        self.positions.len == 0
+    }
+
+    /// Checks a record against the topic's rules, routes it (explicit partition, else by
+    /// key, else the send's one partition for keyless records) and encodes it. A record
+    /// refused here leaves the batch as it was.
+    pub fn push(&mut self, record: RecordRef<'_>) -> Result<()> {
+        let partition = self.topic.route(self.rules, &record, || self.sticky)?;
+        let timestamp = record.timestamp.unwrap_or(self.now);
+        let mut fields = RecordFields {
+            offset_delta: 0,
+            timestamp,
+            key: record.key,
+            value: record.value,
+            headers: record.headers,
+        };
+        let estimate = batch::encoded_estimate(&fields);
+        let part = self
+            .partitions
+            .entry(partition)
+            .or_insert_with(|| PartitionBatches {
+                closed: Vec::new(),
+                open: BatchEncoder::with_capacity(estimate),
+                records: 0,
+            });
+        let open = &part.open;
+        if open.count() >= BATCH_MAX_RECORDS
+            || (open.count() > 0 && open.area_len() + estimate > BATCH_TARGET_BYTES)
+        {
+            // A send this large likely goes on: the next batch gets its full room at once.
+            let next = BatchEncoder::with_capacity(BATCH_TARGET_BYTES.max(estimate));
+            let full = std::mem::replace(&mut part.open, next);
+            part.closed.push(finish(full, self.rules)?);
+        }
+        fields.offset_delta = part.open.count();
+        part.open.push(&fields);
+        part.records += 1;
+        self.positions.push(partition, timestamp);
+        Ok(())
+    }
+
+    /// Appends every record added, all partitions at once (see the module doc). A full
+    /// inbox (with `no_wait`) fails the send with nothing appended; a send some of whose
+    /// partitions fail after others appended is [`KafkoError::PartiallyAppended`]; one
+    /// whose partitions all fail is the first partition's error.
+    pub async fn send(self, options: SendOptions) -> Result<SendReceipt> {
+        self.topic.check_live()?;
+        if self.is_empty() {
+            return Err(KafkoError::InvalidRequest {
+                reason: "a send needs at least one record".into(),
+            });
+        }
+        let mut parts = Vec::with_capacity(self.partitions.len());
+        for (partition, mut p) in self.partitions {
+            p.closed.push(finish(p.open, self.rules)?);
+            parts.push((partition, p.records, Batches::from_vec(p.closed)));
+        }
+        // Ascending partition order (the map's): see the module doc. A refusal drops the
+        // slots taken so far, and nothing was handed over.
+        let mut slots = Vec::with_capacity(parts.len());
+        for &(partition, ..) in &parts {
+            let handle = &self.topic.partitions[partition as usize];
+            slots.push(handle.reserve(!options.no_wait).await?);
+        }
+        let pending: Vec<_> = slots
+            .into_iter()
+            .zip(parts)
+            .map(|(slot, (partition, count, batches))| {
+                (partition, count, slot.append(batches, options.sync))
+            })
+            .collect();
+        let mut appended = Vec::with_capacity(pending.len());
+        let mut failed = Vec::new();
+        for (partition, record_count, reply) in pending {
+            match reply.reply().await {
+                Ok(base_offset) => appended.push(PartitionAppend {
+                    partition,
+                    base_offset,
+                    record_count,
+                }),
+                Err(error) => failed.push(PartitionFailure {
+                    partition,
+                    record_count,
+                    error,
+                }),
+            }
+        }
+        let positions = self.positions;
+        match failed.len() {
+            0 => Ok(SendReceipt {
+                partitions: appended,
+                positions,
+            }),
+            _ if appended.is_empty() => Err(failed.swap_remove(0).error),
+            _ => Err(KafkoError::PartiallyAppended(Box::new(PartialSend {
+                appended,
+                failed,
+                positions,
+            }))),
+        }
+    }
+}
+
+/// Closes a batch and checks it against the on-disk batch limit.
+fn finish(encoder: BatchEncoder, rules: SendRules) -> Result<EncodedBatch> {
+    let b = encoder
+        .finish(rules.compression)
+        .map_err(|reason| KafkoError::InvalidRequest { reason })?;
+    check_batch_size(b)
+}
+
+/// Refuses a batch above the on-disk batch limit.
+pub(crate) fn check_batch_size(b: EncodedBatch) -> Result<EncodedBatch> {
+    if b.framed_len() as u64 > crate::config::MAX_BATCH_BYTES {
+        return Err(KafkoError::RecordTooLarge {
+            size: b.framed_len(),
+            max: crate::config::MAX_BATCH_BYTES as usize,
+        });
+    }
+    Ok(b)
+}
+
+/// Each record's partition and timestamp, in the order added, as runs of equal values:
+/// the keyless records of one send share one partition, and records without a timestamp
+/// share the append time, so the usual send costs two runs, not two entries per record.
+#[derive(Debug, Default)]
+struct Positions {
+    partitions: Vec<(u32, u64)>,
+    timestamps: Vec<(i64, u64)>,
+    len: u64,
+}
+
+impl Positions {
+    fn push(&mut self, partition: u32, timestamp: i64) {
+        push_run(&mut self.partitions, partition);
+        push_run(&mut self.timestamps, timestamp);
+        self.len += 1;
+    }
+
+    /// Each record's metadata, or, for a record of a partition missing from `appended`
+    /// (which must be sorted by partition), its partition as the error.
+    fn walk<'a>(
+        &'a self,
+        appended: &'a [PartitionAppend],
+    ) -> impl Iterator<Item = std::result::Result<RecordMetadata, u32>> + 'a {
+        let mut next: BTreeMap<u32, u64> = BTreeMap::new();
+        expand(&self.partitions)
+            .zip(expand(&self.timestamps))
+            .map(move |(partition, timestamp)| {
+                let index = next.entry(partition).or_insert(0);
+                let i = *index;
+                *index += 1;
+                appended
+                    .binary_search_by_key(&partition, |p| p.partition)
+                    .map(|at| RecordMetadata {
+                        partition,
+                        offset: appended[at].base_offset + i,
+                        timestamp,
+                    })
+                    .map_err(|_| partition)
+            })
+    }
+}
+
+fn push_run<T: Copy + PartialEq>(runs: &mut Vec<(T, u64)>, value: T) {
+    match runs.last_mut() {
+        Some((v, n)) if *v == value => *n += 1,
+        _ => runs.push((value, 1)),
+    }
+}
+
+fn expand<T: Copy>(runs: &[(T, u64)]) -> impl Iterator<Item = T> + '_ {
+    runs.iter()
+        .flat_map(|&(v, n)| std::iter::repeat_n(v, n as usize))
+}

@@ -1,0 +1,345 @@
+//! A send to several partitions is handed over all at once or not at all: a full inbox
+//! on one partition refuses the whole send before anything is appended; a write that
+//! fails on one partition after others appended is reported per partition, naming the
+//! records that were not stored. A large send is split into bounded batches on disk,
+//! which one partition still appends together (all of them, or none after a failed
+//! write).
+mod common;
+
+use std::future::Future;
+use std::io;
+use std::path::Path;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll, Waker};
+
+use common::interposed::{Hook, Interposed};
+use kafko_core::storage::StorageFile;
+use kafko_core::{
+    Kafko, KafkoError, ProducerRecord, RecordMetadata, RecordRef, Result, SendOptions, TopicConfig,
+};
+
+type Send<'a> = Pin<Box<dyn Future<Output = Result<Vec<RecordMetadata>>> + 'a>>;
+
+fn no_wait() -> SendOptions {
+    SendOptions {
+        no_wait: true,
+        ..Default::default()
+    }
+}
+
+/// Records for partitions 0, 1 and 2 in turn, `per_partition` each.
+fn spread(per_partition: u64) -> Vec<ProducerRecord> {
+    (0..per_partition * 3)
+        .map(|i| common::rec(i).with_partition((i % 3) as u32))
+        .collect()
+}
+
+fn high_watermark(k: &Kafko, partition: u32) -> u64 {
+    k.offsets("t", partition).unwrap().1
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_full_inbox_on_the_second_partition_appends_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let k = common::open(dir.path()).await;
+    k.create_topic_with_config("t", common::small_segments(3))
+        .await
+        .unwrap();
+    let p = k.producer_for("t").await.unwrap();
+    let mut cx = Context::from_waker(Waker::noop());
+
+    // On a current-thread runtime the writers run only when this test yields: fill
+    // partition 1's inbox with no-wait sends until one is refused.
+    let mut queued: Vec<Send> = Vec::new();
+    loop {
+        assert!(queued.len() < 100_000, "the inbox never filled");
+        let record = common::rec(queued.len() as u64).with_partition(1);
+        let mut send: Send = Box::pin(p.send_batch_with(vec![record], no_wait()));
+        match send.as_mut().poll(&mut cx) {
+            Poll::Pending => queued.push(send),
+            Poll::Ready(Err(KafkoError::Backpressure { .. })) => break,
+            Poll::Ready(other) => panic!("a send finished before the writer ran: {other:?}"),
+        }
+    }
+
+    let refused = p.send_batch_with(spread(2), no_wait()).await;
+    assert!(
+        matches!(refused, Err(KafkoError::Backpressure { partition: 1, .. })),
+        "{refused:?}"
+    );
+    let queued_count = queued.len() as u64;
+    for send in queued {
+        send.await.unwrap();
+    }
+    // Nothing of the refused send was appended anywhere: a retry cannot duplicate it.
+    assert_eq!(high_watermark(&k, 0), 0);
+    assert_eq!(high_watermark(&k, 1), queued_count);
+    assert_eq!(high_watermark(&k, 2), 0);
+
+    // With room again, the same send goes through whole.
+    let meta = p.send_batch_with(spread(2), no_wait()).await.unwrap();
+    assert_eq!(meta.len(), 6);
+    assert_eq!(high_watermark(&k, 0), 2);
+    assert_eq!(high_watermark(&k, 2), 2);
+    k.shutdown().await.unwrap();
+}
+
+/// Fails every append to a file in partition directory `1` while armed.
+#[derive(Default)]
+struct FailPartitionOne {
+    armed: Arc<AtomicBool>,
+}
+
+struct FailingFile {
+    inner: Arc<dyn StorageFile>,
+    armed: Arc<AtomicBool>,
+}
+
+impl StorageFile for FailingFile {
+    fn append(&self, buf: &[u8]) -> io::Result<()> {
+        if self.armed.load(Ordering::SeqCst) {
+            return Err(io::Error::other("injected write failure"));
+        }
+        self.inner.append(buf)
+    }
+    fn read_at(&self, buf: &mut [u8], pos: u64) -> io::Result<usize> {
+        self.inner.read_at(buf, pos)
+    }
+    fn sync_data(&self) -> io::Result<()> {
+        self.inner.sync_data()
+    }
+    fn len(&self) -> io::Result<u64> {
+        self.inner.len()
+    }
+    fn truncate(&self, len: u64) -> io::Result<()> {
+        self.inner.truncate(len)
+    }
+}
+
+impl Hook for FailPartitionOne {
+    fn before(&self, _op: &str, _path: &Path) -> io::Result<()> {
+        Ok(())
+    }
+    fn file_at(&self, path: &Path, file: Arc<dyn StorageFile>) -> Arc<dyn StorageFile> {
+        let in_partition_one = path
+            .parent()
+            .and_then(Path::file_name)
+            .is_some_and(|d| d == "1");
+        if !in_partition_one {
+            return file;
+        }
+        Arc::new(FailingFile {
+            inner: file,
+            armed: self.armed.clone(),
+        })
+    }
+}
+
+async fn open_failing(dir: &Path) -> (Kafko, Arc<AtomicBool>) {
+    let hook = FailPartitionOne::default();
+    let armed = hook.armed.clone();
+    let k = Kafko::builder(dir)
+        .storage(Arc::new(Interposed(hook)))
+        .open()
+        .await
+        .unwrap();
+    k.create_topic_with_config("t", common::small_segments(3))
+        .await
+        .unwrap();
+    (k, armed)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_fault_on_the_second_of_three_partitions_is_reported_per_partition() {
+    let dir = tempfile::tempdir().unwrap();
+    let (k, armed) = open_failing(dir.path()).await;
+    let p = k.producer_for("t").await.unwrap();
+    armed.store(true, Ordering::SeqCst);
+
+    let records = spread(4);
+    let err = p
+        .send_batch_with(records.clone(), no_wait())
+        .await
+        .unwrap_err();
+    let KafkoError::PartiallyAppended(partial) = err else {
+        panic!("expected a per-partition answer, got {err:?}");
+    };
+    let appended: Vec<_> = partial
+        .appended
+        .iter()
+        .map(|a| (a.partition, a.base_offset, a.record_count))
+        .collect();
+    assert_eq!(
+        appended,
+        [(0, 0, 4), (2, 0, 4)],
+        "partitions 0 and 2 appended"
+    );
+    assert_eq!(partial.failed.len(), 1);
+    assert_eq!(partial.failed[0].partition, 1);
+    assert_eq!(partial.failed[0].record_count, 4);
+    assert!(
+        matches!(partial.failed[0].error, KafkoError::Io { .. }),
+        "{}",
+        partial.failed[0].error
+    );
+    // The answer names exactly the records not stored: those routed to partition 1.
+    let failed: Vec<usize> = partial.failed_records().collect();
+    assert_eq!(failed, [1, 4, 7, 10]);
+    let positions: Vec<_> = partial.records().collect();
+    assert_eq!(positions.len(), 12);
+    for (i, pos) in positions.iter().enumerate() {
+        match i % 3 {
+            1 => assert!(pos.is_none()),
+            p => assert_eq!(
+                pos.map(|m| (m.partition, m.offset)),
+                Some((p as u32, i as u64 / 3))
+            ),
+        }
+    }
+    assert_eq!(high_watermark(&k, 0), 4);
+    assert_eq!(high_watermark(&k, 1), 0);
+    assert_eq!(high_watermark(&k, 2), 4);
+
+    // Retrying only the failed records, once the fault is gone, completes the send.
+    armed.store(false, Ordering::SeqCst);
+    let retry: Vec<_> = failed.iter().map(|&i| records[i].clone()).collect();
+    p.send_batch_with(retry, no_wait()).await.unwrap();
+    for partition in 0..3u32 {
+        let stored = common::read_all(&k, "t", partition);
+        let expected: Vec<_> = records
+            .iter()
+            .filter(|r| r.partition == Some(partition))
+            .map(|r| r.value.clone())
+            .collect();
+        let values: Vec<_> = stored.into_iter().map(|r| r.value).collect();
+        assert_eq!(
+            values, expected,
+            "partition {partition} holds each record once"
+        );
+    }
+    k.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fault_on_every_partition_is_the_plain_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let (k, armed) = open_failing(dir.path()).await;
+    let p = k.producer_for("t").await.unwrap();
+    armed.store(true, Ordering::SeqCst);
+    let only_one: Vec<_> = (0..5).map(|i| common::rec(i).with_partition(1)).collect();
+    let err = p.send_batch_with(only_one, no_wait()).await.unwrap_err();
+    assert!(matches!(err, KafkoError::Io { .. }), "{err:?}");
+    k.shutdown().await.unwrap();
+}
+
+/// `(record_count, framed_len)` of every batch in a partition's segment files.
+fn batches_on_disk(dir: &Path, partition: u32) -> Vec<(u32, usize)> {
+    let mut out = Vec::new();
+    for log in common::segments(dir, "t", partition) {
+        let bytes = std::fs::read(&log).unwrap();
+        let mut at = 0;
+        while at + 48 <= bytes.len() {
+            let length = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+            if length == 0 {
+                break;
+            }
+            let count = u32::from_le_bytes(bytes[at + 40..at + 44].try_into().unwrap());
+            out.push((count, 8 + length));
+            at += 8 + length;
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_send_is_stored_as_bounded_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let k = common::open(dir.path()).await;
+    k.create_topic("t").await.unwrap();
+    let p = k.producer_for("t").await.unwrap();
+    // 20,000 tiny records, then 40 records of 100 KiB: one send each.
+    let tiny = 20_000u64;
+    let mut batch = p.batch();
+    for _ in 0..tiny {
+        batch.push(RecordRef::default()).unwrap();
+    }
+    let receipt = batch.send(SendOptions::default()).await.unwrap();
+    assert_eq!(receipt.partitions().len(), 1);
+    assert_eq!(
+        (receipt.partitions()[0].base_offset, receipt.record_count()),
+        (0, tiny)
+    );
+    let big = vec![7u8; 100 * 1024];
+    let records: Vec<_> = (0..40).map(|_| ProducerRecord::new(big.clone())).collect();
+    let meta = p.send_batch(records).await.unwrap();
+    assert_eq!(meta[0].offset, tiny);
+    assert_eq!(meta[39].offset, tiny + 39);
+
+    let batches = batches_on_disk(dir.path(), 0);
+    let counts: Vec<u32> = batches.iter().map(|b| b.0).collect();
+    assert_eq!(counts.iter().map(|&c| u64::from(c)).sum::<u64>(), tiny + 40);
+    assert!(
+        batches.len() >= 5 + 4,
+        "20,000 records are at least 5 batches and 4 MiB at least 4: {counts:?}"
+    );
+    for (count, framed) in &batches {
+        assert!(*count <= kafko_core::send::BATCH_MAX_RECORDS, "{counts:?}");
+        assert!(
+            *framed <= kafko_core::send::BATCH_TARGET_BYTES + 64,
+            "batch of {framed} bytes"
+        );
+    }
+    // A read of 10 records inside the range sees them in order.
+    let mid = k.fetch("t", 0, 12_345, 10, 1 << 20).unwrap();
+    assert_eq!(mid.records.first().map(|r| r.offset), Some(12_345));
+    k.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_batches_of_one_partition_fail_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let (k, armed) = open_failing(dir.path()).await;
+    let p = k.producer_for("t").await.unwrap();
+    let records = |n: u64| -> Vec<ProducerRecord> {
+        (0..n).map(|i| common::rec(i).with_partition(1)).collect()
+    };
+    armed.store(true, Ordering::SeqCst);
+    // 10,000 records: three batches, one append; the failed write stores none of them.
+    let err = p.send_batch(records(10_000)).await.unwrap_err();
+    assert!(matches!(err, KafkoError::Io { .. }), "{err:?}");
+    assert_eq!(high_watermark(&k, 1), 0);
+    assert!(batches_on_disk(dir.path(), 1).is_empty());
+    armed.store(false, Ordering::SeqCst);
+    let meta = p.send_batch(records(10_000)).await.unwrap();
+    assert_eq!(meta[0].offset, 0, "the failed append burnt no offset");
+    assert_eq!(common::read_all(&k, "t", 1).len(), 10_000);
+    k.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_append_stays_in_one_segment() {
+    let dir = tempfile::tempdir().unwrap();
+    let k = common::open(dir.path()).await;
+    k.create_topic_with_config(
+        "t",
+        TopicConfig {
+            segment_bytes: 64 * 1024,
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let p = k.producer_for("t").await.unwrap();
+    p.send(None, "first".into()).await.unwrap();
+    // 3 batches of about 1 MiB, each larger than a segment: one segment holds all three.
+    let big = vec![1u8; 400 * 1024];
+    let records: Vec<_> = (0..6).map(|_| ProducerRecord::new(big.clone())).collect();
+    p.send_batch(records).await.unwrap();
+    let segments = common::segments(dir.path(), "t", 0);
+    assert_eq!(segments.len(), 2, "{segments:?}");
+    assert_eq!(batches_on_disk(dir.path(), 0).len(), 1 + 3);
+    assert_eq!(common::read_all(&k, "t", 0).len(), 7);
+    k.shutdown().await.unwrap();
+}
