@@ -21,6 +21,8 @@ pub struct ServerConfig {
     pub max_body_bytes: usize,
     /// Largest single record accepted by the server (the topic's limit also applies).
     pub max_record_bytes: usize,
+    /// Most records in one produce request (413 `too_many_records` beyond).
+    pub max_records_per_request: usize,
     /// Most records one fetch returns (a larger `max_records` is clamped).
     pub max_records_per_fetch: usize,
     /// Most bytes one fetch returns (a larger `max_bytes` is clamped).
@@ -65,6 +67,7 @@ impl Default for ServerConfig {
         ServerConfig {
             max_body_bytes: 16 * 1024 * 1024,
             max_record_bytes: 1024 * 1024,
+            max_records_per_request: 1_000_000,
             max_records_per_fetch: 10_000,
             max_fetch_bytes: 16 * 1024 * 1024,
             max_wait: Duration::from_secs(30),

@@ -175,6 +175,22 @@ pub(crate) struct ProduceQuery {
     pub(crate) timestamp: Option<i64>,
     /// Wait for fsync before answering, whatever the topic's policy.
     pub(crate) sync: Option<bool>,
+    /// `partitions`: the answer holds per partition the base offset and record count
+    /// (its size does not grow with the records); `records`: `offsets` lists every
+    /// record's position besides. Default: `records` for a request of one record, else
+    /// `partitions`.
+    #[param(inline)]
+    pub(crate) answer: Option<ProduceAnswer>,
+}
+
+/// The form of a produce answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum ProduceAnswer {
+    /// Per partition: base offset and record count.
+    Partitions,
+    /// Per partition, and every record's position.
+    Records,
 }
 
 /// One record header.
@@ -213,11 +229,14 @@ pub(crate) struct RecordIn<'a> {
 }
 
 /// `application/json` produce body: a batch, atomic per partition.
+// The handler parses this shape record by record (`produce.rs`, `parse_batch`); the
+// derived parse is the reference its tests compare with.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ProduceRequest<'a> {
     /// The records, in order.
     #[serde(borrow)]
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) records: Vec<RecordIn<'a>>,
 }
 
@@ -230,10 +249,58 @@ pub(crate) struct RecordPosition {
     pub(crate) timestamp: i64,
 }
 
-/// Produce response: one entry per record, in request order.
+/// Where one partition's records of a request were appended: at consecutive offsets
+/// `base_offset .. base_offset + record_count`, in request order.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct PartitionAppended {
+    pub(crate) partition: u32,
+    pub(crate) base_offset: u64,
+    pub(crate) record_count: u64,
+}
+
+/// Produce response: per partition (ascending) where its records were appended; with
+/// `answer=records` (the default for a one-record request), every record's position too.
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct ProduceResponse {
-    pub(crate) offsets: Vec<RecordPosition>,
+    pub(crate) partitions: Vec<PartitionAppended>,
+    /// One entry per record, in request order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) offsets: Option<Vec<RecordPosition>>,
+}
+
+/// One partition of a request that was appended in part (207): either appended
+/// (`base_offset` set) or not (`error` set; none of its records is stored).
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct PartitionOutcome {
+    pub(crate) partition: u32,
+    pub(crate) record_count: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) base_offset: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) error: Option<PartitionError>,
+}
+
+/// Why a partition appended none of its records.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct PartitionError {
+    /// The status a request to this partition alone would have had.
+    pub(crate) status: u16,
+    /// Stable error code (as in problem+json).
+    pub(crate) code: String,
+    pub(crate) detail: String,
+}
+
+/// 207 answer to a produce that appended some partitions and not others. Never retry
+/// the whole request: resend only the records listed in `failed_records`.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct PartialProduceResponse {
+    /// Every partition the request wrote to, ascending.
+    pub(crate) partitions: Vec<PartitionOutcome>,
+    /// Indices (0-based, request order) of the records that were not stored.
+    pub(crate) failed_records: Vec<usize>,
+    /// With `answer=records`: one entry per record, `null` for a record not stored.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) offsets: Option<Vec<Option<RecordPosition>>>,
 }
 
 /// Query of `GET /v1/topics/{topic}/records`.

@@ -42,9 +42,7 @@ impl FromRequest<AppState> for Body {
     type Rejection = ApiError;
 
     /// The headers are checked before the future is made, so it keeps only the body stream
-    /// and the limits, not the request. Why size matters: axum boxes each request's handler
-    /// future, which holds this one, and glibc serves allocations above ~1 KB from the
-    /// shared heap instead of its per-thread cache (bench/README.md, fifth pass).
+    /// and the limits, not the request.
     fn from_request(
         req: Request,
         state: &AppState,
@@ -63,7 +61,7 @@ impl FromRequest<AppState> for Body {
             let (mut stream, declared) = checked?;
             if let Some(n) = declared.filter(|&n| n > limit as u64) {
                 if n <= DRAIN_MAX_BYTES as u64 {
-                    Box::pin(drain(&mut stream)).await;
+                    drain(&mut stream).await;
                 }
                 return Err(too_large(limit));
             }
@@ -117,8 +115,7 @@ async fn read_limited(
         // body); only a read that would wait is bounded.
         let next = match stream.next().now_or_never() {
             Some(next) => Ok(next),
-            // Boxed: a timer is ~400 bytes that every body future would carry.
-            None => Box::pin(tokio::time::timeout(idle, stream.next())).await,
+            None => tokio::time::timeout(idle, stream.next()).await,
         };
         let chunk = match next {
             Ok(Some(chunk)) => chunk.map_err(read_error)?,
@@ -136,7 +133,7 @@ async fn read_limited(
         };
         total += chunk.len();
         if total > limit {
-            Box::pin(drain(&mut stream)).await;
+            drain(&mut stream).await;
             return Err(too_large(limit));
         }
         match (&mut first, &mut rest) {

@@ -39,6 +39,13 @@ struct Args {
     /// Largest record (key + value + headers) in bytes.
     #[arg(long, env = "KAFKO_MAX_RECORD_BYTES", default_value_t = 1024 * 1024)]
     max_record_bytes: usize,
+    /// Most records in one produce request (413 beyond).
+    #[arg(
+        long,
+        env = "KAFKO_MAX_RECORDS_PER_REQUEST",
+        default_value_t = 1_000_000
+    )]
+    max_records_per_request: usize,
     /// Most records one fetch returns.
     #[arg(long, env = "KAFKO_MAX_RECORDS_PER_FETCH", default_value_t = 10_000)]
     max_records_per_fetch: usize,
@@ -140,6 +147,7 @@ impl Args {
         Ok(ServerConfig {
             max_body_bytes: self.max_body_bytes,
             max_record_bytes: self.max_record_bytes,
+            max_records_per_request: self.max_records_per_request.max(1),
             max_records_per_fetch: self.max_records_per_fetch.max(1),
             max_fetch_bytes: self.max_fetch_bytes.max(1),
             max_wait: ms(self.max_wait_ms),

@@ -156,7 +156,7 @@ async fn producer(
                 .iter()
                 .map(|v| json!({"value": B64.encode(v), "partition": partition}))
                 .collect();
-            let url = format!("{base}/v1/topics/crash/records?format=base64");
+            let url = format!("{base}/v1/topics/crash/records?format=base64&answer=records");
             (c.post(url).json(&json!({ "records": records })), values)
         };
         {
@@ -443,7 +443,7 @@ async fn sigkill_during_group_commits_keeps_every_acknowledged_commit() {
                 .map(|v| json!({"value": v, "partition": p}))
                 .collect();
             let r = c
-                .post(s.url("/v1/topics/crash/records"))
+                .post(s.url("/v1/topics/crash/records?answer=records"))
                 .json(&json!({ "records": records }))
                 .send()
                 .await

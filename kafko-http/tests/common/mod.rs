@@ -197,6 +197,11 @@ pub async fn produce(
     query: &str,
     records: serde_json::Value,
 ) -> Vec<serde_json::Value> {
+    // Every record's position: the default answer of a batch is per partition.
+    let query = match query {
+        "" => "?answer=records".to_owned(),
+        q => format!("{q}&answer=records"),
+    };
     let r = c
         .post(s.url(&format!("/v1/topics/{topic}/records{query}")))
         .json(&serde_json::json!({ "records": records }))

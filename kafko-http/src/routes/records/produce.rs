@@ -1,30 +1,41 @@
 //! `POST /v1/topics/{topic}/records`: three body shapes chosen by `Content-Type` (raw
-//! value, JSON batch, NDJSON), auto-creation of unknown topics, backpressure as 503.
+//! value, JSON batch, NDJSON), parsed record by record straight into the send (no
+//! per-record value is held); auto-creation of unknown topics; the answer per partition
+//! (201), per partition with the records not stored (207), or backpressure (503, nothing
+//! stored).
 
-use axum::extract::State;
 use std::convert::Infallible;
 
-use axum::extract::FromRequestParts;
+use axum::extract::{FromRequestParts, RawQuery, State};
+use axum::http::StatusCode;
 use axum::http::request::Parts;
-use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use bytes::Bytes;
-use kafko_core::{Header, KafkoError, Producer, ProducerRecord, RecordMetadata, SendOptions};
+use kafko_core::{
+    Header, KafkoError, PartialSend, Producer, RecordMetadata, RecordRef, SendOptions, SendReceipt,
+};
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
 use crate::AutoCreate;
 use crate::codec::{Format, decode_from};
-use crate::dto::{FormatQuery, Problem, ProduceQuery, ProduceRequest, ProduceResponse, RecordIn};
+use crate::dto::{
+    FormatQuery, PartialProduceResponse, PartitionAppended, PartitionError, PartitionOutcome,
+    Problem, ProduceAnswer, ProduceQuery, ProduceRequest, ProduceResponse, RecordIn,
+    RecordPosition,
+};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{Body, Path, Query, check_topic, is_json, media_type, parse_json};
+use crate::extract::{Body, Path, Query, check_topic, is_json, media_type};
 use crate::state::AppState;
 
 const NDJSON: &str = "application/x-ndjson";
 
 /// Appends records. Keyed records go to `(murmur2(key) & 0x7fffffff) % partitions`
 /// (Kafka's default partitioner); keyless ones to one partition per request, round robin
-/// across requests; an explicit `partition` wins.
+/// across requests; an explicit `partition` wins. Each partition's records of a request
+/// are appended together at consecutive offsets, or not at all. A 503 or any other error
+/// status means no record of the request was stored; a 207 lists which were not.
 #[utoipa::path(post, path = "/v1/topics/{topic}/records", tag = "records",
     params(("topic" = String, Path, description = "Topic name"), ProduceQuery, FormatQuery),
     request_body(description = "`application/json`: a batch; `application/x-ndjson`: one record object per line; any other type: the body is one record's value, verbatim",
@@ -34,13 +45,14 @@ const NDJSON: &str = "application/x-ndjson";
             (crate::dto::Binary = "application/octet-stream"),
         )),
     responses(
-        (status = 201, description = "Appended; one position per record in request order", body = ProduceResponse),
+        (status = 201, description = "Appended: per partition the base offset and record count; `offsets` per record with `answer=records` (default for one record)", body = ProduceResponse),
+        (status = 207, description = "Some partitions appended their records and others none: never retry the whole request, resend only `failed_records`", body = PartialProduceResponse),
         (status = 400, description = "Invalid record, JSON, name or encoding", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "code topic_not_found (auto-create disabled) or partition_not_found", body = Problem, content_type = "application/problem+json"),
         (status = 408, description = "code body_timeout: the body paused for longer than --body-read-timeout-ms", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "code record_too_large or payload_too_large", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "code record_too_large, payload_too_large or too_many_records (past --max-records-per-request)", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "code unsupported_content_encoding: compressed request bodies are refused", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "code backpressure / shutting_down, with Retry-After", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "code backpressure / shutting_down, with Retry-After: nothing was stored", body = Problem, content_type = "application/problem+json"),
         (status = 507, description = "code storage_full", body = Problem, content_type = "application/problem+json"),
     ))]
 pub(crate) async fn produce(
@@ -48,130 +60,106 @@ pub(crate) async fn produce(
     Path(topic): Path<String>,
     Query(q): Query<ProduceQuery>,
     Query(formats): Query<FormatQuery>,
+    RawQuery(raw_query): RawQuery,
     shape: BodyShape,
     Body(body): Body,
 ) -> ApiResult<Response> {
     check_topic(&topic)?;
     let (value_fmt, key_fmt) = formats.resolve();
-    let records = if shape != BodyShape::Value {
-        if q.key.is_some()
-            || q.key_base64.is_some()
-            || q.partition.is_some()
-            || q.timestamp.is_some()
-        {
-            return Err(ApiError::bad_request(
-                "invalid_query",
-                "key, key_base64, partition and timestamp query parameters apply to raw bodies only; put them in each record",
-            ));
-        }
-        let parsed = if shape == BodyShape::Ndjson {
-            parse_ndjson(&body)?
-        } else {
-            parse_json::<ProduceRequest>(&body)?.records
-        };
-        parsed
-            .into_iter()
-            .map(|r| to_producer_record(&body, r, value_fmt, key_fmt))
-            .collect::<ApiResult<Vec<_>>>()?
-    } else {
-        vec![raw_record(&q, body)?]
+    let input = Input {
+        shape,
+        body: &body,
+        value_fmt,
+        key_fmt,
+        raw: raw_fields(shape, &q, raw_query.as_deref())?,
+        max_records: state.config.max_records_per_request,
+        max_record_bytes: state.config.max_record_bytes,
     };
-    if records.is_empty() {
-        return Err(ApiError::bad_request(
-            "invalid_request",
-            "no records in the request",
-        ));
-    }
-    let limit = state.config.max_record_bytes;
-    if let Some(r) = records.iter().find(|r| r.size() > limit) {
-        return Err(KafkoError::RecordTooLarge {
-            size: r.size(),
-            max: limit,
-        }
-        .into());
-    }
-    let producer = producer(&state, &topic).await?;
-    let (count, bytes) = (
-        records.len(),
-        records.iter().map(ProducerRecord::size).sum(),
-    );
+    let producer = producer(&state, &topic, &input).await?;
+    let mut batch = producer.batch();
+    let totals = input.for_each(|r| batch.push(r).map_err(ApiError::from))?;
     let options = SendOptions {
         sync: q.sync.unwrap_or(false),
         no_wait: true,
     };
-    // Boxed apart: inline, the library's send future made this handler's future (boxed by
-    // axum per request) a 1.7 KB allocation, above glibc's per-thread cache (~1 KB).
-    let meta = Box::pin(producer.send_batch_with(records, options)).await?;
-    state.metrics.produced(&topic, count, bytes);
-    Ok(created(&meta))
+    let per_record = match q.answer {
+        Some(answer) => answer == ProduceAnswer::Records,
+        None => totals.records == 1,
+    };
+    match batch.send(options).await {
+        Ok(receipt) => {
+            state.metrics.produced(&topic, totals.records, totals.bytes);
+            Ok(created(&receipt, per_record))
+        }
+        Err(KafkoError::PartiallyAppended(partial)) => {
+            let stored = partial.appended.iter().map(|a| a.record_count).sum::<u64>();
+            // Bytes are counted for whole requests only; the records count is exact.
+            state.metrics.produced(&topic, stored as usize, 0);
+            Ok(multi_status(*partial, per_record))
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
-/// The 201 answer: the JSON of [`ProduceResponse`], written directly. Through serde it
-/// was ~3,500 of a one-record produce's ~39,500 instructions (callgrind); the test
-/// `created_is_the_serde_form` keeps the two byte-identical.
-fn created(meta: &[RecordMetadata]) -> Response {
-    // Sized exactly: `Bytes::from` a `Vec` with spare capacity allocates a shared header
-    // besides (callgrind: 37.8–38.3 k → 37.0–37.6 k instructions per one-record produce).
-    let len = r#"{"offsets":[]}"#.len()
-        + meta
+/// The 201 answer.
+fn created(receipt: &SendReceipt, per_record: bool) -> Response {
+    let answer = ProduceResponse {
+        partitions: receipt
+            .partitions()
             .iter()
-            .map(|m| {
-                r#"{"partition":,"offset":,"timestamp":}"#.len()
-                    + decimal_len(u64::from(m.partition))
-                    + decimal_len(m.offset)
-                    + usize::from(m.timestamp < 0)
-                    + decimal_len(m.timestamp.unsigned_abs())
+            .map(|p| PartitionAppended {
+                partition: p.partition,
+                base_offset: p.base_offset,
+                record_count: p.record_count,
             })
-            .sum::<usize>()
-        + meta.len().saturating_sub(1);
-    let mut json = Vec::with_capacity(len);
-    json.extend_from_slice(br#"{"offsets":["#);
-    for (i, m) in meta.iter().enumerate() {
-        if i > 0 {
-            json.push(b',');
-        }
-        json.extend_from_slice(br#"{"partition":"#);
-        push_decimal(&mut json, u64::from(m.partition));
-        json.extend_from_slice(br#","offset":"#);
-        push_decimal(&mut json, m.offset);
-        json.extend_from_slice(br#","timestamp":"#);
-        if m.timestamp < 0 {
-            json.push(b'-');
-        }
-        push_decimal(&mut json, m.timestamp.unsigned_abs());
-        json.push(b'}');
-    }
-    json.extend_from_slice(b"]}");
-    debug_assert_eq!(json.len(), len, "the answer's computed size");
-    (
-        StatusCode::CREATED,
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        )],
-        Bytes::from(json),
-    )
-        .into_response()
+            .collect(),
+        offsets: per_record.then(|| receipt.records().map(position).collect()),
+    };
+    (StatusCode::CREATED, axum::Json(answer)).into_response()
 }
 
-/// Digits of `n` in decimal.
-fn decimal_len(n: u64) -> usize {
-    n.checked_ilog10().map_or(1, |l| l as usize + 1)
+/// The 207 answer to a request that some partitions appended and others did not.
+fn multi_status(partial: PartialSend, per_record: bool) -> Response {
+    let failed_records = partial.failed_records().collect();
+    let offsets = per_record.then(|| partial.records().map(|r| r.map(position)).collect());
+    let mut partitions: Vec<PartitionOutcome> = partial
+        .appended
+        .iter()
+        .map(|p| PartitionOutcome {
+            partition: p.partition,
+            record_count: p.record_count,
+            base_offset: Some(p.base_offset),
+            error: None,
+        })
+        .collect();
+    for failure in partial.failed {
+        let problem = ApiError::from(failure.error);
+        partitions.push(PartitionOutcome {
+            partition: failure.partition,
+            record_count: failure.record_count,
+            base_offset: None,
+            error: Some(PartitionError {
+                status: problem.status.as_u16(),
+                code: problem.code.to_owned(),
+                detail: problem.detail,
+            }),
+        });
+    }
+    partitions.sort_by_key(|p| p.partition);
+    let answer = PartialProduceResponse {
+        partitions,
+        failed_records,
+        offsets,
+    };
+    (StatusCode::MULTI_STATUS, axum::Json(answer)).into_response()
 }
 
-/// Appends `n` in decimal.
-fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut start = digits.len();
-    loop {
-        start -= 1;
-        digits[start] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
+fn position(m: RecordMetadata) -> RecordPosition {
+    RecordPosition {
+        partition: m.partition,
+        offset: m.offset,
+        timestamp: m.timestamp,
     }
-    out.extend_from_slice(&digits[start..]);
 }
 
 /// How a produce body is read, from its `Content-Type` (the headers are not cloned).
@@ -201,29 +189,63 @@ impl FromRequestParts<AppState> for BodyShape {
 }
 
 /// The topic's producer, creating an unknown topic first when auto-creation is on: one
-/// lookup serves both the existence check and the send.
-async fn producer(state: &AppState, topic: &str) -> ApiResult<Producer> {
+/// lookup serves both the existence check and the send. For an unknown topic the request
+/// is checked whole first, so a request refused for its body creates nothing (and is
+/// refused for its body, not for the topic).
+async fn producer(state: &AppState, topic: &str, input: &Input<'_>) -> ApiResult<Producer> {
     match state.kafko.producer_for(topic).await {
-        Err(KafkoError::TopicNotFound { .. }) => match &state.config.auto_create {
-            AutoCreate::Disabled => Err(KafkoError::TopicNotFound {
-                topic: topic.to_owned(),
-            }
-            .into()),
-            AutoCreate::Enabled(config) => {
-                // Boxed: the rare creation path would otherwise size every produce future.
-                match Box::pin(state.kafko.create_topic_with_config(topic, config.clone())).await {
-                    // Another request may have created it (with another config) meanwhile.
-                    Ok(_) | Err(KafkoError::TopicAlreadyExists { .. }) => {}
-                    Err(e) => return Err(e.into()),
+        Err(KafkoError::TopicNotFound { .. }) => {
+            input.for_each(|_| Ok(()))?;
+            match &state.config.auto_create {
+                AutoCreate::Disabled => Err(KafkoError::TopicNotFound {
+                    topic: topic.to_owned(),
                 }
-                Ok(state.kafko.producer_for(topic).await?)
+                .into()),
+                AutoCreate::Enabled(config) => {
+                    match state
+                        .kafko
+                        .create_topic_with_config(topic, config.clone())
+                        .await
+                    {
+                        // Another request may have created it (with another config) meanwhile.
+                        Ok(_) | Err(KafkoError::TopicAlreadyExists { .. }) => {}
+                        Err(e) => return Err(e.into()),
+                    }
+                    Ok(state.kafko.producer_for(topic).await?)
+                }
             }
-        },
+        }
         other => Ok(other?),
     }
 }
 
-fn raw_record(q: &ProduceQuery, body: Bytes) -> ApiResult<ProducerRecord> {
+/// The fields of a raw-body record given in the query.
+struct RawFields {
+    key: Option<Bytes>,
+    timestamp: Option<i64>,
+    partition: Option<u32>,
+}
+
+/// The query's record fields for a raw body; for a JSON or NDJSON body, a check that it
+/// gives none.
+fn raw_fields(shape: BodyShape, q: &ProduceQuery, raw_query: Option<&str>) -> ApiResult<RawFields> {
+    if shape != BodyShape::Value {
+        if q.key.is_some()
+            || q.key_base64.is_some()
+            || q.partition.is_some()
+            || q.timestamp.is_some()
+        {
+            return Err(ApiError::bad_request(
+                "invalid_query",
+                "key, key_base64, partition and timestamp query parameters apply to raw bodies only; put them in each record",
+            ));
+        }
+        return Ok(RawFields {
+            key: None,
+            timestamp: None,
+            partition: None,
+        });
+    }
     let key = match (&q.key, &q.key_base64) {
         (Some(_), Some(_)) => {
             return Err(ApiError::bad_request(
@@ -231,7 +253,7 @@ fn raw_record(q: &ProduceQuery, body: Bytes) -> ApiResult<ProducerRecord> {
                 "give key or key_base64, not both",
             ));
         }
-        (Some(k), None) => Some(Bytes::from(k.clone())),
+        (Some(lossy), None) => Some(utf8_key(raw_query, lossy)?),
         (None, Some(k)) => Some(Bytes::from(STANDARD.decode(k).map_err(|e| {
             ApiError::bad_request(
                 "invalid_base64",
@@ -240,107 +262,336 @@ fn raw_record(q: &ProduceQuery, body: Bytes) -> ApiResult<ProducerRecord> {
         })?)),
         (None, None) => None,
     };
-    Ok(ProducerRecord {
+    Ok(RawFields {
         key,
-        value: Some(body),
-        headers: Vec::new(),
         timestamp: q.timestamp,
         partition: q.partition,
     })
 }
 
-fn parse_ndjson(body: &[u8]) -> ApiResult<Vec<RecordIn<'_>>> {
-    body.split(|&b| b == b'\n')
-        .enumerate()
-        .filter(|(_, line)| !line.iter().all(u8::is_ascii_whitespace))
-        .map(|(i, line)| {
-            serde_json::from_slice(line).map_err(|e| {
-                ApiError::bad_request("invalid_json", format!("NDJSON line {}: {e}", i + 1))
-            })
-        })
-        .collect()
+/// The `key` query parameter's bytes, which must be UTF-8. The query decoder replaces
+/// bytes that are not UTF-8 by U+FFFD (`lossy`), so that `%FF`, `%FE` and `%EF%BF%BD`
+/// would all be one key: the raw query is decoded again here, and a key that is not
+/// UTF-8 is refused, pointing to `key_base64`.
+fn utf8_key(raw_query: Option<&str>, lossy: &str) -> ApiResult<Bytes> {
+    let raw = raw_query
+        .unwrap_or("")
+        .split('&')
+        .filter_map(|pair| pair.split_once('=').or(Some((pair, ""))))
+        .find(|(name, _)| form_decode(name.as_bytes()) == b"key")
+        .map(|(_, value)| form_decode(value.as_bytes()));
+    let bytes = raw.unwrap_or_else(|| lossy.as_bytes().to_vec());
+    match String::from_utf8(bytes) {
+        Ok(key) => Ok(Bytes::from(key)),
+        Err(_) => Err(ApiError::bad_request(
+            "invalid_key",
+            "the key query parameter is not UTF-8 text once percent-decoded; send binary keys as key_base64 (standard base64)",
+        )
+        .with("parameter", serde_json::json!("key_base64"))),
+    }
 }
 
-/// One parsed record as a `ProducerRecord`; plain string members share `body`'s buffer.
-fn to_producer_record(
-    body: &Bytes,
-    r: RecordIn<'_>,
+/// Decodes `application/x-www-form-urlencoded` text to bytes: `+` is a space, `%XX` a
+/// byte; a `%` not followed by two hex digits stands for itself (as the query decoder
+/// reads it).
+fn form_decode(text: &[u8]) -> Vec<u8> {
+    let hex = |b: u8| (b as char).to_digit(16);
+    let mut out = Vec::with_capacity(text.len());
+    let mut i = 0;
+    while i < text.len() {
+        let escaped = match (text[i], text.get(i + 1), text.get(i + 2)) {
+            (b'%', Some(&h), Some(&l)) => hex(h).zip(hex(l)).map(|(h, l)| (h * 16 + l) as u8),
+            _ => None,
+        };
+        match (escaped, text[i]) {
+            (Some(byte), _) => {
+                out.push(byte);
+                i += 3;
+                continue;
+            }
+            (None, b'+') => out.push(b' '),
+            (None, b) => out.push(b),
+        }
+        i += 1;
+    }
+    out
+}
+
+/// Counts of a request's records.
+struct Totals {
+    records: usize,
+    bytes: usize,
+}
+
+/// A produce request's records, read straight from its body (JSON, NDJSON or a raw
+/// value): each record is handed on as it is parsed, borrowing the body, so memory does
+/// not grow with a per-record value.
+struct Input<'a> {
+    shape: BodyShape,
+    body: &'a Bytes,
     value_fmt: Format,
     key_fmt: Format,
-) -> ApiResult<ProducerRecord> {
-    let key = r
-        .key
-        .map(|k| decode_from(body, k, key_fmt, "key"))
-        .transpose()?;
-    let value = r
-        .value
-        .map(|v| decode_from(body, v, value_fmt, "value"))
-        .transpose()?;
-    let headers = r
-        .headers
-        .into_iter()
-        .map(|h| {
-            Ok(Header {
-                value: decode_from(body, h.value, key_fmt, "header value")?,
-                name: h.name,
+    raw: RawFields,
+    max_records: usize,
+    max_record_bytes: usize,
+}
+
+impl Input<'_> {
+    /// Checks each record against the server's limits and hands it to `each`, in order.
+    fn for_each(&self, mut each: impl FnMut(RecordRef<'_>) -> ApiResult<()>) -> ApiResult<Totals> {
+        let mut totals = Totals {
+            records: 0,
+            bytes: 0,
+        };
+        let mut checked = |r: RecordRef<'_>| -> ApiResult<()> {
+            totals.records += 1;
+            if totals.records > self.max_records {
+                return Err(ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "too_many_records",
+                    format!(
+                        "the request holds more than {} records; split it",
+                        self.max_records
+                    ),
+                )
+                .with(
+                    "max_records_per_request",
+                    serde_json::json!(self.max_records),
+                ));
+            }
+            let size = r.size();
+            if size > self.max_record_bytes {
+                return Err(KafkoError::RecordTooLarge {
+                    size,
+                    max: self.max_record_bytes,
+                }
+                .into());
+            }
+            totals.bytes += size;
+            each(r)
+        };
+        match self.shape {
+            BodyShape::Value => checked(RecordRef {
+                key: self.raw.key.as_deref(),
+                value: Some(self.body),
+                headers: &[],
+                timestamp: self.raw.timestamp,
+                partition: self.raw.partition,
+            })?,
+            BodyShape::Ndjson => {
+                for (i, line) in self.body.split(|&b| b == b'\n').enumerate() {
+                    if line.iter().all(u8::is_ascii_whitespace) {
+                        continue;
+                    }
+                    let r: RecordIn<'_> = serde_json::from_slice(line).map_err(|e| {
+                        ApiError::bad_request("invalid_json", format!("NDJSON line {}: {e}", i + 1))
+                    })?;
+                    self.convert(r, &mut checked)?;
+                }
+            }
+            BodyShape::Batch => {
+                parse_batch(self.body, |r| self.convert(r, &mut checked))?;
+            }
+        }
+        if totals.records == 0 {
+            return Err(ApiError::bad_request(
+                "invalid_request",
+                "no records in the request",
+            ));
+        }
+        Ok(totals)
+    }
+
+    /// Decodes one parsed record's members (plain strings share the body's buffer).
+    fn convert(
+        &self,
+        r: RecordIn<'_>,
+        each: &mut impl FnMut(RecordRef<'_>) -> ApiResult<()>,
+    ) -> ApiResult<()> {
+        let key = r
+            .key
+            .map(|k| decode_from(self.body, k, self.key_fmt, "key"))
+            .transpose()?;
+        let value = r
+            .value
+            .map(|v| decode_from(self.body, v, self.value_fmt, "value"))
+            .transpose()?;
+        let headers = r
+            .headers
+            .into_iter()
+            .map(|h| {
+                Ok(Header {
+                    value: decode_from(self.body, h.value, self.key_fmt, "header value")?,
+                    name: h.name,
+                })
             })
+            .collect::<ApiResult<Vec<_>>>()?;
+        each(RecordRef {
+            key: key.as_deref(),
+            value: value.as_deref(),
+            headers: &headers,
+            timestamp: r.timestamp,
+            partition: r.partition,
         })
-        .collect::<ApiResult<Vec<_>>>()?;
-    Ok(ProducerRecord {
-        key,
-        value,
-        headers,
-        timestamp: r.timestamp,
-        partition: r.partition,
-    })
+    }
+}
+
+/// Parses a JSON batch (`{"records":[...]}`), handing each record to `each` as soon as
+/// it is parsed: the records array is never materialized.
+fn parse_batch<'de>(
+    body: &'de [u8],
+    mut each: impl FnMut(RecordIn<'de>) -> ApiResult<()>,
+) -> ApiResult<()> {
+    let mut refused: Option<ApiError> = None;
+    let mut sink = |r: RecordIn<'de>| match each(r) {
+        Ok(()) => true,
+        Err(e) => {
+            refused = Some(e);
+            false
+        }
+    };
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let parsed = BatchSeed { each: &mut sink }
+        .deserialize(&mut de)
+        .and_then(|()| de.end());
+    if let Some(e) = refused {
+        return Err(e);
+    }
+    parsed.map_err(|e| ApiError::bad_request("invalid_json", format!("invalid JSON body: {e}")))
+}
+
+/// The batch object: `records` and nothing else.
+struct BatchSeed<'s, 'de> {
+    each: &'s mut dyn FnMut(RecordIn<'de>) -> bool,
+}
+
+impl<'de> DeserializeSeed<'de> for BatchSeed<'_, 'de> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for BatchSeed<'_, 'de> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an object with a records array")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut seen = false;
+        while let Some(name) = map.next_key::<String>()? {
+            if name != "records" {
+                return Err(de::Error::unknown_field(&name, &["records"]));
+            }
+            if seen {
+                return Err(de::Error::duplicate_field("records"));
+            }
+            seen = true;
+            map.next_value_seed(RecordsSeed {
+                each: &mut *self.each,
+            })?;
+        }
+        if !seen {
+            return Err(de::Error::missing_field("records"));
+        }
+        Ok(())
+    }
+}
+
+/// The records array, each element handed on as it is parsed.
+struct RecordsSeed<'s, 'de> {
+    each: &'s mut dyn FnMut(RecordIn<'de>) -> bool,
+}
+
+impl<'de> DeserializeSeed<'de> for RecordsSeed<'_, 'de> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for RecordsSeed<'_, 'de> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an array of records")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(record) = seq.next_element::<RecordIn<'de>>()? {
+            if !(self.each)(record) {
+                // The refusal itself is reported by `parse_batch`.
+                return Err(de::Error::custom("record refused"));
+            }
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dto::RecordPosition;
 
-    #[tokio::test]
-    async fn created_is_the_serde_form() {
-        let meta = |partition, offset, timestamp| RecordMetadata {
-            partition,
-            offset,
-            timestamp,
-        };
-        let cases: [Vec<RecordMetadata>; 5] = [
-            vec![],
-            vec![meta(0, 0, 0)],
-            // Digit-count edges (the answer is sized exactly before it is written).
-            vec![
-                meta(9, 10, -9),
-                meta(10, 99, -10),
-                meta(99, 100, 999),
-                meta(100, 1000, -1000),
-            ],
-            vec![meta(7, u64::MAX, i64::MIN), meta(u32::MAX, 42, -1)],
-            (0..1000)
-                .map(|i| meta(i % 3, u64::from(i) * 7919, 1_764_400_000_000 + i64::from(i)))
-                .collect(),
-        ];
-        for meta in cases {
-            let resp = created(&meta);
-            assert_eq!(resp.status(), StatusCode::CREATED);
-            assert_eq!(resp.headers()[header::CONTENT_TYPE], "application/json");
-            let body = axum::body::to_bytes(resp.into_body(), usize::MAX)
-                .await
-                .expect("body");
-            let serde_form = serde_json::to_vec(&ProduceResponse {
-                offsets: meta
+    #[test]
+    fn form_decoding_reads_escapes_and_plus() {
+        assert_eq!(form_decode(b"a+b%20c"), b"a b c");
+        assert_eq!(form_decode(b"%FF%fe"), [0xff, 0xfe]);
+        assert_eq!(form_decode(b"%EF%BF%BD"), "\u{fffd}".as_bytes());
+        // A `%` without two hex digits stands for itself.
+        assert_eq!(form_decode(b"100%"), b"100%");
+        assert_eq!(form_decode(b"%zz%4"), b"%zz%4");
+    }
+
+    /// The record-by-record parse accepts and refuses what the derived parse of the
+    /// batch type does, and sees the same records; except that a batch is an object
+    /// (the derived parse also reads a struct from an array, by position).
+    #[test]
+    fn the_streaming_parse_agrees_with_the_derived_one() {
+        for body in [
+            r#"{"records":[]}"#,
+            r#"{"records":[{}]}"#,
+            r#" { "records" : [ {"key":"k","value":"v","partition":2,"timestamp":5}, {"value":null,"headers":[{"name":"h","value":"x"}]} ] } "#,
+            r#"{"rec\u006frds":[{}]}"#,
+            r#"{}"#,
+            r#"[]"#,
+            r#"[[{}]]"#,
+            r#"null"#,
+            r#"{"records":[{}],"records":[{}]}"#,
+            r#"{"records":[{}],"other":1}"#,
+            r#"{"records":[{"value":"v","extra":1}]}"#,
+            r#"{"records":{}}"#,
+            r#"{"records":[{}]} trailing"#,
+            r#"{"records":[{},]}"#,
+            r#"{"records":[{"partition":-1}]}"#,
+        ] {
+            let derived = serde_json::from_str::<ProduceRequest>(body).map(|b| {
+                b.records
                     .iter()
-                    .map(|m| RecordPosition {
-                        partition: m.partition,
-                        offset: m.offset,
-                        timestamp: m.timestamp,
-                    })
-                    .collect(),
-            })
-            .expect("serialize");
-            assert_eq!(body, serde_form);
+                    .map(|r| format!("{r:?}"))
+                    .collect::<Vec<_>>()
+            });
+            let mut seen = Vec::new();
+            let streamed = parse_batch(body.as_bytes(), |r| {
+                seen.push(format!("{r:?}"));
+                Ok(())
+            });
+            match derived {
+                Ok(_) if body.starts_with('[') => {
+                    assert_eq!(streamed.expect_err(body).code, "invalid_json");
+                }
+                Ok(records) => {
+                    assert!(streamed.is_ok(), "{body}: {:?}", streamed.err());
+                    assert_eq!(seen, records, "{body}");
+                }
+                Err(_) => {
+                    let err = streamed.expect_err(body);
+                    assert_eq!(err.code, "invalid_json", "{body}");
+                }
+            }
         }
     }
 }
