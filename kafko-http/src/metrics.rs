@@ -1,6 +1,7 @@
 //! Prometheus metrics, hand-written: per-topic record and byte counters, a request
 //! latency histogram per route, response counts per status, requests in flight and
-//! requests abandoned by their client, and gauges (partition inbox depth, high
+//! requests abandoned by their client, connections open and closed by the server (by
+//! reason), and gauges (partition inbox depth, high
 //! watermark, consumer group lag) read from the log at scrape time.
 
 use std::collections::BTreeMap;
@@ -53,6 +54,40 @@ pub(crate) struct Metrics {
     in_flight: AtomicU64,
     /// Requests whose client went away before the response (their future was dropped).
     abandoned: AtomicU64,
+    connections_open: AtomicU64,
+    /// Indexed by [`ClosedBy`].
+    connections_closed: [AtomicU64; ClosedBy::ALL.len()],
+}
+
+/// Why the server (not the client) closed a connection.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum ClosedBy {
+    /// No complete request head within the header timeout of accept.
+    NoRequestHead,
+    /// Nothing in flight for the idle timeout.
+    Idle,
+    /// Closed to make room for a new connection at the cap.
+    Evicted,
+    /// Answered 503 at the cap, every open connection busy.
+    Refused,
+}
+
+impl ClosedBy {
+    const ALL: [ClosedBy; 4] = [
+        ClosedBy::NoRequestHead,
+        ClosedBy::Idle,
+        ClosedBy::Evicted,
+        ClosedBy::Refused,
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            ClosedBy::NoRequestHead => "no_request_head",
+            ClosedBy::Idle => "idle",
+            ClosedBy::Evicted => "evicted",
+            ClosedBy::Refused => "refused",
+        }
+    }
 }
 
 impl Metrics {
@@ -83,6 +118,18 @@ impl Metrics {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(topic);
+    }
+
+    pub(crate) fn connection_opened(&self) {
+        self.connections_open.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn connection_ended(&self) {
+        self.connections_open.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn connection_closed_by(&self, why: ClosedBy) {
+        self.connections_closed[why as usize].fetch_add(1, Ordering::Relaxed);
     }
 
     pub(crate) fn request_started(&self) {
@@ -195,6 +242,19 @@ impl Metrics {
             self.in_flight.load(Ordering::Relaxed),
             self.abandoned.load(Ordering::Relaxed)
         );
+        let _ = writeln!(
+            out,
+            "# HELP kafko_http_connections_open Connections open.\n# TYPE kafko_http_connections_open gauge\nkafko_http_connections_open {}\n# HELP kafko_http_connections_closed_total Connections the server closed, by reason.\n# TYPE kafko_http_connections_closed_total counter",
+            self.connections_open.load(Ordering::Relaxed)
+        );
+        for why in ClosedBy::ALL {
+            let _ = writeln!(
+                out,
+                "kafko_http_connections_closed_total{{reason=\"{}\"}} {}",
+                why.label(),
+                self.connections_closed[why as usize].load(Ordering::Relaxed)
+            );
+        }
         let _ = writeln!(
             out,
             "# HELP kafko_http_responses_total Responses by status code.\n# TYPE kafko_http_responses_total counter"

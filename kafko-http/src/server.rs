@@ -15,6 +15,7 @@ use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
 
 use crate::error::ServerError;
+use crate::metrics::ClosedBy;
 use crate::router::app;
 use crate::state::AppState;
 
@@ -60,6 +61,7 @@ pub async fn serve(listener: TcpListener, state: AppState) -> Result<(), ServerE
         let activity = Arc::new(Activity::new());
         let Some(ticket) = connections.admit(&activity) else {
             refuse(stream);
+            state.metrics.connection_closed_by(ClosedBy::Refused);
             continue;
         };
         let _ = stream.set_nodelay(true);
@@ -68,10 +70,11 @@ pub async fn serve(listener: TcpListener, state: AppState) -> Result<(), ServerE
             .serve_connection_with_upgrades(TokioIo::new(stream), service)
             .into_owned();
         let state = state.clone();
+        state.metrics.connection_opened();
         tokio::spawn(async move {
-            let shutdown = state.shutdown_requested();
-            connection::run(conn, activity, limits, shutdown).await;
+            connection::run(conn, activity, limits, state.clone()).await;
             drop(ticket);
+            state.metrics.connection_ended();
         });
     }
     drop(listener);

@@ -8,7 +8,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Server, client, create_topic};
+use common::{Server, client, create_topic, metric};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -84,6 +84,19 @@ async fn health_probes_answer_with_more_silent_sockets_than_descriptors() {
         .await
         .unwrap();
     assert_eq!(r.status(), 201);
+    // Past the cap (192), a silent socket made room, or, accepted within 100 ms of all
+    // the others, was refused.
+    let mut closed = 0;
+    for reason in ["evicted", "refused"] {
+        let series = format!("kafko_http_connections_closed_total{{reason=\"{reason}\"}}");
+        let n = metric(&c, &s, &series).await;
+        eprintln!("{reason}: {n}");
+        closed += n;
+    }
+    assert!(
+        closed >= 200,
+        "only {closed} connections closed at the cap of 192"
+    );
     drop(silent);
     eprintln!("400 silent sockets against 256 descriptors: /healthz answered in at most {worst:?}");
 }

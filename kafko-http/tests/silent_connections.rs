@@ -8,7 +8,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Server, client, create_topic};
+use common::{Server, client, create_topic, metric};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -103,8 +103,11 @@ async fn two_hundred_silent_connections_are_closed_within_the_header_timeout_of_
         "closed before the header timeout: {earliest:?}"
     );
     assert!(latest <= Duration::from_secs(4), "closed late: {latest:?}");
-    let r = client().get(s.url("/healthz")).send().await.unwrap();
+    let c = client();
+    let r = c.get(s.url("/healthz")).send().await.unwrap();
     assert_eq!(r.status(), 200);
+    let series = r#"kafko_http_connections_closed_total{reason="no_request_head"}"#;
+    assert_eq!(metric(&c, &s, series).await, 201);
     eprintln!(
         "201 silent connections closed between {earliest:?} and {latest:?} after opening (header timeout 1 s)"
     );
@@ -187,6 +190,11 @@ async fn idle_keep_alive_connections_close_after_the_idle_timeout_busy_ones_stay
         "no record on the follow stream: {}",
         String::from_utf8_lossy(&seen)
     );
+    let series = r#"kafko_http_connections_closed_total{reason="idle"}"#;
+    // The idle connection, and the test client's own pooled one (idle since it created
+    // the topic); not the busy one nor the stream.
+    assert_eq!(metric(&c, &s, series).await, 2);
+
     eprintln!(
         "idle keep-alive closed {idle_for:?} after its answer (idle timeout 1 s); busy connection and a 2.4 s follow stream stayed open"
     );

@@ -23,6 +23,9 @@ use tokio::net::TcpStream;
 use tokio::sync::Notify;
 use tower::Service;
 
+use crate::metrics::ClosedBy;
+use crate::state::AppState;
+
 /// How long a connection told to close may take to say goodbye (an h2 GOAWAY, a response
 /// being written) once nothing is in flight, before it is dropped.
 const CLOSE_GRACE: Duration = Duration::from_secs(1);
@@ -144,6 +147,18 @@ enum Reason {
     Shutdown,
 }
 
+impl Reason {
+    /// The metric's reason; shutdown closes every connection and is not counted.
+    fn counted(self) -> Option<ClosedBy> {
+        match self {
+            Reason::NoRequestHead => Some(ClosedBy::NoRequestHead),
+            Reason::Idle => Some(ClosedBy::Idle),
+            Reason::Evicted => Some(ClosedBy::Evicted),
+            Reason::Shutdown => None,
+        }
+    }
+}
+
 /// One request in flight on a connection: counted from its head until its response body
 /// has been sent (or dropped), so a long-poll or a stream keeps the connection busy.
 struct InFlight(Arc<Activity>);
@@ -250,12 +265,8 @@ pub(super) type Conn =
     auto::UpgradeableConnection<'static, TokioIo<TcpStream>, Tracked, TokioExecutor>;
 
 /// Drives `conn` to its end, closing it for the reasons the module names.
-pub(super) async fn run(
-    conn: Conn,
-    activity: Arc<Activity>,
-    limits: Timeouts,
-    shutdown: impl Future<Output = ()>,
-) {
+pub(super) async fn run(conn: Conn, activity: Arc<Activity>, limits: Timeouts, state: AppState) {
+    let shutdown = state.shutdown_requested();
     tokio::pin!(conn);
     tokio::pin!(shutdown);
     let reason = loop {
@@ -274,6 +285,9 @@ pub(super) async fn run(
         }
     };
     tracing::debug!(?reason, "closing connection");
+    if let Some(why) = reason.counted() {
+        state.metrics.connection_closed_by(why);
+    }
     conn.as_mut().graceful_shutdown();
     if matches!(reason, Reason::Shutdown) {
         // Shutdown lets in-flight requests finish; the server bounds the wait.

@@ -276,3 +276,20 @@ pub async fn assert_rejected(addr: &str, method: &str, path: &str, body: &str, c
         "{method} {path}: {resp}"
     );
 }
+
+/// The value of one series of `/metrics`, e.g. `kafko_http_connections_open` or
+/// `name{label="x"}`; panics if it is missing.
+pub async fn metric(c: &reqwest::Client, s: &Server, series: &str) -> u64 {
+    let text = c
+        .get(s.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {series} in /metrics:\n{text}"))
+}
