@@ -59,7 +59,7 @@ const WRITE_CHUNK: usize = 1024 * 1024;
 const MAP_ENTRY_OVERHEAD: usize = 48;
 
 /// What a compaction pass did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CompactionOutcome {
     /// Partitions that were examined.
     pub partitions: usize,

@@ -1,13 +1,12 @@
 //! Topic configuration: what a topic is created with, what can change later, and the
-//! validation that keeps every value in range. Persisted as `topic.json`.
-
-use serde::{Deserialize, Serialize};
+//! validation that keeps every value in range. Plain Rust types: how a config is stored
+//! (`topic.json`) and how it travels over HTTP are separate types with their own
+//! conversions, so each can change without the others.
 
 use crate::error::{KafkoError, Result};
 
 /// Codec applied to each batch's record area.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Compression {
     /// Stored as is.
     #[default]
@@ -19,8 +18,7 @@ pub enum Compression {
 }
 
 /// When acknowledged writes reach stable storage.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "mode")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FsyncPolicy {
     /// Acknowledged once in the OS page cache (survives a process crash, not a power cut).
     #[default]
@@ -36,8 +34,7 @@ pub enum FsyncPolicy {
 }
 
 /// What happens to old records.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum CleanupPolicy {
     /// Delete whole segments by age and size.
     #[default]
@@ -60,8 +57,7 @@ impl CleanupPolicy {
 }
 
 /// A topic's configuration. `partitions` is fixed at creation; the rest can be updated.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TopicConfig {
     /// Number of partitions (1..=1024).
     pub partitions: u32,
@@ -205,18 +201,15 @@ impl TopicConfig {
 
 /// A partial update of a [`TopicConfig`]; absent fields keep their value.
 /// `retention_ms`/`retention_bytes` take `Some(None)` to remove the limit.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TopicConfigUpdate {
     /// Must equal the current count if present.
     pub partitions: Option<u32>,
     /// New codec (applies to new batches).
     pub compression: Option<Compression>,
     /// New time retention.
-    #[serde(with = "double_option")]
     pub retention_ms: Option<Option<u64>>,
     /// New size retention.
-    #[serde(with = "double_option")]
     pub retention_bytes: Option<Option<u64>>,
     /// New segment size.
     pub segment_bytes: Option<u64>,
@@ -232,37 +225,13 @@ pub struct TopicConfigUpdate {
     pub delete_retention_ms: Option<u64>,
 }
 
-mod double_option {
-    //! `null` → `Some(None)`, absent → `None`.
-    use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
-    pub(super) fn serialize<S: Serializer>(
-        v: &Option<Option<u64>>,
-        s: S,
-    ) -> Result<S::Ok, S::Error> {
-        match v {
-            Some(inner) => inner.serialize(s),
-            None => s.serialize_none(),
-        }
-    }
-
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
-        d: D,
-    ) -> Result<Option<Option<u64>>, D::Error> {
-        Option::<u64>::deserialize(d).map(Some)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn default_config_is_valid_and_round_trips_json() {
-        let c = TopicConfig::default();
-        c.validate().unwrap();
-        let text = serde_json::to_string(&c).unwrap();
-        assert_eq!(serde_json::from_str::<TopicConfig>(&text).unwrap(), c);
+    fn default_config_is_valid() {
+        TopicConfig::default().validate().unwrap();
     }
 
     #[test]
@@ -288,7 +257,10 @@ mod tests {
     #[test]
     fn update_can_clear_retention_and_cannot_change_partitions() {
         let c = TopicConfig::default();
-        let u: TopicConfigUpdate = serde_json::from_str(r#"{"retention_ms":null}"#).unwrap();
+        let u = TopicConfigUpdate {
+            retention_ms: Some(None),
+            ..Default::default()
+        };
         assert_eq!(c.apply(&u).unwrap().retention_ms, None);
         let u = TopicConfigUpdate {
             partitions: Some(3),

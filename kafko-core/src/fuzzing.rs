@@ -11,8 +11,7 @@ use std::sync::Mutex;
 use bytes::Bytes;
 
 use crate::compression::{self, MAX_UNCOMPRESSED};
-use crate::config::{Compression, TopicConfig};
-use crate::group::GroupConfig;
+use crate::config::Compression;
 use crate::segment::batch::{self, BatchHeader, HEADER_LEN, RecordFields};
 use crate::segment::index::SparseIndex;
 use crate::segment::reader::BatchIter;
@@ -175,14 +174,6 @@ pub fn sparse_index(data: &[u8]) {
     }
 }
 
-/// The shape of a `<topic>.offsets` body (mirrors `group::offsets::OffsetsFile`, which
-/// is private to its module).
-#[derive(serde::Deserialize)]
-#[allow(dead_code)]
-struct OffsetsFile {
-    offsets: std::collections::BTreeMap<u32, u64>,
-}
-
 /// A state file (framing + JSON body) read as each type kafko stores in one.
 pub fn state_file(data: &[u8]) {
     let Ok(body) = crate::state_file::decode(data) else {
@@ -194,14 +185,14 @@ pub fn state_file(data: &[u8]) {
 /// A state-file body, decoded as every JSON type kafko persists (topic config, log start
 /// offset, group offsets, group config, the shutdown marker).
 pub fn json_bodies(body: &[u8]) {
-    if let Ok(c) = serde_json::from_slice::<TopicConfig>(body) {
+    if let Ok(c) = crate::disk::topic_config_body(body) {
         // An accepted config either validates or is refused with a typed error.
         let _ = c.validate();
     }
     let _ = serde_json::from_slice::<u64>(body);
     let _ = serde_json::from_slice::<i64>(body);
-    let _ = serde_json::from_slice::<OffsetsFile>(body);
-    let _ = serde_json::from_slice::<GroupConfig>(body);
+    let _ = crate::disk::offsets_body(body);
+    let _ = crate::disk::group_config_body(body);
 }
 
 /// A whole segment file, scanned the way recovery scans the active segment, then read.
@@ -260,6 +251,9 @@ mod tests {
     //! test suite exercises the decoders with hostile input even without cargo-fuzz.
     use super::*;
     use crate::segment::index::SegmentSummary;
+
+    /// A `topic.json` body as written: versioned, every member present.
+    const TOPIC_JSON: &[u8] = br#"{"version":1,"partitions":3,"compression":"zstd","retention_ms":null,"retention_bytes":1048576,"segment_bytes":67108864,"fsync":{"mode":"interval_ms","interval_ms":100},"max_record_bytes":1048576,"cleanup_policy":"compact","min_compaction_lag_ms":0,"delete_retention_ms":86400000}"#;
 
     struct Rng(u64);
     impl Rng {
@@ -342,8 +336,7 @@ mod tests {
         let mut rng = Rng(0x006b_6166_6b6f);
         let batches = seed_batches();
         let segment: Vec<u8> = batches.concat();
-        let state =
-            crate::state_file::encode(&serde_json::to_vec(&TopicConfig::default()).expect("json"));
+        let state = crate::state_file::encode(TOPIC_JSON);
         let offsets = crate::state_file::encode(br#"{"offsets":{"0":12,"3":99}}"#);
         let index = index_seed();
         let mut area = vec![2u8];
@@ -419,9 +412,7 @@ mod tests {
             (
                 "state_file",
                 vec![
-                    crate::state_file::encode(
-                        &serde_json::to_vec(&TopicConfig::default()).expect("json"),
-                    ),
+                    crate::state_file::encode(TOPIC_JSON),
                     crate::state_file::encode(br#"{"offsets":{"0":12,"3":99}}"#),
                     crate::state_file::encode(br#"{"offset_reset":"earliest"}"#),
                     crate::state_file::encode(b"1234"),

@@ -32,7 +32,8 @@
 //! - [`group`]: consumer groups — committed offsets, members, generations, assignment.
 //! - [`compaction`]: the cleaner that keeps the latest record per key.
 //! - [`storage`]: the file-system seam (real, or fault-injecting in tests).
-//! - `state_file`: CRC-framed small files replaced atomically.
+//! - `state_file`: CRC-framed small files replaced atomically; `disk`: their versioned
+//!   JSON bodies.
 //! - [`config`], [`record`], [`routing`], [`naming`], `compression`, [`error`].
 //!
 //! The byte layout is specified in `FORMAT.md` beside this crate's manifest.
@@ -58,6 +59,7 @@ pub mod storage;
 pub mod fuzzing;
 
 mod compression;
+mod disk;
 mod partition;
 mod segment;
 mod state_file;

@@ -2,7 +2,6 @@
 //! ([`Record`]), plus the metadata a send returns.
 
 use bytes::Bytes;
-use serde::Serialize;
 
 /// One record header: an ordered name → bytes pair (names may repeat, as in Kafka).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,7 +113,7 @@ impl Record {
 }
 
 /// Where an appended record landed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RecordMetadata {
     /// Partition.
     pub partition: u32,

@@ -12,6 +12,8 @@ use crate::storage::{Storage, replace_file};
 const MAGIC: &[u8; 4] = b"KSTF";
 const VERSION: u8 = 1;
 const HEADER: usize = 13;
+/// Where the body starts (the position corruption in a body is reported at).
+pub(crate) const BODY_OFFSET: u64 = HEADER as u64;
 
 /// Frames a body.
 // State files hold a topic's config or a group's offsets: kilobytes, never 4 GiB.
@@ -64,7 +66,7 @@ pub(crate) fn read<T: DeserializeOwned>(storage: &dyn Storage, path: &Path) -> R
     let body = decode(&data).map_err(|reason| KafkoError::corruption(path, 0, reason))?;
     serde_json::from_slice(body)
         .map(Some)
-        .map_err(|e| KafkoError::corruption(path, HEADER as u64, e.to_string()))
+        .map_err(|e| KafkoError::corruption(path, BODY_OFFSET, e.to_string()))
 }
 
 #[cfg(test)]

@@ -4,7 +4,6 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, RwLock};
 
-use serde::Serialize;
 use tokio::sync::Notify;
 
 use crate::config::{Compression, TopicConfig};
@@ -25,7 +24,7 @@ pub struct SendOptions {
 }
 
 /// Per-partition facts for `describe`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PartitionInfo {
     /// Partition number.
     pub partition: u32,
@@ -42,7 +41,7 @@ pub struct PartitionInfo {
 }
 
 /// A topic's config and partition facts.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TopicDescription {
     /// Topic name.
     pub name: String,

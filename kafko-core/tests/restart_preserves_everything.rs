@@ -108,8 +108,11 @@ async fn topic_lifecycle_is_persisted() {
         Err(kafko_core::KafkoError::TopicAlreadyExists { .. })
     ));
     k.create_topic("b").await.unwrap();
-    let update: kafko_core::TopicConfigUpdate =
-        serde_json::from_str(r#"{"retention_ms": null, "fsync": {"mode": "always"}}"#).unwrap();
+    let update = kafko_core::TopicConfigUpdate {
+        retention_ms: Some(None),
+        fsync: Some(FsyncPolicy::Always),
+        ..Default::default()
+    };
     k.update_topic_config("b", &update).await.unwrap();
     k.delete_topic("a").await.unwrap();
     assert!(matches!(

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use tokio::sync::Notify;
 
 use crate::config::TopicConfig;
+use crate::disk;
 use crate::error::{KafkoError, Result};
 use crate::group::Coordinator;
 use crate::naming::validate_name;
@@ -18,7 +19,6 @@ use crate::partition::PartitionLog;
 use crate::partition::handle::PartitionHandle;
 use crate::partition::open::open_partition;
 use crate::segment::Segment;
-use crate::state_file;
 use crate::storage::Storage;
 use crate::topic::Topic;
 
@@ -141,7 +141,7 @@ fn lock_directory(s: &dyn Storage, dir: &Path) -> Result<Box<dyn Any + Send + Sy
 /// not decode or validate is corruption naming the file.
 fn read_topic_config(s: &dyn Storage, topic_dir: &Path) -> Result<Option<TopicConfig>> {
     let path = topic_dir.join(TOPIC_CONFIG);
-    let Some(config) = state_file::read::<TopicConfig>(s, &path)? else {
+    let Some(config) = disk::read_topic_config(s, &path)? else {
         return Ok(None);
     };
     config

@@ -7,10 +7,10 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use crate::config::{TopicConfig, TopicConfigUpdate};
+use crate::disk;
 use crate::error::{KafkoError, Result};
 use crate::naming::validate_name;
 use crate::record::now_ms;
-use crate::state_file;
 use crate::storage::{Storage, blocking, create_dir_durably};
 use crate::topic::TopicDescription;
 
@@ -98,7 +98,7 @@ impl Kafko {
         let path = topic.dir.join(TOPIC_CONFIG);
         let on_disk = next.clone();
         blocking("updating topic config", move || {
-            state_file::write(&*storage, &path, &on_disk)
+            disk::write_topic_config(&*storage, &path, &on_disk)
         })
         .await?;
         let next = Arc::new(next);
@@ -164,7 +164,7 @@ fn make_topic_dir(
         .map_err(|e| KafkoError::io("creating", dir, e))
         .and_then(|()| recover_topic(storage, dir, name, config.clone(), false))
         .and_then(|topic| {
-            state_file::write(s, &dir.join(TOPIC_CONFIG), &config)?;
+            disk::write_topic_config(s, &dir.join(TOPIC_CONFIG), &config)?;
             Ok(topic)
         });
     if made.is_err()

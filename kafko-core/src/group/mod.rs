@@ -28,8 +28,6 @@ mod offsets;
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
 use crate::record::Record;
 
 pub(crate) use coordinator::Coordinator;
@@ -40,8 +38,7 @@ pub const MAX_SESSION_TIMEOUT: Duration = Duration::from_secs(3600);
 /// Where a group starts when it has no valid offset for a partition (none committed, or
 /// the committed one is outside the log, e.g. removed by retention): Kafka's
 /// `auto.offset.reset`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum OffsetReset {
     /// The log start offset (oldest record still stored).
     #[default]
@@ -53,15 +50,14 @@ pub enum OffsetReset {
 }
 
 /// Options of a group, persisted in `group.json`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct GroupConfig {
     /// Reset policy for partitions without a valid offset.
     pub offset_reset: OffsetReset,
 }
 
 /// A member's identity in one generation, carried by its polls and commits.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct MemberRef {
     /// Id returned by [`Kafko::join_group`](crate::Kafko::join_group).
     pub member_id: String,
@@ -70,7 +66,7 @@ pub struct MemberRef {
 }
 
 /// A member's place in its group after joining.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Membership {
     /// Group name.
     pub group: String,
@@ -119,7 +115,7 @@ impl Default for GroupPollOptions {
 }
 
 /// An offset of one partition (a commit, or a position after a seek).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PartitionOffset {
     /// Partition.
     pub partition: u32,
@@ -141,7 +137,7 @@ pub struct GroupRecords {
 }
 
 /// One member in [`GroupTopicDescription`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GroupMemberDescription {
     /// Member id.
     pub member_id: String,
@@ -154,7 +150,7 @@ pub struct GroupMemberDescription {
 }
 
 /// One partition in [`GroupTopicDescription`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GroupPartitionDescription {
     /// Partition.
     pub partition: u32,
@@ -173,7 +169,7 @@ pub struct GroupPartitionDescription {
 }
 
 /// A group on one topic.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GroupTopicDescription {
     /// Topic name.
     pub topic: String,
@@ -188,7 +184,7 @@ pub struct GroupTopicDescription {
 }
 
 /// Everything about a group.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GroupDescription {
     /// Group name.
     pub group: String,
@@ -199,7 +195,7 @@ pub struct GroupDescription {
 }
 
 /// A line of [`Kafko::list_groups`](crate::Kafko::list_groups).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GroupListing {
     /// Group name.
     pub group: String,

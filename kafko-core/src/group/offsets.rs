@@ -7,25 +7,14 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
-
 use super::GroupConfig;
+use crate::disk;
 use crate::error::{KafkoError, Result};
 use crate::naming::validate_name;
-use crate::state_file;
 use crate::storage::{self, Storage};
 
 const CONFIG_FILE: &str = "group.json";
 const OFFSETS_EXT: &str = ".offsets";
-
-/// Body of a `<topic>.offsets` file: partition → next offset to read.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct OffsetsFile {
-    /// The topic, authoritative over the file name (which is shortened for long names).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) topic: Option<String>,
-    pub(crate) offsets: BTreeMap<u32, u64>,
-}
 
 /// Longest topic name used verbatim in a file name: `<topic>.offsets.tmp` must fit the
 /// 255-byte file-name limit, and a topic may be 249 characters long.
@@ -88,7 +77,7 @@ impl OffsetStore {
                 continue;
             }
             let mut stored = StoredGroup {
-                config: state_file::read(s, &dir.join(CONFIG_FILE))?.unwrap_or_default(),
+                config: disk::read_group_config(s, &dir.join(CONFIG_FILE))?.unwrap_or_default(),
                 ..Default::default()
             };
             for path in s
@@ -106,12 +95,12 @@ impl OffsetStore {
                 let Some(stem) = name.strip_suffix(OFFSETS_EXT) else {
                     continue;
                 };
-                if let Some(file) = state_file::read::<OffsetsFile>(s, &path)? {
-                    let topic = file.topic.unwrap_or_else(|| stem.to_owned());
+                if let Some((topic, offsets)) = disk::read_offsets(s, &path)? {
+                    let topic = topic.unwrap_or_else(|| stem.to_owned());
                     if validate_name(&topic).is_err() || offsets_file_name(&topic) != name {
                         continue;
                     }
-                    stored.topics.insert(topic, file.offsets);
+                    stored.topics.insert(topic, offsets);
                 }
             }
             out.insert(group, stored);
@@ -135,17 +124,14 @@ impl OffsetStore {
         offsets: &BTreeMap<u32, u64>,
     ) -> Result<()> {
         let dir = self.ensure_dir(group)?;
-        let body = OffsetsFile {
-            topic: Some(topic.to_owned()),
-            offsets: offsets.clone(),
-        };
-        state_file::write(&*self.storage, &dir.join(offsets_file_name(topic)), &body)
+        let path = dir.join(offsets_file_name(topic));
+        disk::write_offsets(&*self.storage, &path, topic, offsets)
     }
 
     /// Replaces the group's options.
     pub(crate) fn write_config(&self, group: &str, config: &GroupConfig) -> Result<()> {
         let dir = self.ensure_dir(group)?;
-        state_file::write(&*self.storage, &dir.join(CONFIG_FILE), config)
+        disk::write_group_config(&*self.storage, &dir.join(CONFIG_FILE), config)
     }
 
     /// Removes the offsets of `group` on `topic` (absent is fine).

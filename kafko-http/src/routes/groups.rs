@@ -19,17 +19,14 @@ use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::StatusCode;
-use kafko_core::{
-    GroupConfig, GroupDescription, GroupPollOptions, GroupRecords, Kafko, MemberRef, Membership,
-    PartitionOffset, SeekTo,
-};
+use kafko_core::{GroupPollOptions, GroupRecords, Kafko, MemberRef, PartitionOffset, SeekTo};
 use serde_json::json;
 use tokio::time::Instant;
 
 use crate::dto::{
-    CommitRequest, CommitResponse, FormatQuery, GroupConfigSchema, GroupDescriptionSchema,
-    GroupList, GroupPollQuery, GroupPollResponse, JoinRequest, MembershipSchema,
-    PartitionOffsetDto, Problem, SeekRequest, SeekTarget,
+    CommitRequest, CommitResponse, FormatQuery, GroupConfig, GroupDescription, GroupList,
+    GroupPollQuery, GroupPollResponse, JoinRequest, Membership, PartitionOffsetDto, Problem,
+    SeekRequest, SeekTarget,
 };
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Json, OptionalJson, Path, Query, check_group, check_member, check_topic};
@@ -277,7 +274,7 @@ pub(crate) async fn seek(
     params(("group" = String, Path, description = "Group name"), ("topic" = String, Path, description = "Topic name")),
     request_body(content = Option<JoinRequest>, content_type = "application/json", description = "Optional member id and session timeout"),
     responses(
-        (status = 201, description = "Joined (or, with a live member's id, heartbeat): id, generation and assigned partitions", body = MembershipSchema),
+        (status = 201, description = "Joined (or, with a live member's id, heartbeat): id, generation and assigned partitions", body = Membership),
         (status = 400, description = "codes invalid_group_name, invalid_topic_name, invalid_member_id, invalid_request (session timeout)", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "code topic_not_found", body = Problem, content_type = "application/problem+json"),
     ))]
@@ -298,7 +295,7 @@ pub(crate) async fn join(
         .kafko
         .join_group(&group, &topic, body.member_id.as_deref(), timeout)
         .await?;
-    Ok((StatusCode::CREATED, axum::Json(membership)))
+    Ok((StatusCode::CREATED, axum::Json(membership.into())))
 }
 
 /// Leaves the group; the member's partitions move to the others (a new generation).
@@ -325,16 +322,14 @@ pub(crate) async fn leave(
 #[utoipa::path(get, path = "/v1/groups", tag = "groups",
     responses((status = 200, description = "Groups, by name", body = GroupList)))]
 pub(crate) async fn list(State(state): State<AppState>) -> axum::Json<GroupList> {
-    axum::Json(GroupList {
-        groups: state.kafko.list_groups(),
-    })
+    axum::Json(state.kafko.list_groups().into())
 }
 
 /// Per topic: committed offsets, positions, high watermarks, lag, members and assignment.
 #[utoipa::path(get, path = "/v1/groups/{group}", tag = "groups",
     params(("group" = String, Path, description = "Group name")),
     responses(
-        (status = 200, description = "The group", body = GroupDescriptionSchema),
+        (status = 200, description = "The group", body = GroupDescription),
         (status = 400, description = "code invalid_group_name", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "code group_not_found", body = Problem, content_type = "application/problem+json"),
     ))]
@@ -343,15 +338,15 @@ pub(crate) async fn describe(
     Path(group): Path<String>,
 ) -> ApiResult<axum::Json<GroupDescription>> {
     check_group(&group)?;
-    Ok(axum::Json(state.kafko.describe_group(&group)?))
+    Ok(axum::Json(state.kafko.describe_group(&group)?.into()))
 }
 
 /// Sets a group's options (creating the group): `offset_reset` = earliest, latest or error.
 #[utoipa::path(put, path = "/v1/groups/{group}", tag = "groups",
     params(("group" = String, Path, description = "Group name")),
-    request_body(content = GroupConfigSchema, content_type = "application/json"),
+    request_body(content = GroupConfig, content_type = "application/json"),
     responses(
-        (status = 200, description = "The group", body = GroupDescriptionSchema),
+        (status = 200, description = "The group", body = GroupDescription),
         (status = 400, description = "code invalid_group_name, or an invalid body", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "Body is not JSON", body = Problem, content_type = "application/problem+json"),
     ))]
@@ -361,8 +356,8 @@ pub(crate) async fn configure(
     Json(config): Json<GroupConfig>,
 ) -> ApiResult<axum::Json<GroupDescription>> {
     check_group(&group)?;
-    state.kafko.set_group_config(&group, config).await?;
-    Ok(axum::Json(state.kafko.describe_group(&group)?))
+    state.kafko.set_group_config(&group, config.into()).await?;
+    Ok(axum::Json(state.kafko.describe_group(&group)?.into()))
 }
 
 /// Deletes a group and its committed offsets; refused while members are joined.

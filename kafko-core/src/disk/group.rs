@@ -1,0 +1,142 @@
+//! A group's files: `group.json` (its options) and `<topic>.offsets` (its committed
+//! offsets on one topic), as stored, and their conversions.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::{decode_v1, read_versioned, write_versioned};
+use crate::error::{KafkoError, Result};
+use crate::group::{GroupConfig, OffsetReset};
+use crate::state_file;
+use crate::storage::Storage;
+
+const CONFIG_FILE: &str = "group.json";
+const OFFSETS_FILE: &str = "<topic>.offsets";
+
+/// Version 1 of `group.json`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct GroupConfigFileV1 {
+    offset_reset: OffsetResetV1,
+}
+
+#[derive(Debug, Default, Clone, Copy, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum OffsetResetV1 {
+    #[default]
+    Earliest,
+    Latest,
+    Error,
+}
+
+impl From<&GroupConfig> for GroupConfigFileV1 {
+    fn from(c: &GroupConfig) -> Self {
+        GroupConfigFileV1 {
+            offset_reset: match c.offset_reset {
+                OffsetReset::Earliest => OffsetResetV1::Earliest,
+                OffsetReset::Latest => OffsetResetV1::Latest,
+                OffsetReset::Error => OffsetResetV1::Error,
+            },
+        }
+    }
+}
+
+impl From<GroupConfigFileV1> for GroupConfig {
+    fn from(f: GroupConfigFileV1) -> Self {
+        GroupConfig {
+            offset_reset: match f.offset_reset {
+                OffsetResetV1::Earliest => OffsetReset::Earliest,
+                OffsetResetV1::Latest => OffsetReset::Latest,
+                OffsetResetV1::Error => OffsetReset::Error,
+            },
+        }
+    }
+}
+
+/// Version 1 of `<topic>.offsets`: partition → next offset to read.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct OffsetsFileV1 {
+    /// The topic, authoritative over the file name (which is shortened for long names);
+    /// absent in files written before long names were shortened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    topic: Option<String>,
+    offsets: BTreeMap<u32, u64>,
+}
+
+/// Committed offsets as read: the topic named in the body, if any, and the offsets.
+pub(crate) type StoredOffsets = (Option<String>, BTreeMap<u32, u64>);
+
+/// Reads a group's `group.json`; `Ok(None)` when it does not exist.
+pub(crate) fn read_group_config(storage: &dyn Storage, path: &Path) -> Result<Option<GroupConfig>> {
+    let Some((version, body)) = read_versioned(storage, path)? else {
+        return Ok(None);
+    };
+    decode_v1::<GroupConfigFileV1>(CONFIG_FILE, version, body)
+        .map(|f| Some(f.into()))
+        .map_err(|reason| KafkoError::corruption(path, state_file::BODY_OFFSET, reason))
+}
+
+/// Replaces a group's `group.json` (atomically).
+pub(crate) fn write_group_config(
+    storage: &dyn Storage,
+    path: &Path,
+    config: &GroupConfig,
+) -> Result<()> {
+    write_versioned(storage, path, 1, &GroupConfigFileV1::from(config))
+}
+
+/// Reads a `<topic>.offsets` file; `Ok(None)` when it does not exist.
+pub(crate) fn read_offsets(storage: &dyn Storage, path: &Path) -> Result<Option<StoredOffsets>> {
+    let Some((version, body)) = read_versioned(storage, path)? else {
+        return Ok(None);
+    };
+    decode_v1::<OffsetsFileV1>(OFFSETS_FILE, version, body)
+        .map(|f| Some((f.topic, f.offsets)))
+        .map_err(|reason| KafkoError::corruption(path, state_file::BODY_OFFSET, reason))
+}
+
+/// Replaces a `<topic>.offsets` file (atomically).
+pub(crate) fn write_offsets(
+    storage: &dyn Storage,
+    path: &Path,
+    topic: &str,
+    offsets: &BTreeMap<u32, u64>,
+) -> Result<()> {
+    let body = OffsetsFileV1 {
+        topic: Some(topic.to_owned()),
+        offsets: offsets.clone(),
+    };
+    write_versioned(storage, path, 1, &body)
+}
+
+/// Decodes a raw `group.json` body (fuzzing).
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) fn group_config_body(body: &[u8]) -> std::result::Result<GroupConfig, String> {
+    let (version, value) = super::parse_body(body)?;
+    decode_v1::<GroupConfigFileV1>(CONFIG_FILE, version, value).map(Into::into)
+}
+
+/// Decodes a raw `<topic>.offsets` body (fuzzing).
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) fn offsets_body(body: &[u8]) -> std::result::Result<StoredOffsets, String> {
+    let (version, value) = super::parse_body(body)?;
+    decode_v1::<OffsetsFileV1>(OFFSETS_FILE, version, value).map(|f| (f.topic, f.offsets))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bodies_without_a_version_read_as_version_one() {
+        let c = group_config_body(br#"{"offset_reset":"latest"}"#).unwrap();
+        assert_eq!(c.offset_reset, OffsetReset::Latest);
+        let (topic, offsets) = offsets_body(br#"{"offsets":{"0":12,"3":99}}"#).unwrap();
+        assert_eq!(topic, None);
+        assert_eq!(offsets, [(0, 12), (3, 99)].into());
+        let err = offsets_body(br#"{"version":2,"offsets":{}}"#).unwrap_err();
+        assert!(err.contains("version 2"), "{err}");
+    }
+}
