@@ -121,4 +121,13 @@ async fn schemathesis_finds_stay_fixed() {
         .await
         .unwrap();
     assert_eq!(r.status(), 200);
+    // One that is not visible ASCII is malformed, not absent (it was ignored).
+    let odd = reqwest::header::HeaderValue::from_bytes(b"\xc2\x84").unwrap();
+    let r = c
+        .get(s.url("/v1/topics/r/records"))
+        .header("last-event-id", odd)
+        .send()
+        .await
+        .unwrap();
+    problem(r, 400, "invalid_event_id").await;
 }

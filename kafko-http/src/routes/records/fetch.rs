@@ -131,7 +131,8 @@ impl ReadSpec {
         let k = &state.kafko;
         let resume = headers
             .get("last-event-id")
-            .and_then(|v| v.to_str().ok())
+            .map(|v| v.to_str().map_err(|_| bad_event_id("(not visible ASCII)")))
+            .transpose()?
             // An empty id is "no id" (the SSE spec resets it so), not an error.
             .filter(|v| !v.trim().is_empty())
             .map(parse_event_id)
@@ -179,10 +180,12 @@ impl ReadSpec {
 fn parse_event_id(id: &str) -> ApiResult<(u32, u64)> {
     id.split_once(':')
         .and_then(|(p, o)| Some((p.trim().parse().ok()?, o.trim().parse().ok()?)))
-        .ok_or_else(|| {
-            ApiError::bad_request(
-                "invalid_event_id",
-                format!("Last-Event-ID must be 'partition:offset', got '{id}'"),
-            )
-        })
+        .ok_or_else(|| bad_event_id(id))
+}
+
+fn bad_event_id(id: &str) -> ApiError {
+    ApiError::bad_request(
+        "invalid_event_id",
+        format!("Last-Event-ID must be 'partition:offset', got '{id}'"),
+    )
 }
