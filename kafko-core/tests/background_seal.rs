@@ -73,6 +73,13 @@ fn unclean(dir: &Path) {
     std::fs::remove_file(dir.join("clean-shutdown")).unwrap();
 }
 
+/// A crash before the seal of `log` completed: no marker, and the recovery point the
+/// previous seal left (the clean shutdown that built the directory raised it to the end).
+fn crash_before_seal_of(dir: &Path, log: &Path) {
+    unclean(dir);
+    common::set_recovery_point(dir, "t", 0, common::base_of(log));
+}
+
 /// Opens `dir`, which must fail with `Corruption`; returns its file and position.
 async fn expect_corruption(dir: &Path) -> (PathBuf, u64) {
     match Kafko::open(dir).await {
@@ -102,7 +109,7 @@ async fn a_torn_segment_whose_seal_never_completed_ends_the_log() {
     let torn = &logs[1];
     remove_indexes(torn);
     tear(torn);
-    unclean(dir.path());
+    crash_before_seal_of(dir.path(), torn);
 
     let k = common::open(dir.path()).await;
     let after = offsets_of(&k);
@@ -172,7 +179,7 @@ async fn a_stale_index_from_a_clean_shutdown_does_not_make_a_tear_corruption() {
     }
     let cut = tear(&first);
     assert!(cut > stale_len);
-    unclean(dir.path());
+    crash_before_seal_of(dir.path(), &first);
 
     let k = common::open(dir.path()).await;
     assert_eq!(common::segments(dir.path(), "t", 0), logs[..1]);
@@ -274,7 +281,7 @@ async fn a_tail_lost_at_a_batch_boundary_ends_the_log_too() {
     let logs = three_sealed_segments(dir.path()).await;
     remove_indexes(&logs[1]);
     drop_last_batch(&logs[1]);
-    unclean(dir.path());
+    crash_before_seal_of(dir.path(), &logs[1]);
     let k = common::open(dir.path()).await;
     assert_eq!(common::segments(dir.path(), "t", 0), logs[..2]);
     let offsets = offsets_of(&k);

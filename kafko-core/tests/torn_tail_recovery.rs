@@ -7,6 +7,13 @@ use std::io::Write;
 
 use kafko_core::Kafko;
 
+/// What a crash after unsynced writes leaves: no clean-shutdown marker, and no recovery
+/// point past the writes (this topic never rolled, so none at all).
+fn crash(dir: &std::path::Path) {
+    let _ = std::fs::remove_file(dir.join("clean-shutdown"));
+    let _ = std::fs::remove_file(dir.join("topics/t/0/recovery-point"));
+}
+
 /// Writes `n` single-record batches, stops uncleanly, returns (log path, batch end positions).
 async fn prepare(dir: &std::path::Path, n: u64) -> (std::path::PathBuf, Vec<u64>) {
     let k = common::open(dir).await;
@@ -18,7 +25,7 @@ async fn prepare(dir: &std::path::Path, n: u64) -> (std::path::PathBuf, Vec<u64>
         ends.push(k.describe_topic("t").unwrap().partitions[0].size_bytes);
     }
     k.shutdown().await.unwrap();
-    std::fs::remove_file(dir.join("clean-shutdown")).unwrap();
+    crash(dir);
     (common::last_segment(dir, "t", 0), ends)
 }
 
@@ -30,7 +37,7 @@ async fn torn_last_batch_at_every_byte_length_is_truncated() {
     let (start, end) = (ends[1], ends[2]);
     for cut in start..end {
         std::fs::write(&log, &pristine[..cut as usize]).unwrap();
-        let _ = std::fs::remove_file(dir.path().join("clean-shutdown"));
+        crash(dir.path());
         let k = Kafko::open(dir.path()).await.unwrap();
         let recs = common::read_all(&k, "t", 0);
         assert_eq!(recs.len(), 2, "cut at {cut}");
@@ -58,7 +65,7 @@ async fn appended_zeros_or_garbage_are_cut() {
         let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
         f.write_all(&tail).unwrap();
         drop(f);
-        let _ = std::fs::remove_file(dir.path().join("clean-shutdown"));
+        crash(dir.path());
         let k = Kafko::open(dir.path()).await.unwrap();
         assert_eq!(common::read_all(&k, "t", 0).len(), 5);
         assert_eq!(std::fs::metadata(&log).unwrap().len(), ends[4]);

@@ -162,7 +162,12 @@ impl Coordinator {
                 g.topics.remove(topic);
             }
             if !persist.deleted.load(Ordering::Acquire) {
-                self.store.remove_offsets(&group, topic)?;
+                let store = self.store.clone();
+                let topic = topic.to_owned();
+                crate::storage::blocking("removing group offsets", move || {
+                    store.remove_offsets(&group, &topic)
+                })
+                .await?;
             }
         }
         Ok(())

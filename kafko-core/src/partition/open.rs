@@ -1,14 +1,15 @@
 //! Loading a partition directory at open: finish or discard interrupted compaction
 //! swaps, drop segments below the log start checkpoint, load or rebuild indexes, scan the
-//! active segment unless the last shutdown was clean, and end the log at a sealed segment
-//! that lost its unsynced tail before its seal completed (FORMAT.md, "Recovery").
+//! active segment unless the last shutdown was clean, end the log at a sealed segment
+//! that lost its unsynced tail before its seal completed, and refuse damage to anything
+//! the recovery point (or an index file) proves was durable (FORMAT.md, "Recovery").
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use tokio::sync::Notify;
 
-use super::writer::LOG_START_FILE;
+use super::writer::{LOG_START_FILE, RECOVERY_POINT_FILE};
 use super::{PartitionLog, PartitionPlace};
 use crate::error::{KafkoError, Result};
 use crate::naming::{parse_segment_file, segment_file};
@@ -33,6 +34,8 @@ pub(crate) fn open_partition(
     finish_interrupted_swaps(s, &dir)?;
     let mut bases = list_segments(s, &dir)?;
     let checkpoint: Option<u64> = state_file::read(s, &dir.join(LOG_START_FILE))?;
+    // Every offset below it was fsynced: written after each seal and at clean shutdown.
+    let recovery_point: Option<u64> = state_file::read(s, &dir.join(RECOVERY_POINT_FILE))?;
     let mut log_start = checkpoint.unwrap_or_else(|| bases.first().copied().unwrap_or(0));
     // A retention pass that crashed after the checkpoint leaves segments wholly below it.
     while bases.len() >= 2 && bases[1] <= log_start {
@@ -41,6 +44,10 @@ pub(crate) fn open_partition(
         tracing::info!(%topic, partition, base = stale, "removed segment below the log start offset");
     }
     if bases.is_empty() {
+        if let Some(durable) = recovery_point.filter(|&rp| rp > log_start) {
+            let path = dir.join(segment_file(log_start, "log"));
+            return Err(lost_offsets(&dir, &path, 0, log_start, durable));
+        }
         let seg = Arc::new(Segment::create(s, &dir, log_start)?);
         let place = PartitionPlace {
             topic,
@@ -71,7 +78,17 @@ pub(crate) fn open_partition(
             scanned,
             torn,
             unsealed,
-        } = load_segment(s, &dir, base, i == last, clean, &topic, partition)?;
+        } = load_segment(
+            s,
+            &dir,
+            base,
+            Known {
+                next_base: bases.get(i + 1).copied(),
+                clean,
+                recovery_point,
+            },
+            (&topic, partition),
+        )?;
         if let Some(prev) = segments.last() {
             if seg.base_offset < prev.next_offset() && seg.len() == 0 {
                 // A roll that failed after creating its file: the writer kept appending
@@ -118,12 +135,25 @@ pub(crate) fn open_partition(
         }
     }
     for &at in &rescanned {
-        if at + 1 < segments.len() {
-            segments[at].write_indexes(s)?;
+        if at + 1 < segments.len()
+            && let Err(e) = segments[at].write_indexes(s)
+        {
+            // On a full disk the rebuilt index serves from memory; the next open
+            // rebuilds it again.
+            tracing::warn!(%topic, partition, path = %segments[at].log_path.display(), error = %e, "could not write a rebuilt index; keeping it in memory");
         }
     }
     let active = segments[segments.len() - 1].clone();
     let hw = active.next_offset();
+    if let Some(durable) = recovery_point.filter(|&rp| rp > hw) {
+        return Err(lost_offsets(
+            &dir,
+            &active.log_path,
+            active.len(),
+            hw,
+            durable,
+        ));
+    }
     let log_start = log_start.min(hw);
     let place = PartitionPlace {
         topic,
@@ -211,6 +241,31 @@ struct Loaded {
     unsealed: bool,
 }
 
+/// The error for a log that ends below its recovery point: acknowledged, fsynced offsets
+/// are gone (a deleted or emptied segment). Logged as an ERROR with the range.
+fn lost_offsets(dir: &Path, file: &Path, position: u64, end: u64, durable: u64) -> KafkoError {
+    let checkpoint = dir.join(RECOVERY_POINT_FILE);
+    tracing::error!(path = %file.display(), first_lost = end, last_lost = durable - 1, "the log lost offsets that were durable");
+    KafkoError::corruption(
+        file,
+        position,
+        format!(
+            "the log ends at offset {end}, but offsets below {durable} were fsynced ({}): offsets {end}..{durable} are missing; restore the segment files, or remove that file to accept the loss",
+            checkpoint.display()
+        ),
+    )
+}
+
+/// What is known about a segment before it is loaded.
+struct Known {
+    /// The next segment's base offset; `None` for the active (last) segment.
+    next_base: Option<u64>,
+    /// Whether the last shutdown was clean.
+    clean: bool,
+    /// Every offset below it was fsynced (the partition's recovery point).
+    recovery_point: Option<u64>,
+}
+
 /// Deletes the segments with these base offsets (recovery rule 7), then makes it durable.
 fn drop_segments(s: &dyn Storage, dir: &Path, bases: &[u64]) -> Result<()> {
     for &base in bases {
@@ -224,11 +279,11 @@ fn load_segment(
     s: &dyn Storage,
     dir: &Path,
     base: u64,
-    is_active: bool,
-    clean: bool,
-    topic: &str,
-    partition: u32,
+    known: Known,
+    (topic, partition): (&str, u32),
 ) -> Result<Loaded> {
+    let is_active = known.next_base.is_none();
+    let clean = known.clean;
     let log_path = dir.join(segment_file(base, "log"));
     let file = s
         .open(&log_path)
@@ -239,6 +294,12 @@ fn load_segment(
     // A sealed segment's index files are written only after its log was fsynced; the
     // active one only has trustworthy indexes after a clean shutdown.
     let mut durable_length = None;
+    // Whether this sealed segment is known to have been durable whole: the recovery
+    // point is past it, or an index file was written when it already ended where the
+    // next segment begins (a stale index, written while it was active, ends earlier).
+    let mut whole = known
+        .next_base
+        .is_some_and(|next| known.recovery_point.is_some_and(|rp| rp >= next));
     if !is_active || clean {
         let offsets = s
             .read(&log_path.with_extension("index"))
@@ -254,7 +315,9 @@ fn load_segment(
                 unsealed: false,
             });
         }
-        durable_length = SparseIndex::covered_length(&offsets, base);
+        let covered = SparseIndex::covered(&offsets, base);
+        durable_length = covered.map(|c| c.log_length);
+        whole |= covered.is_some_and(|c| Some(c.next_offset) == known.next_base);
         tracing::warn!(%topic, partition, path = %log_path.display(), "index missing or invalid; rebuilding from the log");
     }
     if let Some(durable) = durable_length
@@ -268,22 +331,26 @@ fn load_segment(
         ));
     }
     let scanned = scan(&*file, &log_path, base)?;
-    if let Some((position, reason)) = &scanned.torn_tail
-        && !is_active
-        && (clean || durable_length.is_some_and(|durable| durable > *position))
-    {
-        // The tear lies in bytes that were durable once: every seal completed before a
-        // clean shutdown, and an index file records the length fsynced before it was
-        // written. That is damage, not a power cut, and later segments follow it. (An
-        // index covering less than the tear is stale: written when this segment was the
-        // active one at a clean shutdown, before it grew.)
-        return Err(KafkoError::corruption(
-            &log_path,
-            *position,
-            format!("sealed segment damaged: {reason}"),
-        ));
-    }
     if let Some((position, reason)) = &scanned.torn_tail {
+        let below_recovery_point = known
+            .recovery_point
+            .is_some_and(|rp| scanned.summary.next_offset < rp);
+        if (!is_active
+            && (clean || whole || durable_length.is_some_and(|durable| durable > *position)))
+            || below_recovery_point
+        {
+            // The tear lies in bytes that were durable once: every seal completed before
+            // a clean shutdown, the recovery point or an index file proves the segment
+            // was fsynced past it, or offsets after it were. That is damage, not a power
+            // cut, and what follows it was acknowledged. (An index covering less than the
+            // tear is stale: written when this segment was the active one at a clean
+            // shutdown, before it grew.)
+            return Err(KafkoError::corruption(
+                &log_path,
+                *position,
+                format!("segment damaged below what was durable: {reason}"),
+            ));
+        }
         tracing::warn!(%topic, partition, path = %log_path.display(), position, reason, dropped_bytes = len - position, "truncating torn tail");
         file.truncate(*position)
             .map_err(|e| KafkoError::io("truncating", &log_path, e))?;
@@ -293,7 +360,7 @@ fn load_segment(
     let torn = scanned.torn_tail.is_some();
     let seg = Segment::new(base, log_path, file, scanned.summary, scanned.index);
     Ok(Loaded {
-        unsealed: !is_active && !clean && durable_length.is_none_or(|d| d < seg.len()),
+        unsealed: !is_active && !clean && !whole && durable_length.is_none_or(|d| d < seg.len()),
         seg,
         scanned: true,
         torn,

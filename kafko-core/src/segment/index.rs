@@ -89,12 +89,12 @@ impl SparseIndex {
 
     /// Decodes both index files; `None` when either is damaged, inconsistent, or
     /// describes a different log than `expected_base`/`log_length`.
-    /// The log length an offset index file says its segment had when it was written,
-    /// whether or not the log still has that length. A sealed segment's index is written
-    /// after its log was fsynced, so the log was durable up to there.
-    pub(crate) fn covered_length(offsets: &[u8], expected_base: u64) -> Option<u64> {
+    /// What an offset index file says its segment held when it was written (log length,
+    /// next offset), whether or not the log still has that length. A sealed segment's
+    /// index is written after its log was fsynced, so the log was durable up to there.
+    pub(crate) fn covered(offsets: &[u8], expected_base: u64) -> Option<SegmentSummary> {
         let (summary, _) = open_file(offsets, OFFSET_MAGIC, 8)?;
-        (summary.base_offset == expected_base).then_some(summary.log_length)
+        (summary.base_offset == expected_base).then_some(summary)
     }
 
     pub(crate) fn decode(

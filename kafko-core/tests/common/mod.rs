@@ -86,3 +86,29 @@ pub fn segments(dir: &Path, topic: &str, partition: u32) -> Vec<std::path::PathB
     logs.sort();
     logs
 }
+
+/// Frames a small state file (FORMAT.md, "State files") with a JSON body.
+pub fn state_file(body: &str) -> Vec<u8> {
+    let mut out = b"KSTF\x01".to_vec();
+    out.extend_from_slice(&(body.len() as u32).to_le_bytes());
+    out.extend_from_slice(&crc32fast::hash(body.as_bytes()).to_le_bytes());
+    out.extend_from_slice(body.as_bytes());
+    out
+}
+
+/// Sets a partition's recovery point, as a crash would have left it: a power cut before
+/// the seal of the segment at `offset` completed leaves the point the previous seal
+/// wrote, that segment's base offset.
+pub fn set_recovery_point(dir: &Path, topic: &str, partition: u32, offset: u64) {
+    let path = dir
+        .join("topics")
+        .join(topic)
+        .join(partition.to_string())
+        .join("recovery-point");
+    std::fs::write(path, state_file(&offset.to_string())).unwrap();
+}
+
+/// The base offset of a segment file, from its name.
+pub fn base_of(log: &Path) -> u64 {
+    log.file_stem().unwrap().to_str().unwrap().parse().unwrap()
+}

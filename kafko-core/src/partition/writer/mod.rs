@@ -39,7 +39,8 @@ use crate::error::{KafkoError, Result};
 use crate::segment::Segment;
 use crate::segment::batch;
 use crate::segment::index;
-use crate::storage::Storage;
+use crate::state_file;
+use crate::storage::{Storage, blocking};
 
 /// Most appends drained into one write.
 const MAX_GROUP_COMMANDS: usize = 512;
@@ -55,6 +56,9 @@ const MAX_RETAINED_BUFFER: usize = 2 * MAX_GROUP_BYTES;
 
 /// Name of the per-partition log start checkpoint.
 pub(crate) const LOG_START_FILE: &str = "log-start-offset";
+/// Name of the per-partition recovery point: every offset below it was fsynced. Raised
+/// after each seal and at clean shutdown; recovery refuses a log that ends below it.
+pub(crate) const RECOVERY_POINT_FILE: &str = "recovery-point";
 
 /// Shared with the handle so a dropped reply can be told apart from a shutdown.
 #[derive(Default)]
@@ -502,11 +506,19 @@ impl Writer {
         Ok(())
     }
 
-    /// fsyncs the active segment and writes its indexes so the next open needs no scan.
+    /// fsyncs the active segment, then writes its indexes (so the next open needs no
+    /// scan) and raises the recovery point to the end of the log, on the blocking pool.
     async fn shutdown(&mut self) -> Result<()> {
         self.flush().await;
         self.sync_now().await?;
-        self.active.write_indexes(&*self.storage)
+        let active = self.active.clone();
+        let storage = self.storage.clone();
+        let checkpoint = self.log.dir.join(RECOVERY_POINT_FILE);
+        blocking("writing the active segment's indexes", move || {
+            active.write_indexes(&*storage)?;
+            state_file::write(&*storage, &checkpoint, &active.next_offset())
+        })
+        .await
     }
 }
 

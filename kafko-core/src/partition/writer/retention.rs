@@ -1,10 +1,15 @@
 //! Retention, run by the writer between groups: deletes the oldest sealed segments
-//! beyond the topic's age or size limit, persisting the new log start first.
+//! beyond the topic's age or size limit, persisting the new log start first. The file
+//! work (checkpoint, unlinks, directory fsync) runs on the blocking pool.
+
+use std::sync::Arc;
 
 use super::{LOG_START_FILE, Writer};
 use crate::error::{KafkoError, Result};
 use crate::partition::command::RetentionOutcome;
+use crate::segment::Segment;
 use crate::state_file;
+use crate::storage::blocking;
 
 impl Writer {
     /// Deletes the oldest sealed segments beyond `retention_ms` / `retention_bytes`.
@@ -48,20 +53,27 @@ impl Writer {
         }
         let new_start = segments[count].base_offset.max(self.log.log_start());
         // Persist the new start before deleting, so a crash cannot resurrect a gap.
-        state_file::write(
-            &*self.storage,
-            &self.log.dir.join(LOG_START_FILE),
-            &new_start,
-        )?;
+        let storage = self.storage.clone();
+        let checkpoint = self.log.dir.join(LOG_START_FILE);
+        blocking("persisting the log start", move || {
+            state_file::write(&*storage, &checkpoint, &new_start)
+        })
+        .await?;
         self.log.set_segments(segments[count..].to_vec());
         self.log.set_log_start(new_start);
-        for seg in &segments[..count] {
-            outcome.bytes_deleted += seg.len();
-            seg.remove_files(&*self.storage)?;
-        }
-        self.storage
-            .sync_dir(&self.log.dir)
-            .map_err(|e| KafkoError::io("syncing directory", &self.log.dir, e))?;
+        let doomed: Vec<Arc<Segment>> = segments[..count].to_vec();
+        outcome.bytes_deleted = doomed.iter().map(|seg| seg.len()).sum();
+        let storage = self.storage.clone();
+        let dir = self.log.dir.clone();
+        blocking("deleting expired segments", move || {
+            for seg in &doomed {
+                seg.remove_files(&*storage)?;
+            }
+            storage
+                .sync_dir(&dir)
+                .map_err(|e| KafkoError::io("syncing directory", &dir, e))
+        })
+        .await?;
         outcome.segments_deleted = count;
         outcome.log_start_offset = new_start;
         tracing::info!(topic = %self.log.topic, partition = self.log.partition, deleted = count, log_start = new_start, "retention deleted segments");

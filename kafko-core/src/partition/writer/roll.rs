@@ -6,6 +6,8 @@ use std::sync::Arc;
 use super::Writer;
 use crate::error::{KafkoError, Result};
 use crate::segment::Segment;
+use crate::state_file;
+use crate::storage::blocking;
 
 /// A rolled segment's seal running on a blocking thread.
 pub(super) struct Sealing {
@@ -37,11 +39,15 @@ impl Writer {
             return Err(self.read_only_error(reason));
         }
         self.finish_seal().await?;
-        let next = Arc::new(Segment::create(
-            &*self.storage,
-            &self.log.dir,
-            self.active.next_offset(),
-        )?);
+        let storage = self.storage.clone();
+        let dir = self.log.dir.clone();
+        let base = self.active.next_offset();
+        let next = Arc::new(
+            blocking("creating a segment", move || {
+                Segment::create(&*storage, &dir, base)
+            })
+            .await?,
+        );
         let mut segments: Vec<_> = self.log.segments().iter().cloned().collect();
         segments.push(next.clone());
         self.log.set_segments(segments);
@@ -52,11 +58,18 @@ impl Writer {
         self.dirty = false;
         let storage = self.storage.clone();
         let log_path = sealed.log_path.clone();
+        let checkpoint = self.log.dir.join(super::RECOVERY_POINT_FILE);
         let task = tokio::task::spawn_blocking(move || {
             sealed.file.sync_data()?;
             // Without index files recovery rebuilds them by a scan: not worth failing for.
             if let Err(e) = sealed.write_indexes(&*storage) {
                 tracing::warn!(path = %sealed.log_path.display(), error = %e, "could not write the index files of a sealed segment");
+            }
+            // Everything below the sealed segment's end is durable now. Part of the seal,
+            // so whatever waits for the seal (an fsync=always ack) finds it written.
+            // Without it a damaged sealed segment could pass for an unsynced tail.
+            if let Err(e) = state_file::write(&*storage, &checkpoint, &sealed.next_offset()) {
+                tracing::warn!(path = %checkpoint.display(), error = %e, "could not raise the recovery point");
             }
             Ok(())
         });

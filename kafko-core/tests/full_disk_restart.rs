@@ -1,0 +1,122 @@
+//! Restarting on a full disk: the open must not insist on writing anything. An index it
+//! rebuilds but cannot write is kept in memory; every record reads back; writes are
+//! refused with `StorageFull` (HTTP 507) until space returns, and then nothing is lost.
+mod common;
+
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use common::interposed::{Hook, Interposed};
+use kafko_core::storage::StorageFile;
+use kafko_core::{ErrorKind, Kafko, KafkoError};
+
+fn enospc() -> io::Error {
+    io::Error::from_raw_os_error(28)
+}
+
+/// The real filesystem, full while `full` is set: no new file, no small-file write, no
+/// append. Reads, renames, removals and fsyncs of what exists still work.
+#[derive(Clone)]
+struct FullDisk(Arc<AtomicBool>);
+
+impl Hook for FullDisk {
+    fn before(&self, op: &str, path: &Path) -> io::Result<()> {
+        let full = self.0.load(Ordering::SeqCst);
+        if full && (op == "write" || (op == "open" && !path.exists())) {
+            return Err(enospc());
+        }
+        Ok(())
+    }
+    fn file(&self, inner: Arc<dyn StorageFile>) -> Arc<dyn StorageFile> {
+        Arc::new(FullFile {
+            inner,
+            full: self.0.clone(),
+        })
+    }
+}
+
+struct FullFile {
+    inner: Arc<dyn StorageFile>,
+    full: Arc<AtomicBool>,
+}
+
+impl StorageFile for FullFile {
+    fn append(&self, buf: &[u8]) -> io::Result<()> {
+        if self.full.load(Ordering::SeqCst) {
+            return Err(enospc());
+        }
+        self.inner.append(buf)
+    }
+    fn read_at(&self, buf: &mut [u8], pos: u64) -> io::Result<usize> {
+        self.inner.read_at(buf, pos)
+    }
+    fn sync_data(&self) -> io::Result<()> {
+        self.inner.sync_data()
+    }
+    fn len(&self) -> io::Result<u64> {
+        self.inner.len()
+    }
+    fn truncate(&self, len: u64) -> io::Result<()> {
+        self.inner.truncate(len)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_on_a_full_disk_serves_reads_and_refuses_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (k, p) = common::open_small_topic(dir.path()).await;
+    let mut n = 0;
+    while common::segments(dir.path(), "t", 0).len() < 4 {
+        p.send(None, common::value(n)).await.unwrap();
+        n += 1;
+    }
+    k.shutdown().await.unwrap();
+    // The disk filled up before the seals could write their index files, and the
+    // process stopped uncleanly: the next open must rebuild those indexes.
+    let logs = common::segments(dir.path(), "t", 0);
+    for log in &logs[..logs.len() - 1] {
+        std::fs::remove_file(log.with_extension("index")).unwrap();
+        std::fs::remove_file(log.with_extension("timeindex")).unwrap();
+    }
+    std::fs::remove_file(dir.path().join("clean-shutdown")).unwrap();
+
+    let full = Arc::new(AtomicBool::new(true));
+    let k = Kafko::builder(dir.path())
+        .storage(Arc::new(Interposed(FullDisk(full.clone()))))
+        .open()
+        .await
+        .expect("a full disk must not stop the open");
+    let offsets: Vec<u64> = common::read_all(&k, "t", 0)
+        .iter()
+        .map(|r| r.offset)
+        .collect();
+    assert_eq!(
+        offsets,
+        (0..n).collect::<Vec<_>>(),
+        "every record reads back"
+    );
+    let at = k.fetch("t", 0, n / 2, 1, 1 << 20).unwrap();
+    assert_eq!(
+        at.records[0].offset,
+        n / 2,
+        "the in-memory index finds offsets"
+    );
+    let p = k.producer_for("t").await.unwrap();
+    let err = p.send(None, "refused".into()).await.unwrap_err();
+    assert!(matches!(err, KafkoError::StorageFull { .. }), "{err}");
+    assert_eq!(err.kind(), ErrorKind::StorageFull);
+    assert_eq!(
+        k.describe_topic("t").unwrap().partitions[0].high_watermark,
+        n
+    );
+
+    // Space returns: the write goes through at the next offset, nothing lost.
+    full.store(false, Ordering::SeqCst);
+    assert_eq!(p.send(None, "after".into()).await.unwrap().offset, n);
+    k.shutdown().await.unwrap();
+    let k = common::open(dir.path()).await;
+    assert_eq!(common::read_all(&k, "t", 0).len() as u64, n + 1);
+    k.shutdown().await.unwrap();
+}

@@ -1,0 +1,139 @@
+//! Damaged data directories against the real server: damage to records that were
+//! acknowledged and fsynced makes the server refuse to start, naming the file and byte,
+//! rather than drop records and hand their offsets out again.
+mod common;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::{Server, client, json};
+use serde_json::json;
+
+/// Runs the binary on `data`, which must refuse to start; returns its stderr.
+async fn refuses_to_start(data: &Path) -> String {
+    let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_kafko-http"))
+        .args(["--bind", "127.0.0.1:0", "--data-dir"])
+        .arg(data)
+        .env_remove("KAFKO_AUTH_TOKEN")
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(30), run)
+        .await
+        .expect("the server neither started nor refused")
+        .expect("run kafko-http");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        !out.status.success() && !stdout.contains("listening on"),
+        "the server started on a damaged directory:\n{stderr}"
+    );
+    stderr
+}
+
+fn segments(data: &Path) -> Vec<PathBuf> {
+    let mut logs: Vec<_> = std::fs::read_dir(data.join("topics/t/0"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .collect();
+    logs.sort();
+    logs
+}
+
+async fn high_watermark(c: &reqwest::Client, s: &Server) -> u64 {
+    let d = json(c.get(s.url("/v1/topics/t")).send().await.unwrap()).await;
+    d["partitions"][0]["high_watermark"].as_u64().unwrap()
+}
+
+/// 120 records acknowledged one by one on an `fsync: always` topic in 4 KiB segments,
+/// then SIGKILL.
+async fn acked_then_killed(data: &Path) {
+    let mut s = Server::start(data, &[]).await;
+    let c = client();
+    common::create_topic(
+        &c,
+        &s,
+        "t",
+        json!({"partitions": 1, "segment_bytes": 4096, "fsync": {"mode": "always"}}),
+    )
+    .await;
+    for i in 0..120u64 {
+        let offsets = common::produce(
+            &c,
+            &s,
+            "t",
+            "",
+            json!([{ "value": format!("record-{i:04}-{}", "x".repeat(80)) }]),
+        )
+        .await;
+        assert_eq!(offsets[0]["offset"], i);
+    }
+    let status = std::process::Command::new("kill")
+        .args(["-KILL", &s.pid().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    assert!(!s.wait().await.success());
+}
+
+#[tokio::test]
+async fn zeros_on_a_sealed_segment_after_sigkill_are_refused_and_nothing_is_lost() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    acked_then_killed(&data).await;
+    let logs = segments(&data);
+    assert!(logs.len() >= 3, "{} segments", logs.len());
+    let sealed = &logs[1];
+    let end = std::fs::metadata(sealed).unwrap().len();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(sealed)
+        .unwrap()
+        .write_all(&[0u8; 512])
+        .unwrap();
+    for with_index in [true, false] {
+        if !with_index {
+            // The double fault: the segment's index files are gone as well.
+            std::fs::remove_file(sealed.with_extension("index")).unwrap();
+            std::fs::remove_file(sealed.with_extension("timeindex")).unwrap();
+        }
+        let stderr = refuses_to_start(&data).await;
+        let name = sealed.file_name().unwrap().to_str().unwrap();
+        assert!(
+            stderr.contains(name) && stderr.contains(&format!("at byte {end}")),
+            "the refusal names {name} and byte {end}:\n{stderr}"
+        );
+        assert_eq!(segments(&data), logs, "no segment deleted");
+    }
+
+    // Cut the zeros off: every acknowledged record is there, and offsets go on at 120.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(sealed)
+        .unwrap()
+        .set_len(end)
+        .unwrap();
+    let mut s = Server::start(&data, &[]).await;
+    let c = client();
+    assert_eq!(high_watermark(&c, &s).await, 120);
+    let offsets = common::produce(&c, &s, "t", "", json!([{ "value": "next" }])).await;
+    assert_eq!(offsets[0]["offset"], 120, "no offset handed out twice");
+    assert!(s.sigterm().await.success());
+}
+
+#[tokio::test]
+async fn a_topic_without_its_config_is_refused_naming_it_and_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    acked_then_killed(&data).await;
+    let config = data.join("topics/t/topic.json");
+    let saved = std::fs::read(&config).unwrap();
+    std::fs::remove_file(&config).unwrap();
+    let stderr = refuses_to_start(&data).await;
+    assert!(stderr.contains("topics/t/topic.json"), "{stderr}");
+    std::fs::write(&config, saved).unwrap();
+    let mut s = Server::start(&data, &[]).await;
+    assert_eq!(high_watermark(&client(), &s).await, 120);
+    assert!(s.sigterm().await.success());
+}
