@@ -5,30 +5,42 @@ mod common;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::process::Stdio;
 use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 
 use common::{Server, client, json};
 use serde_json::json;
 
 /// Runs the binary on `data`, which must refuse to start; returns its stderr.
 async fn refuses_to_start(data: &Path) -> String {
-    let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_kafko-http"))
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_kafko-http"))
         .args(["--bind", "127.0.0.1:0", "--data-dir"])
         .arg(data)
         .env_remove("KAFKO_AUTH_TOKEN")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(Duration::from_secs(30), run)
-        .await
-        .expect("the server neither started nor refused")
+        .spawn()
         .expect("run kafko-http");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(
-        !out.status.success() && !stdout.contains("listening on"),
-        "the server started on a damaged directory:\n{stderr}"
-    );
-    stderr
+    let mut stderr = child.stderr.take().expect("stderr");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let outcome = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(line) = lines.next_line().await.expect("read stdout") {
+            assert!(
+                !line.starts_with("listening on"),
+                "the server started on a damaged directory"
+            );
+        }
+        let mut text = String::new();
+        stderr.read_to_string(&mut text).await.expect("read stderr");
+        (child.wait().await.expect("wait"), text)
+    })
+    .await;
+    let (status, text) = outcome.expect("the server neither started nor refused");
+    assert!(!status.success(), "{text}");
+    text
 }
 
 fn segments(data: &Path) -> Vec<PathBuf> {
