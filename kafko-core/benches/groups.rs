@@ -46,7 +46,7 @@ fn group_commit(c: &mut Criterion) {
     let k = rt.block_on(async {
         let k = open(dir.path()).await;
         k.create_topic("t").await.expect("topic");
-        let p = k.producer_for("t").await.expect("producer");
+        let p = k.producer_for("t").expect("producer");
         for i in 0..1000u32 {
             p.send(None, Bytes::from(i.to_string()))
                 .await
@@ -66,7 +66,10 @@ fn group_commit(c: &mut Criterion) {
                 offset,
             }];
             async move {
-                k.commit_group_offsets("g", "t", None, Some(&at))
+                let topic = k.topic("t").expect("topic");
+                k.group("g")
+                    .expect("group")
+                    .commit(&topic, None, Some(&at))
                     .await
                     .expect("commit")
             }
@@ -87,7 +90,7 @@ fn compaction_template(rt: &tokio::runtime::Runtime, dir: &Path) -> u64 {
             ..Default::default()
         };
         k.create_topic_with_config("t", cfg).await.expect("topic");
-        let p = k.producer_for("t").await.expect("producer");
+        let p = k.producer_for("t").expect("producer");
         let value = Bytes::from(vec![b'v'; VALUE]);
         let n = INPUT_BYTES / (VALUE + 64);
         let mut batch = Vec::with_capacity(64);

@@ -155,7 +155,7 @@ fn send_single(c: &mut Criterion) {
                 .expect("topic");
             k
         });
-        let p = rt.block_on(k.producer_for("t")).expect("producer");
+        let p = k.producer_for("t").expect("producer");
         let mut g = c.benchmark_group("send");
         g.throughput(Throughput::Elements(1));
         // Like `send_batch`: the loop runs in a task on the runtime.
@@ -212,7 +212,7 @@ fn send_batch(c: &mut Criterion) {
                 .expect("topic");
             k
         });
-        let p = rt.block_on(k.producer_for("t")).expect("producer");
+        let p = k.producer_for("t").expect("producer");
         let mut g = c.benchmark_group(format!("send_batch/{codec:?}"));
         for n in [1usize, 8, 128, 1024] {
             let batch: Vec<ProducerRecord> = (0..n as u64)
@@ -272,7 +272,7 @@ fn concurrent_producers(c: &mut Criterion) {
             k.create_topic_with_config("t", cfg).await.expect("topic");
             k
         });
-        let p = rt.block_on(k.producer_for("t")).expect("producer");
+        let p = k.producer_for("t").expect("producer");
         let fsync_name = if fsync == FsyncPolicy::Always {
             "fsync_always"
         } else {
@@ -436,7 +436,7 @@ fn sequential_read(c: &mut Criterion) {
             k.create_topic_with_config("t", config(codec))
                 .await
                 .expect("topic");
-            let p = k.producer_for("t").await.expect("producer");
+            let p = k.producer_for("t").expect("producer");
             // Filled the way a producer under load fills it: batches of 64.
             for chunk in 0..RECORDS / 64 {
                 let batch = (0..64)
@@ -453,7 +453,10 @@ fn sequential_read(c: &mut Criterion) {
             b.iter(|| {
                 let mut at = 0;
                 while at < RECORDS {
-                    let f = k.fetch("t", 0, at, 1000, 4 << 20).expect("fetch");
+                    let f = k
+                        .topic("t")
+                        .and_then(|t| t.partition(0)?.read(at, 1000, 4 << 20))
+                        .expect("fetch");
                     at = f.next_offset;
                 }
             })

@@ -42,7 +42,7 @@ async fn run(producers: u64, length: Duration) -> Result<f64, Box<dyn Error>> {
         ..Default::default()
     };
     kafko.create_topic_with_config("t", config).await?;
-    let producer = kafko.producer_for("t").await?;
+    let producer = kafko.producer_for("t")?;
     let trimmer = {
         let kafko = kafko.clone();
         tokio::spawn(async move {

@@ -112,7 +112,7 @@ impl Kafko {
     /// Compacts every partition of `topic` now, whatever the background cleaner last saw.
     /// The topic must have a compacting cleanup policy.
     pub async fn compact_now(&self, topic: &str) -> Result<CompactionOutcome> {
-        let t = self.topic(topic)?;
+        let t = self.resolve(topic)?;
         if !t.config().cleanup_policy.compacts() {
             return Err(KafkoError::InvalidRequest {
                 reason: format!("topic '{topic}' is not compacted (cleanup_policy = delete)"),

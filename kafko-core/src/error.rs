@@ -22,6 +22,13 @@ pub enum KafkoError {
         /// Requested topic.
         topic: String,
     },
+    /// The topic a handle (or a cursor) was bound to has been deleted; a topic created
+    /// again under the same name is a different topic.
+    #[error("topic '{topic}' was deleted")]
+    TopicDeleted {
+        /// Topic name.
+        topic: String,
+    },
     /// The topic exists with a different configuration.
     #[error("topic '{topic}' already exists with a different configuration")]
     TopicAlreadyExists {
@@ -245,6 +252,7 @@ impl KafkoError {
     pub fn kind(&self) -> ErrorKind {
         match self {
             KafkoError::TopicNotFound { .. }
+            | KafkoError::TopicDeleted { .. }
             | KafkoError::PartitionNotFound { .. }
             | KafkoError::GroupNotFound { .. } => ErrorKind::NotFound,
             KafkoError::TopicAlreadyExists { .. } => ErrorKind::AlreadyExists,

@@ -12,9 +12,9 @@
 //!
 //! let broker = Kafko::open("./data").await?;
 //! broker.create_topic("orders").await?;
-//! let producer = broker.producer_for("orders").await?;
-//! let meta = producer.send(None, Bytes::from("order-1")).await?;
-//! let mut consumer = broker.consumer_for("orders").await?;
+//! let orders = broker.topic("orders")?;                  // resolved once
+//! let meta = orders.producer().send(None, Bytes::from("order-1")).await?;
+//! let mut consumer = orders.consumer();
 //! consumer.seek(meta.offset);
 //! let record = consumer.next_record().await?;
 //! assert_eq!(record.value().unwrap(), &Bytes::from("order-1"));
@@ -25,11 +25,15 @@
 //! ## Layout
 //! - [`broker`]: [`Kafko`], the open data directory (topic registry, lock, marker).
 //! - `topic`: a topic's partitions and record routing; [`SendOptions`].
-//! - [`producer`] / [`consumer`]: the user-facing handles; [`send`]: a send of many
-//!   records (bounded batches, all partitions handed over at once, per-partition answer).
+//! - [`handle`]: [`TopicHandle`] and [`PartitionReader`], a topic and a partition
+//!   resolved once by name.
+//! - [`producer`] / [`consumer`]: appending to a topic, and a client-side cursor;
+//!   [`send`]: a send of many records (bounded batches, all partitions handed over at
+//!   once, per-partition answer).
 //! - `partition`: shared read state, the single writer task, its commands, open-time loading.
 //! - `segment`: the batch codec, sparse indexes, batch iteration, recovery scan.
-//! - [`group`]: consumer groups — committed offsets, members, generations, assignment.
+//! - [`group`]: consumer groups ([`GroupHandle`]) — the two-phase poll, committed
+//!   offsets, members, generations, assignment.
 //! - [`compaction`]: the cleaner that keeps the latest record per key.
 //! - [`storage`]: the file-system seam (real, or fault-injecting in tests).
 //! - `state_file`: CRC-framed small files replaced atomically; `disk`: their versioned
@@ -46,6 +50,7 @@ pub mod config;
 pub mod consumer;
 pub mod error;
 pub mod group;
+pub mod handle;
 pub mod naming;
 pub mod producer;
 pub mod record;
@@ -74,10 +79,11 @@ pub use config::{
 pub use consumer::{Consumer, SeekTo};
 pub use error::{ErrorKind, KafkoError, Result};
 pub use group::{
-    GroupConfig, GroupDescription, GroupListing, GroupMemberDescription, GroupPartitionDescription,
-    GroupPollOptions, GroupRecords, GroupTopicDescription, MemberRef, Membership, OffsetReset,
-    PartitionOffset,
+    Delivery, GroupConfig, GroupDescription, GroupHandle, GroupListing, GroupMemberDescription,
+    GroupPartitionDescription, GroupPoll, GroupPollOptions, GroupTopicDescription, MemberRef,
+    Membership, OffsetReset, PartitionOffset,
 };
+pub use handle::{Offsets, PartitionReader, TopicHandle};
 pub use partition::FetchedRecords;
 pub use partition::command::RetentionOutcome;
 pub use producer::Producer;

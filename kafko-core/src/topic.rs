@@ -99,7 +99,7 @@ impl Topic {
 
     pub(crate) fn check_live(&self) -> Result<()> {
         if self.deleted.load(Ordering::Acquire) {
-            return Err(KafkoError::TopicNotFound {
+            return Err(KafkoError::TopicDeleted {
                 topic: self.name.to_string(),
             });
         }

@@ -235,7 +235,7 @@ async fn a_failed_seal_fsync_makes_the_partition_read_only() {
         .unwrap();
     // fsync never: the next fsync is the first roll's seal.
     faults.arm();
-    let p = k.producer_for("t").await.unwrap();
+    let p = k.producer_for("t").unwrap();
     let mut acked = 0u64;
     let err = loop {
         match p.send(None, common::value(acked)).await {

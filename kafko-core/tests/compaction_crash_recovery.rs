@@ -200,7 +200,11 @@ async fn a_crash_at_every_step_of_the_swap_recovers() {
         }
         // The log stays writable at the right offset, and a clean reopen agrees.
         let k = open(&root).await;
-        let hw = k.offsets("t", 0).unwrap().1;
+        let hw = k
+            .topic("t")
+            .and_then(|t| t.partition(0)?.offsets())
+            .unwrap()
+            .high_watermark;
         assert_eq!(send(&k, "t", keyed("k0", Some("after crash"))).await, hw);
         k.shutdown().await.unwrap();
         drop(k);

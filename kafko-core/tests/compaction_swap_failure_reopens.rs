@@ -19,7 +19,11 @@ async fn fill(k: &Kafko, latest: &mut BTreeMap<String, (u64, Vec<u8>)>, from: u6
         let key = format!("k{}", i % 3);
         let value = format!("{i:04}-{}", "v".repeat(300)).into_bytes();
         let r = ProducerRecord::new(value.clone()).with_key(key.clone());
-        if let Ok(m) = k.produce("c", vec![r], SendOptions::default()).await {
+        let sent = match k.topic("c") {
+            Ok(t) => t.produce(vec![r], SendOptions::default()).await,
+            Err(e) => Err(e),
+        };
+        if let Ok(m) = sent {
             latest.insert(key, (m[0].offset, value));
         }
     }
@@ -50,8 +54,18 @@ async fn scenario(op: Op, extra: u64) -> Option<String> {
     let k = sim::model::open(&fs)
         .await
         .unwrap_or_else(|e| panic!("{hit:?}: reopen failed: {e}"));
-    let (start, hw) = k.offsets("c", 0).unwrap();
-    let got = k.fetch("c", 0, start, 10_000, 1 << 24).unwrap().records;
+    let kafko_core::Offsets {
+        log_start: start,
+        high_watermark: hw,
+    } = k
+        .topic("c")
+        .and_then(|t| t.partition(0)?.offsets())
+        .unwrap();
+    let got = k
+        .topic("c")
+        .and_then(|t| t.partition(0)?.read(start, 10_000, 1 << 24))
+        .unwrap()
+        .records;
     assert!(got.last().is_some_and(|r| r.offset + 1 == hw));
     for (key, (offset, value)) in &latest {
         let r = got

@@ -95,7 +95,7 @@ async fn compaction_lag_holds_fresh_segments_and_keyless_records_are_rejected() 
     assert_eq!(k.compact_now("t").await.unwrap().records_removed, 2);
     assert_eq!(keys(&k), vec![(2, "a".into(), true)]);
 
-    let p = k.producer_for("t").await.unwrap();
+    let p = k.producer_for("t").unwrap();
     let err = p.send(None, Bytes::from("no key")).await.unwrap_err();
     assert!(matches!(err, KafkoError::KeyRequired { .. }));
     assert_eq!(err.kind(), ErrorKind::InvalidInput);

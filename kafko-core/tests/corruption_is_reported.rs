@@ -23,7 +23,10 @@ async fn bit_flip_in_a_sealed_segment_fails_the_read_not_the_data() {
     let mut served_bad = false;
     let mut saw_error = false;
     for offset in 0..200u64 {
-        match k.fetch("t", 0, offset, 1, 1 << 20) {
+        match k
+            .topic("t")
+            .and_then(|t| t.partition(0)?.read(offset, 1, 1 << 20))
+        {
             Ok(f) => {
                 for r in f.records {
                     served_bad |= r.value.as_ref() != Some(&common::value(r.offset));
@@ -39,7 +42,10 @@ async fn bit_flip_in_a_sealed_segment_fails_the_read_not_the_data() {
     assert!(saw_error, "the damaged batch must be reported");
     assert!(!served_bad, "no corrupted payload may be served");
     // Records in other segments are still readable.
-    let last = k.fetch("t", 0, 199, 1, 1 << 20).unwrap();
+    let last = k
+        .topic("t")
+        .and_then(|t| t.partition(0)?.read(199, 1, 1 << 20))
+        .unwrap();
     assert_eq!(last.records[0].value.as_ref().unwrap(), &common::value(199));
     k.shutdown().await.unwrap();
 }
@@ -49,7 +55,7 @@ async fn bad_batch_followed_by_valid_ones_refuses_to_open() {
     let dir = tempfile::tempdir().unwrap();
     let k = common::open(dir.path()).await;
     k.create_topic("t").await.unwrap();
-    let p = k.producer_for("t").await.unwrap();
+    let p = k.producer_for("t").unwrap();
     for i in 0..20 {
         p.send(None, common::value(i)).await.unwrap();
     }

@@ -23,7 +23,7 @@ async fn operations_after_shutdown_are_typed_errors() {
     let dir = tempfile::tempdir().unwrap();
     let k = common::open(dir.path()).await;
     k.create_topic("t").await.unwrap();
-    let p = k.producer_for("t").await.unwrap();
+    let p = k.producer_for("t").unwrap();
     k.shutdown().await.unwrap();
     assert!(matches!(
         p.send(None, "late".into()).await,

@@ -15,7 +15,9 @@ fn record(key: &str, size: usize, tag: u8) -> ProducerRecord {
 }
 
 async fn send(k: &Kafko, r: ProducerRecord) -> Option<u64> {
-    k.produce("c", vec![r], SendOptions::default())
+    k.topic("c")
+        .ok()?
+        .produce(vec![r], SendOptions::default())
         .await
         .ok()
         .map(|m| m[0].offset)
@@ -59,8 +61,17 @@ fn a_failed_write_after_a_roll_does_not_duplicate_the_segment() {
         drop(k);
         let fs = SimFs::from_image(&fs.process_restart_image());
         let k = sim::model::open(&fs).await.unwrap();
-        let (_, hw) = k.offsets("c", 0).unwrap();
-        let got = k.fetch("c", 0, 0, 1000, 1 << 24).unwrap().records;
+        let kafko_core::Offsets {
+            high_watermark: hw, ..
+        } = k
+            .topic("c")
+            .and_then(|t| t.partition(0)?.offsets())
+            .unwrap();
+        let got = k
+            .topic("c")
+            .and_then(|t| t.partition(0)?.read(0, 1000, 1 << 24))
+            .unwrap()
+            .records;
         assert_eq!(got.last().map(|r| r.offset + 1), Some(hw));
         // The latest record of every key is there, byte for byte.
         let latest: std::collections::BTreeMap<u8, u64> =

@@ -124,7 +124,7 @@ async fn gated(fsync: FsyncPolicy, first: &'static str) -> (TempDir, Arc<Gate>, 
     )
     .await
     .unwrap();
-    let p = k.producer_for("t").await.unwrap();
+    let p = k.producer_for("t").unwrap();
     assert_eq!(p.send(None, first.into()).await.unwrap().offset, 0);
     (dir, gate, k, p)
 }
@@ -165,7 +165,10 @@ async fn send_held(
 }
 
 fn high_watermark(k: &Kafko) -> u64 {
-    k.offsets("t", 0).unwrap().1
+    k.topic("t")
+        .and_then(|t| t.partition(0)?.offsets())
+        .unwrap()
+        .high_watermark
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -25,7 +25,7 @@ async fn sixteen_concurrent_producers_all_land_once() {
         .unwrap();
         let mut tasks = Vec::new();
         for w in 0..16u64 {
-            let p = k.producer_for("t").await.unwrap();
+            let p = k.producer_for("t").unwrap();
             tasks.push(tokio::spawn(async move {
                 let mut acks = Vec::new();
                 for i in 0..50u64 {

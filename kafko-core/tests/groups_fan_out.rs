@@ -5,7 +5,7 @@ mod gc_support;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use gc_support::{open, small};
+use gc_support::{GroupOps, open, small};
 use kafko_core::{Bytes, GroupPollOptions};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -13,7 +13,7 @@ async fn two_groups_each_get_every_record() {
     let dir = tempfile::tempdir().unwrap();
     let k = open(dir.path()).await;
     k.create_topic_with_config("t", small(4)).await.unwrap();
-    let p = k.producer_for("t").await.unwrap();
+    let p = k.producer_for("t").unwrap();
     let mut sent = BTreeSet::new();
     for i in 0..200u32 {
         let m = p

@@ -5,7 +5,7 @@ mod gc_support;
 
 use std::time::Duration;
 
-use gc_support::{open, small};
+use gc_support::{GroupOps, open, small};
 use kafko_core::{Bytes, GroupPollOptions, KafkoError, PartitionOffset};
 
 #[tokio::test(flavor = "current_thread")]
@@ -13,7 +13,7 @@ async fn timed_out_members_partitions_move_to_the_survivor() {
     let dir = tempfile::tempdir().unwrap();
     let k = open(dir.path()).await;
     k.create_topic_with_config("t", small(4)).await.unwrap();
-    let p = k.producer_for("t").await.unwrap();
+    let p = k.producer_for("t").unwrap();
     for part in 0..4u32 {
         for i in 0..10u32 {
             p.send_record(
@@ -54,6 +54,7 @@ async fn timed_out_members_partitions_move_to_the_survivor() {
 
     let opts = GroupPollOptions {
         max_records: 100,
+        auto_commit: false,
         ..Default::default()
     };
     let got_a = k
@@ -83,7 +84,7 @@ async fn timed_out_members_partitions_move_to_the_survivor() {
             Err(e) => panic!("unexpected {e}"),
         }
     }
-    let d = k.describe_group("g").unwrap();
+    let d = k.group("g").and_then(|g| g.describe()).unwrap();
     assert_eq!(d.topics[0].members.len(), 1, "b was not evicted");
     let a = k.join_group("g", "t", Some("a"), timeout).await.unwrap();
     assert_eq!((a.generation, a.assignment.clone()), (3, vec![0, 1, 2, 3]));
@@ -108,8 +109,15 @@ async fn timed_out_members_partitions_move_to_the_survivor() {
 
     // Leaving explicitly also rebalances; then the group has no members left.
     k.leave_group("g", "t", "a").await.unwrap();
-    assert!(k.describe_group("g").unwrap().topics[0].members.is_empty());
-    assert_eq!(k.describe_group("g").unwrap().topics[0].generation, 4);
+    assert!(
+        k.group("g").and_then(|g| g.describe()).unwrap().topics[0]
+            .members
+            .is_empty()
+    );
+    assert_eq!(
+        k.group("g").and_then(|g| g.describe()).unwrap().topics[0].generation,
+        4
+    );
     tokio::time::resume();
     k.shutdown().await.unwrap();
 }

@@ -3,7 +3,7 @@
 //! `latest` jumps to the high watermark, `error` fails with `NoValidOffset`.
 mod gc_support;
 
-use gc_support::{open, small};
+use gc_support::{GroupOps, open, small};
 use kafko_core::{
     Bytes, ErrorKind, GroupConfig, GroupPollOptions, KafkoError, OffsetReset, PartitionOffset,
     ProducerRecord, TopicConfig,
@@ -18,7 +18,7 @@ async fn committed_offset_below_log_start_resumes_at_log_start() {
         ..small(1)
     };
     k.create_topic_with_config("t", cfg).await.unwrap();
-    let p = k.producer_for("t").await.unwrap();
+    let p = k.producer_for("t").unwrap();
     // Old records fill several segments; the new ones stay.
     let old = kafko_core_now() - 3_600_000;
     for i in 0..200u32 {
@@ -61,7 +61,13 @@ async fn committed_offset_below_log_start_resumes_at_log_start() {
     .await
     .unwrap();
     assert!(k.enforce_retention().await.unwrap().segments_deleted > 0);
-    let (log_start, hw) = k.offsets("t", 0).unwrap();
+    let kafko_core::Offsets {
+        log_start,
+        high_watermark: hw,
+    } = k
+        .topic("t")
+        .and_then(|t| t.partition(0)?.offsets())
+        .unwrap();
     assert!(
         log_start > 3,
         "retention must have passed the committed offset"
@@ -93,7 +99,11 @@ async fn committed_offset_below_log_start_resumes_at_log_start() {
     );
     assert_eq!(err.kind(), ErrorKind::OutOfRange);
     assert_eq!(
-        k.describe_group("strict").unwrap().config.offset_reset,
+        k.group("strict")
+            .and_then(|g| g.describe())
+            .unwrap()
+            .config
+            .offset_reset,
         OffsetReset::Error
     );
     k.shutdown().await.unwrap();

@@ -5,7 +5,7 @@ mod gc_support;
 
 use std::time::Duration;
 
-use gc_support::{open, small};
+use gc_support::{GroupOps, open, small};
 use kafko_core::{Bytes, GroupPollOptions, KafkoError, PartitionOffset, ProducerRecord, SeekTo};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -13,7 +13,7 @@ async fn seek_describe_list_and_delete() {
     let dir = tempfile::tempdir().unwrap();
     let k = open(dir.path()).await;
     k.create_topic_with_config("t", small(2)).await.unwrap();
-    let p = k.producer_for("t").await.unwrap();
+    let p = k.producer_for("t").unwrap();
     for part in 0..2u32 {
         for i in 0..10i64 {
             p.send_record(
@@ -48,7 +48,7 @@ async fn seek_describe_list_and_delete() {
         KafkoError::OffsetOutOfRange { requested: 11, .. }
     ));
 
-    let d = k.describe_group("g").unwrap();
+    let d = k.group("g").and_then(|g| g.describe()).unwrap();
     let parts = &d.topics[0].partitions;
     assert_eq!(
         (parts[0].committed, parts[0].high_watermark, parts[0].lag),
@@ -63,13 +63,16 @@ async fn seek_describe_list_and_delete() {
         .await
         .unwrap();
     assert_eq!(got.records.len(), 10);
-    let d = k.describe_group("g").unwrap();
+    let d = k.group("g").and_then(|g| g.describe()).unwrap();
     assert_eq!(d.topics[0].partitions[0].committed, Some(6));
     assert_eq!(d.topics[0].partitions[0].position, Some(10));
     // Committing "current positions" takes them.
     let committed = k.commit_group_offsets("g", "t", None, None).await.unwrap();
     assert_eq!(committed, vec![at(0, 10), at(1, 10)]);
-    assert_eq!(k.describe_group("g").unwrap().topics[0].total_lag, 0);
+    assert_eq!(
+        k.group("g").and_then(|g| g.describe()).unwrap().topics[0].total_lag,
+        0
+    );
     assert_eq!(seek(None, SeekTo::Earliest).await, vec![at(0, 0), at(1, 0)]);
 
     // A member seeks only what it owns.
@@ -92,7 +95,7 @@ async fn seek_describe_list_and_delete() {
     assert_eq!(names, vec!["g".to_string(), "other".to_string()]);
     k.delete_group("g").await.unwrap();
     assert!(matches!(
-        k.describe_group("g"),
+        k.group("g").and_then(|g| g.describe()),
         Err(KafkoError::GroupNotFound { .. })
     ));
     assert!(matches!(
@@ -108,6 +111,12 @@ async fn seek_describe_list_and_delete() {
     let k = open(dir.path()).await;
     let names: Vec<String> = k.list_groups().into_iter().map(|g| g.group).collect();
     assert_eq!(names, vec!["other".to_string()]);
-    assert!(k.describe_group("other").unwrap().topics.is_empty());
+    assert!(
+        k.group("other")
+            .and_then(|g| g.describe())
+            .unwrap()
+            .topics
+            .is_empty()
+    );
     k.shutdown().await.unwrap();
 }

@@ -5,7 +5,7 @@ mod gc_support;
 
 use std::time::Duration;
 
-use gc_support::{open, small};
+use gc_support::{GroupOps, open, small};
 use kafko_core::{Bytes, ErrorKind, GroupPollOptions, KafkoError, MemberRef, PartitionOffset};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -13,7 +13,7 @@ async fn stale_generation_commit_is_rejected() {
     let dir = tempfile::tempdir().unwrap();
     let k = open(dir.path()).await;
     k.create_topic_with_config("t", small(2)).await.unwrap();
-    let p = k.producer_for("t").await.unwrap();
+    let p = k.producer_for("t").unwrap();
     for i in 0..10u32 {
         p.send(Some(Bytes::from(format!("k{i}"))), Bytes::from("v"))
             .await
@@ -49,7 +49,7 @@ async fn stale_generation_commit_is_rejected() {
         .unwrap_err();
     assert!(matches!(err, KafkoError::StaleGeneration { .. }));
     assert_eq!(
-        k.describe_group("g").unwrap().topics[0].partitions[0].committed,
+        k.group("g").and_then(|g| g.describe()).unwrap().topics[0].partitions[0].committed,
         None
     );
 

@@ -9,13 +9,19 @@ type Damage = fn(&std::path::Path);
 
 async fn lookups_are_right(k: &Kafko) {
     for offset in (0..600u64).step_by(37) {
-        let f = k.fetch("t", 0, offset, 1, 1 << 20).unwrap();
+        let f = k
+            .topic("t")
+            .and_then(|t| t.partition(0)?.read(offset, 1, 1 << 20))
+            .unwrap();
         assert_eq!(f.records[0].offset, offset);
         assert_eq!(f.records[0].value.as_ref().unwrap(), &common::value(offset));
     }
     for offset in (0..600u64).step_by(53) {
         assert_eq!(
-            k.offset_for_timestamp("t", 0, 1_000_000 + offset as i64)
+            k.topic("t")
+                .and_then(|t| t
+                    .partition(0)?
+                    .offset_for_timestamp(1_000_000 + offset as i64))
                 .unwrap(),
             Some(offset)
         );

@@ -138,7 +138,9 @@ async fn run(workload: u64, fault: Option<Fault>) -> Result<(Outcome, BTreeMap<O
                 .with_key("k")
                 .with_partition(p);
             let err = k
-                .produce(&topic, vec![r], SendOptions::default())
+                .topic(&topic)
+                .map_err(|e| e.to_string())?
+                .produce(vec![r], SendOptions::default())
                 .await
                 .expect_err("a write was accepted after a failed fsync");
             if !matches!(err, KafkoError::PartitionReadOnly { .. }) {

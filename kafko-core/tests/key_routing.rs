@@ -17,7 +17,7 @@ async fn same_key_same_partition_and_explicit_partition_wins() {
     )
     .await
     .unwrap();
-    let p = k.producer_for("t").await.unwrap();
+    let p = k.producer_for("t").unwrap();
     for i in 0..40 {
         let key = format!("user-{}", i % 5);
         let m = p
@@ -71,7 +71,7 @@ async fn keyless_batch_lands_contiguously_in_one_partition() {
     )
     .await
     .unwrap();
-    let p = k.producer_for("t").await.unwrap();
+    let p = k.producer_for("t").unwrap();
     let meta = p
         .send_batch((0..10).map(common::rec).collect())
         .await

@@ -66,13 +66,7 @@ fn run(steps: Vec<Step>, codec: Compression) {
                     let mut r =
                         ProducerRecord::new(Bytes::from(value.clone())).with_partition(partition);
                     r.key = key.clone().map(Bytes::from);
-                    let m = k
-                        .producer_for("t")
-                        .await
-                        .unwrap()
-                        .send_record(r)
-                        .await
-                        .unwrap();
+                    let m = k.producer_for("t").unwrap().send_record(r).await.unwrap();
                     assert_eq!(m.offset, oracle[partition as usize].len() as u64);
                     oracle[partition as usize].push((key, value));
                 }
@@ -80,13 +74,7 @@ fn run(steps: Vec<Step>, codec: Compression) {
                     let recs: Vec<_> = (0..count)
                         .map(|i| ProducerRecord::new(vec![i as u8; i]).with_partition(partition))
                         .collect();
-                    let m = k
-                        .producer_for("t")
-                        .await
-                        .unwrap()
-                        .send_batch(recs)
-                        .await
-                        .unwrap();
+                    let m = k.producer_for("t").unwrap().send_batch(recs).await.unwrap();
                     assert_eq!(m[0].offset, oracle[partition as usize].len() as u64);
                     for i in 0..count {
                         oracle[partition as usize].push((None, vec![i as u8; i]));
@@ -99,7 +87,10 @@ fn run(steps: Vec<Step>, codec: Compression) {
                 } => {
                     let o = &oracle[partition as usize];
                     let offset = (o.len() * offset_pct as usize / 255) as u64;
-                    let f = k.fetch("t", partition, offset, max, 1 << 20).unwrap();
+                    let f = k
+                        .topic("t")
+                        .and_then(|t| t.partition(partition)?.read(offset, max, 1 << 20))
+                        .unwrap();
                     let want = o.len().saturating_sub(offset as usize).min(max);
                     assert_eq!(f.records.len(), want);
                     for r in &f.records {
@@ -116,7 +107,10 @@ fn run(steps: Vec<Step>, codec: Compression) {
                     k = Kafko::open(dir.path()).await.unwrap();
                     for p in 0..2 {
                         assert_eq!(
-                            k.offsets("t", p).unwrap().1,
+                            k.topic("t")
+                                .and_then(|t| t.partition(p)?.offsets())
+                                .unwrap()
+                                .high_watermark,
                             oracle[p as usize].len() as u64
                         );
                     }

@@ -23,7 +23,7 @@ fn a_poisoned_interval_partition_stops_trying_to_fsync() {
                 ..Default::default()
             };
             k.create_topic_with_config("t", config).await.unwrap();
-            let p = k.producer_for("t").await.unwrap();
+            let p = k.producer_for("t").unwrap();
             // The next fsync of a segment fails: that is the interval fsync.
             let syncs = fs.counts().get(&Op::Sync).copied().unwrap_or(0);
             fs.set_fault(Some(Fault {

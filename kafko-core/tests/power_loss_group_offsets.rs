@@ -46,7 +46,7 @@ async fn run_seed(seed: u64) -> Result<Outcome, String> {
     k.create_topic_with_config("t", config)
         .await
         .map_err(|e| format!("create: {e}"))?;
-    let p = k.producer_for("t").await.map_err(|e| e.to_string())?;
+    let p = k.producer_for("t").map_err(|e| e.to_string())?;
     for partition in 0..PARTITIONS {
         let batch = (0..RECORDS_PER_PARTITION)
             .map(|i| ProducerRecord {
@@ -71,7 +71,7 @@ async fn run_seed(seed: u64) -> Result<Outcome, String> {
     for _ in 0..60 {
         if rng.chance(1, 8) {
             let group = format!("g{}", rng.below(GROUPS));
-            match k.delete_group(&group).await {
+            match k.group(&group).map_err(|e| e.to_string())?.delete().await {
                 Ok(()) | Err(KafkoError::GroupNotFound { .. }) if !fs.crashed() => {
                     for partition in 0..PARTITIONS {
                         let key = (group.clone(), partition);
@@ -101,8 +101,11 @@ async fn run_seed(seed: u64) -> Result<Outcome, String> {
             partition: key.1,
             offset,
         }];
+        let topic = k.topic("t").map_err(|e| e.to_string())?;
         match k
-            .commit_group_offsets(&key.0, "t", None, Some(&commit))
+            .group(&key.0)
+            .map_err(|e| e.to_string())?
+            .commit(&topic, None, Some(&commit))
             .await
         {
             Ok(_) => {
@@ -133,7 +136,7 @@ async fn run_seed(seed: u64) -> Result<Outcome, String> {
         Err(e) => return Err(format!("reopen: {e}")),
     };
     for ((group, partition), &tried) in &attempted {
-        let recovered = match k.describe_group(group) {
+        let recovered = match k.group(group).and_then(|g| g.describe()) {
             Ok(d) => d
                 .topics
                 .iter()

@@ -19,7 +19,7 @@ async fn every_field_round_trips_for_every_codec() {
         )
         .await
         .unwrap();
-        let p = k.producer_for(&topic).await.unwrap();
+        let p = k.producer_for(&topic).unwrap();
         let all_bytes: Vec<u8> = (0..=255u8).collect();
         let sent = vec![
             ProducerRecord::new(Bytes::from(all_bytes.clone()))
@@ -39,7 +39,10 @@ async fn every_field_round_trips_for_every_codec() {
             meta.iter().map(|m| m.offset).collect::<Vec<_>>(),
             vec![0, 1, 2]
         );
-        let got = k.fetch(&topic, 0, 0, 10, 1 << 20).unwrap();
+        let got = k
+            .topic(&topic)
+            .and_then(|t| t.partition(0)?.read(0, 10, 1 << 20))
+            .unwrap();
         assert_eq!(got.records.len(), 3);
         assert_eq!(got.next_offset, 3);
         assert_eq!(got.high_watermark, 3);
@@ -54,7 +57,10 @@ async fn every_field_round_trips_for_every_codec() {
             vec![Header::new("a", "1"), Header::new("a", "2")]
         );
         // Reading from the middle starts at the requested offset.
-        let mid = k.fetch(&topic, 0, 1, 1, 1 << 20).unwrap();
+        let mid = k
+            .topic(&topic)
+            .and_then(|t| t.partition(0)?.read(1, 1, 1 << 20))
+            .unwrap();
         assert_eq!(mid.records.len(), 1);
         assert_eq!(mid.records[0].offset, 1);
         assert_eq!(mid.next_offset, 2);
@@ -81,7 +87,10 @@ async fn offsets_are_dense_across_many_sends_and_segments() {
         assert_eq!(r.value.as_ref().unwrap(), &common::value(i as u64));
     }
     // max_bytes bounds a read but always returns at least one record.
-    let one = k.fetch("t", 0, 10, 100, 1).unwrap();
+    let one = k
+        .topic("t")
+        .and_then(|t| t.partition(0)?.read(10, 100, 1))
+        .unwrap();
     assert_eq!(one.records.len(), 1);
     k.shutdown().await.unwrap();
 }
@@ -92,12 +101,14 @@ async fn reads_outside_the_log_are_out_of_range() {
     let k = common::open(dir.path()).await;
     k.create_topic("t").await.unwrap();
     k.producer_for("t")
-        .await
         .unwrap()
         .send(None, "a".into())
         .await
         .unwrap();
-    let err = k.fetch("t", 0, 5, 10, 100).unwrap_err();
+    let err = k
+        .topic("t")
+        .and_then(|t| t.partition(0)?.read(5, 10, 100))
+        .unwrap_err();
     assert!(matches!(
         err,
         kafko_core::KafkoError::OffsetOutOfRange {
@@ -106,13 +117,20 @@ async fn reads_outside_the_log_are_out_of_range() {
             high_watermark: 1
         }
     ));
-    assert!(k.fetch("t", 0, 1, 10, 100).unwrap().records.is_empty());
+    assert!(
+        k.topic("t")
+            .and_then(|t| t.partition(0)?.read(1, 10, 100))
+            .unwrap()
+            .records
+            .is_empty()
+    );
     assert!(matches!(
-        k.fetch("t", 3, 0, 10, 100),
+        k.topic("t").and_then(|t| t.partition(3)?.read(0, 10, 100)),
         Err(kafko_core::KafkoError::PartitionNotFound { .. })
     ));
     assert!(matches!(
-        k.fetch("nope", 0, 0, 10, 100),
+        k.topic("nope")
+            .and_then(|t| t.partition(0)?.read(0, 10, 100)),
         Err(kafko_core::KafkoError::TopicNotFound { .. })
     ));
     k.shutdown().await.unwrap();

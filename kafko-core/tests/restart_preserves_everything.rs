@@ -16,7 +16,7 @@ fn config() -> TopicConfig {
 }
 
 async fn fill(k: &Kafko, n: u64) {
-    let p = k.producer_for("t").await.unwrap();
+    let p = k.producer_for("t").unwrap();
     for i in 0..n {
         p.send(Some(format!("k{}", i % 7).into()), common::value(i))
             .await
@@ -116,7 +116,7 @@ async fn topic_lifecycle_is_persisted() {
     k.update_topic_config("b", &update).await.unwrap();
     k.delete_topic("a").await.unwrap();
     assert!(matches!(
-        k.producer_for("a").await,
+        k.producer_for("a"),
         Err(kafko_core::KafkoError::TopicNotFound { .. })
     ));
     k.shutdown().await.unwrap();

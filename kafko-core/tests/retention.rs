@@ -15,7 +15,7 @@ async fn retention_by_size_keeps_at_least_the_limit() {
         ..common::small_segments(1)
     };
     k.create_topic_with_config("t", cfg).await.unwrap();
-    let p = k.producer_for("t").await.unwrap();
+    let p = k.producer_for("t").unwrap();
     for i in 0..1000 {
         p.send(None, common::value(i)).await.unwrap();
     }
@@ -30,7 +30,10 @@ async fn retention_by_size_keeps_at_least_the_limit() {
     assert!(after.size_bytes < before.size_bytes);
     assert!(after.log_start_offset > 0);
     assert_eq!(after.high_watermark, 1000);
-    let err = k.fetch("t", 0, 0, 1, 100).unwrap_err();
+    let err = k
+        .topic("t")
+        .and_then(|t| t.partition(0)?.read(0, 1, 100))
+        .unwrap_err();
     assert!(
         matches!(err, KafkoError::OffsetOutOfRange { log_start_offset, .. } if log_start_offset == after.log_start_offset)
     );
@@ -41,7 +44,14 @@ async fn retention_by_size_keeps_at_least_the_limit() {
     // The log start survives a restart, also an unclean one.
     std::fs::remove_file(dir.path().join("clean-shutdown")).unwrap();
     let k = common::open(dir.path()).await;
-    assert_eq!(k.offsets("t", 0).unwrap(), (after.log_start_offset, 1000));
+    let offsets = k
+        .topic("t")
+        .and_then(|t| t.partition(0)?.offsets())
+        .unwrap();
+    assert_eq!(
+        (offsets.log_start, offsets.high_watermark),
+        (after.log_start_offset, 1000)
+    );
     k.shutdown().await.unwrap();
 }
 
@@ -54,7 +64,7 @@ async fn retention_by_age_uses_the_newest_timestamp_of_each_segment() {
         ..common::small_segments(1)
     };
     k.create_topic_with_config("t", cfg).await.unwrap();
-    let p = k.producer_for("t").await.unwrap();
+    let p = k.producer_for("t").unwrap();
     let old = kafko_core_now() - 3_600_000;
     for i in 0..300 {
         p.send_record(common::rec(i).with_timestamp(old + i as i64))
@@ -65,7 +75,13 @@ async fn retention_by_age_uses_the_newest_timestamp_of_each_segment() {
         p.send(None, common::value(i)).await.unwrap();
     }
     k.enforce_retention().await.unwrap();
-    let (start, hw) = k.offsets("t", 0).unwrap();
+    let kafko_core::Offsets {
+        log_start: start,
+        high_watermark: hw,
+    } = k
+        .topic("t")
+        .and_then(|t| t.partition(0)?.offsets())
+        .unwrap();
     assert_eq!(hw, 600);
     assert!(
         start > 200 && start <= 300,
@@ -90,20 +106,31 @@ async fn interrupted_retention_does_not_resurrect_segments() {
     )
     .await
     .unwrap();
-    let p = k.producer_for("t").await.unwrap();
+    let p = k.producer_for("t").unwrap();
     for i in 0..400 {
         p.send(None, common::value(i)).await.unwrap();
     }
     let first = common::segments(dir.path(), "t", 0).remove(0);
     let saved = std::fs::read(&first).unwrap();
     k.enforce_retention().await.unwrap();
-    let (start, _) = k.offsets("t", 0).unwrap();
+    let kafko_core::Offsets {
+        log_start: start, ..
+    } = k
+        .topic("t")
+        .and_then(|t| t.partition(0)?.offsets())
+        .unwrap();
     k.shutdown().await.unwrap();
     // Crash between the checkpoint and the unlink: the old segment is still there.
     std::fs::write(&first, saved).unwrap();
     std::fs::remove_file(dir.path().join("clean-shutdown")).unwrap();
     let k = common::open(dir.path()).await;
-    assert_eq!(k.offsets("t", 0).unwrap().0, start);
+    assert_eq!(
+        k.topic("t")
+            .and_then(|t| t.partition(0)?.offsets())
+            .unwrap()
+            .log_start,
+        start
+    );
     assert!(
         !first.exists(),
         "segment below the log start is removed on open"

@@ -15,12 +15,42 @@ async fn offset_for_timestamp_finds_the_first_record_at_or_after() {
             .await
             .unwrap();
     }
-    assert_eq!(k.offset_for_timestamp("t", 0, 0).unwrap(), Some(0));
-    assert_eq!(k.offset_for_timestamp("t", 0, 1).unwrap(), Some(1));
-    assert_eq!(k.offset_for_timestamp("t", 0, 995).unwrap(), Some(100));
-    assert_eq!(k.offset_for_timestamp("t", 0, 1000).unwrap(), Some(100));
-    assert_eq!(k.offset_for_timestamp("t", 0, 2990).unwrap(), Some(299));
-    assert_eq!(k.offset_for_timestamp("t", 0, 2991).unwrap(), None);
+    assert_eq!(
+        k.topic("t")
+            .and_then(|t| t.partition(0)?.offset_for_timestamp(0))
+            .unwrap(),
+        Some(0)
+    );
+    assert_eq!(
+        k.topic("t")
+            .and_then(|t| t.partition(0)?.offset_for_timestamp(1))
+            .unwrap(),
+        Some(1)
+    );
+    assert_eq!(
+        k.topic("t")
+            .and_then(|t| t.partition(0)?.offset_for_timestamp(995))
+            .unwrap(),
+        Some(100)
+    );
+    assert_eq!(
+        k.topic("t")
+            .and_then(|t| t.partition(0)?.offset_for_timestamp(1000))
+            .unwrap(),
+        Some(100)
+    );
+    assert_eq!(
+        k.topic("t")
+            .and_then(|t| t.partition(0)?.offset_for_timestamp(2990))
+            .unwrap(),
+        Some(299)
+    );
+    assert_eq!(
+        k.topic("t")
+            .and_then(|t| t.partition(0)?.offset_for_timestamp(2991))
+            .unwrap(),
+        None
+    );
     k.shutdown().await.unwrap();
 }
 
@@ -37,7 +67,7 @@ async fn consumer_seeks_and_replays_across_partitions() {
     )
     .await
     .unwrap();
-    let p = k.producer_for("t").await.unwrap();
+    let p = k.producer_for("t").unwrap();
     for i in 0..20u64 {
         p.send_record(
             common::rec(i)
@@ -47,7 +77,7 @@ async fn consumer_seeks_and_replays_across_partitions() {
         .await
         .unwrap();
     }
-    let mut c = k.consumer_for("t").await.unwrap();
+    let mut c = k.topic("t").map(|t| t.consumer()).unwrap();
     let mut got = Vec::new();
     for _ in 0..20 {
         got.push(c.next_record().await.unwrap());
@@ -76,18 +106,22 @@ async fn waiting_readers_wake_on_produce() {
     let dir = tempfile::tempdir().unwrap();
     let k = common::open(dir.path()).await;
     k.create_topic("t").await.unwrap();
-    let k2 = k.clone();
-    let waiter = tokio::spawn(async move {
-        k2.wait_for("t", 0, 0, std::time::Duration::from_secs(30))
-            .await
-            .unwrap()
-    });
-    let mut c = k.consumer_for("t").await.unwrap();
+    let reader = k.topic("t").unwrap().partition(0).unwrap();
+    let waiter = {
+        let reader = reader.clone();
+        tokio::spawn(async move {
+            let got = reader
+                .read_wait(0, 10, 1 << 20, std::time::Duration::from_secs(30))
+                .await
+                .unwrap();
+            !got.records.is_empty()
+        })
+    };
+    let mut c = k.topic("t").map(|t| t.consumer()).unwrap();
     let next = tokio::spawn(async move { c.next_record().await.unwrap() });
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     assert!(!waiter.is_finished());
     k.producer_for("t")
-        .await
         .unwrap()
         .send(None, "wake".into())
         .await
@@ -103,11 +137,11 @@ async fn waiting_readers_wake_on_produce() {
         .unwrap()
         .unwrap();
     assert_eq!(r.value.unwrap(), "wake");
-    // A wait that nobody satisfies times out with false.
-    assert!(
-        !k.wait_for("t", 0, 1, std::time::Duration::from_millis(30))
-            .await
-            .unwrap()
-    );
+    // A wait that nobody satisfies times out empty.
+    let got = reader
+        .read_wait(1, 10, 1 << 20, std::time::Duration::from_millis(30))
+        .await
+        .unwrap();
+    assert!(got.records.is_empty());
     k.shutdown().await.unwrap();
 }

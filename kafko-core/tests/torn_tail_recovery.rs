@@ -18,7 +18,7 @@ fn crash(dir: &std::path::Path) {
 async fn prepare(dir: &std::path::Path, n: u64) -> (std::path::PathBuf, Vec<u64>) {
     let k = common::open(dir).await;
     k.create_topic("t").await.unwrap();
-    let p = k.producer_for("t").await.unwrap();
+    let p = k.producer_for("t").unwrap();
     let mut ends = Vec::new();
     for i in 0..n {
         p.send(None, common::value(i)).await.unwrap();

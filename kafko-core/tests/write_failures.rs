@@ -24,7 +24,7 @@ async fn failed_write_burns_no_offset_at_every_n() {
         let faults = Faulty::with(Op::Append, n, |f| f.partial = 7);
         let k = open_faulty(dir.path(), faults.clone()).await;
         k.create_topic("t").await.unwrap();
-        let p = k.producer_for("t").await.unwrap();
+        let p = k.producer_for("t").unwrap();
         let mut acked = Vec::new();
         for i in 0..8u64 {
             match p.send(None, common::value(i)).await {
@@ -63,7 +63,7 @@ async fn fsync_failure_makes_the_partition_read_only() {
     )
     .await
     .unwrap();
-    let p = k.producer_for("t").await.unwrap();
+    let p = k.producer_for("t").unwrap();
     p.send(None, "ok".into()).await.unwrap();
     faults.arm();
     let first = p.send(None, "lost".into()).await.unwrap_err();
@@ -76,7 +76,10 @@ async fn fsync_failure_makes_the_partition_read_only() {
     assert_eq!(second.kind(), ErrorKind::Unavailable);
     // Reads keep working.
     assert_eq!(
-        k.fetch("t", 0, 0, 10, 1000).unwrap().records[0]
+        k.topic("t")
+            .and_then(|t| t.partition(0)?.read(0, 10, 1000))
+            .unwrap()
+            .records[0]
             .value
             .as_ref()
             .unwrap(),
@@ -100,14 +103,21 @@ async fn disk_full_is_storage_full_and_writes_resume() {
     });
     let k = open_faulty(dir.path(), faults.clone()).await;
     k.create_topic("t").await.unwrap();
-    let p = k.producer_for("t").await.unwrap();
+    let p = k.producer_for("t").unwrap();
     p.send(None, "a".into()).await.unwrap();
     p.send(None, "b".into()).await.unwrap();
     for _ in 0..3 {
         let e = p.send(None, "c".into()).await.unwrap_err();
         assert_eq!(e.kind(), ErrorKind::StorageFull, "{e}");
     }
-    assert_eq!(k.fetch("t", 0, 0, 10, 1000).unwrap().records.len(), 2);
+    assert_eq!(
+        k.topic("t")
+            .and_then(|t| t.partition(0)?.read(0, 10, 1000))
+            .unwrap()
+            .records
+            .len(),
+        2
+    );
     faults.disarm();
     assert_eq!(p.send(None, "d".into()).await.unwrap().offset, 2);
     k.shutdown().await.unwrap();
@@ -119,7 +129,7 @@ async fn panicking_writer_is_a_typed_error_not_a_hang() {
     let faults = Faulty::with(Op::Append, 2, |f| f.panic = true);
     let k = open_faulty(dir.path(), faults).await;
     k.create_topic("t").await.unwrap();
-    let p = k.producer_for("t").await.unwrap();
+    let p = k.producer_for("t").unwrap();
     p.send(None, "a".into()).await.unwrap();
     let e = tokio::time::timeout(std::time::Duration::from_secs(5), p.send(None, "b".into()))
         .await

@@ -291,8 +291,10 @@ pub(crate) struct GroupPollQuery {
     pub(crate) max_bytes: Option<usize>,
     /// Long-poll: wait up to this long for a first record (clamped to the server limit).
     pub(crate) wait_ms: Option<u64>,
-    /// Commit the new positions durably before answering (default `true`: at-most-once).
-    /// With `false`, commit with `PUT …/offsets` after processing (at-least-once).
+    /// Auto-commit (default `true`): before reading, commit durably what this member's
+    /// previous poll returned, if that answer was sent in full. With `false`, only
+    /// `PUT …/offsets` commits. Either way a record counts as consumed only once
+    /// committed (at-least-once).
     pub(crate) auto_commit: Option<bool>,
     /// A joined member's id (with `generation`); absent = the group's implicit single
     /// member, which owns every partition while nobody has joined.
@@ -321,8 +323,9 @@ pub(crate) struct GroupPollResponse {
     pub(crate) generation: u64,
     /// The caller's positions after the poll, one per owned partition.
     pub(crate) positions: Vec<PartitionOffsetDto>,
-    /// Whether the positions were committed (`auto_commit`).
-    pub(crate) committed: bool,
+    /// What this poll committed before reading (auto-commit): the positions after the
+    /// member's previous poll. Empty when nothing was left to commit.
+    pub(crate) committed: Vec<PartitionOffsetDto>,
 }
 
 /// Body of `PUT /v1/groups/{group}/topics/{topic}/offsets`.

@@ -82,6 +82,7 @@ impl From<KafkoError> for ApiError {
         let detail = e.to_string();
         let (status, code) = match &e {
             KafkoError::TopicNotFound { .. } => (StatusCode::NOT_FOUND, "topic_not_found"),
+            KafkoError::TopicDeleted { .. } => (StatusCode::NOT_FOUND, "topic_deleted"),
             KafkoError::PartitionNotFound { .. } => (StatusCode::NOT_FOUND, "partition_not_found"),
             KafkoError::GroupNotFound { .. } => (StatusCode::NOT_FOUND, "group_not_found"),
             KafkoError::TopicAlreadyExists { .. } => (StatusCode::CONFLICT, "topic_exists"),

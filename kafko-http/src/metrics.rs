@@ -221,7 +221,7 @@ impl Metrics {
             "# HELP kafko_group_lag Records between a group's committed offset and the high watermark.\n# TYPE kafko_group_lag gauge"
         );
         for listing in kafko.list_groups() {
-            let Ok(d) = kafko.describe_group(&listing.group) else {
+            let Ok(d) = kafko.group(&listing.group).and_then(|g| g.describe()) else {
                 continue;
             };
             for t in &d.topics {

@@ -129,27 +129,20 @@ async fn poll_commit_and_resume_after_restart() {
     create_topic(&c, &s, "orders", json!({"partitions": 1})).await;
     fill(&c, &s, "orders", 1, 10).await;
 
-    // Auto-commit (the default): the group moves past what it was given.
+    // Auto-commit (the default) commits a poll's records only with the next poll.
     let b = poll(&c, &s, "billing", "orders", "?max_records=4").await;
     assert_eq!(values(&b), ["p0-0", "p0-1", "p0-2", "p0-3"]);
-    assert_eq!(b["committed"], true);
+    assert_eq!(b["committed"], json!([]));
     assert_eq!(b["generation"], 0);
     assert_eq!(b["positions"], json!([{"partition": 0, "offset": 4}]));
-    // auto_commit=false: the position moves, the commit does not.
-    let b = poll(
-        &c,
-        &s,
-        "billing",
-        "orders",
-        "?max_records=3&auto_commit=false",
-    )
-    .await;
+    let b = poll(&c, &s, "billing", "orders", "?max_records=3").await;
     assert_eq!(values(&b), ["p0-4", "p0-5", "p0-6"]);
-    assert_eq!(b["committed"], false);
+    assert_eq!(b["committed"], json!([{"partition": 0, "offset": 4}]));
 
     assert!(s.sigterm().await.success());
     let mut s = Server::start(&dir, &[]).await;
-    // Uncommitted records come again after the restart.
+    // The last poll was never committed: it comes again after the restart.
+    // auto_commit=false: the position moves, nothing is committed.
     let b = poll(
         &c,
         &s,
@@ -159,6 +152,7 @@ async fn poll_commit_and_resume_after_restart() {
     )
     .await;
     assert_eq!(values(&b), ["p0-4", "p0-5", "p0-6"]);
+    assert_eq!(b["committed"], json!([]));
     let offsets = "/v1/groups/billing/topics/orders/offsets";
     // An empty body commits the current positions.
     let r = put(&c, &s, offsets).await;
@@ -426,7 +420,8 @@ async fn describe_shows_lag_and_delete_removes_the_group() {
     )
     .await;
     poll(&c, &s, "g", "lag", "?max_records=4").await;
-    poll(&c, &s, "g", "lag", "?max_records=2&auto_commit=false").await;
+    // Commits the first poll's 4; its own 2 are delivered, not yet committed.
+    poll(&c, &s, "g", "lag", "?max_records=2").await;
     let d = json(c.get(s.url("/v1/groups/g")).send().await.unwrap()).await;
     assert_eq!(d["group"], "g");
     assert_eq!(d["config"], json!({"offset_reset": "earliest"}));
@@ -528,20 +523,18 @@ async fn offset_reset_config_and_unrepresentable_records() {
     let b = poll(&c, &s, "strict", "bin", "").await;
     assert_eq!(b["records"], json!([]));
 
-    // A record that is not UTF-8 cannot travel as format=string. With auto-commit the
-    // group is moved back, so format=base64 then gets every record.
+    // A record that is not UTF-8 cannot travel as format=string. The 406 leaves the
+    // group before these records, so format=base64 then gets every record.
     let r = post(&c, &s, "/v1/groups/g/topics/bin/poll").await;
-    let p = problem(r, 406, "not_representable").await;
-    assert_eq!(p["rewind"], json!([{"partition": 0, "offset": 0}]));
-    assert_eq!(p["rewound"], true);
+    problem(r, 406, "not_representable").await;
     let b = poll(&c, &s, "g", "bin", "?format=base64").await;
     assert_eq!(values(&b), ["b2stMA==", "//4=", "b2stMg=="]);
-    // Without auto-commit the position has moved; the answer says where to seek.
+    // The same without auto-commit.
     seek(&c, &s, "/v1/groups/g/topics/bin", json!({"to": "earliest"})).await;
     let r = post(&c, &s, "/v1/groups/g/topics/bin/poll?auto_commit=false").await;
-    let p = problem(r, 406, "not_representable").await;
-    assert_eq!(p["rewound"], false);
-    assert_eq!(p["rewind"], json!([{"partition": 0, "offset": 0}]));
+    problem(r, 406, "not_representable").await;
+    let b = poll(&c, &s, "g", "bin", "?format=base64&auto_commit=false").await;
+    assert_eq!(values(&b), ["b2stMA==", "//4=", "b2stMg=="]);
 }
 
 #[tokio::test]

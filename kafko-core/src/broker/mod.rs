@@ -4,7 +4,7 @@
 //! - `open`: [`KafkoOptions`], starting an opened directory, maintenance;
 //! - `recover`: locking and recovering a directory (blocking code);
 //! - `topics`: creating, describing, reconfiguring and deleting topics;
-//! - `data`: producers, consumers and the per-partition reads and waits;
+//! - `data`: topic handles (produce, read, wait), explicit sync and retention;
 //! - `shutdown`: the graceful stop and its `Drop` fallback.
 
 mod data;
@@ -84,7 +84,7 @@ impl Kafko {
         Ok(())
     }
 
-    pub(crate) fn topic(&self, name: &str) -> Result<Arc<Topic>> {
+    pub(crate) fn resolve(&self, name: &str) -> Result<Arc<Topic>> {
         self.check_open()?;
         self.inner
             .topics

@@ -1,5 +1,6 @@
-//! Graceful shutdown: stop maintenance, drain and fsync every partition and the group
-//! offsets, write the clean-shutdown marker, release the lock; `Drop` as a fallback.
+//! Graceful shutdown: stop maintenance, drain and fsync every partition (group offsets
+//! are durable before a commit returns), write the clean-shutdown marker, release the
+//! lock; `Drop` as a fallback.
 
 use std::sync::atomic::Ordering;
 
@@ -52,10 +53,6 @@ async fn shutdown_inner(inner: &Inner) -> Result<()> {
                 first_error.get_or_insert(e);
             }
         }
-    }
-    if let Err(e) = inner.groups.flush().await {
-        tracing::error!(error = %e, "flushing group offsets failed");
-        first_error.get_or_insert(e);
     }
     if first_error.is_none() {
         // Written last, and only when every partition is durable.

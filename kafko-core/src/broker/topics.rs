@@ -35,7 +35,7 @@ impl Kafko {
         config.validate()?;
         self.check_open()?;
         let _admin = self.inner.admin.lock().await;
-        if let Ok(existing) = self.topic(name) {
+        if let Ok(existing) = self.resolve(name) {
             return if *existing.config() == config {
                 Ok(CreateOutcome::AlreadyExisted)
             } else {
@@ -82,7 +82,7 @@ impl Kafko {
 
     /// Config and per-partition facts of a topic.
     pub fn describe_topic(&self, name: &str) -> Result<TopicDescription> {
-        Ok(self.topic(name)?.describe())
+        Ok(self.resolve(name)?.describe())
     }
 
     /// Changes a topic's mutable configuration; persisted before it takes effect.
@@ -92,7 +92,7 @@ impl Kafko {
         update: &TopicConfigUpdate,
     ) -> Result<TopicConfig> {
         let _admin = self.inner.admin.lock().await;
-        let topic = self.topic(name)?;
+        let topic = self.resolve(name)?;
         let next = topic.config().apply(update)?;
         let storage = self.inner.storage.clone();
         let path = topic.dir.join(TOPIC_CONFIG);
@@ -113,7 +113,7 @@ impl Kafko {
     pub async fn delete_topic(&self, name: &str) -> Result<()> {
         validate_name(name)?;
         let _admin = self.inner.admin.lock().await;
-        let topic = self.topic(name)?;
+        let topic = self.resolve(name)?;
         topic.deleted.store(true, Ordering::Release);
         self.inner
             .topics
@@ -121,6 +121,8 @@ impl Kafko {
             .unwrap_or_else(|p| p.into_inner())
             .remove(name);
         for p in &topic.partitions {
+            // Long-polls and streams on the topic end now, with `TopicDeleted`.
+            p.log.wake_readers();
             let _ = p.shutdown().await;
         }
         let storage = self.inner.storage.clone();

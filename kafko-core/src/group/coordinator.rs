@@ -1,17 +1,22 @@
-//! The groups' in-memory state (members, positions, committed offsets, versions) over
-//! the durable [`OffsetStore`], and the checks every group operation shares:
-//! expiry, authorization of the caller, and where a partition starts.
+//! The groups' in-memory state (members, positions, answers in flight, delivered but
+//! uncommitted offsets, committed offsets) over the durable [`OffsetStore`], and the
+//! checks every group operation shares: expiry, authorization of the caller, and where a
+//! partition starts.
+//!
+//! The committed offsets in memory are always the ones on disk: every change is written
+//! first (under the group's write lock) and published after the write succeeded, so a
+//! failed write leaves the group exactly where it was.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
 use super::membership::Members;
 use super::offsets::OffsetStore;
-use super::{GroupConfig, MAX_SESSION_TIMEOUT, MemberRef, OffsetReset};
+use super::{GroupConfig, MAX_SESSION_TIMEOUT, MemberRef, OffsetReset, PartitionOffset};
 use crate::error::{KafkoError, Result};
 use crate::storage::Storage;
 
@@ -23,14 +28,95 @@ pub(super) struct Persist {
     pub(super) deleted: AtomicBool,
 }
 
+/// A poll answer in flight on one partition: the group read from `start` up to the
+/// partition's position, and no other poll reads the partition until the answer is
+/// delivered (the position stays) or lost (the position goes back to `start`).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Lease {
+    pub(super) id: u64,
+    pub(super) start: u64,
+    /// Whether the owner's next poll commits this answer once it is delivered.
+    pub(super) auto_commit: bool,
+}
+
 #[derive(Default)]
 pub(super) struct TopicState {
+    /// Durable: equal to the `.offsets` file.
     pub(super) committed: BTreeMap<u32, u64>,
+    /// Where the group reads next, per partition (past answers in flight).
     pub(super) positions: BTreeMap<u32, u64>,
+    pub(super) leases: BTreeMap<u32, Lease>,
+    /// Delivered with auto-commit and not yet committed, per partition: the next poll
+    /// (or leave) of the member it was delivered to commits it.
+    pub(super) pending: BTreeMap<u32, Pending>,
     pub(super) members: Members,
-    /// Bumped on every change of `committed`; `persisted` is the version on disk.
-    pub(super) version: u64,
-    pub(super) persisted: u64,
+}
+
+/// An offset delivered to `member` (`""`: the implicit member), to be committed by its
+/// next poll.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Pending {
+    pub(super) member: String,
+    pub(super) offset: u64,
+}
+
+impl TopicState {
+    /// Forgets positions and answers in flight: the group reads from its committed
+    /// offsets again (after a rebalance, as an eager Kafka rebalance). Deliveries stay
+    /// pending for the members that got them, except for members no longer in the group.
+    pub(super) fn reset_positions(&mut self) {
+        self.positions.clear();
+        self.leases.clear();
+        let members = &self.members.members;
+        self.pending
+            .retain(|_, p| p.member.is_empty() || members.contains_key(&p.member));
+    }
+
+    /// What `member`'s next poll commits: its pending deliveries that are still ahead of
+    /// the committed offsets (a later commit or seek by others wins).
+    pub(super) fn pending_of(&self, member: &str) -> Vec<PartitionOffset> {
+        self.pending
+            .iter()
+            .filter(|(p, d)| {
+                d.member == member && self.committed.get(p).is_none_or(|&c| c < d.offset)
+            })
+            .map(|(&partition, d)| PartitionOffset {
+                partition,
+                offset: d.offset,
+            })
+            .collect()
+    }
+
+    /// Drops the pending deliveries a commit just covered.
+    pub(super) fn clear_pending(&mut self, member: &str, committed: &[PartitionOffset]) {
+        for po in committed {
+            if self
+                .pending
+                .get(&po.partition)
+                .is_some_and(|d| d.member == member && d.offset == po.offset)
+            {
+                self.pending.remove(&po.partition);
+            }
+        }
+    }
+
+    /// Sets a partition's committed offset and position (an explicit commit or seek); an
+    /// answer in flight on it no longer moves it.
+    pub(super) fn set_committed(&mut self, partition: u32, offset: u64) {
+        self.committed.insert(partition, offset);
+        self.positions.insert(partition, offset);
+        self.leases.remove(&partition);
+        self.pending.remove(&partition);
+    }
+
+    /// The offset a commit without offsets records: the delivered position (an answer in
+    /// flight does not count).
+    pub(super) fn delivered_position(&self, partition: u32) -> Option<u64> {
+        match self.leases.get(&partition) {
+            Some(lease) => Some(lease.start),
+            None => self.positions.get(&partition).copied(),
+        }
+    }
 }
 
 pub(super) struct GroupState {
@@ -49,10 +135,13 @@ impl GroupState {
     }
 }
 
+pub(super) type Groups = BTreeMap<String, GroupState>;
+
 /// The broker's groups: in-memory state over the durable [`OffsetStore`].
 pub(crate) struct Coordinator {
     pub(super) store: Arc<OffsetStore>,
-    groups: Mutex<BTreeMap<String, GroupState>>,
+    /// Shared with the deliveries of poll answers in flight.
+    pub(super) groups: Arc<Mutex<Groups>>,
 }
 
 /// Who is calling: a member in a generation, or the implicit single member.
@@ -60,6 +149,24 @@ pub(crate) struct Coordinator {
 pub(super) enum Caller<'a> {
     Member(&'a MemberRef),
     Implicit,
+}
+
+impl<'a> Caller<'a> {
+    pub(super) fn of(member: Option<&'a MemberRef>) -> Self {
+        member.map_or(Caller::Implicit, Caller::Member)
+    }
+
+    /// The key of the caller's pending deliveries.
+    pub(super) fn key(self) -> &'a str {
+        match self {
+            Caller::Member(m) => &m.member_id,
+            Caller::Implicit => "",
+        }
+    }
+}
+
+pub(super) fn lock(groups: &Mutex<Groups>) -> MutexGuard<'_, Groups> {
+    groups.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Coordinator {
@@ -82,17 +189,24 @@ impl Coordinator {
         }
         Ok(Coordinator {
             store: Arc::new(store),
-            groups: Mutex::new(groups),
+            groups: Arc::new(Mutex::new(groups)),
         })
     }
 
-    pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, GroupState>> {
-        self.groups.lock().unwrap_or_else(|p| p.into_inner())
+    pub(super) fn lock(&self) -> MutexGuard<'_, Groups> {
+        lock(&self.groups)
     }
 
-    /// Writes the committed offsets of `group` on `topic` if they changed since the last
-    /// write; returns once a write covering every earlier change is durable.
-    pub(super) async fn persist(&self, group: &str, topic: &str) -> Result<()> {
+    /// Commits `offsets` of `group` on `topic` durably, then publishes them in memory and
+    /// runs `publish` on the state under the same lock. Under the group's write lock, so
+    /// commits are never lost or reordered; if the write fails nothing changes.
+    pub(super) async fn commit(
+        &self,
+        group: &str,
+        topic: &str,
+        offsets: &[PartitionOffset],
+        publish: impl FnOnce(&mut TopicState),
+    ) -> Result<()> {
         let Some(persist) = self.lock().get(group).map(|g| g.persist.clone()) else {
             return Err(group_not_found(group));
         };
@@ -100,51 +214,39 @@ impl Coordinator {
         if persist.deleted.load(Ordering::Acquire) {
             return Err(group_not_found(group));
         }
-        let snapshot = {
-            let groups = self.lock();
-            let Some(ts) = groups.get(group).and_then(|g| g.topics.get(topic)) else {
-                // The topic was deleted meanwhile: nothing left to persist.
-                return Ok(());
-            };
-            if ts.version == ts.persisted {
-                return Ok(());
-            }
-            (ts.committed.clone(), ts.version)
-        };
-        let (store, g, t) = (self.store.clone(), group.to_owned(), topic.to_owned());
-        let (offsets, version) = snapshot;
-        // fsync + rename + fsync dir: keep it off the async workers.
-        tokio::task::spawn_blocking(move || store.write_offsets(&g, &t, &offsets))
-            .await
-            .map_err(|e| KafkoError::InvalidRequest {
-                reason: format!("offset commit task failed: {e}"),
-            })??;
-        if let Some(ts) = self
+        let mut next = self
             .lock()
+            .get(group)
+            .and_then(|g| g.topics.get(topic))
+            .map(|ts| ts.committed.clone())
+            .unwrap_or_default();
+        let before = next.clone();
+        for po in offsets {
+            next.insert(po.partition, po.offset);
+        }
+        if next != before {
+            let (store, g, t, body) = (
+                self.store.clone(),
+                group.to_owned(),
+                topic.to_owned(),
+                next.clone(),
+            );
+            // fsync + rename + fsync dir: keep it off the async workers.
+            tokio::task::spawn_blocking(move || store.write_offsets(&g, &t, &body))
+                .await
+                .map_err(|e| KafkoError::InvalidRequest {
+                    reason: format!("offset commit task failed: {e}"),
+                })??;
+        }
+        let mut groups = self.lock();
+        let ts = groups
             .get_mut(group)
-            .and_then(|g| g.topics.get_mut(topic))
-        {
-            ts.persisted = ts.persisted.max(version);
-        }
-        Ok(())
-    }
-
-    /// Persists every change not yet on disk (shutdown).
-    pub(crate) async fn flush(&self) -> Result<()> {
-        let pending: Vec<(String, String)> = self
-            .lock()
-            .iter()
-            .flat_map(|(g, state)| {
-                state
-                    .topics
-                    .iter()
-                    .filter(|(_, ts)| ts.version != ts.persisted)
-                    .map(move |(t, _)| (g.clone(), t.clone()))
-            })
-            .collect();
-        for (g, t) in pending {
-            self.persist(&g, &t).await?;
-        }
+            .ok_or_else(|| group_not_found(group))?
+            .topics
+            .entry(topic.to_owned())
+            .or_default();
+        ts.committed = next;
+        publish(ts);
         Ok(())
     }
 
@@ -184,7 +286,7 @@ pub(super) fn group_not_found(group: &str) -> KafkoError {
 pub(super) fn expire(ts: &mut TopicState, partitions: u32, now: Instant) {
     if !ts.members.expire(now).is_empty() {
         ts.members.rebalance(partitions);
-        ts.positions.clear();
+        ts.reset_positions();
     }
 }
 
@@ -271,6 +373,7 @@ pub(super) fn validate_session_timeout(timeout: Duration) -> Result<()> {
     }
     Ok(())
 }
+
 pub(super) fn not_assigned(topic: &str, partition: u32, member: Option<&MemberRef>) -> KafkoError {
     KafkoError::NotAssigned {
         topic: topic.to_owned(),

@@ -1,10 +1,15 @@
-//! Consumer groups: server-kept cursors with Kafka's semantics, per group *and topic*.
+//! Consumer groups: server-kept cursors with Kafka's semantics, per group *and topic*,
+//! used through a [`GroupHandle`] ([`Kafko::group`](crate::Kafko::group)).
 //!
 //! - **Offsets.** A group has a committed offset (the next offset to read) per
-//!   partition, persisted in `<data>/groups/<group>/<topic>.offsets` before a commit
-//!   returns (`offsets`), and an in-memory *position* that polls advance. Without a
-//!   position a poll starts at the committed offset; without either, or when the offset
-//!   left the log (retention), at the group's [`OffsetReset`] policy.
+//!   partition, persisted in `<data>/groups/<group>/<topic>.offsets` before the commit
+//!   takes effect in memory (`offsets`), and an in-memory *position* that polls
+//!   advance. Without a position a poll starts at the committed offset; without either,
+//!   or when the offset left the log (retention), at the group's [`OffsetReset`] policy.
+//! - **Delivery (at-least-once).** A poll returns a [`GroupPoll`] whose records count
+//!   as read only once the caller confirms them; unconfirmed, the position goes back.
+//!   With auto-commit, a member's next poll commits what its previous confirmed poll
+//!   returned, before reading on (Kafka's auto-commit rule). See [`GroupHandle`].
 //! - **Members.** Members join and leave explicitly; every join, poll and commit is a
 //!   heartbeat, and a member silent for longer than its session timeout is removed by
 //!   the next operation on the group. Each change starts a new *generation* and
@@ -12,25 +17,28 @@
 //!   back to the committed offsets, as after an eager Kafka rebalance. A poll or commit
 //!   carrying an older generation fails with [`KafkoError::StaleGeneration`](crate::KafkoError::StaleGeneration); the member
 //!   rejoins (same id) to learn its new assignment.
-//! - **The implicit member.** Calls without a member (`member: None`, and
-//!   [`Kafko::group_poll`](crate::Kafko::group_poll)) act as one member owning every partition, for clients that
-//!   do not coordinate (the HTTP API's simple path). They are refused with
+//! - **The implicit member.** Calls without a member (`member: None`) act as one
+//!   member owning every partition, for clients that do not coordinate (the HTTP API's
+//!   simple path). They are refused with
 //!   [`KafkoError::GroupHasMembers`](crate::KafkoError::GroupHasMembers) while explicit members are live.
 //!
-//! Polls read without holding any lock and apply their new positions only if nobody
-//! moved them meanwhile (else they retry), so concurrent polls never hand out a record
-//! twice and a long poll never blocks other members.
+//! Polls read without holding any lock. A partition whose answer is in flight (read,
+//! not yet confirmed or dropped) is leased: other polls skip it until it settles, so
+//! concurrent polls never hand out a record twice and a long poll never blocks other
+//! members.
 
-mod api;
 mod coordinator;
+mod delivery;
+mod handle;
 mod membership;
 mod offsets;
 
 use std::time::Duration;
 
-use crate::record::Record;
 
 pub(crate) use coordinator::Coordinator;
+pub use delivery::{Delivery, GroupPoll};
+pub use handle::GroupHandle;
 
 /// Longest accepted session timeout.
 pub const MAX_SESSION_TIMEOUT: Duration = Duration::from_secs(3600);
@@ -59,7 +67,7 @@ pub struct GroupConfig {
 /// A member's identity in one generation, carried by its polls and commits.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct MemberRef {
-    /// Id returned by [`Kafko::join_group`](crate::Kafko::join_group).
+    /// Id returned by [`GroupHandle::join`].
     pub member_id: String,
     /// Generation of the member's current assignment.
     pub generation: u64,
@@ -99,7 +107,8 @@ pub struct GroupPollOptions {
     pub max_bytes: usize,
     /// How long to wait for records when none are available (0 = return at once).
     pub wait: Duration,
-    /// Commit the new positions durably before returning (at-most-once delivery).
+    /// Commit what the caller's previous, delivered poll returned before reading
+    /// (Kafka's auto-commit). Without it, only [`GroupHandle::commit`] commits.
     pub auto_commit: bool,
 }
 
@@ -109,7 +118,7 @@ impl Default for GroupPollOptions {
             max_records: 500,
             max_bytes: 1024 * 1024,
             wait: Duration::ZERO,
-            auto_commit: false,
+            auto_commit: true,
         }
     }
 }
@@ -121,19 +130,6 @@ pub struct PartitionOffset {
     pub partition: u32,
     /// Next offset to read.
     pub offset: u64,
-}
-
-/// Records returned by a group poll.
-#[derive(Debug, Clone, Default)]
-pub struct GroupRecords {
-    /// Records of the caller's partitions, in offset order per partition.
-    pub records: Vec<Record>,
-    /// Generation the poll ran in (0 for the implicit member of a group without members).
-    pub generation: u64,
-    /// The caller's positions after the poll: the next offset of each partition it read.
-    pub positions: Vec<PartitionOffset>,
-    /// Whether the positions were committed (`auto_commit`).
-    pub committed: bool,
 }
 
 /// One member in [`GroupTopicDescription`].

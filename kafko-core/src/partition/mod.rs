@@ -11,7 +11,6 @@ pub(crate) mod writer;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
-use std::time::Duration;
 
 use tokio::sync::{Notify, watch};
 
@@ -242,21 +241,11 @@ impl PartitionLog {
         Ok(None)
     }
 
-    /// Waits until the high watermark passes `offset` or `timeout` elapses; returns
-    /// whether records are available.
-    pub(crate) async fn wait_for(&self, offset: u64, timeout: Duration) -> bool {
-        let mut rx = self.hw_watch.subscribe();
-        let wait = async {
-            loop {
-                if *rx.borrow_and_update() > offset {
-                    return true;
-                }
-                if rx.changed().await.is_err() {
-                    return false;
-                }
-            }
-        };
-        tokio::time::timeout(timeout, wait).await.unwrap_or(false)
+    /// Wakes every reader waiting on this partition (its topic was deleted): they look
+    /// again and find it gone.
+    pub(crate) fn wake_readers(&self) {
+        self.hw_watch.send_modify(|_| {});
+        self.activity.notify_waiters();
     }
 
     /// A receiver that changes whenever the high watermark moves.

@@ -19,14 +19,13 @@ pub async fn open_small_topic(dir: &Path) -> (Kafko, Producer) {
     k.create_topic_with_config("t", small_segments(1))
         .await
         .expect("create topic");
-    let p = k.producer_for("t").await.expect("producer");
+    let p = k.producer_for("t").expect("producer");
     (k, p)
 }
 
 /// Appends one keyless record to topic `t` and returns its offset.
 pub async fn append(k: &Kafko, value: &'static str) -> u64 {
     k.producer_for("t")
-        .await
         .expect("producer")
         .send(None, value.into())
         .await
@@ -52,11 +51,20 @@ pub fn rec(i: u64) -> ProducerRecord {
 
 /// Reads a whole partition from its log start.
 pub fn read_all(k: &Kafko, topic: &str, partition: u32) -> Vec<Record> {
-    let (start, hw) = k.offsets(topic, partition).unwrap();
+    let kafko_core::Offsets {
+        log_start: start,
+        high_watermark: hw,
+    } = k
+        .topic(topic)
+        .and_then(|t| t.partition(partition)?.offsets())
+        .unwrap();
     let mut out = Vec::new();
     let mut at = start;
     while at < hw {
-        let f = k.fetch(topic, partition, at, 1000, 1 << 20).unwrap();
+        let f = k
+            .topic(topic)
+            .and_then(|t| t.partition(partition)?.read(at, 1000, 1 << 20))
+            .unwrap();
         assert!(f.next_offset > at, "read made no progress at {at}");
         at = f.next_offset;
         out.extend(f.records);

@@ -38,10 +38,17 @@ pub fn compacted(partitions: u32) -> TopicConfig {
 
 /// Every record of a partition, from the log start to the high watermark.
 pub fn read_all(k: &Kafko, topic: &str, partition: u32) -> Vec<Record> {
-    let (mut offset, hw) = k.offsets(topic, partition).unwrap();
+    let offsets = k
+        .topic(topic)
+        .and_then(|t| t.partition(partition)?.offsets())
+        .unwrap();
+    let (mut offset, hw) = (offsets.log_start, offsets.high_watermark);
     let mut out = Vec::new();
     while offset < hw {
-        let got = k.fetch(topic, partition, offset, 1000, 1 << 20).unwrap();
+        let got = k
+            .topic(topic)
+            .and_then(|t| t.partition(partition)?.read(offset, 1000, 1 << 20))
+            .unwrap();
         assert!(
             got.next_offset > offset,
             "read made no progress at {offset}"
@@ -65,7 +72,6 @@ pub fn keyed(key: &str, value: Option<&str>) -> ProducerRecord {
 /// Sends one record and returns its offset.
 pub async fn send(k: &Kafko, topic: &str, record: ProducerRecord) -> u64 {
     k.producer_for(topic)
-        .await
         .unwrap()
         .send_record(record)
         .await
@@ -103,5 +109,146 @@ pub fn copy_dir(from: &Path, to: &Path) {
         } else if entry.file_name() != "kafko.lock" {
             std::fs::copy(entry.path(), target).unwrap();
         }
+    }
+}
+
+/// What a test sees of a delivered group poll.
+#[derive(Debug)]
+pub struct Polled {
+    pub records: Vec<Record>,
+    pub generation: u64,
+    pub positions: Vec<kafko_core::PartitionOffset>,
+}
+
+/// The group operations by name, through the handles; every poll is delivered.
+#[allow(async_fn_in_trait)]
+pub trait GroupOps {
+    async fn group_poll(
+        &self,
+        group: &str,
+        topic: &str,
+        options: &kafko_core::GroupPollOptions,
+    ) -> kafko_core::Result<Polled>;
+    async fn poll_group_member(
+        &self,
+        group: &str,
+        topic: &str,
+        member: &kafko_core::MemberRef,
+        options: &kafko_core::GroupPollOptions,
+    ) -> kafko_core::Result<Polled>;
+    async fn commit_group_offsets(
+        &self,
+        group: &str,
+        topic: &str,
+        member: Option<&kafko_core::MemberRef>,
+        offsets: Option<&[kafko_core::PartitionOffset]>,
+    ) -> kafko_core::Result<Vec<kafko_core::PartitionOffset>>;
+    async fn seek_group(
+        &self,
+        group: &str,
+        topic: &str,
+        member: Option<&kafko_core::MemberRef>,
+        partition: Option<u32>,
+        to: kafko_core::SeekTo,
+    ) -> kafko_core::Result<Vec<kafko_core::PartitionOffset>>;
+    async fn join_group(
+        &self,
+        group: &str,
+        topic: &str,
+        member_id: Option<&str>,
+        session_timeout: Duration,
+    ) -> kafko_core::Result<kafko_core::Membership>;
+    async fn leave_group(&self, group: &str, topic: &str, member: &str) -> kafko_core::Result<()>;
+    async fn delete_group(&self, group: &str) -> kafko_core::Result<()>;
+    async fn set_group_config(
+        &self,
+        group: &str,
+        config: kafko_core::GroupConfig,
+    ) -> kafko_core::Result<()>;
+}
+
+async fn delivered(
+    k: &Kafko,
+    group: &str,
+    topic: &str,
+    member: Option<&kafko_core::MemberRef>,
+    options: &kafko_core::GroupPollOptions,
+) -> kafko_core::Result<Polled> {
+    let polled = k
+        .group(group)?
+        .poll(&k.topic(topic)?, member, options)
+        .await?;
+    let (generation, positions) = (polled.generation(), polled.positions().to_vec());
+    Ok(Polled {
+        records: polled.delivered(),
+        generation,
+        positions,
+    })
+}
+
+impl GroupOps for Kafko {
+    async fn group_poll(
+        &self,
+        group: &str,
+        topic: &str,
+        options: &kafko_core::GroupPollOptions,
+    ) -> kafko_core::Result<Polled> {
+        delivered(self, group, topic, None, options).await
+    }
+    async fn poll_group_member(
+        &self,
+        group: &str,
+        topic: &str,
+        member: &kafko_core::MemberRef,
+        options: &kafko_core::GroupPollOptions,
+    ) -> kafko_core::Result<Polled> {
+        delivered(self, group, topic, Some(member), options).await
+    }
+    async fn commit_group_offsets(
+        &self,
+        group: &str,
+        topic: &str,
+        member: Option<&kafko_core::MemberRef>,
+        offsets: Option<&[kafko_core::PartitionOffset]>,
+    ) -> kafko_core::Result<Vec<kafko_core::PartitionOffset>> {
+        self.group(group)?
+            .commit(&self.topic(topic)?, member, offsets)
+            .await
+    }
+    async fn seek_group(
+        &self,
+        group: &str,
+        topic: &str,
+        member: Option<&kafko_core::MemberRef>,
+        partition: Option<u32>,
+        to: kafko_core::SeekTo,
+    ) -> kafko_core::Result<Vec<kafko_core::PartitionOffset>> {
+        self.group(group)?
+            .seek(&self.topic(topic)?, member, partition, to)
+            .await
+    }
+    async fn join_group(
+        &self,
+        group: &str,
+        topic: &str,
+        member_id: Option<&str>,
+        session_timeout: Duration,
+    ) -> kafko_core::Result<kafko_core::Membership> {
+        self.group(group)?
+            .join(&self.topic(topic)?, member_id, session_timeout)
+            .await
+    }
+    async fn leave_group(&self, group: &str, topic: &str, member: &str) -> kafko_core::Result<()> {
+        self.group(group)?.leave(&self.topic(topic)?, member).await
+    }
+    async fn delete_group(&self, group: &str) -> kafko_core::Result<()> {
+        self.group(group)?.delete().await
+    }
+    async fn set_group_config(
+        &self,
+        group: &str,
+        config: kafko_core::GroupConfig,
+    ) -> kafko_core::Result<()> {
+        self.group(group)?.configure(config).await
     }
 }

@@ -240,8 +240,8 @@ impl Model {
         let mut out = BTreeMap::new();
         for (name, t) in &self.topics {
             for p in 0..t.config.partitions {
-                if let Ok(o) = k.offsets(name, p) {
-                    out.insert((name.clone(), p), o);
+                if let Ok(o) = k.topic(name).and_then(|t| t.partition(p)?.offsets()) {
+                    out.insert((name.clone(), p), (o.log_start, o.high_watermark));
                 }
             }
         }
@@ -295,16 +295,16 @@ impl Model {
             0..=6 => {
                 let r = self.next_record(&topic, rng);
                 let sync = rng.chance(1, 5);
-                let res = k
-                    .produce(
-                        &topic,
-                        vec![r.clone()],
-                        SendOptions {
-                            sync,
-                            no_wait: false,
-                        },
-                    )
-                    .await;
+                let res = produce(
+                    k,
+                    &topic,
+                    vec![r.clone()],
+                    SendOptions {
+                        sync,
+                        no_wait: false,
+                    },
+                )
+                .await;
                 self.record_send(&topic, &[r], sync, &res);
                 Step::Send
             }
@@ -312,7 +312,7 @@ impl Model {
                 let n = 1 + rng.below(6);
                 let records: Vec<_> = (0..n).map(|_| self.next_record(&topic, rng)).collect();
                 let sync = rng.chance(1, 4);
-                let p = k.producer_for(&topic).await;
+                let p = k.producer_for(&topic);
                 let res = match p {
                     Ok(p) => {
                         p.send_batch_with(
@@ -345,7 +345,7 @@ impl Model {
                             sync,
                             no_wait: false,
                         };
-                        (i, k.produce(&t, vec![rc], opts).await)
+                        (i, produce(&k, &t, vec![rc], opts).await)
                     });
                 }
                 let mut results: Vec<_> = set.join_all().await;
@@ -356,7 +356,7 @@ impl Model {
                 Step::Concurrent
             }
             13 | 14 => {
-                if let Ok(p) = k.producer_for(&topic).await
+                if let Ok(p) = k.producer_for(&topic)
                     && p.sync().await.is_ok()
                 {
                     self.mark_durable(Some(&topic));
@@ -425,8 +425,12 @@ impl Model {
             let compacted = t.config.cleanup_policy.compacts();
             for (p, pm) in t.parts.iter_mut().enumerate() {
                 let p = p as u32;
-                let (start, hw) = k
-                    .offsets(&name, p)
+                let kafko_core::Offsets {
+                    log_start: start,
+                    high_watermark: hw,
+                } = k
+                    .topic(&name)
+                    .and_then(|t| t.partition(p)?.offsets())
                     .map_err(|e| format!("offsets {name}/{p}: {e}"))?;
                 if start < pm.log_start {
                     return Err(format!(
@@ -438,7 +442,8 @@ impl Model {
                 let mut at = start;
                 while at < hw {
                     let f = k
-                        .fetch(&name, p, at, 1000, 1 << 20)
+                        .topic(&name)
+                        .and_then(|t| t.partition(p)?.read(at, 1000, 1 << 20))
                         .map_err(|e| format!("{name}/{p}: read at {at} failed: {e}"))?;
                     if f.next_offset <= at {
                         return Err(format!("{name}/{p}: read made no progress at {at}"));
@@ -589,4 +594,14 @@ pub fn is_io(e: &KafkoError) -> bool {
             | KafkoError::ShuttingDown
             | KafkoError::StorageFull { .. }
     )
+}
+
+/// Appends through a topic handle resolved for this one send.
+async fn produce(
+    k: &Kafko,
+    topic: &str,
+    records: Vec<ProducerRecord>,
+    options: SendOptions,
+) -> kafko_core::Result<Vec<kafko_core::RecordMetadata>> {
+    k.topic(topic)?.produce(records, options).await
 }

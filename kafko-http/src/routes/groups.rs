@@ -1,26 +1,33 @@
 //! Consumer groups: server-kept cursors per group and topic (independent groups = fan-out).
 //!
-//! - `POST …/poll` reads the next records after the group's position; it commits them
-//!   unless `auto_commit=false`. Without `member_id`/`generation` the caller is the
-//!   group's implicit single member (owns every partition; refused with 409
-//!   `group_has_members` while members have joined).
+//! - `POST …/poll` reads the next records after the group's position. Delivery is
+//!   at-least-once: a record counts as consumed only once committed, and with
+//!   `auto_commit` (the default) a poll first commits what the same member's previous
+//!   poll returned, if that answer was sent in full. An answer cut off (connection
+//!   dropped, server killed) commits nothing: its records come again. Without
+//!   `member_id`/`generation` the caller is the group's implicit single member (owns
+//!   every partition; refused with 409 `group_has_members` while members have joined).
 //! - `PUT …/offsets` commits, `POST …/seek` moves (and commits) the group.
 //! - `POST …/members` joins (range assignment, a new generation per change), `DELETE
-//!   …/members/{member_id}` leaves.
+//!   …/members/{member_id}` leaves (committing what the member was delivered).
 //! - `GET /v1/groups`, `GET|PUT|DELETE /v1/groups/{group}`: list, describe (offsets,
-//!   positions, lag, members), configure (`offset_reset`), delete.
+//!   positions, lag, members), configure (`offset_reset`), delete. Only a join, poll,
+//!   commit, seek or configure creates a group; the others answer 404 `group_not_found`.
 //!
 //! The long-poll waits here, not in the core: each attempt is a zero-wait core poll, and
-//! between attempts the handler sleeps on the topic's activity notifier. A poll is thus
-//! never dropped half-way (say between applying its positions and answering) when
-//! shutdown ends the wait.
+//! between attempts the handler sleeps on the topic's activity notifier, so shutdown can
+//! end the wait between attempts.
 
+use std::convert::Infallible;
 use std::time::Duration;
 
+use axum::body::Body;
 use axum::extract::State;
-use axum::http::StatusCode;
-use kafko_core::{GroupPollOptions, GroupRecords, Kafko, MemberRef, PartitionOffset, SeekTo};
-use serde_json::json;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use futures_util::{StreamExt, stream};
+use kafko_core::{Delivery, GroupPollOptions, MemberRef, PartitionOffset, SeekTo};
 use tokio::time::Instant;
 
 use crate::dto::{
@@ -81,58 +88,49 @@ fn from_dto(offsets: &[PartitionOffsetDto]) -> Vec<PartitionOffset> {
         .collect()
 }
 
-async fn poll_once(
-    k: &Kafko,
-    group: &str,
-    topic: &str,
-    member: Option<&MemberRef>,
-    options: &GroupPollOptions,
-) -> kafko_core::Result<GroupRecords> {
-    match member {
-        Some(m) => k.poll_group_member(group, topic, m, options).await,
-        None => k.group_poll(group, topic, options).await,
-    }
-}
-
-/// Polls the group's next records (and commits them unless `auto_commit=false`).
+/// Polls the group's next records (at-least-once; see the module doc for the rule).
 #[utoipa::path(post, path = "/v1/groups/{group}/topics/{topic}/poll", tag = "groups",
+    description = "Reads the group's next records. Delivery is at-least-once: a record counts as consumed only once committed. With auto_commit (the default) a poll first commits, durably, what the same member's previous poll returned (Kafka's auto-commit rule), and only if that answer was sent in full; then it reads on. An answer that does not reach the client in full (connection dropped, server killed) is not committed, so its records come again on the group's next poll. The implicit member (no member_id) is one member: any caller's poll commits the previous implicit poll. With auto_commit=false only PUT …/offsets commits. A poll whose commit cannot be written fails (507 storage_full) and leaves the group where it was.",
     params(("group" = String, Path, description = "Group name: [a-zA-Z0-9._-]{1,249}, not . or .."),
         ("topic" = String, Path, description = "Topic name"), GroupPollQuery, FormatQuery),
     responses(
-        (status = 200, description = "Records (possibly none) and the caller's positions", body = GroupPollResponse),
+        (status = 200, description = "Records (possibly none), the caller's positions, and what this poll committed", body = GroupPollResponse),
         (status = 400, description = "codes invalid_group_name, invalid_topic_name, invalid_member_id, invalid_query, invalid_request", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "code topic_not_found", body = Problem, content_type = "application/problem+json"),
-        (status = 406, description = "code not_representable: bytes do not fit the format; the body's `rewind` lists where this poll started per partition (with auto_commit the group is already rewound there, `rewound: true`)", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "code topic_not_found, topic_deleted", body = Problem, content_type = "application/problem+json"),
+        (status = 406, description = "code not_representable: bytes do not fit the format; the group stays before these records (poll with format=base64)", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "codes unknown_member, stale_generation (rejoin), group_has_members (implicit poll while members are joined)", body = Problem, content_type = "application/problem+json"),
         (status = 416, description = "code no_valid_offset (offset_reset=error and no valid offset)", body = Problem, content_type = "application/problem+json"),
+        (status = 507, description = "code storage_full: the commit could not be written; the group did not move", body = Problem, content_type = "application/problem+json"),
     ))]
 pub(crate) async fn poll(
     State(state): State<AppState>,
     Path((group, topic)): Path<(String, String)>,
     Query(q): Query<GroupPollQuery>,
     Query(formats): Query<FormatQuery>,
-) -> ApiResult<axum::Json<GroupPollResponse>> {
+) -> ApiResult<Response> {
     check_names(&group, &topic)?;
     let member = member_ref(q.member_id, q.generation)?;
     let cfg = &state.config;
-    let k = &state.kafko;
-    let auto_commit = q.auto_commit.unwrap_or(true);
+    let g = state.kafko.group(&group)?;
+    let t = state.kafko.topic(&topic)?;
     let (max_records, max_bytes) = read_limits(cfg, q.max_records, q.max_bytes);
     let options = GroupPollOptions {
         max_records,
         max_bytes,
         wait: Duration::ZERO,
-        auto_commit,
+        auto_commit: q.auto_commit.unwrap_or(true),
     };
     let deadline = Instant::now() + Duration::from_millis(q.wait_ms.unwrap_or(0)).min(cfg.max_wait);
-    let activity = k.topic_activity(&topic)?;
+    let activity = t.activity();
+    let mut committed = Vec::new();
     let got = loop {
         let notified = activity.notified();
         tokio::pin!(notified);
         // Registered before the poll looks, so a produce in between still wakes us.
         notified.as_mut().enable();
-        let got = poll_once(k, &group, &topic, member.as_ref(), &options).await?;
-        if !got.records.is_empty() || Instant::now() >= deadline || state.is_shutting_down() {
+        let got = g.poll(&t, member.as_ref(), &options).await?;
+        committed.extend_from_slice(got.committed());
+        if !got.records().is_empty() || Instant::now() >= deadline || state.is_shutting_down() {
             break got;
         }
         tokio::select! {
@@ -142,67 +140,59 @@ pub(crate) async fn poll(
         }
     };
     let (value_fmt, key_fmt) = formats.resolve();
-    let records = match got
-        .records
+    // Unrepresentable records: `got` is dropped undelivered, so the group stays before them.
+    let records = got
+        .records()
         .iter()
         .map(|r| to_out(r, value_fmt, key_fmt))
         .collect::<ApiResult<Vec<_>>>()
-    {
-        Ok(records) => records,
-        Err(e) => return Err(rewind(k, &group, &topic, member.as_ref(), &got, e).await),
-    };
-    let bytes = got.records.iter().map(payload_bytes).sum();
+        .map_err(|e| {
+            let mut e = e;
+            e.detail
+                .push_str("; the group stays before these records: poll with format=base64");
+            e
+        })?;
+    let bytes = got.records().iter().map(payload_bytes).sum();
     state.metrics.consumed(&topic, records.len(), bytes);
-    Ok(axum::Json(GroupPollResponse {
+    committed.sort_by_key(|p| p.partition);
+    let body = GroupPollResponse {
         records,
-        generation: got.generation,
-        positions: to_dto(got.positions),
-        committed: got.committed,
-    }))
+        generation: got.generation(),
+        positions: to_dto(got.positions().to_vec()),
+        committed: to_dto(committed),
+    };
+    let (_, delivery) = got.into_parts();
+    Ok(delivered_on_send(&body, delivery))
 }
 
-/// A poll whose records cannot be rendered (406) has already moved the group past them.
-/// Names where each partition started; with auto-commit, also moves the group back there
-/// (restoring the committed offsets the poll replaced), so nothing is skipped.
-async fn rewind(
-    k: &Kafko,
-    group: &str,
-    topic: &str,
-    member: Option<&MemberRef>,
-    got: &GroupRecords,
-    err: ApiError,
-) -> ApiError {
-    let mut starts: Vec<PartitionOffset> = Vec::new();
-    for r in &got.records {
-        match starts.iter_mut().find(|s| s.partition == r.partition) {
-            Some(s) => s.offset = s.offset.min(r.offset),
-            None => starts.push(PartitionOffset {
-                partition: r.partition,
-                offset: r.offset,
-            }),
+/// A JSON response whose `delivery` is confirmed once the whole body was handed to the
+/// connection; a response dropped before that (the client went away, the server
+/// stopped) returns the records to the group.
+fn delivered_on_send(body: &GroupPollResponse, delivery: Delivery) -> Response {
+    let json = match serde_json::to_vec(body) {
+        Ok(json) => Bytes::from(json),
+        Err(e) => {
+            return ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                format!("rendering the poll failed: {e}"),
+            )
+            .into_response();
         }
-    }
-    starts.sort_by_key(|s| s.partition);
-    let rewound = got.committed
-        && match k
-            .commit_group_offsets(group, topic, member, Some(&starts))
-            .await
-        {
-            Ok(_) => true,
-            Err(e) => {
-                tracing::warn!(group, topic, error = %e, "could not rewind after an unrepresentable poll");
-                false
-            }
-        };
-    let mut err = err
-        .with("rewind", json!(to_dto(starts)))
-        .with("rewound", json!(rewound));
-    err.detail.push_str(if rewound {
-        "; the group was moved back to where this poll started"
-    } else {
-        "; the group's position is past these records: seek to `rewind` to read them again"
+    };
+    // The connection asks for the next frame only after it took the previous one.
+    let confirm = stream::once(async move {
+        delivery.confirm();
+        None
     });
-    err
+    let frames = stream::once(async move { Some(json) })
+        .chain(confirm)
+        .filter_map(|frame| async move { frame.map(Ok::<_, Infallible>) });
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        Body::from_stream(frames),
+    )
+        .into_response()
 }
 
 /// Commits offsets; an absent or empty list commits the caller's current positions.
@@ -226,9 +216,11 @@ pub(crate) async fn commit(
     let body = body.unwrap_or_default();
     let member = member_ref(body.member_id, body.generation)?;
     let offsets = (!body.offsets.is_empty()).then(|| from_dto(&body.offsets));
+    let t = state.kafko.topic(&topic)?;
     let committed = state
         .kafko
-        .commit_group_offsets(&group, &topic, member.as_ref(), offsets.as_deref())
+        .group(&group)?
+        .commit(&t, member.as_ref(), offsets.as_deref())
         .await?;
     Ok(axum::Json(CommitResponse {
         offsets: to_dto(committed),
@@ -260,9 +252,11 @@ pub(crate) async fn seek(
         SeekTarget::Offset(o) => SeekTo::Offset(o),
         SeekTarget::Timestamp(t) => SeekTo::Timestamp(t),
     };
+    let t = state.kafko.topic(&topic)?;
     let offsets = state
         .kafko
-        .seek_group(&group, &topic, member.as_ref(), body.partition, to)
+        .group(&group)?
+        .seek(&t, member.as_ref(), body.partition, to)
         .await?;
     Ok(axum::Json(CommitResponse {
         offsets: to_dto(offsets),
@@ -291,21 +285,24 @@ pub(crate) async fn join(
     let timeout = body
         .session_timeout_ms
         .map_or(DEFAULT_SESSION_TIMEOUT, Duration::from_millis);
+    let t = state.kafko.topic(&topic)?;
     let membership = state
         .kafko
-        .join_group(&group, &topic, body.member_id.as_deref(), timeout)
+        .group(&group)?
+        .join(&t, body.member_id.as_deref(), timeout)
         .await?;
     Ok((StatusCode::CREATED, axum::Json(membership.into())))
 }
 
-/// Leaves the group; the member's partitions move to the others (a new generation).
+/// Leaves the group, committing what the member was delivered; its partitions move to
+/// the others (a new generation).
 #[utoipa::path(delete, path = "/v1/groups/{group}/topics/{topic}/members/{member_id}", tag = "groups",
     params(("group" = String, Path, description = "Group name"), ("topic" = String, Path, description = "Topic name"),
         ("member_id" = String, Path, description = "Member id")),
     responses(
         (status = 204, description = "Left"),
         (status = 400, description = "Invalid name or id", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "code topic_not_found", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "codes topic_not_found, group_not_found (nothing is created)", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "code unknown_member (not a member, or its session expired)", body = Problem, content_type = "application/problem+json"),
     ))]
 pub(crate) async fn leave(
@@ -314,7 +311,8 @@ pub(crate) async fn leave(
 ) -> ApiResult<StatusCode> {
     check_names(&group, &topic)?;
     check_member(&member_id)?;
-    state.kafko.leave_group(&group, &topic, &member_id).await?;
+    let t = state.kafko.topic(&topic)?;
+    state.kafko.group(&group)?.leave(&t, &member_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -338,7 +336,7 @@ pub(crate) async fn describe(
     Path(group): Path<String>,
 ) -> ApiResult<axum::Json<GroupDescription>> {
     check_group(&group)?;
-    Ok(axum::Json(state.kafko.describe_group(&group)?.into()))
+    Ok(axum::Json(state.kafko.group(&group)?.describe()?.into()))
 }
 
 /// Sets a group's options (creating the group): `offset_reset` = earliest, latest or error.
@@ -356,8 +354,9 @@ pub(crate) async fn configure(
     Json(config): Json<GroupConfig>,
 ) -> ApiResult<axum::Json<GroupDescription>> {
     check_group(&group)?;
-    state.kafko.set_group_config(&group, config.into()).await?;
-    Ok(axum::Json(state.kafko.describe_group(&group)?.into()))
+    let g = state.kafko.group(&group)?;
+    g.configure(config.into()).await?;
+    Ok(axum::Json(g.describe()?.into()))
 }
 
 /// Deletes a group and its committed offsets; refused while members are joined.
@@ -374,6 +373,6 @@ pub(crate) async fn delete(
     Path(group): Path<String>,
 ) -> ApiResult<StatusCode> {
     check_group(&group)?;
-    state.kafko.delete_group(&group).await?;
+    state.kafko.group(&group)?.delete().await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -7,6 +7,8 @@ use axum::extract::State;
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 
+use kafko_core::PartitionReader;
+
 use crate::config::ServerConfig;
 use crate::dto::{FetchQuery, FetchResponse, FormatQuery, Problem};
 use crate::error::{ApiError, ApiResult};
@@ -69,33 +71,17 @@ pub(crate) async fn fetch(
         .to_ascii_lowercase();
     let read = ReadSpec::new(&state, &topic, &q, &headers)?;
     if accept.contains("text/event-stream") {
-        return Ok(stream::sse(state, topic, read, formats.resolve()));
+        return Ok(stream::sse(state, read, formats.resolve()));
     }
     if accept.contains("application/x-ndjson") {
-        return Ok(stream::ndjson(state, topic, read, formats.resolve()));
+        return Ok(stream::ndjson(state, read, formats.resolve()));
     }
     let (value_fmt, key_fmt) = formats.resolve();
-    let k = &state.kafko;
-    let mut fetched = k.fetch(
-        &topic,
-        read.partition,
-        read.start,
-        read.max_records,
-        read.max_bytes,
-    )?;
-    if fetched.records.is_empty() && !read.wait.is_zero() {
-        tokio::select! {
-            r = k.wait_for(&topic, read.partition, fetched.next_offset, read.wait) => { r?; }
-            () = state.shutdown_requested() => {}
-        }
-        fetched = k.fetch(
-            &topic,
-            read.partition,
-            read.start,
-            read.max_records,
-            read.max_bytes,
-        )?;
-    }
+    let reader = &read.reader;
+    let fetched = tokio::select! {
+        r = reader.read_wait(read.start, read.max_records, read.max_bytes, read.wait) => r?,
+        () = state.shutdown_requested() => reader.read(read.start, read.max_records, read.max_bytes)?,
+    };
     let records = fetched
         .records
         .iter()
@@ -112,10 +98,10 @@ pub(crate) async fn fetch(
     .into_response())
 }
 
-/// A resolved read: where to start and how much to take.
+/// A resolved read: the partition (resolved once), where to start and how much to take.
 #[derive(Debug, Clone)]
 pub(crate) struct ReadSpec {
-    pub(crate) partition: u32,
+    pub(crate) reader: PartitionReader,
     pub(crate) start: u64,
     pub(crate) max_records: usize,
     pub(crate) max_bytes: usize,
@@ -128,7 +114,6 @@ pub(crate) struct ReadSpec {
 impl ReadSpec {
     fn new(state: &AppState, topic: &str, q: &FetchQuery, headers: &HeaderMap) -> ApiResult<Self> {
         let cfg = &state.config;
-        let k = &state.kafko;
         let resume = headers
             .get("last-event-id")
             .map(|v| v.to_str().map_err(|_| bad_event_id("(not visible ASCII)")))
@@ -138,15 +123,18 @@ impl ReadSpec {
             .map(parse_event_id)
             .transpose()?;
         let partition = resume.map_or(q.partition.unwrap_or(0), |(p, _)| p);
-        let (log_start, hw) = k.offsets(topic, partition)?;
+        let reader = state.kafko.topic(topic)?.partition(partition)?;
+        let offsets = reader.offsets()?;
         let start = if let Some((_, last)) = resume {
             last.saturating_add(1)
         } else if let Some(ts) = q.timestamp {
-            k.offset_for_timestamp(topic, partition, ts)?.unwrap_or(hw)
+            reader
+                .offset_for_timestamp(ts)?
+                .unwrap_or(offsets.high_watermark)
         } else {
             match q.offset.as_deref() {
-                None | Some("earliest") => log_start,
-                Some("latest") => hw,
+                None | Some("earliest") => offsets.log_start,
+                Some("latest") => offsets.high_watermark,
                 Some(n) => n.parse::<u64>().map_err(|_| {
                     ApiError::bad_request(
                         "invalid_query",
@@ -155,17 +143,12 @@ impl ReadSpec {
                 })?,
             }
         };
-        if start < log_start || start > hw {
-            return Err(kafko_core::KafkoError::OffsetOutOfRange {
-                requested: start,
-                log_start_offset: log_start,
-                high_watermark: hw,
-            }
-            .into());
+        if !offsets.contains(start) {
+            return Err(offsets.out_of_range(start).into());
         }
         let (max_records, max_bytes) = read_limits(cfg, q.max_records, q.max_bytes);
         Ok(ReadSpec {
-            partition,
+            reader,
             total: q.max_records,
             start,
             max_records,

@@ -193,7 +193,7 @@ impl FromRequestParts<AppState> for BodyShape {
 /// is checked whole first, so a request refused for its body creates nothing (and is
 /// refused for its body, not for the topic).
 async fn producer(state: &AppState, topic: &str, input: &Input<'_>) -> ApiResult<Producer> {
-    match state.kafko.producer_for(topic).await {
+    match state.kafko.producer_for(topic) {
         Err(KafkoError::TopicNotFound { .. }) => {
             input.for_each(|_| Ok(()))?;
             match &state.config.auto_create {
@@ -211,7 +211,7 @@ async fn producer(state: &AppState, topic: &str, input: &Input<'_>) -> ApiResult
                         Ok(_) | Err(KafkoError::TopicAlreadyExists { .. }) => {}
                         Err(e) => return Err(e.into()),
                     }
-                    Ok(state.kafko.producer_for(topic).await?)
+                    Ok(state.kafko.producer_for(topic)?)
                 }
             }
         }

@@ -12,7 +12,6 @@ use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use kafko_core::KafkoError;
 
 use crate::dto::{OffsetsQuery, OffsetsResponse, Problem};
 use crate::error::{ApiError, ApiResult};
@@ -41,17 +40,13 @@ pub(crate) async fn get_record(
     Path((topic, partition, offset)): Path<(String, u32, u64)>,
 ) -> ApiResult<Response> {
     check_topic(&topic)?;
-    let k = &state.kafko;
-    let (log_start, hw) = k.offsets(&topic, partition)?;
-    if offset < log_start || offset >= hw {
-        return Err(KafkoError::OffsetOutOfRange {
-            requested: offset,
-            log_start_offset: log_start,
-            high_watermark: hw,
-        }
-        .into());
+    let reader = state.kafko.topic(&topic)?.partition(partition)?;
+    let offsets = reader.offsets()?;
+    // The high watermark itself is a valid read position but holds no record yet.
+    if !offsets.contains(offset) || offset == offsets.high_watermark {
+        return Err(offsets.out_of_range(offset).into());
     }
-    let fetched = k.fetch(&topic, partition, offset, 1, 1)?;
+    let fetched = reader.read(offset, 1, 1)?;
     let Some(r) = fetched.records.into_iter().find(|r| r.offset == offset) else {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
@@ -114,16 +109,16 @@ pub(crate) async fn offsets(
     Query(q): Query<OffsetsQuery>,
 ) -> ApiResult<axum::Json<OffsetsResponse>> {
     check_topic(&topic)?;
-    let k = &state.kafko;
-    let (log_start_offset, high_watermark) = k.offsets(&topic, partition)?;
+    let reader = state.kafko.topic(&topic)?.partition(partition)?;
+    let offsets = reader.offsets()?;
     let offset = match q.timestamp {
-        Some(ts) => k.offset_for_timestamp(&topic, partition, ts)?,
+        Some(ts) => reader.offset_for_timestamp(ts)?,
         None => None,
     };
     Ok(axum::Json(OffsetsResponse {
         partition,
-        log_start_offset,
-        high_watermark,
+        log_start_offset: offsets.log_start,
+        high_watermark: offsets.high_watermark,
         offset,
     }))
 }

@@ -28,7 +28,6 @@ const FOLLOW_WAIT: Duration = Duration::from_secs(15);
 /// A read position moving through one partition.
 struct Cursor {
     state: AppState,
-    topic: String,
     read: ReadSpec,
     next: u64,
     /// Where a non-following stream stops.
@@ -39,20 +38,15 @@ struct Cursor {
 }
 
 impl Cursor {
-    fn new(state: AppState, topic: String, read: ReadSpec, formats: (Format, Format)) -> Self {
+    fn new(state: AppState, read: ReadSpec, formats: (Format, Format)) -> Self {
         let end = if read.follow {
             None
         } else {
-            state
-                .kafko
-                .offsets(&topic, read.partition)
-                .ok()
-                .map(|(_, hw)| hw)
+            read.reader.offsets().ok().map(|o| o.high_watermark)
         };
         Cursor {
             next: read.start,
             state,
-            topic,
             read,
             end,
             sent: 0,
@@ -74,10 +68,18 @@ impl Cursor {
             if left == 0 {
                 return None;
             }
-            let k = &self.state.kafko;
-            let p = self.read.partition;
             let max = self.read.max_records.min(left);
-            let fetched = match k.fetch(&self.topic, p, self.next, max, self.read.max_bytes) {
+            let wait = if self.read.follow {
+                FOLLOW_WAIT
+            } else {
+                Duration::ZERO
+            };
+            let reader = &self.read.reader;
+            let fetched = tokio::select! {
+                r = reader.read_wait(self.next, max, self.read.max_bytes, wait) => r,
+                () = self.state.shutdown_requested() => return None,
+            };
+            let fetched = match fetched {
                 Ok(f) => f,
                 Err(e) => return self.fail(e.into()),
             };
@@ -95,21 +97,12 @@ impl Cursor {
                 };
                 self.sent += records.len();
                 let bytes = records.iter().map(payload_bytes).sum();
-                self.state
-                    .metrics
-                    .consumed(&self.topic, records.len(), bytes);
+                let topic = self.read.reader.topic();
+                self.state.metrics.consumed(topic, records.len(), bytes);
                 return Some(Ok(out));
             }
             if !self.read.follow {
                 return None;
-            }
-            tokio::select! {
-                r = k.wait_for(&self.topic, p, self.next, FOLLOW_WAIT) => {
-                    if let Err(e) = r {
-                        return self.fail(e.into());
-                    }
-                }
-                () = self.state.shutdown_requested() => return None,
             }
         }
     }
@@ -137,13 +130,8 @@ fn problem_json(e: &ApiError) -> String {
 }
 
 /// An NDJSON response.
-pub(crate) fn ndjson(
-    state: AppState,
-    topic: String,
-    read: ReadSpec,
-    formats: (Format, Format),
-) -> Response {
-    let lines = batches(Cursor::new(state, topic, read, formats)).map(|batch| {
+pub(crate) fn ndjson(state: AppState, read: ReadSpec, formats: (Format, Format)) -> Response {
+    let lines = batches(Cursor::new(state, read, formats)).map(|batch| {
         let mut buf = Vec::new();
         match batch {
             Ok(records) => {
@@ -167,13 +155,8 @@ pub(crate) fn ndjson(
 }
 
 /// A Server-Sent Events response.
-pub(crate) fn sse(
-    state: AppState,
-    topic: String,
-    read: ReadSpec,
-    formats: (Format, Format),
-) -> Response {
-    let events = batches(Cursor::new(state, topic, read, formats)).flat_map(|batch| {
+pub(crate) fn sse(state: AppState, read: ReadSpec, formats: (Format, Format)) -> Response {
+    let events = batches(Cursor::new(state, read, formats)).flat_map(|batch| {
         let events: Vec<Event> = match batch {
             Ok(records) => records
                 .iter()

@@ -1,0 +1,737 @@
+//! [`GroupHandle`]: one consumer group by name — join, leave, the two-phase poll,
+//! commit, seek, describe, configure and delete — and [`Kafko::group`] /
+//! [`Kafko::list_groups`].
+//!
+//! A group exists once a join, poll, commit, seek or configure created it; leave,
+//! describe and delete never create one (they fail with `GroupNotFound`).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use tokio::time::Instant;
+
+use super::coordinator::{
+    Caller, Coordinator, GroupState, Lease, TopicState, authorize, expire, group_not_found,
+    not_assigned, start_position, validate_session_timeout,
+};
+use super::delivery::{Delivery, GroupPoll};
+use super::membership::{Member, new_member_id};
+use super::{
+    GroupConfig, GroupDescription, GroupListing, GroupMemberDescription, GroupPartitionDescription,
+    GroupPollOptions, GroupTopicDescription, MemberRef, Membership, PartitionOffset,
+};
+use crate::broker::Kafko;
+use crate::consumer::SeekTo;
+use crate::error::{KafkoError, Result};
+use crate::handle::TopicHandle;
+use crate::naming::validate_name;
+use crate::partition::record_bytes;
+use crate::record::Record;
+use crate::topic::Topic;
+
+/// Tells apart the leases of different polls.
+static NEXT_LEASE: AtomicU64 = AtomicU64::new(1);
+
+/// One consumer group. Get it with [`Kafko::group`]; cheap to clone. Groups keep a
+/// cursor per topic; members (or the implicit single member, `member: None`) poll,
+/// commit and seek on a topic given as a [`TopicHandle`].
+///
+/// **Delivery rule (at-least-once).** A poll leases the records it returns: they count
+/// as read only once the caller confirms them ([`GroupPoll::delivered`]); a poll dropped
+/// unconfirmed puts them back. A confirmed poll with `auto_commit` is committed by the
+/// same member's next poll (before it reads), by [`commit`](Self::commit), or by the
+/// member's [`leave`](Self::leave) — never before, so a consumer that stops between
+/// polls gets those records again.
+#[derive(Clone)]
+pub struct GroupHandle {
+    kafko: Kafko,
+    name: Arc<str>,
+}
+
+impl std::fmt::Debug for GroupHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GroupHandle")
+            .field("name", &&*self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Which entries a call created, so a failed call can remove them again.
+#[derive(Clone, Copy, Default)]
+struct Created {
+    group: bool,
+    topic: bool,
+}
+
+impl Kafko {
+    /// A handle on the group `name` (validated, not created: a join, poll, commit, seek
+    /// or configure creates it).
+    pub fn group(&self, name: &str) -> Result<GroupHandle> {
+        validate_name(name)?;
+        Ok(GroupHandle {
+            kafko: self.clone(),
+            name: name.into(),
+        })
+    }
+
+    /// Every group, by name.
+    pub fn list_groups(&self) -> Vec<GroupListing> {
+        self.inner
+            .groups
+            .lock()
+            .iter()
+            .map(|(name, g)| GroupListing {
+                group: name.clone(),
+                topics: g.topics.keys().cloned().collect(),
+                members: g.topics.values().map(|t| t.members.members.len()).sum(),
+            })
+            .collect()
+    }
+}
+
+impl GroupHandle {
+    /// The group's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn coordinator(&self) -> &Coordinator {
+        &self.kafko.inner.groups
+    }
+
+    fn check_not_closing(&self) -> Result<()> {
+        if self.kafko.is_shutting_down() {
+            return Err(KafkoError::ShuttingDown);
+        }
+        Ok(())
+    }
+
+    /// Runs `f` on the group's state for `topic` after expiring silent members,
+    /// creating the group and topic entries first when `create` (and removing them
+    /// again if `f` fails). Without `create` a missing group is `GroupNotFound`, and a
+    /// topic the group never used is seen as an empty state that is not kept.
+    fn with_state<T>(
+        &self,
+        topic: &Topic,
+        create: bool,
+        f: impl FnOnce(&GroupConfig, &mut TopicState) -> Result<T>,
+    ) -> Result<(T, Created)> {
+        topic.check_live()?;
+        let name = &*self.name;
+        let mut groups = self.coordinator().lock();
+        let mut created = Created::default();
+        if !groups.contains_key(name) {
+            if !create {
+                return Err(group_not_found(name));
+            }
+            groups.insert(name.to_owned(), GroupState::new(GroupConfig::default()));
+            created.group = true;
+        }
+        let g = groups.get_mut(name).ok_or_else(|| group_not_found(name))?;
+        if !create && !g.topics.contains_key(&*topic.name) {
+            // The group never used this topic: answer from an empty state, keep none.
+            return f(&g.config, &mut TopicState::default()).map(|v| (v, created));
+        }
+        created.topic = !g.topics.contains_key(&*topic.name);
+        let ts = g.topics.entry(topic.name.to_string()).or_default();
+        expire(ts, topic.partitions.len() as u32, Instant::now());
+        let out = f(&g.config, ts);
+        drop(groups);
+        match out {
+            Ok(v) => Ok((v, created)),
+            Err(e) => {
+                self.undo(created, &topic.name);
+                Err(e)
+            }
+        }
+    }
+
+    /// Removes entries a failed call created, if they are still untouched.
+    fn undo(&self, created: Created, topic: &str) {
+        let mut groups = self.coordinator().lock();
+        let Some(g) = groups.get_mut(&*self.name) else {
+            return;
+        };
+        if created.topic
+            && g.topics.get(topic).is_some_and(|ts| {
+                ts.committed.is_empty() && ts.positions.is_empty() && ts.members.members.is_empty()
+            })
+        {
+            g.topics.remove(topic);
+        }
+        if created.group && g.topics.is_empty() {
+            groups.remove(&*self.name);
+        }
+    }
+
+    /// Sets the group's options (creating the group), durably.
+    pub async fn configure(&self, config: GroupConfig) -> Result<()> {
+        self.check_not_closing()?;
+        let name = &*self.name;
+        let persist = self
+            .coordinator()
+            .lock()
+            .entry(name.to_owned())
+            .or_insert_with(|| GroupState::new(GroupConfig::default()))
+            .persist
+            .clone();
+        let _writing = persist.lock.lock().await;
+        let (store, group, c) = (
+            self.coordinator().store.clone(),
+            name.to_owned(),
+            config.clone(),
+        );
+        tokio::task::spawn_blocking(move || store.write_config(&group, &c))
+            .await
+            .map_err(|e| KafkoError::InvalidRequest {
+                reason: format!("group config task failed: {e}"),
+            })??;
+        if let Some(g) = self.coordinator().lock().get_mut(name) {
+            g.config = config;
+        }
+        Ok(())
+    }
+
+    /// Joins the group on `topic` (creating the group). Without `member_id` a new id is
+    /// generated; joining again with a live member's id is a heartbeat that returns its
+    /// current assignment without a rebalance. A new member starts a new generation.
+    pub async fn join(
+        &self,
+        topic: &TopicHandle,
+        member_id: Option<&str>,
+        session_timeout: std::time::Duration,
+    ) -> Result<Membership> {
+        validate_session_timeout(session_timeout)?;
+        if let Some(id) = member_id {
+            validate_name(id)?;
+        }
+        let t = topic.inner();
+        let n = t.partitions.len() as u32;
+        let group = &*self.name;
+        let (membership, _) = self.with_state(t, true, |_, ts| {
+            let now = Instant::now();
+            let id = member_id.map_or_else(new_member_id, str::to_owned);
+            if let Some(m) = ts.members.members.get_mut(&id) {
+                m.last_seen = now;
+                m.session_timeout = session_timeout;
+            } else {
+                ts.members.members.insert(
+                    id.clone(),
+                    Member {
+                        session_timeout,
+                        last_seen: now,
+                        assignment: Vec::new(),
+                    },
+                );
+                ts.members.rebalance(n);
+                ts.reset_positions();
+                tracing::info!(group, topic = %t.name, member = %id, generation = ts.members.generation, "member joined");
+            }
+            let assignment = ts
+                .members
+                .members
+                .get(&id)
+                .map(|m| m.assignment.clone())
+                .unwrap_or_default();
+            Ok(Membership {
+                group: group.to_owned(),
+                topic: t.name.to_string(),
+                member_id: id,
+                generation: ts.members.generation,
+                assignment,
+            })
+        })?;
+        Ok(membership)
+    }
+
+    /// Removes a member after committing what it was delivered with auto-commit; its
+    /// partitions move to the others (a new generation).
+    pub async fn leave(&self, topic: &TopicHandle, member_id: &str) -> Result<()> {
+        let t = topic.inner();
+        let n = t.partitions.len() as u32;
+        let group = &*self.name;
+        let unknown = || KafkoError::UnknownMember {
+            group: group.to_owned(),
+            member: member_id.to_owned(),
+        };
+        let lookup = self.with_state(t, false, |_, ts| {
+            ts.members.members.get(member_id).ok_or_else(unknown)?;
+            Ok(ts.pending_of(member_id))
+        });
+        let (pending, _) = lookup?;
+        let leave = |ts: &mut TopicState| {
+            if ts.members.members.remove(member_id).is_none() {
+                return false;
+            }
+            ts.members.rebalance(n);
+            ts.reset_positions();
+            true
+        };
+        let mut left = false;
+        if pending.is_empty() {
+            self.with_state(t, false, |_, ts| {
+                left = leave(ts);
+                Ok(())
+            })?;
+        } else {
+            self.coordinator()
+                .commit(group, &t.name, &pending, |ts| left = leave(ts))
+                .await?;
+        }
+        if !left {
+            return Err(unknown());
+        }
+        tracing::info!(group, topic = %t.name, member = member_id, "member left");
+        Ok(())
+    }
+
+    /// Polls the group's next records on `topic`, as a member (`Some`) or as the
+    /// implicit single member that owns every partition (`None`, refused with
+    /// `GroupHasMembers` while members are joined). With `options.auto_commit` it first
+    /// commits what the caller's previous delivered poll returned. Waits up to
+    /// `options.wait` when nothing is available. See [`GroupHandle`] for the delivery
+    /// rule; a member polling in an old generation fails with `StaleGeneration`.
+    pub async fn poll(
+        &self,
+        topic: &TopicHandle,
+        member: Option<&MemberRef>,
+        options: &GroupPollOptions,
+    ) -> Result<GroupPoll> {
+        let deadline = Instant::now() + options.wait;
+        let activity = topic.activity();
+        let mut committed = Vec::new();
+        loop {
+            let notified = activity.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let mut got = self.try_poll(topic, member, options).await?;
+            committed.append(&mut got.committed);
+            if !got.records.is_empty() || Instant::now() >= deadline {
+                committed.sort_by_key(|p| p.partition);
+                got.committed = committed;
+                return Ok(got);
+            }
+            let _ = tokio::time::timeout_at(deadline, notified).await;
+        }
+    }
+
+    /// One poll attempt: commit the caller's delivered records (auto-commit), lease the
+    /// partitions it owns that are free, read them without any lock held, keep the
+    /// leases of partitions that returned records.
+    async fn try_poll(
+        &self,
+        topic: &TopicHandle,
+        member: Option<&MemberRef>,
+        options: &GroupPollOptions,
+    ) -> Result<GroupPoll> {
+        self.check_not_closing()?;
+        let t = topic.inner();
+        let n = t.partitions.len() as u32;
+        let group = &*self.name;
+        let caller = Caller::of(member);
+        let (to_commit, created) = self.with_state(t, true, |_, ts| {
+            authorize(group, &t.name, ts, caller, n, Instant::now())?;
+            Ok(if options.auto_commit {
+                ts.pending_of(caller.key())
+            } else {
+                Vec::new()
+            })
+        })?;
+        if !to_commit.is_empty() {
+            self.coordinator()
+                .commit(group, &t.name, &to_commit, |ts| {
+                    ts.clear_pending(caller.key(), &to_commit);
+                })
+                .await?;
+        }
+        let id = NEXT_LEASE.fetch_add(1, Ordering::Relaxed);
+        let leased = self.with_state(t, true, |config, ts| {
+            let (owned, generation) = authorize(group, &t.name, ts, caller, n, Instant::now())?;
+            let mut starts = Vec::with_capacity(owned.len());
+            for p in owned {
+                if let Some(lease) = ts.leases.get(&p) {
+                    starts.push((p, lease.start, false));
+                    continue;
+                }
+                let log = &t.partition(p)?.log;
+                let hw = log.high_watermark();
+                let start = start_position(group, &t.name, config, ts, p, log.log_start(), hw)?;
+                let lease = start < hw;
+                if lease {
+                    ts.leases.insert(
+                        p,
+                        Lease {
+                            id,
+                            start,
+                            auto_commit: options.auto_commit,
+                        },
+                    );
+                    ts.positions.insert(p, start);
+                }
+                starts.push((p, start, lease));
+            }
+            Ok((starts, generation))
+        });
+        let ((starts, generation), _) = match leased {
+            Ok(v) => v,
+            Err(e) => {
+                self.undo(created, &t.name);
+                return Err(e);
+            }
+        };
+        let read = read_leased(t, &starts, options);
+        // Keep the leases of partitions that returned records; release the others.
+        let mut records = Vec::new();
+        let mut leases = Vec::new();
+        let mut released = false;
+        let mut positions = Vec::with_capacity(starts.len());
+        let read = {
+            let mut groups = self.coordinator().lock();
+            let ts = groups
+                .get_mut(group)
+                .and_then(|g| g.topics.get_mut(&*t.name));
+            match (read, ts) {
+                (Err(e), Some(ts)) => {
+                    for &(p, start, leased) in &starts {
+                        if leased && ts.leases.get(&p).is_some_and(|l| l.id == id) {
+                            ts.leases.remove(&p);
+                            ts.positions.insert(p, start);
+                        }
+                    }
+                    released = true;
+                    Err(e)
+                }
+                (Err(e), None) => Err(e),
+                (Ok(_), None) => Ok(()),
+                (Ok(read), Some(ts)) => {
+                    for (p, start, leased, fetched) in read {
+                        let mine = leased && ts.leases.get(&p).is_some_and(|l| l.id == id);
+                        if !mine {
+                            // Not leased here, or a rebalance, commit or seek replaced
+                            // the lease while we read: these records are not ours to give.
+                            positions.push(PartitionOffset {
+                                partition: p,
+                                offset: ts.positions.get(&p).copied().unwrap_or(start),
+                            });
+                            continue;
+                        }
+                        let next = fetched.as_ref().map_or(start, |(_, next)| *next);
+                        ts.positions.insert(p, next);
+                        match fetched {
+                            Some((got, _)) if !got.is_empty() => {
+                                records.extend(got);
+                                leases.push((p, id));
+                            }
+                            _ => {
+                                ts.leases.remove(&p);
+                                released = true;
+                            }
+                        }
+                        positions.push(PartitionOffset {
+                            partition: p,
+                            offset: next,
+                        });
+                    }
+                    Ok(())
+                }
+            }
+        };
+        if released {
+            t.activity.notify_waiters();
+        }
+        read?;
+        positions.sort_by_key(|p| p.partition);
+        Ok(GroupPoll {
+            records,
+            generation,
+            positions,
+            committed: to_commit,
+            delivery: Delivery {
+                groups: self.coordinator().groups.clone(),
+                group: group.to_owned(),
+                topic: t.name.to_string(),
+                member: caller.key().to_owned(),
+                leases,
+                activity: t.activity.clone(),
+                settled: false,
+            },
+        })
+    }
+
+    /// Commits offsets durably (creating the group). `offsets: None` commits the
+    /// caller's delivered positions. A member may only commit partitions it owns, in its
+    /// current generation. If the write fails, nothing changes.
+    pub async fn commit(
+        &self,
+        topic: &TopicHandle,
+        member: Option<&MemberRef>,
+        offsets: Option<&[PartitionOffset]>,
+    ) -> Result<Vec<PartitionOffset>> {
+        self.check_not_closing()?;
+        let t = topic.inner();
+        let n = t.partitions.len() as u32;
+        let group = &*self.name;
+        let caller = Caller::of(member);
+        let (wanted, created) = self.with_state(t, true, |_, ts| {
+            let (owned, _) = authorize(group, &t.name, ts, caller, n, Instant::now())?;
+            let wanted: Vec<PartitionOffset> = match offsets {
+                Some(list) => list.to_vec(),
+                None => owned
+                    .iter()
+                    .filter_map(|&p| {
+                        ts.delivered_position(p).map(|offset| PartitionOffset {
+                            partition: p,
+                            offset,
+                        })
+                    })
+                    .collect(),
+            };
+            for po in &wanted {
+                let log = &t.partition(po.partition)?.log;
+                if !owned.contains(&po.partition) {
+                    return Err(not_assigned(&t.name, po.partition, member));
+                }
+                if po.offset > log.high_watermark() {
+                    return Err(KafkoError::OffsetOutOfRange {
+                        requested: po.offset,
+                        log_start_offset: log.log_start(),
+                        high_watermark: log.high_watermark(),
+                    });
+                }
+            }
+            Ok(wanted)
+        })?;
+        let published = self
+            .coordinator()
+            .commit(group, &t.name, &wanted, |ts| {
+                for po in &wanted {
+                    ts.set_committed(po.partition, po.offset);
+                }
+            })
+            .await;
+        if let Err(e) = published {
+            self.undo(created, &t.name);
+            return Err(e);
+        }
+        Ok(wanted)
+    }
+
+    /// Moves the group (one partition, or every partition the caller owns) to `to`, and
+    /// commits the result durably so the next poll of any member starts there.
+    pub async fn seek(
+        &self,
+        topic: &TopicHandle,
+        member: Option<&MemberRef>,
+        partition: Option<u32>,
+        to: SeekTo,
+    ) -> Result<Vec<PartitionOffset>> {
+        let t = topic.inner();
+        let n = t.partitions.len() as u32;
+        let group = &*self.name;
+        let caller = Caller::of(member);
+        // Resolve the target offsets first: a timestamp lookup reads segments.
+        let (owned, created) = self.with_state(t, true, |_, ts| {
+            authorize(group, &t.name, ts, caller, n, Instant::now()).map(|(o, _)| o)
+        })?;
+        let targets = match partition {
+            Some(p) if t.partition(p).is_ok() && !owned.contains(&p) => {
+                Err(not_assigned(&t.name, p, member))
+            }
+            Some(p) => t.partition(p).map(|_| vec![p]),
+            None => Ok(owned),
+        };
+        let offsets = targets.and_then(|targets| {
+            targets
+                .into_iter()
+                .map(|p| {
+                    let log = &t.partition(p)?.log;
+                    let (start, hw) = (log.log_start(), log.high_watermark());
+                    let offset = match to {
+                        SeekTo::Earliest => start,
+                        SeekTo::Latest => hw,
+                        SeekTo::Offset(o) if (start..=hw).contains(&o) => o,
+                        SeekTo::Offset(o) => {
+                            return Err(KafkoError::OffsetOutOfRange {
+                                requested: o,
+                                log_start_offset: start,
+                                high_watermark: hw,
+                            });
+                        }
+                        SeekTo::Timestamp(ts) => log.offset_for_timestamp(ts)?.unwrap_or(hw),
+                    };
+                    Ok(PartitionOffset {
+                        partition: p,
+                        offset,
+                    })
+                })
+                .collect::<Result<Vec<_>>>()
+        });
+        match offsets {
+            Ok(offsets) => self.commit(topic, member, Some(&offsets)).await,
+            Err(e) => {
+                self.undo(created, &t.name);
+                Err(e)
+            }
+        }
+    }
+
+    /// Members, assignment, committed offsets, high watermarks and lag of the group.
+    pub fn describe(&self) -> Result<GroupDescription> {
+        let group = &*self.name;
+        let topics: HashMap<String, Arc<Topic>> = self
+            .kafko
+            .all_topics()
+            .into_iter()
+            .map(|t| (t.name.to_string(), t))
+            .collect();
+        let mut groups = self.coordinator().lock();
+        let g = groups
+            .get_mut(group)
+            .ok_or_else(|| group_not_found(group))?;
+        let now = Instant::now();
+        let mut out = GroupDescription {
+            group: group.to_owned(),
+            config: g.config.clone(),
+            topics: Vec::new(),
+        };
+        for (name, ts) in g.topics.iter_mut() {
+            let topic = topics.get(name);
+            if let Some(t) = topic {
+                expire(ts, t.partitions.len() as u32, now);
+            }
+            out.topics.push(describe_topic(name, ts, topic, now));
+        }
+        Ok(out)
+    }
+
+    /// Deletes the group and its committed offsets. Refused while it has live members.
+    pub async fn delete(&self) -> Result<()> {
+        self.check_not_closing()?;
+        let group = &*self.name;
+        let persist = {
+            let mut groups = self.coordinator().lock();
+            let g = groups
+                .get_mut(group)
+                .ok_or_else(|| group_not_found(group))?;
+            let now = Instant::now();
+            for ts in g.topics.values_mut() {
+                // Expired members do not keep a group alive.
+                let _ = ts.members.expire(now);
+            }
+            if let Some((topic, ts)) = g
+                .topics
+                .iter()
+                .find(|(_, ts)| !ts.members.members.is_empty())
+            {
+                return Err(KafkoError::GroupHasMembers {
+                    group: group.to_owned(),
+                    topic: topic.clone(),
+                    members: ts.members.members.len(),
+                });
+            }
+            g.persist.clone()
+        };
+        let _writing = persist.lock.lock().await;
+        persist.deleted.store(true, Ordering::Release);
+        self.coordinator().lock().remove(group);
+        let (store, name) = (self.coordinator().store.clone(), group.to_owned());
+        tokio::task::spawn_blocking(move || store.remove_group(&name))
+            .await
+            .map_err(|e| KafkoError::InvalidRequest {
+                reason: format!("group delete task failed: {e}"),
+            })??;
+        tracing::info!(group, "deleted group");
+        Ok(())
+    }
+}
+
+/// Reads each leased partition from its start, rotating the first partition so one busy
+/// partition cannot starve the rest. Yields `(partition, start, leased, Some((records,
+/// next)))` for the partitions it read.
+#[allow(clippy::type_complexity)]
+fn read_leased(
+    t: &Topic,
+    starts: &[(u32, u64, bool)],
+    options: &GroupPollOptions,
+) -> Result<Vec<(u32, u64, bool, Option<(Vec<Record>, u64)>)>> {
+    let max_records = options.max_records.max(1);
+    let (mut count, mut bytes) = (0usize, 0usize);
+    let rotate = if starts.is_empty() {
+        0
+    } else {
+        (crate::record::now_ms() as usize) % starts.len()
+    };
+    let mut out = Vec::with_capacity(starts.len());
+    for i in 0..starts.len() {
+        let (p, start, leased) = starts[(rotate + i) % starts.len()];
+        if !leased || count >= max_records || bytes >= options.max_bytes {
+            out.push((p, start, leased, None));
+            continue;
+        }
+        let fetched =
+            t.partition(p)?
+                .log
+                .read(start, max_records - count, options.max_bytes - bytes)?;
+        count += fetched.records.len();
+        bytes += fetched.records.iter().map(record_bytes).sum::<usize>();
+        out.push((
+            p,
+            start,
+            leased,
+            Some((fetched.records, fetched.next_offset)),
+        ));
+    }
+    Ok(out)
+}
+
+fn describe_topic(
+    name: &str,
+    ts: &TopicState,
+    topic: Option<&Arc<Topic>>,
+    now: Instant,
+) -> GroupTopicDescription {
+    let members = ts
+        .members
+        .members
+        .iter()
+        .map(|(id, m)| GroupMemberDescription {
+            member_id: id.clone(),
+            assignment: m.assignment.clone(),
+            session_timeout_ms: m.session_timeout.as_millis() as u64,
+            idle_ms: now.saturating_duration_since(m.last_seen).as_millis() as u64,
+        })
+        .collect();
+    let partitions: Vec<GroupPartitionDescription> = topic
+        .map(|t| {
+            t.partitions
+                .iter()
+                .map(|p| {
+                    let n = p.log.partition;
+                    let committed = ts.committed.get(&n).copied();
+                    let hw = p.log.high_watermark();
+                    GroupPartitionDescription {
+                        partition: n,
+                        owner: ts.members.owner(n).map(str::to_owned),
+                        committed,
+                        position: ts
+                            .positions
+                            .get(&n)
+                            .copied()
+                            .filter(|&o| Some(o) != committed),
+                        log_start_offset: p.log.log_start(),
+                        high_watermark: hw,
+                        lag: committed.map(|c| hw.saturating_sub(c)),
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    GroupTopicDescription {
+        topic: name.to_owned(),
+        generation: ts.members.generation,
+        members,
+        total_lag: partitions.iter().filter_map(|p| p.lag).sum(),
+        partitions,
+    }
+}

@@ -1,0 +1,211 @@
+//! Handles: a topic resolved once by name ([`TopicHandle`]) and one of its partitions
+//! ([`PartitionReader`]). A handle is bound to the topic it was resolved from: once that
+//! topic is deleted every call on it fails with
+//! [`KafkoError::TopicDeleted`](crate::KafkoError::TopicDeleted), even after a topic of
+//! the same name is created again.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::Notify;
+
+use crate::consumer::Consumer;
+use crate::error::{KafkoError, Result};
+use crate::partition::FetchedRecords;
+use crate::producer::Producer;
+use crate::record::{ProducerRecord, RecordMetadata};
+use crate::topic::{SendOptions, Topic, TopicDescription};
+
+/// One existing topic, resolved once: produce, describe, and its partitions. Cheap to
+/// clone; get it with [`Kafko::topic`](crate::Kafko::topic).
+#[derive(Clone)]
+pub struct TopicHandle {
+    pub(crate) topic: Arc<Topic>,
+}
+
+impl std::fmt::Debug for TopicHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TopicHandle")
+            .field("name", &self.name())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The range of offsets a partition holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Offsets {
+    /// First offset still stored (earlier ones were removed by retention).
+    pub log_start: u64,
+    /// One past the last readable offset: where the next record will land.
+    pub high_watermark: u64,
+}
+
+impl Offsets {
+    /// Whether `offset` is a valid read position (`log_start..=high_watermark`).
+    pub fn contains(&self, offset: u64) -> bool {
+        (self.log_start..=self.high_watermark).contains(&offset)
+    }
+
+    /// The error for a read position outside this range.
+    pub fn out_of_range(&self, requested: u64) -> KafkoError {
+        KafkoError::OffsetOutOfRange {
+            requested,
+            log_start_offset: self.log_start,
+            high_watermark: self.high_watermark,
+        }
+    }
+}
+
+impl TopicHandle {
+    pub(crate) fn new(topic: Arc<Topic>) -> Self {
+        TopicHandle { topic }
+    }
+
+    /// The topic's name.
+    pub fn name(&self) -> &str {
+        &self.topic.name
+    }
+
+    /// Number of partitions (fixed at creation).
+    pub fn partitions(&self) -> u32 {
+        self.topic.partitions.len() as u32
+    }
+
+    /// Whether the topic this handle was resolved from has been deleted.
+    pub fn is_deleted(&self) -> bool {
+        self.topic.check_live().is_err()
+    }
+
+    /// Config and per-partition facts.
+    pub fn describe(&self) -> Result<TopicDescription> {
+        self.topic.check_live()?;
+        Ok(self.topic.describe())
+    }
+
+    /// A reader of one partition.
+    pub fn partition(&self, partition: u32) -> Result<PartitionReader> {
+        self.topic.partition(partition)?;
+        Ok(PartitionReader {
+            topic: self.topic.clone(),
+            partition,
+        })
+    }
+
+    /// Appends records (see [`Producer::send_batch_with`]).
+    pub async fn produce(
+        &self,
+        records: Vec<ProducerRecord>,
+        options: SendOptions,
+    ) -> Result<Vec<RecordMetadata>> {
+        self.topic.send(records, options).await
+    }
+
+    /// A producer for this topic.
+    pub fn producer(&self) -> Producer {
+        Producer {
+            topic: self.topic.clone(),
+        }
+    }
+
+    /// A client-side consumer over every partition, starting at the log start.
+    pub fn consumer(&self) -> Consumer {
+        Consumer::new(self.topic.clone())
+    }
+
+    /// Woken whenever any partition grows, a group poll's answer settles, or the topic
+    /// is deleted. Register interest (`notified()` + `enable()`) before looking, so a
+    /// wake-up in between is not lost.
+    pub fn activity(&self) -> Arc<Notify> {
+        self.topic.activity.clone()
+    }
+
+    pub(crate) fn inner(&self) -> &Arc<Topic> {
+        &self.topic
+    }
+}
+
+/// Reads one partition of a topic. Cheap to clone; get it with
+/// [`TopicHandle::partition`].
+#[derive(Clone)]
+pub struct PartitionReader {
+    topic: Arc<Topic>,
+    partition: u32,
+}
+
+impl std::fmt::Debug for PartitionReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PartitionReader")
+            .field("topic", &&*self.topic.name)
+            .field("partition", &self.partition)
+            .finish()
+    }
+}
+
+impl PartitionReader {
+    /// The topic's name.
+    pub fn topic(&self) -> &str {
+        &self.topic.name
+    }
+
+    /// The partition number.
+    pub fn partition(&self) -> u32 {
+        self.partition
+    }
+
+    fn log(&self) -> Result<&crate::partition::PartitionLog> {
+        Ok(&self.topic.partition(self.partition)?.log)
+    }
+
+    /// The partition's log start offset and high watermark.
+    pub fn offsets(&self) -> Result<Offsets> {
+        let log = self.log()?;
+        Ok(Offsets {
+            log_start: log.log_start(),
+            high_watermark: log.high_watermark(),
+        })
+    }
+
+    /// Reads from `offset`: at most `max_records`, and at most `max_bytes` of keys,
+    /// values and headers (but at least one record when one exists).
+    pub fn read(
+        &self,
+        offset: u64,
+        max_records: usize,
+        max_bytes: usize,
+    ) -> Result<FetchedRecords> {
+        self.log()?.read(offset, max_records, max_bytes)
+    }
+
+    /// [`read`](Self::read), waiting up to `wait` for a record at `offset` when none is
+    /// there yet. Fails with `TopicDeleted` as soon as the topic is deleted.
+    pub async fn read_wait(
+        &self,
+        offset: u64,
+        max_records: usize,
+        max_bytes: usize,
+        wait: Duration,
+    ) -> Result<FetchedRecords> {
+        let log = self.log()?;
+        let mut rx = log.subscribe();
+        rx.borrow_and_update();
+        let fetched = log.read(offset, max_records, max_bytes)?;
+        if !fetched.records.is_empty() || wait.is_zero() {
+            return Ok(fetched);
+        }
+        let caught_up = fetched.next_offset;
+        let deadline = tokio::time::Instant::now() + wait;
+        // Wakes on every new high watermark and on the topic's deletion.
+        while let Ok(Ok(())) = tokio::time::timeout_at(deadline, rx.changed()).await {
+            self.topic.check_live()?;
+            if *rx.borrow_and_update() > caught_up {
+                break;
+            }
+        }
+        self.read(offset, max_records, max_bytes)
+    }
+
+    /// The first offset whose record timestamp (ms) is at or after `timestamp`, if any.
+    pub fn offset_for_timestamp(&self, timestamp: i64) -> Result<Option<u64>> {
+        self.log()?.offset_for_timestamp(timestamp)
+    }
+}
