@@ -185,9 +185,12 @@ impl PartitionReader {
         max_bytes: usize,
         wait: Duration,
     ) -> Result<FetchedRecords> {
-        let log = self.log()?;
-        let mut rx = log.subscribe();
+        // Subscribed before the liveness check: a delete after it still wakes us.
+        let mut rx = self.topic.partitions[self.partition as usize]
+            .log
+            .subscribe();
         rx.borrow_and_update();
+        let log = self.log()?;
         let fetched = log.read(offset, max_records, max_bytes)?;
         if !fetched.records.is_empty() || wait.is_zero() {
             return Ok(fetched);

@@ -59,7 +59,7 @@ async fn emfile_on_create_is_unavailable_and_leaves_nothing() {
 
     armed.store(false, Ordering::SeqCst);
     k.create_topic_with_config("wide", config).await.unwrap();
-    let p = k.producer_for("wide").await.unwrap();
+    let p = k.producer_for("wide").unwrap();
     p.send(None, "after".into()).await.unwrap();
     k.shutdown().await.unwrap();
     let k = common::open(dir.path()).await;

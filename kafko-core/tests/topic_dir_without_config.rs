@@ -13,7 +13,7 @@ async fn fifty_records(dir: &Path) {
     k.create_topic_with_config("t", common::small_segments(2))
         .await
         .unwrap();
-    let p = k.producer_for("t").await.unwrap();
+    let p = k.producer_for("t").unwrap();
     for i in 0..50 {
         p.send(None, common::value(i)).await.unwrap();
     }
