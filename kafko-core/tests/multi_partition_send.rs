@@ -37,7 +37,10 @@ fn spread(per_partition: u64) -> Vec<ProducerRecord> {
 }
 
 fn high_watermark(k: &Kafko, partition: u32) -> u64 {
-    k.offsets("t", partition).unwrap().1
+    k.topic("t")
+        .and_then(|t| t.partition(partition)?.offsets())
+        .unwrap()
+        .high_watermark
 }
 
 #[tokio::test(flavor = "current_thread")]
@@ -47,7 +50,7 @@ async fn a_full_inbox_on_the_second_partition_appends_nothing() {
     k.create_topic_with_config("t", common::small_segments(3))
         .await
         .unwrap();
-    let p = k.producer_for("t").await.unwrap();
+    let p = k.producer_for("t").unwrap();
     let mut cx = Context::from_waker(Waker::noop());
 
     // On a current-thread runtime the writers run only when this test yields: fill
@@ -155,7 +158,7 @@ async fn open_failing(dir: &Path) -> (Kafko, Arc<AtomicBool>) {
 async fn a_write_fault_on_the_second_of_three_partitions_is_reported_per_partition() {
     let dir = tempfile::tempdir().unwrap();
     let (k, armed) = open_failing(dir.path()).await;
-    let p = k.producer_for("t").await.unwrap();
+    let p = k.producer_for("t").unwrap();
     armed.store(true, Ordering::SeqCst);
 
     let records = spread(4);
@@ -226,7 +229,7 @@ async fn a_write_fault_on_the_second_of_three_partitions_is_reported_per_partiti
 async fn a_fault_on_every_partition_is_the_plain_error() {
     let dir = tempfile::tempdir().unwrap();
     let (k, armed) = open_failing(dir.path()).await;
-    let p = k.producer_for("t").await.unwrap();
+    let p = k.producer_for("t").unwrap();
     armed.store(true, Ordering::SeqCst);
     let only_one: Vec<_> = (0..5).map(|i| common::rec(i).with_partition(1)).collect();
     let err = p.send_batch_with(only_one, no_wait()).await.unwrap_err();
@@ -258,7 +261,7 @@ async fn a_large_send_is_stored_as_bounded_batches() {
     let dir = tempfile::tempdir().unwrap();
     let k = common::open(dir.path()).await;
     k.create_topic("t").await.unwrap();
-    let p = k.producer_for("t").await.unwrap();
+    let p = k.producer_for("t").unwrap();
     // 20,000 tiny records, then 40 records of 100 KiB: one send each.
     let tiny = 20_000u64;
     let mut batch = p.batch();
@@ -292,7 +295,10 @@ async fn a_large_send_is_stored_as_bounded_batches() {
         );
     }
     // A read of 10 records inside the range sees them in order.
-    let mid = k.fetch("t", 0, 12_345, 10, 1 << 20).unwrap();
+    let mid = k
+        .topic("t")
+        .and_then(|t| t.partition(0)?.read(12_345, 10, 1 << 20))
+        .unwrap();
     assert_eq!(mid.records.first().map(|r| r.offset), Some(12_345));
     k.shutdown().await.unwrap();
 }
@@ -301,7 +307,7 @@ async fn a_large_send_is_stored_as_bounded_batches() {
 async fn the_batches_of_one_partition_fail_together() {
     let dir = tempfile::tempdir().unwrap();
     let (k, armed) = open_failing(dir.path()).await;
-    let p = k.producer_for("t").await.unwrap();
+    let p = k.producer_for("t").unwrap();
     let records = |n: u64| -> Vec<ProducerRecord> {
         (0..n).map(|i| common::rec(i).with_partition(1)).collect()
     };
@@ -331,7 +337,7 @@ async fn one_append_stays_in_one_segment() {
     )
     .await
     .unwrap();
-    let p = k.producer_for("t").await.unwrap();
+    let p = k.producer_for("t").unwrap();
     p.send(None, "first".into()).await.unwrap();
     // 3 batches of about 1 MiB, each larger than a segment: one segment holds all three.
     let big = vec![1u8; 400 * 1024];
