@@ -118,7 +118,7 @@ async fn a_v1_data_directory_opens_with_its_configs_records_and_group_offsets() 
     assert_eq!(events[1].value().unwrap().as_ref(), [0xff]);
 
     // Groups: billing (offset_reset latest) and audit, with their committed offsets.
-    let billing = k.describe_group("billing").unwrap();
+    let billing = k.group("billing").and_then(|g| g.describe()).unwrap();
     assert_eq!(billing.config.offset_reset, OffsetReset::Latest);
     let committed: Vec<_> = billing.topics[0]
         .partitions
@@ -126,7 +126,7 @@ async fn a_v1_data_directory_opens_with_its_configs_records_and_group_offsets() 
         .map(|p| (p.partition, p.committed))
         .collect();
     assert_eq!(committed, [(0, Some(7)), (1, Some(0)), (2, Some(12))]);
-    let audit = k.describe_group("audit").unwrap();
+    let audit = k.group("audit").and_then(|g| g.describe()).unwrap();
     assert_eq!(audit.config.offset_reset, OffsetReset::Earliest);
     let by_topic: Vec<_> = audit
         .topics
@@ -156,7 +156,6 @@ async fn a_v1_data_directory_keeps_working_and_reopens_in_the_current_format() {
     let k = open_fixture(dir.path()).await;
     let meta = k
         .producer_for("orders")
-        .await
         .unwrap()
         .send(Some("customer-0".into()), "order-240".into())
         .await
@@ -178,7 +177,7 @@ async fn a_v1_data_directory_keeps_working_and_reopens_in_the_current_format() {
         k.describe_topic("prices").unwrap().config.retention_ms,
         Some(DAY_MS)
     );
-    let billing = k.describe_group("billing").unwrap();
+    let billing = k.group("billing").and_then(|g| g.describe()).unwrap();
     assert_eq!(billing.config.offset_reset, OffsetReset::Latest);
     k.shutdown().await.unwrap();
 }

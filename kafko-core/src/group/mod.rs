@@ -35,7 +35,6 @@ mod offsets;
 
 use std::time::Duration;
 
-
 pub(crate) use coordinator::Coordinator;
 pub use delivery::{Delivery, GroupPoll};
 pub use handle::GroupHandle;
