@@ -349,3 +349,47 @@ async fn one_append_stays_in_one_segment() {
     assert_eq!(common::read_all(&k, "t", 0).len(), 7);
     k.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_append_cut_short_by_a_crash_is_dropped_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let k = common::open(dir.path()).await;
+    k.create_topic("t").await.unwrap();
+    let p = k.producer_for("t").await.unwrap();
+    p.send(None, "first".into()).await.unwrap();
+    let records: Vec<_> = (0..10_000).map(common::rec).collect();
+    p.send_batch(records).await.unwrap();
+    k.shutdown().await.unwrap();
+    let batches = batches_on_disk(dir.path(), 0);
+    let counts: Vec<u32> = batches.iter().map(|b| b.0).collect();
+    assert_eq!(counts, [1, 4096, 4096, 1808]);
+    let log = common::last_segment(dir.path(), "t", 0);
+    let pristine = std::fs::read(&log).unwrap();
+    let ends: Vec<usize> = batches
+        .iter()
+        .scan(0, |end, b| {
+            *end += b.1;
+            Some(*end)
+        })
+        .collect();
+    // A crash left the first one or two batches of the append whole, or a part of one.
+    for cut in [ends[1], ends[2], ends[2] + 100, ends[3] - 1] {
+        std::fs::write(&log, &pristine[..cut]).unwrap();
+        let _ = std::fs::remove_file(dir.path().join("clean-shutdown"));
+        let k = Kafko::open(dir.path()).await.unwrap();
+        assert_eq!(common::read_all(&k, "t", 0).len(), 1, "cut at {cut}");
+        assert_eq!(std::fs::metadata(&log).unwrap().len() as usize, ends[0]);
+        let offset = common::append(&k, "next").await;
+        assert_eq!(
+            offset, 1,
+            "cut at {cut}: the dropped append burnt no offset"
+        );
+        k.shutdown().await.unwrap();
+    }
+    // The whole append survives a crash whole.
+    std::fs::write(&log, &pristine).unwrap();
+    let _ = std::fs::remove_file(dir.path().join("clean-shutdown"));
+    let k = Kafko::open(dir.path()).await.unwrap();
+    assert_eq!(common::read_all(&k, "t", 0).len(), 10_001);
+    k.shutdown().await.unwrap();
+}

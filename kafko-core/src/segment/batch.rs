@@ -36,6 +36,9 @@ pub(crate) struct EncodedBatch {
     pub(crate) max_timestamp: i64,
     pub(crate) record_count: u32,
     pub(crate) uncompressed_len: u32,
+    /// More batches of the same append follow this one (FORMAT.md, "Appends of several
+    /// batches"); set by the writer.
+    pub(crate) continued: bool,
 }
 
 impl EncodedBatch {
@@ -180,6 +183,7 @@ impl BatchEncoder {
             max_timestamp: self.max_timestamp,
             record_count: self.count,
             uncompressed_len,
+            continued: false,
         })
     }
 }
@@ -201,6 +205,7 @@ pub(crate) fn empty(
         max_timestamp,
         record_count: 0,
         uncompressed_len: 0,
+        continued: false,
     }
 }
 
@@ -238,6 +243,7 @@ pub(crate) fn frame(out: &mut Vec<u8>, base_offset: u64, batch: &EncodedBatch) {
     let mut tail = [0u8; HEADER_LEN - 8];
     tail[0] = MAGIC;
     tail[1] = batch.codec.id();
+    tail[2] = u8::from(batch.continued);
     tail[4..12].copy_from_slice(&base_offset.to_le_bytes());
     tail[12..16].copy_from_slice(&batch.last_offset_delta.to_le_bytes());
     tail[16..24].copy_from_slice(&batch.base_timestamp.to_le_bytes());
@@ -273,6 +279,8 @@ pub(crate) struct BatchHeader {
     pub(crate) max_timestamp: i64,
     pub(crate) record_count: u32,
     pub(crate) uncompressed_len: u32,
+    /// More batches of the same append follow.
+    pub(crate) continued: bool,
 }
 
 /// Why a header could not be parsed.
@@ -322,6 +330,7 @@ impl BatchHeader {
             max_timestamp: u64_at(32) as i64,
             record_count: u32_at(40),
             uncompressed_len: u32_at(44),
+            continued: buf[10] & 1 == 1,
         };
         // An empty batch is written only by compaction, to keep a cleaned segment's
         // offset range; it carries no payload at all.

@@ -29,10 +29,22 @@ pub(crate) fn scan(file: &dyn StorageFile, path: &Path, base_offset: u64) -> Res
     let mut next_offset = base_offset;
     let mut max_timestamp = i64::MIN;
     let mut torn_tail = None;
+    // Where the append whose batches are being read began, while more of them follow.
+    let mut open_append: Option<AppendStart> = None;
     while let Some(item) = iter.next_batch() {
         match item {
             Ok(batch) => {
                 let h = batch.header;
+                if h.continued && open_append.is_none() {
+                    open_append = Some(AppendStart {
+                        position: batch.position,
+                        next_offset,
+                        max_timestamp,
+                        index: index.clone(),
+                    });
+                } else if !h.continued {
+                    open_append = None;
+                }
                 if h.base_offset < next_offset || h.base_offset - base_offset > u64::from(u32::MAX)
                 {
                     return Err(KafkoError::corruption(
@@ -70,6 +82,20 @@ pub(crate) fn scan(file: &dyn StorageFile, path: &Path, base_offset: u64) -> Res
             }
         }
     }
+    // The log ends inside an append of several batches: it was never acknowledged
+    // (the writer answers once the whole append is written), and it goes whole.
+    if let Some(start) = open_append {
+        torn_tail = Some((
+            start.position,
+            format!(
+                "an append of several batches ends at byte {} without its last batch",
+                torn_tail.as_ref().map_or(file_len, |(p, _)| *p)
+            ),
+        ));
+        next_offset = start.next_offset;
+        max_timestamp = start.max_timestamp;
+        index = start.index;
+    }
     let log_length = torn_tail.as_ref().map_or(file_len, |(p, _)| *p);
     Ok(Scanned {
         summary: SegmentSummary {
@@ -81,6 +107,14 @@ pub(crate) fn scan(file: &dyn StorageFile, path: &Path, base_offset: u64) -> Res
         index,
         torn_tail,
     })
+}
+
+/// The scan's state before the first batch of an append of several batches.
+struct AppendStart {
+    position: u64,
+    next_offset: u64,
+    max_timestamp: i64,
+    index: SparseIndex,
 }
 
 /// Looks for any CRC-valid batch starting after `from` whose offsets could follow

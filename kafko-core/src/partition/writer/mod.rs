@@ -328,7 +328,10 @@ impl Writer {
         self.buf.reserve(framed as usize);
         // By value: each batch is dropped once copied, so a large append is held about
         // once, not twice.
-        for batch in batches {
+        let mut batches = batches.into_iter().peekable();
+        while let Some(mut batch) = batches.next() {
+            // Marks every batch but the last, so recovery drops an append cut short.
+            batch.continued = batches.peek().is_some();
             let offset = self.buffered_next;
             let position = self.written_len + self.buf.len() as u64;
             self.observations.push(Observation {
