@@ -350,6 +350,13 @@ async fn one_append_stays_in_one_segment() {
     k.shutdown().await.unwrap();
 }
 
+/// What a crash after unsynced writes leaves: no clean-shutdown marker, and no recovery
+/// point past the writes (this topic never rolled, so none at all).
+fn crash(dir: &Path) {
+    let _ = std::fs::remove_file(dir.join("clean-shutdown"));
+    let _ = std::fs::remove_file(dir.join("topics/t/0/recovery-point"));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_append_cut_short_by_a_crash_is_dropped_whole() {
     let dir = tempfile::tempdir().unwrap();
@@ -375,7 +382,7 @@ async fn an_append_cut_short_by_a_crash_is_dropped_whole() {
     // A crash left the first one or two batches of the append whole, or a part of one.
     for cut in [ends[1], ends[2], ends[2] + 100, ends[3] - 1] {
         std::fs::write(&log, &pristine[..cut]).unwrap();
-        let _ = std::fs::remove_file(dir.path().join("clean-shutdown"));
+        crash(dir.path());
         let k = Kafko::open(dir.path()).await.unwrap();
         assert_eq!(common::read_all(&k, "t", 0).len(), 1, "cut at {cut}");
         assert_eq!(std::fs::metadata(&log).unwrap().len() as usize, ends[0]);
@@ -388,7 +395,7 @@ async fn an_append_cut_short_by_a_crash_is_dropped_whole() {
     }
     // The whole append survives a crash whole.
     std::fs::write(&log, &pristine).unwrap();
-    let _ = std::fs::remove_file(dir.path().join("clean-shutdown"));
+    crash(dir.path());
     let k = Kafko::open(dir.path()).await.unwrap();
     assert_eq!(common::read_all(&k, "t", 0).len(), 10_001);
     k.shutdown().await.unwrap();
