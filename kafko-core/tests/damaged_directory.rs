@@ -19,7 +19,7 @@ async fn acked_and_fsynced(dir: &Path) -> Vec<PathBuf> {
         ..common::small_segments(1)
     };
     k.create_topic_with_config("t", config).await.unwrap();
-    let p = k.producer_for("t").await.unwrap();
+    let p = k.producer_for("t").unwrap();
     for i in 0..120 {
         assert_eq!(p.send(None, common::value(i)).await.unwrap().offset, i);
     }

@@ -97,13 +97,16 @@ async fn a_restart_on_a_full_disk_serves_reads_and_refuses_writes() {
         (0..n).collect::<Vec<_>>(),
         "every record reads back"
     );
-    let at = k.fetch("t", 0, n / 2, 1, 1 << 20).unwrap();
+    let at = k
+        .topic("t")
+        .and_then(|t| t.partition(0)?.read(n / 2, 1, 1 << 20))
+        .unwrap();
     assert_eq!(
         at.records[0].offset,
         n / 2,
         "the in-memory index finds offsets"
     );
-    let p = k.producer_for("t").await.unwrap();
+    let p = k.producer_for("t").unwrap();
     let err = p.send(None, "refused".into()).await.unwrap_err();
     assert!(matches!(err, KafkoError::StorageFull { .. }), "{err}");
     assert_eq!(err.kind(), ErrorKind::StorageFull);
