@@ -362,7 +362,7 @@ async fn an_append_cut_short_by_a_crash_is_dropped_whole() {
     let dir = tempfile::tempdir().unwrap();
     let k = common::open(dir.path()).await;
     k.create_topic("t").await.unwrap();
-    let p = k.producer_for("t").await.unwrap();
+    let p = k.producer_for("t").unwrap();
     p.send(None, "first".into()).await.unwrap();
     let records: Vec<_> = (0..10_000).map(common::rec).collect();
     p.send_batch(records).await.unwrap();
