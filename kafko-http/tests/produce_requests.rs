@@ -194,6 +194,7 @@ async fn a_huge_request_is_stored_as_bounded_batches_within_bounded_memory() {
     assert_eq!(r.status(), 201);
     assert_eq!(json(r).await["partitions"][0]["record_count"], n);
     let (_, peak) = memory_mib(s.pid());
+    eprintln!("{n} records in {body_mib} MiB: peak RSS {baseline} -> {peak} MiB");
     assert!(
         peak - baseline <= 12 * body_mib,
         "a {body_mib} MiB request raised the peak RSS from {baseline} to {peak} MiB"
