@@ -4,9 +4,11 @@
 //! [`topic`] and [`group`].
 
 mod group;
+mod problem;
 mod topic;
 
 pub(crate) use group::{GroupConfig, GroupDescription, GroupList, Membership};
+pub(crate) use problem::Problem;
 pub(crate) use topic::{TopicConfigRequest, TopicDescription, TopicList};
 
 use serde::{Deserialize, Serialize};
@@ -260,19 +262,6 @@ pub(crate) struct StatusResponse {
     pub(crate) status: String,
 }
 
-/// A problem (RFC 9457), the body of every error.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct Problem {
-    /// URI naming the problem type (`urn:kafko:problem:<code>`).
-    #[serde(rename = "type")]
-    r#type: String,
-    title: String,
-    status: u16,
-    detail: String,
-    /// Stable machine-readable code (`topic_not_found`, `offset_out_of_range`, …).
-    code: String,
-}
-
 /// Arbitrary bytes (a raw request or response body).
 #[derive(Debug, ToSchema)]
 #[schema(value_type = String, format = Binary)]
@@ -354,13 +343,17 @@ pub(crate) struct CommitResponse {
 #[serde(rename_all = "lowercase")]
 pub(crate) enum SeekTarget {
     /// The log start offset.
+    #[schema(title = "SeekEarliest")]
     Earliest,
     /// The high watermark (only records produced from now on).
+    #[schema(title = "SeekLatest")]
     Latest,
     /// An exact offset (log start ..= high watermark): `{"offset": n}`.
+    #[schema(title = "SeekOffset")]
     Offset(u64),
     /// The first record at or after this time (ms), else the high watermark:
     /// `{"timestamp": t}`.
+    #[schema(title = "SeekTimestamp")]
     Timestamp(i64),
 }
 

@@ -7,6 +7,8 @@ use axum::response::{IntoResponse, Response};
 use kafko_core::{ErrorKind, KafkoError};
 use serde_json::{Map, Value, json};
 
+use crate::dto::Problem;
+
 /// Content type of every error body.
 pub(crate) const PROBLEM_JSON: &str = "application/problem+json";
 
@@ -194,20 +196,15 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let mut body = Map::new();
-        body.insert(
-            "type".into(),
-            json!(format!("urn:kafko:problem:{}", self.code)),
+        let title = self.status.canonical_reason().unwrap_or("Error");
+        let problem = Problem::new(
+            self.status.as_u16(),
+            title,
+            self.code,
+            self.detail,
+            self.extra,
         );
-        body.insert(
-            "title".into(),
-            json!(self.status.canonical_reason().unwrap_or("Error")),
-        );
-        body.insert("status".into(), json!(self.status.as_u16()));
-        body.insert("detail".into(), json!(self.detail));
-        body.insert("code".into(), json!(self.code));
-        body.extend(self.extra);
-        let text = Value::Object(body).to_string();
+        let text = serde_json::to_string(&problem).unwrap_or_default();
         let mut resp = (self.status, text).into_response();
         let h = resp.headers_mut();
         h.insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));

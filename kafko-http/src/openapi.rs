@@ -18,7 +18,7 @@ use crate::routes::{admin, groups, health, records, topics};
         health::healthz, health::readyz, health::metrics, health::openapi,
     ),
     components(schemas(crate::codec::Format)),
-    modifiers(&BearerAuth, &NameRules),
+    modifiers(&BearerAuth, &NameRules, &ClientRules),
     security((), ("bearer" = [])),
     tags(
         (name = "topics", description = "Create, inspect, configure and delete topics"),
@@ -135,6 +135,72 @@ fn widen_u64(param: &mut utoipa::openapi::path::Parameter) {
     if int64 && unsigned {
         object.format = Some(SchemaFormat::Custom("uint64".into()));
         object.maximum = Some(utoipa::Number::UInt(u64::MAX as usize));
+    }
+}
+
+/// What generated clients need beyond the handlers' annotations:
+/// - an optional request body is its schema with `required: false` (utoipa writes an
+///   `Option<T>` body as `oneOf: [null, T]`, which generators turn into a body that
+///   cannot be left out, or one they fail to serialize when it is);
+/// - every operation has a `default` response, the [`Problem`](crate::dto::Problem) of
+///   every error, so that clients parse any error status (401, 413, 503, …) instead of
+///   failing on one the operation does not list.
+struct ClientRules;
+
+impl utoipa::Modify for ClientRules {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::{ContentBuilder, Ref, Required, ResponseBuilder};
+        let problem = ResponseBuilder::new()
+            .description("Any error: a problem (RFC 9457) whose `code` says which")
+            .content(
+                crate::error::PROBLEM_JSON,
+                ContentBuilder::new()
+                    .schema(Some(Ref::from_schema_name("Problem")))
+                    .build(),
+            )
+            .build();
+        for item in openapi.paths.paths.values_mut() {
+            let operations = [
+                &mut item.get,
+                &mut item.put,
+                &mut item.post,
+                &mut item.delete,
+                &mut item.patch,
+            ];
+            for op in operations.into_iter().flatten() {
+                if let Some(body) = op.request_body.as_mut()
+                    && !matches!(body.required, Some(Required::True))
+                {
+                    body.required = Some(Required::False);
+                    for content in body.content.values_mut() {
+                        if let Some(schema) = content.schema.take() {
+                            content.schema = Some(without_null(schema));
+                        }
+                    }
+                }
+                op.responses
+                    .responses
+                    .entry("default".to_owned())
+                    .or_insert_with(|| problem.clone().into());
+            }
+        }
+    }
+}
+
+/// `oneOf: [null, T]` → `T`; any other schema as it is.
+fn without_null(
+    schema: utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+) -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    use utoipa::openapi::RefOr;
+    use utoipa::openapi::schema::{Schema, SchemaType, Type};
+    let RefOr::T(Schema::OneOf(one_of)) = &schema else {
+        return schema;
+    };
+    let is_null = |s: &RefOr<Schema>| matches!(s, RefOr::T(Schema::Object(o)) if o.schema_type == SchemaType::Type(Type::Null));
+    let mut rest = one_of.items.iter().filter(|s| !is_null(s));
+    match (rest.next(), rest.next()) {
+        (Some(only), None) if one_of.items.len() == 2 => only.clone(),
+        _ => schema,
     }
 }
 

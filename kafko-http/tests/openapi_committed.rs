@@ -39,3 +39,34 @@ fn committed_openapi_matches_generated() {
         assert!(doc["paths"][p].is_object(), "{p} missing from the spec");
     }
 }
+
+/// What client generators need: unique operation ids, a Problem for any error status,
+/// and optional bodies as a plain schema with `required: false` (not `oneOf` null).
+#[test]
+fn every_operation_is_one_a_generator_can_name_and_call() {
+    let doc: serde_json::Value = serde_json::from_str(&kafko_http::openapi::json()).unwrap();
+    let mut ids = std::collections::BTreeSet::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            let id = op["operationId"].as_str().unwrap_or_default().to_owned();
+            assert!(
+                ids.insert(id.clone()),
+                "operationId {id:?} of {method} {path} is not unique"
+            );
+            assert_eq!(
+                op["responses"]["default"]["content"]["application/problem+json"]["schema"]["$ref"],
+                "#/components/schemas/Problem",
+                "{method} {path} has no default problem response"
+            );
+            let Some(body) = op.get("requestBody") else {
+                continue;
+            };
+            for (media, content) in body["content"].as_object().unwrap() {
+                assert!(
+                    content["schema"].get("oneOf").is_none() || body["required"] == true,
+                    "{method} {path} ({media}): an optional body is a oneOf"
+                );
+            }
+        }
+    }
+}

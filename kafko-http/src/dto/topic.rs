@@ -28,14 +28,17 @@ pub(crate) enum Compression {
 #[serde(rename_all = "snake_case", tag = "mode")]
 pub(crate) enum Fsync {
     /// Acknowledged once in the page cache.
+    #[schema(title = "FsyncNever")]
     Never,
     /// fsync at most `interval_ms` after a write.
+    #[schema(title = "FsyncIntervalMs")]
     IntervalMs {
         /// Maximum age of unsynced acknowledged data, in ms (> 0).
         #[schema(minimum = 1)]
         interval_ms: u64,
     },
     /// Acknowledged only after fsync.
+    #[schema(title = "FsyncAlways")]
     Always,
 }
 

@@ -89,7 +89,7 @@ fn from_dto(offsets: &[PartitionOffsetDto]) -> Vec<PartitionOffset> {
 }
 
 /// Polls the group's next records (at-least-once; see the module doc for the rule).
-#[utoipa::path(post, path = "/v1/groups/{group}/topics/{topic}/poll", tag = "groups",
+#[utoipa::path(post, path = "/v1/groups/{group}/topics/{topic}/poll", operation_id = "poll_group", tag = "groups",
     description = "Reads the group's next records. Delivery is at-least-once: a record counts as consumed only once committed. With auto_commit (the default) a poll first commits, durably, what the same member's previous poll returned (Kafka's auto-commit rule), and only if that answer was sent in full; then it reads on. An answer that does not reach the client in full (connection dropped, server killed) is not committed, so its records come again on the group's next poll. The implicit member (no member_id) is one member: any caller's poll commits the previous implicit poll. With auto_commit=false only PUT …/offsets commits. A poll whose commit cannot be written fails (507 storage_full) and leaves the group where it was.",
     params(("group" = String, Path, description = "Group name: [a-zA-Z0-9._-]{1,249}, not . or .."),
         ("topic" = String, Path, description = "Topic name"), GroupPollQuery, FormatQuery),
@@ -196,7 +196,7 @@ fn delivered_on_send(body: &GroupPollResponse, delivery: Delivery) -> Response {
 }
 
 /// Commits offsets; an absent or empty list commits the caller's current positions.
-#[utoipa::path(put, path = "/v1/groups/{group}/topics/{topic}/offsets", tag = "groups",
+#[utoipa::path(put, path = "/v1/groups/{group}/topics/{topic}/offsets", operation_id = "commit_group_offsets", tag = "groups",
     params(("group" = String, Path, description = "Group name"), ("topic" = String, Path, description = "Topic name")),
     request_body(content = Option<CommitRequest>, content_type = "application/json",
         description = "Offsets (next offset to read) and, for a joined member, member_id and generation; an empty body commits the current positions"),
@@ -228,7 +228,7 @@ pub(crate) async fn commit(
 }
 
 /// Moves the group (one partition, or all the caller owns) and commits the new offsets.
-#[utoipa::path(post, path = "/v1/groups/{group}/topics/{topic}/seek", tag = "groups",
+#[utoipa::path(post, path = "/v1/groups/{group}/topics/{topic}/seek", operation_id = "seek_group", tag = "groups",
     params(("group" = String, Path, description = "Group name"), ("topic" = String, Path, description = "Topic name")),
     request_body(content = SeekRequest, content_type = "application/json"),
     responses(
@@ -264,7 +264,7 @@ pub(crate) async fn seek(
 }
 
 /// Joins the group on a topic; a new member starts a new generation (rebalance).
-#[utoipa::path(post, path = "/v1/groups/{group}/topics/{topic}/members", tag = "groups",
+#[utoipa::path(post, path = "/v1/groups/{group}/topics/{topic}/members", operation_id = "join_group", tag = "groups",
     params(("group" = String, Path, description = "Group name"), ("topic" = String, Path, description = "Topic name")),
     request_body(content = Option<JoinRequest>, content_type = "application/json", description = "Optional member id and session timeout"),
     responses(
@@ -296,7 +296,7 @@ pub(crate) async fn join(
 
 /// Leaves the group, committing what the member was delivered; its partitions move to
 /// the others (a new generation).
-#[utoipa::path(delete, path = "/v1/groups/{group}/topics/{topic}/members/{member_id}", tag = "groups",
+#[utoipa::path(delete, path = "/v1/groups/{group}/topics/{topic}/members/{member_id}", operation_id = "leave_group", tag = "groups",
     params(("group" = String, Path, description = "Group name"), ("topic" = String, Path, description = "Topic name"),
         ("member_id" = String, Path, description = "Member id")),
     responses(
@@ -317,14 +317,14 @@ pub(crate) async fn leave(
 }
 
 /// Lists groups with their topics and live member counts.
-#[utoipa::path(get, path = "/v1/groups", tag = "groups",
+#[utoipa::path(get, path = "/v1/groups", operation_id = "list_groups", tag = "groups",
     responses((status = 200, description = "Groups, by name", body = GroupList)))]
 pub(crate) async fn list(State(state): State<AppState>) -> axum::Json<GroupList> {
     axum::Json(state.kafko.list_groups().into())
 }
 
 /// Per topic: committed offsets, positions, high watermarks, lag, members and assignment.
-#[utoipa::path(get, path = "/v1/groups/{group}", tag = "groups",
+#[utoipa::path(get, path = "/v1/groups/{group}", operation_id = "describe_group", tag = "groups",
     params(("group" = String, Path, description = "Group name")),
     responses(
         (status = 200, description = "The group", body = GroupDescription),
@@ -340,7 +340,7 @@ pub(crate) async fn describe(
 }
 
 /// Sets a group's options (creating the group): `offset_reset` = earliest, latest or error.
-#[utoipa::path(put, path = "/v1/groups/{group}", tag = "groups",
+#[utoipa::path(put, path = "/v1/groups/{group}", operation_id = "configure_group", tag = "groups",
     params(("group" = String, Path, description = "Group name")),
     request_body(content = GroupConfig, content_type = "application/json"),
     responses(
@@ -360,7 +360,7 @@ pub(crate) async fn configure(
 }
 
 /// Deletes a group and its committed offsets; refused while members are joined.
-#[utoipa::path(delete, path = "/v1/groups/{group}", tag = "groups",
+#[utoipa::path(delete, path = "/v1/groups/{group}", operation_id = "delete_group", tag = "groups",
     params(("group" = String, Path, description = "Group name")),
     responses(
         (status = 204, description = "Deleted"),

@@ -9,7 +9,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
 /// Alive: the process answers.
-#[utoipa::path(get, path = "/healthz", tag = "operations",
+#[utoipa::path(get, path = "/healthz", operation_id = "healthz", tag = "operations",
     responses((status = 200, description = "Alive", body = StatusResponse)))]
 pub(crate) async fn healthz() -> axum::Json<StatusResponse> {
     axum::Json(StatusResponse {
@@ -18,7 +18,7 @@ pub(crate) async fn healthz() -> axum::Json<StatusResponse> {
 }
 
 /// Ready: recovery finished and writes are accepted (503 while shutting down).
-#[utoipa::path(get, path = "/readyz", tag = "operations",
+#[utoipa::path(get, path = "/readyz", operation_id = "readyz", tag = "operations",
     responses(
         (status = 200, description = "Ready", body = StatusResponse),
         (status = 503, description = "code shutting_down", body = Problem, content_type = "application/problem+json"),
@@ -38,7 +38,7 @@ pub(crate) async fn readyz(State(state): State<AppState>) -> ApiResult<axum::Jso
 }
 
 /// Prometheus metrics (text exposition 0.0.4).
-#[utoipa::path(get, path = "/metrics", tag = "operations",
+#[utoipa::path(get, path = "/metrics", operation_id = "get_metrics", tag = "operations",
     responses((status = 200, description = "Metrics", body = String, content_type = "text/plain; version=0.0.4")))]
 pub(crate) async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     (
@@ -51,7 +51,7 @@ pub(crate) async fn metrics(State(state): State<AppState>) -> impl IntoResponse 
 }
 
 /// This server's OpenAPI 3.1 document.
-#[utoipa::path(get, path = "/openapi.json", tag = "operations",
+#[utoipa::path(get, path = "/openapi.json", operation_id = "get_openapi", tag = "operations",
     responses((status = 200, description = "The OpenAPI document", body = Object)))]
 pub(crate) async fn openapi() -> impl IntoResponse {
     (

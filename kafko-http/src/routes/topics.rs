@@ -10,7 +10,7 @@ use crate::extract::{Json, OptionalJson, Path, check_topic};
 use crate::state::AppState;
 
 /// Lists topic names.
-#[utoipa::path(get, path = "/v1/topics", tag = "topics",
+#[utoipa::path(get, path = "/v1/topics", operation_id = "list_topics", tag = "topics",
     responses((status = 200, description = "Topic names, sorted", body = TopicList)))]
 pub(crate) async fn list(State(state): State<AppState>) -> axum::Json<TopicList> {
     axum::Json(TopicList {
@@ -19,7 +19,7 @@ pub(crate) async fn list(State(state): State<AppState>) -> axum::Json<TopicList>
 }
 
 /// Creates a topic; repeating the call with the same config is a no-op (200).
-#[utoipa::path(put, path = "/v1/topics/{topic}", tag = "topics",
+#[utoipa::path(put, path = "/v1/topics/{topic}", operation_id = "create_topic", tag = "topics",
     params(("topic" = String, Path, description = "Topic name: [a-zA-Z0-9._-]{1,249}, not . or ..")),
     request_body(content = Option<TopicConfigRequest>, content_type = "application/json",
         description = "Optional configuration; absent fields take defaults"),
@@ -49,7 +49,7 @@ pub(crate) async fn create(
 }
 
 /// Config and per-partition facts of a topic.
-#[utoipa::path(get, path = "/v1/topics/{topic}", tag = "topics",
+#[utoipa::path(get, path = "/v1/topics/{topic}", operation_id = "describe_topic", tag = "topics",
     params(("topic" = String, Path, description = "Topic name")),
     responses(
         (status = 200, description = "The topic", body = TopicDescription),
@@ -65,7 +65,7 @@ pub(crate) async fn describe(
 }
 
 /// Changes mutable configuration (retention, fsync, compression, limits…).
-#[utoipa::path(patch, path = "/v1/topics/{topic}", tag = "topics",
+#[utoipa::path(patch, path = "/v1/topics/{topic}", operation_id = "update_topic", tag = "topics",
     params(("topic" = String, Path, description = "Topic name")),
     request_body(content = TopicConfigRequest, content_type = "application/json"),
     responses(
@@ -86,7 +86,7 @@ pub(crate) async fn update(
 }
 
 /// Deletes a topic and all its data.
-#[utoipa::path(delete, path = "/v1/topics/{topic}", tag = "topics",
+#[utoipa::path(delete, path = "/v1/topics/{topic}", operation_id = "delete_topic", tag = "topics",
     params(("topic" = String, Path, description = "Topic name")),
     responses(
         (status = 204, description = "Deleted"),

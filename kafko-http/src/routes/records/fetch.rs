@@ -41,14 +41,14 @@ pub(crate) fn read_limits(
 }
 
 /// Reads a partition; streams when `Accept` asks for NDJSON or Server-Sent Events.
-#[utoipa::path(get, path = "/v1/topics/{topic}/records", tag = "records",
+#[utoipa::path(get, path = "/v1/topics/{topic}/records", operation_id = "fetch_records", tag = "records",
     params(("topic" = String, Path, description = "Topic name"), FetchQuery, FormatQuery,
         ("Last-Event-ID" = Option<String>, Header, description = "SSE resume point `partition:offset`; the stream continues after it")),
     responses(
-        (status = 200, description = "Records (JSON), or a stream when Accept is application/x-ndjson (one record object per line) or text/event-stream (event `record`, id `partition:offset`)",
+        (status = 200, description = "Records: a `FetchResponse` by default (`application/json`). Streams are chosen by the Accept header and are text: `application/x-ndjson`, one `RecordOut` JSON object per line; `text/event-stream`, one event `record` per record (data: a `RecordOut`, id: `partition:offset`, resumable with Last-Event-ID; `follow=true` keeps it open)",
             content(
                 (FetchResponse = "application/json"),
-                (crate::dto::RecordOut = "application/x-ndjson"),
+                (String = "application/x-ndjson"),
                 (String = "text/event-stream"),
             )),
         (status = 400, description = "Invalid name or parameter", body = Problem, content_type = "application/problem+json"),

@@ -36,12 +36,12 @@ const NDJSON: &str = "application/x-ndjson";
 /// across requests; an explicit `partition` wins. Each partition's records of a request
 /// are appended together at consecutive offsets, or not at all. A 503 or any other error
 /// status means no record of the request was stored; a 207 lists which were not.
-#[utoipa::path(post, path = "/v1/topics/{topic}/records", tag = "records",
+#[utoipa::path(post, path = "/v1/topics/{topic}/records", operation_id = "produce_records", tag = "records",
     params(("topic" = String, Path, description = "Topic name"), ProduceQuery, FormatQuery),
-    request_body(description = "`application/json`: a batch; `application/x-ndjson`: one record object per line; any other type: the body is one record's value, verbatim",
+    request_body(description = "`application/json`: a batch; `application/x-ndjson`: text, one `RecordIn` JSON object per line; any other type: the body is one record's value, verbatim",
         content(
             (ProduceRequest = "application/json"),
-            (RecordIn = "application/x-ndjson"),
+            (String = "application/x-ndjson"),
             (crate::dto::Binary = "application/octet-stream"),
         )),
     responses(

@@ -21,7 +21,7 @@ use crate::state::AppState;
 use super::payload_bytes;
 
 /// The value of one record, verbatim.
-#[utoipa::path(get, path = "/v1/topics/{topic}/partitions/{partition}/records/{offset}", tag = "records",
+#[utoipa::path(get, path = "/v1/topics/{topic}/partitions/{partition}/records/{offset}", operation_id = "get_record", tag = "records",
     params(("topic" = String, Path, description = "Topic name"),
         ("partition" = u32, Path, description = "Partition"),
         ("offset" = u64, Path, description = "Offset")),
@@ -95,7 +95,7 @@ pub(crate) async fn get_record(
 }
 
 /// Log start and high watermark; with `timestamp`, the first offset at or after it.
-#[utoipa::path(get, path = "/v1/topics/{topic}/partitions/{partition}/offsets", tag = "records",
+#[utoipa::path(get, path = "/v1/topics/{topic}/partitions/{partition}/offsets", operation_id = "get_partition_offsets", tag = "records",
     params(("topic" = String, Path, description = "Topic name"),
         ("partition" = u32, Path, description = "Partition"), OffsetsQuery),
     responses(
