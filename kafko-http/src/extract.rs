@@ -296,7 +296,8 @@ fn integral_floats_as_integers(value: &mut serde_json::Value) -> bool {
     }
 }
 
-/// An optional JSON body: an empty body or `null` is `None`.
+/// An optional JSON body: an empty body is `None`. A body that is there must be a `T`
+/// (`null` is not one: the spec describes an optional body as absent, not null).
 pub(crate) struct OptionalJson<T>(pub(crate) Option<T>);
 
 impl<T: DeserializeOwned> FromRequest<AppState> for OptionalJson<T> {
@@ -315,7 +316,7 @@ impl<T: DeserializeOwned> FromRequest<AppState> for OptionalJson<T> {
                 format!("expected Content-Type: application/json, got '{media}'"),
             ));
         }
-        parse_request_json::<Option<T>>(&bytes).map(OptionalJson)
+        parse_request_json::<T>(&bytes).map(|v| OptionalJson(Some(v)))
     }
 }
 
