@@ -3,8 +3,7 @@
 //! The HTTP/REST face of [`kafko_core`]: topics, produce, stateless consume (JSON,
 //! NDJSON streaming, Server-Sent Events), consumer groups, operations endpoints and an
 //! OpenAPI 3.1 spec.
-//! The agreed contract is `shared/design/API.md`; `openapi/openapi.json` is generated
-//! from the handlers in this crate.
+//! The contract is `openapi/openapi.json`, generated from the handlers in this crate.
 //!
 //! ## Layout
 //! - [`config`]: [`ServerConfig`], every server setting (the binary fills it from flags).
