@@ -3,17 +3,23 @@
 //! shutdown path shared by SIGTERM, SIGINT and `POST /v1/admin/shutdown`: stop
 //! accepting, let in-flight requests finish (bounded by `shutdown_grace`), then
 //! `Kafko::shutdown` (drain and fsync every partition, write the clean marker).
+//! [`serve_router`] runs the same loop for any router: the benchmarks' no-op ceiling
+//! serves through it, so the two cannot differ in how they accept and serve.
 
 mod accept;
 mod connection;
 mod connections;
 
 use std::sync::Arc;
+use std::time::Duration;
 
+use axum::Router;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
+use tokio::sync::watch;
 
+use crate::config::ServerConfig;
 use crate::error::ServerError;
 use crate::metrics::ClosedBy;
 use crate::router::app;
@@ -25,11 +31,104 @@ use self::connections::Connections;
 
 pub use self::connections::default_max_connections;
 
+/// How connections are accepted and served: the server's settings of the same names.
+#[derive(Debug, Clone, Copy)]
+pub struct ServeOptions {
+    /// From accept to the first complete request head (`--header-read-timeout-ms`).
+    pub header_read_timeout: Duration,
+    /// With nothing in flight, after the first request (`--idle-timeout-ms`).
+    pub idle_timeout: Duration,
+    /// Open connections at most (`--max-connections`).
+    pub max_connections: usize,
+    /// How long open connections may take to finish once shutdown begins
+    /// (`--shutdown-grace-ms`).
+    pub shutdown_grace: Duration,
+}
+
+impl From<&ServerConfig> for ServeOptions {
+    fn from(cfg: &ServerConfig) -> Self {
+        ServeOptions {
+            header_read_timeout: cfg.header_read_timeout,
+            idle_timeout: cfg.idle_timeout,
+            max_connections: cfg.max_connections,
+            shutdown_grace: cfg.shutdown_grace,
+        }
+    }
+}
+
 /// Serves until shutdown is requested, then shuts the log down. Returns once the log is
 /// closed; the error is the log's shutdown failure, if any.
 pub async fn serve(listener: TcpListener, state: AppState) -> Result<(), ServerError> {
     let router = app(state.clone());
-    let cfg = &state.config;
+    let options = ServeOptions::from(&state.config);
+    let events = Events {
+        shutdown: state.shutdown_signal(),
+        metrics: Some(state.clone()),
+    };
+    accept_loop(listener, router, options, events).await;
+    state
+        .kafko
+        .shutdown()
+        .await
+        .map_err(ServerError::Shutdown)?;
+    tracing::info!("log shut down cleanly");
+    Ok(())
+}
+
+/// Serves `router` on `listener` exactly as [`serve`] serves the API (the same accept
+/// loop, connection cap, timeouts and backoff), until `shutdown` turns `true` (or its
+/// sender is dropped); returns once every connection has closed or `shutdown_grace` has
+/// passed. For servers measured against kafko-http's own.
+pub async fn serve_router(
+    listener: TcpListener,
+    router: Router,
+    options: ServeOptions,
+    shutdown: watch::Receiver<bool>,
+) {
+    let events = Events {
+        shutdown,
+        metrics: None,
+    };
+    accept_loop(listener, router, options, events).await;
+}
+
+/// What the accept loop and its connections report to: the shutdown signal, and the
+/// server's connection metrics when there are any.
+#[derive(Clone)]
+struct Events {
+    shutdown: watch::Receiver<bool>,
+    metrics: Option<AppState>,
+}
+
+impl Events {
+    /// Resolves once shutdown begins (or nobody can begin it any more).
+    async fn shutdown_requested(&self) {
+        let mut rx = self.shutdown.clone();
+        // An Err means the sender is gone, which also means we are stopping.
+        let _ = rx.wait_for(|stop| *stop).await;
+    }
+
+    fn opened(&self) {
+        if let Some(state) = &self.metrics {
+            state.metrics.connection_opened();
+        }
+    }
+
+    fn ended(&self) {
+        if let Some(state) = &self.metrics {
+            state.metrics.connection_ended();
+        }
+    }
+
+    fn closed_by(&self, why: ClosedBy) {
+        if let Some(state) = &self.metrics {
+            state.metrics.connection_closed_by(why);
+        }
+    }
+}
+
+/// Accepts until shutdown, then waits (bounded by the grace) for open connections.
+async fn accept_loop(listener: TcpListener, router: Router, options: ServeOptions, events: Events) {
     let mut builder = auto::Builder::new(TokioExecutor::new());
     // hyper's own head timer starts only once the protocol is known, and would cut
     // keep-alive waits at the header timeout; the connection watchdog does both instead.
@@ -38,15 +137,15 @@ pub async fn serve(listener: TcpListener, state: AppState) -> Result<(), ServerE
         .timer(TokioTimer::new())
         .header_read_timeout(None);
     let limits = Timeouts {
-        header: cfg.header_read_timeout,
-        idle: cfg.idle_timeout,
+        header: options.header_read_timeout,
+        idle: options.idle_timeout,
     };
-    let connections = Connections::new(cfg.max_connections);
+    let connections = Connections::new(options.max_connections);
     let mut backoff = Backoff::default();
     loop {
         let accepted = tokio::select! {
             a = listener.accept() => a,
-            () = state.shutdown_requested() => break,
+            () = events.shutdown_requested() => break,
         };
         let stream = match accepted {
             Ok((stream, _peer)) => {
@@ -61,7 +160,7 @@ pub async fn serve(listener: TcpListener, state: AppState) -> Result<(), ServerE
         let activity = Arc::new(Activity::new());
         let Some(ticket) = connections.admit(&activity) else {
             refuse(stream);
-            state.metrics.connection_closed_by(ClosedBy::Refused);
+            events.closed_by(ClosedBy::Refused);
             continue;
         };
         let _ = stream.set_nodelay(true);
@@ -69,16 +168,16 @@ pub async fn serve(listener: TcpListener, state: AppState) -> Result<(), ServerE
         let conn = builder
             .serve_connection_with_upgrades(TokioIo::new(stream), service)
             .into_owned();
-        let state = state.clone();
-        state.metrics.connection_opened();
+        let events = events.clone();
+        events.opened();
         tokio::spawn(async move {
-            connection::run(conn, activity, limits, state.clone()).await;
+            connection::run(conn, activity, limits, events.clone()).await;
             drop(ticket);
-            state.metrics.connection_ended();
+            events.ended();
         });
     }
     drop(listener);
-    let grace = state.config.shutdown_grace;
+    let grace = options.shutdown_grace;
     tracing::info!(
         grace_ms = grace.as_millis() as u64,
         "stopped accepting; finishing in-flight requests"
@@ -89,13 +188,6 @@ pub async fn serve(listener: TcpListener, state: AppState) -> Result<(), ServerE
     {
         tracing::warn!("in-flight requests did not finish within the grace period; closing them");
     }
-    state
-        .kafko
-        .shutdown()
-        .await
-        .map_err(ServerError::Shutdown)?;
-    tracing::info!("log shut down cleanly");
-    Ok(())
 }
 
 /// Triggers the graceful shutdown on SIGINT (Ctrl-C) or SIGTERM.

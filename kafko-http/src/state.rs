@@ -67,6 +67,11 @@ impl AppState {
         *self.shutdown.borrow()
     }
 
+    /// A receiver of the shutdown flag: `true` once shutdown has begun.
+    pub fn shutdown_signal(&self) -> watch::Receiver<bool> {
+        self.shutdown.subscribe()
+    }
+
     /// Resolves once shutdown begins.
     pub async fn shutdown_requested(&self) {
         let mut rx = self.shutdown.subscribe();

@@ -1,16 +1,16 @@
 //! `kafko-bench-noop`: the HTTP ceiling of the kafko benchmarks (`bench/run-http.sh`).
 //!
 //! It does what `kafko-http` does around a produce, and nothing else: the same tokio
-//! runtime (`#[tokio::main]`, one worker per core), the same hyper-util accept loop
-//! (auto HTTP/1+2 builder, header-read timeout, `TCP_NODELAY`), the same 16 MiB body
-//! limit; the handler reads the whole body and answers `201` with a small JSON body the
-//! size of a one-record produce answer. The gap between this server and `kafko-http`
-//! under the same load is what the log, routing, validation and middleware cost.
+//! runtime (`#[tokio::main]`, one worker per core), kafko-http's own accept loop and
+//! connection serving (`kafko_http::server::serve_router`: auto HTTP/1+2, `TCP_NODELAY`,
+//! the connection cap, header-read and idle timeouts, the backoff when out of
+//! descriptors) with kafko-http's default settings, the same body limit; the handler
+//! reads the whole body and answers `201` with a small JSON body the size of a
+//! one-record produce answer. The gap between this server and `kafko-http` under the
+//! same load is what the log, routing, validation and middleware cost.
 //!
 //! Usage: `kafko-bench-noop [--bind ADDR]` (default `127.0.0.1:0`); prints
 //! `listening on http://ADDR` once bound. Stops on SIGTERM/SIGINT (default action).
-
-use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
@@ -18,9 +18,8 @@ use axum::extract::DefaultBodyLimit;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto;
-use hyper_util::service::TowerToHyperService;
+use kafko_http::ServerConfig;
+use kafko_http::server::{ServeOptions, serve_router};
 
 /// What `kafko-http` answers to a one-record produce, give or take the digits.
 const ANSWER: &str = r#"{"offsets":[{"partition":0,"offset":1234567,"timestamp":1764400000000}]}"#;
@@ -80,31 +79,13 @@ async fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     }
+    let config = ServerConfig::default();
     let router = Router::new()
         .route("/v1/topics/{topic}/records", post(sink))
         .route("/healthz", get(healthz))
-        .layer(DefaultBodyLimit::max(16 * 1024 * 1024));
-    let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(Duration::from_secs(10));
-    loop {
-        let stream = match listener.accept().await {
-            Ok((stream, _peer)) => stream,
-            Err(e) => {
-                eprintln!("kafko-bench-noop: accept failed: {e}");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        let _ = stream.set_nodelay(true);
-        let service = TowerToHyperService::new(router.clone());
-        let conn = builder
-            .serve_connection_with_upgrades(TokioIo::new(stream), service)
-            .into_owned();
-        tokio::spawn(async move {
-            let _ = conn.await;
-        });
-    }
+        .layer(DefaultBodyLimit::max(config.max_body_bytes));
+    // Never set: the signals' default action ends the process, as before.
+    let (_never_stop, shutdown) = tokio::sync::watch::channel(false);
+    serve_router(listener, router, ServeOptions::from(&config), shutdown).await;
+    std::process::ExitCode::SUCCESS
 }

@@ -24,7 +24,8 @@ use tokio::sync::Notify;
 use tower::Service;
 
 use crate::metrics::ClosedBy;
-use crate::state::AppState;
+
+use super::Events;
 
 /// How long a connection told to close may take to say goodbye (an h2 GOAWAY, a response
 /// being written) once nothing is in flight, before it is dropped.
@@ -265,8 +266,8 @@ pub(super) type Conn =
     auto::UpgradeableConnection<'static, TokioIo<TcpStream>, Tracked, TokioExecutor>;
 
 /// Drives `conn` to its end, closing it for the reasons the module names.
-pub(super) async fn run(conn: Conn, activity: Arc<Activity>, limits: Timeouts, state: AppState) {
-    let shutdown = state.shutdown_requested();
+pub(super) async fn run(conn: Conn, activity: Arc<Activity>, limits: Timeouts, events: Events) {
+    let shutdown = events.shutdown_requested();
     tokio::pin!(conn);
     tokio::pin!(shutdown);
     let reason = loop {
@@ -286,7 +287,7 @@ pub(super) async fn run(conn: Conn, activity: Arc<Activity>, limits: Timeouts, s
     };
     tracing::debug!(?reason, "closing connection");
     if let Some(why) = reason.counted() {
-        state.metrics.connection_closed_by(why);
+        events.closed_by(why);
     }
     conn.as_mut().graceful_shutdown();
     if matches!(reason, Reason::Shutdown) {
