@@ -15,6 +15,7 @@ use crate::partition::FetchedRecords;
 use crate::producer::Producer;
 use crate::record::{ProducerRecord, RecordMetadata};
 use crate::topic::{SendOptions, Topic, TopicDescription};
+use crate::topic_id::TopicId;
 
 /// One existing topic, resolved once: produce, describe, and its partitions. Cheap to
 /// clone; get it with [`Kafko::topic`](crate::Kafko::topic).
@@ -64,6 +65,12 @@ impl TopicHandle {
     /// The topic's name.
     pub fn name(&self) -> &str {
         &self.topic.name
+    }
+
+    /// This incarnation's id: a topic deleted and created again under the same name has
+    /// another.
+    pub fn id(&self) -> TopicId {
+        self.topic.id
     }
 
     /// Number of partitions (fixed at creation).
@@ -145,6 +152,11 @@ impl PartitionReader {
     /// The topic's name.
     pub fn topic(&self) -> &str {
         &self.topic.name
+    }
+
+    /// The id of the topic incarnation this reader reads.
+    pub fn topic_id(&self) -> TopicId {
+        self.topic.id
     }
 
     /// The partition number.

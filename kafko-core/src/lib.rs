@@ -69,6 +69,7 @@ mod partition;
 mod segment;
 mod state_file;
 mod topic;
+mod topic_id;
 
 pub use broker::{CreateOutcome, Kafko, KafkoOptions};
 pub use bytes::Bytes;
@@ -90,3 +91,4 @@ pub use producer::Producer;
 pub use record::{Header, ProducerRecord, Record, RecordMetadata};
 pub use send::{PartialSend, PartitionAppend, PartitionFailure, RecordRef, SendBatch, SendReceipt};
 pub use topic::{PartitionInfo, SendOptions, TopicDescription};
+pub use topic_id::TopicId;

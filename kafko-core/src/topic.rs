@@ -13,6 +13,7 @@ use crate::record::{ProducerRecord, RecordMetadata, now_ms};
 use crate::routing::partition_for_key;
 use crate::segment::batch::{self, RecordFields};
 use crate::send::{RecordRef, SendBatch, check_batch_size};
+use crate::topic_id::TopicId;
 
 /// How a send waits.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -45,6 +46,8 @@ pub struct PartitionInfo {
 pub struct TopicDescription {
     /// Topic name.
     pub name: String,
+    /// This incarnation of the topic: a topic deleted and created again has a new id.
+    pub topic_id: TopicId,
     /// Current configuration.
     pub config: TopicConfig,
     /// One entry per partition.
@@ -53,6 +56,7 @@ pub struct TopicDescription {
 
 pub(crate) struct Topic {
     pub(crate) name: Arc<str>,
+    pub(crate) id: TopicId,
     pub(crate) dir: PathBuf,
     config: RwLock<Arc<TopicConfig>>,
     pub(crate) partitions: Vec<PartitionHandle>,
@@ -66,6 +70,7 @@ pub(crate) struct Topic {
 impl Topic {
     pub(crate) fn new(
         name: Arc<str>,
+        id: TopicId,
         dir: PathBuf,
         config: TopicConfig,
         partitions: Vec<PartitionHandle>,
@@ -73,6 +78,7 @@ impl Topic {
     ) -> Self {
         Topic {
             name,
+            id,
             dir,
             config: RwLock::new(Arc::new(config)),
             partitions,
@@ -120,6 +126,7 @@ impl Topic {
     pub(crate) fn describe(&self) -> TopicDescription {
         TopicDescription {
             name: self.name.to_string(),
+            topic_id: self.id,
             config: (*self.config()).clone(),
             partitions: self
                 .partitions

@@ -201,6 +201,10 @@ pub(crate) struct FetchQuery {
     pub(crate) wait_ms: Option<u64>,
     /// SSE only: keep the stream open and send records as they arrive.
     pub(crate) follow: Option<bool>,
+    /// The topic incarnation the cursor belongs to (`topic_id` of a describe or an
+    /// earlier fetch): if the topic was deleted and created again since, the read is
+    /// refused with 404 `topic_deleted` instead of reading the new topic.
+    pub(crate) topic_id: Option<String>,
 }
 
 /// One record header as returned.
@@ -232,6 +236,8 @@ pub(crate) struct RecordOut {
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct FetchResponse {
     pub(crate) records: Vec<RecordOut>,
+    /// The topic incarnation read: pass it as `topic_id` with `next_offset`.
+    pub(crate) topic_id: String,
     /// Offset to pass as `offset` next time.
     pub(crate) next_offset: u64,
     pub(crate) high_watermark: u64,

@@ -1,5 +1,5 @@
 //! Server-Sent Events: a `follow=true` stream receives records produced after it
-//! connected, ids are `partition:offset`, and `Last-Event-ID` resumes after that record.
+//! connected, ids are `partition:offset:topic_id`, and `Last-Event-ID` resumes after that record.
 
 mod common;
 
@@ -75,8 +75,16 @@ async fn sse_tail_receives_new_records_and_resumes_from_last_event_id() {
         assert_eq!(r.status(), 201);
     }
     let events = reader.await.unwrap();
+    let topic_id =
+        common::json(c.get(s.url("/v1/topics/live")).send().await.unwrap()).await["topic_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
     let ids: Vec<&str> = events.iter().map(|(id, _)| id.as_str()).collect();
-    assert_eq!(ids, ["0:1", "0:2", "0:3"]);
+    assert_eq!(
+        ids,
+        ["0:1", "0:2", "0:3"].map(|at| format!("{at}:{topic_id}"))
+    );
     let values: Vec<&str> = events
         .iter()
         .map(|(_, d)| d["value"].as_str().unwrap())
@@ -87,12 +95,12 @@ async fn sse_tail_receives_new_records_and_resumes_from_last_event_id() {
     let resp = c
         .get(s.url("/v1/topics/live/records?follow=true"))
         .header("accept", "text/event-stream")
-        .header("last-event-id", "0:1")
+        .header("last-event-id", &events[0].0)
         .send()
         .await
         .unwrap();
     let events = read_events(resp, 2).await;
-    assert_eq!(events[0].0, "0:2");
+    assert_eq!(events[0].0, format!("0:2:{topic_id}"));
     assert_eq!(events[1].1["value"], "c");
 
     // A malformed Last-Event-ID is a 400 before any stream starts.

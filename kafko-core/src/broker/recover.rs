@@ -21,6 +21,7 @@ use crate::partition::open::open_partition;
 use crate::segment::Segment;
 use crate::storage::Storage;
 use crate::topic::Topic;
+use crate::topic_id::TopicId;
 
 use super::{CLEAN_MARKER, LOCK_FILE, TOPIC_CONFIG};
 
@@ -39,6 +40,7 @@ pub(crate) struct RecoveredTopic {
     pub(crate) name: Arc<str>,
     dir: std::path::PathBuf,
     config: TopicConfig,
+    id: TopicId,
     partitions: Vec<(Arc<PartitionLog>, Arc<Segment>)>,
     activity: Arc<Notify>,
 }
@@ -52,7 +54,14 @@ impl RecoveredTopic {
             .into_iter()
             .map(|(log, active)| PartitionHandle::spawn(log, shared_config.clone(), active))
             .collect();
-        Topic::new(self.name, self.dir, self.config, partitions, self.activity)
+        Topic::new(
+            self.name,
+            self.id,
+            self.dir,
+            self.config,
+            partitions,
+            self.activity,
+        )
     }
 }
 
@@ -94,13 +103,14 @@ pub(crate) fn recover_directory(storage: &Arc<dyn Storage>, dir: &Path) -> Resul
         if validate_name(&name).is_err() {
             continue;
         }
-        let Some(config) = read_topic_config(s, &path)? else {
+        let Some((config, id)) = read_topic_config(s, &path)? else {
             // Creation never reached its commit point (topic.json).
             remove_unfinished_topic(s, &path)?;
             tracing::warn!(topic = %name, "removed the empty directory of a topic whose creation did not finish");
             continue;
         };
-        topics.push(recover_topic(storage, &path, &name, config, clean)?);
+        let id = id.unwrap_or_else(|| give_id(s, &path, &name, &config));
+        topics.push(recover_topic(storage, &path, &name, config, id, clean)?);
     }
     if clean {
         // Removed before any write is accepted: a crash from now on must scan.
@@ -137,17 +147,32 @@ fn lock_directory(s: &dyn Storage, dir: &Path) -> Result<Box<dyn Any + Send + Sy
     Ok(Box::new(guards))
 }
 
-/// A topic's persisted config; `None` when `topic.json` does not exist. One that does
-/// not decode or validate is corruption naming the file.
-fn read_topic_config(s: &dyn Storage, topic_dir: &Path) -> Result<Option<TopicConfig>> {
+/// A topic's persisted config and id (absent in files written before topics had ids);
+/// `None` when `topic.json` does not exist. One that does not decode or validate is
+/// corruption naming the file.
+fn read_topic_config(
+    s: &dyn Storage,
+    topic_dir: &Path,
+) -> Result<Option<(TopicConfig, Option<TopicId>)>> {
     let path = topic_dir.join(TOPIC_CONFIG);
-    let Some(config) = disk::read_topic_config(s, &path)? else {
+    let Some((config, id)) = disk::read_topic_config(s, &path)? else {
         return Ok(None);
     };
     config
         .validate()
         .map_err(|e| KafkoError::corruption(&path, 0, format!("invalid topic config: {e}")))?;
-    Ok(Some(config))
+    Ok(Some((config, id)))
+}
+
+/// Gives a topic stored without an id one, and stores it. If it cannot be stored (a
+/// full disk, say) the topic keeps it for this run and gets another at the next open,
+/// which only makes cursors of this run look like an older incarnation's.
+fn give_id(s: &dyn Storage, topic_dir: &Path, name: &str, config: &TopicConfig) -> TopicId {
+    let id = TopicId::generate();
+    if let Err(e) = disk::write_topic_config(s, &topic_dir.join(TOPIC_CONFIG), config, id) {
+        tracing::warn!(topic = name, error = %e, "could not store the topic's new id");
+    }
+    id
 }
 
 /// Removes a topic directory that has no `topic.json`, if it provably holds no record;
@@ -209,6 +234,7 @@ pub(crate) fn recover_topic(
     dir: &Path,
     name: &str,
     config: TopicConfig,
+    id: TopicId,
     clean: bool,
 ) -> Result<RecoveredTopic> {
     let name: Arc<str> = Arc::from(name);
@@ -233,6 +259,7 @@ pub(crate) fn recover_topic(
         name,
         dir: dir.to_path_buf(),
         config,
+        id,
         partitions,
         activity,
     })

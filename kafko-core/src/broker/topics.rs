@@ -13,6 +13,7 @@ use crate::naming::validate_name;
 use crate::record::now_ms;
 use crate::storage::{Storage, blocking, create_dir_durably};
 use crate::topic::TopicDescription;
+use crate::topic_id::TopicId;
 
 use super::recover::{RecoveredTopic, recover_topic, remove_unfinished_topic};
 use super::{CreateOutcome, Kafko, TOPIC_CONFIG};
@@ -96,9 +97,9 @@ impl Kafko {
         let next = topic.config().apply(update)?;
         let storage = self.inner.storage.clone();
         let path = topic.dir.join(TOPIC_CONFIG);
-        let on_disk = next.clone();
+        let (on_disk, id) = (next.clone(), topic.id);
         blocking("updating topic config", move || {
-            disk::write_topic_config(&*storage, &path, &on_disk)
+            disk::write_topic_config(&*storage, &path, &on_disk, id)
         })
         .await?;
         let next = Arc::new(next);
@@ -158,15 +159,16 @@ fn make_topic_dir(
     config: TopicConfig,
 ) -> Result<RecoveredTopic> {
     let s = &**storage;
+    let id = TopicId::generate();
     if s.exists(dir) {
         // A creation of this process that failed and could not clean up after itself.
         remove_unfinished_topic(s, dir)?;
     }
     let made = create_dir_durably(s, dir)
         .map_err(|e| KafkoError::io("creating", dir, e))
-        .and_then(|()| recover_topic(storage, dir, name, config.clone(), false))
+        .and_then(|()| recover_topic(storage, dir, name, config.clone(), id, false))
         .and_then(|topic| {
-            disk::write_topic_config(s, &dir.join(TOPIC_CONFIG), &config)?;
+            disk::write_topic_config(s, &dir.join(TOPIC_CONFIG), &config, id)?;
             Ok(topic)
         });
     if made.is_err()

@@ -4,12 +4,14 @@
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::{decode_v1, read_versioned, write_versioned};
 use crate::config::{CleanupPolicy, Compression, FsyncPolicy, TopicConfig};
 use crate::error::{KafkoError, Result};
 use crate::state_file;
 use crate::storage::Storage;
+use crate::topic_id::TopicId;
 
 const FILE: &str = "topic.json";
 
@@ -135,30 +137,81 @@ impl From<TopicConfigFileV1> for TopicConfig {
     }
 }
 
-/// Reads a topic's `topic.json`; `Ok(None)` when it does not exist.
-pub(crate) fn read_topic_config(storage: &dyn Storage, path: &Path) -> Result<Option<TopicConfig>> {
+/// Version 2 of `topic.json` is version 1 plus `id`, the topic's [`TopicId`]. A
+/// version 1 file has no id (the topic was created before ids existed).
+const ID: &str = "id";
+
+/// Decodes a body of version 1 or 2 into the config and, from version 2, the id.
+fn decode(
+    version: u32,
+    body: Value,
+) -> std::result::Result<(TopicConfig, Option<TopicId>), String> {
+    let (body, id) = match (version, body) {
+        (2, Value::Object(mut members)) => {
+            let id = match members.remove(ID) {
+                Some(Value::String(id)) => id.parse::<TopicId>()?,
+                other => return Err(format!("{FILE} version 2 needs an id, got {other:?}")),
+            };
+            (Value::Object(members), Some(id))
+        }
+        (2, other) => return Err(format!("{FILE} is not a JSON object: {other}")),
+        (version, body) => (body, version_one(version)?),
+    };
+    decode_v1::<TopicConfigFileV1>(FILE, 1, body).map(|f| (f.into(), id))
+}
+
+/// Version 1 has no id; later versions than 2 are refused by name.
+fn version_one(version: u32) -> std::result::Result<Option<TopicId>, String> {
+    if version == 1 {
+        Ok(None)
+    } else {
+        Err(format!(
+            "{FILE} version {version} is not one this build reads (1, 2); was it written by a newer kafko?"
+        ))
+    }
+}
+
+/// Reads a topic's `topic.json`: its config and, when stored, its id; `Ok(None)` when
+/// it does not exist.
+pub(crate) fn read_topic_config(
+    storage: &dyn Storage,
+    path: &Path,
+) -> Result<Option<(TopicConfig, Option<TopicId>)>> {
     let Some((version, body)) = read_versioned(storage, path)? else {
         return Ok(None);
     };
-    decode_v1::<TopicConfigFileV1>(FILE, version, body)
-        .map(|f| Some(f.into()))
+    decode(version, body)
+        .map(Some)
         .map_err(|reason| KafkoError::corruption(path, state_file::BODY_OFFSET, reason))
 }
 
-/// Replaces a topic's `topic.json` (atomically).
+/// Replaces a topic's `topic.json` (atomically), as version 2 with the topic's id.
 pub(crate) fn write_topic_config(
     storage: &dyn Storage,
     path: &Path,
     config: &TopicConfig,
+    id: TopicId,
 ) -> Result<()> {
-    write_versioned(storage, path, 1, &TopicConfigFileV1::from(config))
+    let body = TopicFileV2 {
+        config: TopicConfigFileV1::from(config),
+        id: id.to_string(),
+    };
+    write_versioned(storage, path, 2, &body)
+}
+
+/// Version 2 as written: version 1's members, then `id`.
+#[derive(Serialize)]
+struct TopicFileV2 {
+    #[serde(flatten)]
+    config: TopicConfigFileV1,
+    id: String,
 }
 
 /// Decodes a raw `topic.json` body (fuzzing).
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) fn topic_config_body(body: &[u8]) -> std::result::Result<TopicConfig, String> {
     let (version, value) = super::parse_body(body)?;
-    decode_v1::<TopicConfigFileV1>(FILE, version, value).map(Into::into)
+    decode(version, value).map(|(config, _)| config)
 }
 
 #[cfg(test)]
@@ -179,15 +232,20 @@ mod tests {
             cleanup_policy: CleanupPolicy::CompactDelete,
             ..TopicConfig::default()
         };
-        write_topic_config(&StdStorage, &path, &config).unwrap();
-        assert_eq!(read_topic_config(&StdStorage, &path).unwrap(), Some(config));
+        let id = TopicId::generate();
+        write_topic_config(&StdStorage, &path, &config, id).unwrap();
+        assert_eq!(
+            read_topic_config(&StdStorage, &path).unwrap(),
+            Some((config, Some(id)))
+        );
         let raw = std::fs::read(&path).unwrap();
         let body = state_file::decode(&raw).unwrap();
         let text = std::str::from_utf8(body).unwrap();
         assert!(
-            text.starts_with(r#"{"version":1,"partitions":3,"#),
+            text.starts_with(r#"{"version":2,"partitions":3,"#),
             "{text}"
         );
+        assert!(text.contains(&format!(r#""id":"{id}""#)), "{text}");
     }
 
     #[test]
@@ -201,8 +259,10 @@ mod tests {
 
     #[test]
     fn newer_versions_and_unknown_members_are_refused_by_name() {
+        let err = topic_config_body(br#"{"version":3,"partitions":2}"#).unwrap_err();
+        assert!(err.contains("version 3"), "{err}");
         let err = topic_config_body(br#"{"version":2,"partitions":2}"#).unwrap_err();
-        assert!(err.contains("version 2"), "{err}");
+        assert!(err.contains("needs an id"), "{err}");
         let err = topic_config_body(br#"{"version":1,"partition":2}"#).unwrap_err();
         assert!(err.contains("unknown field"), "{err}");
         let dir = tempfile::tempdir().unwrap();

@@ -138,6 +138,10 @@ pub(crate) struct PartitionInfo {
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct TopicDescription {
     name: String,
+    /// This incarnation of the topic (32 hex digits): a topic deleted and created again
+    /// under the same name has another id. Pass it as `topic_id` when reading to be
+    /// refused (404 `topic_deleted`) rather than read another incarnation.
+    topic_id: String,
     config: TopicConfig,
     partitions: Vec<PartitionInfo>,
 }
@@ -277,6 +281,7 @@ impl From<kafko_core::TopicDescription> for TopicDescription {
     fn from(d: kafko_core::TopicDescription) -> Self {
         TopicDescription {
             name: d.name,
+            topic_id: d.topic_id.to_string(),
             config: (&d.config).into(),
             partitions: d.partitions.into_iter().map(Into::into).collect(),
         }

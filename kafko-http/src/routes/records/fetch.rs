@@ -7,7 +7,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 
-use kafko_core::PartitionReader;
+use kafko_core::{KafkoError, PartitionReader, TopicId};
 
 use crate::config::ServerConfig;
 use crate::dto::{FetchQuery, FetchResponse, FormatQuery, Problem};
@@ -43,16 +43,16 @@ pub(crate) fn read_limits(
 /// Reads a partition; streams when `Accept` asks for NDJSON or Server-Sent Events.
 #[utoipa::path(get, path = "/v1/topics/{topic}/records", operation_id = "fetch_records", tag = "records",
     params(("topic" = String, Path, description = "Topic name"), FetchQuery, FormatQuery,
-        ("Last-Event-ID" = Option<String>, Header, description = "SSE resume point `partition:offset`; the stream continues after it")),
+        ("Last-Event-ID" = Option<String>, Header, description = "SSE resume point `partition:offset:topic_id` (an event's id); the stream continues after it. An id of an earlier incarnation of the topic (deleted and created again since) is refused with 404 topic_deleted")),
     responses(
-        (status = 200, description = "Records: a `FetchResponse` by default (`application/json`). Streams are chosen by the Accept header and are text: `application/x-ndjson`, one `RecordOut` JSON object per line; `text/event-stream`, one event `record` per record (data: a `RecordOut`, id: `partition:offset`, resumable with Last-Event-ID; `follow=true` keeps it open)",
+        (status = 200, description = "Records: a `FetchResponse` by default (`application/json`). Streams are chosen by the Accept header and are text: `application/x-ndjson`, one `RecordOut` JSON object per line; `text/event-stream`, one event `record` per record (data: a `RecordOut`, id: `partition:offset:topic_id`, resumable with Last-Event-ID; `follow=true` keeps it open). A stream whose topic is deleted ends with a final error line or `error` event (code topic_deleted)",
             content(
                 (FetchResponse = "application/json"),
                 (String = "application/x-ndjson"),
                 (String = "text/event-stream"),
             )),
         (status = 400, description = "Invalid name or parameter", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "code topic_not_found / partition_not_found", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "code topic_not_found / partition_not_found; topic_deleted when the topic was deleted during a long-poll, or `topic_id`/Last-Event-ID names an earlier incarnation", body = Problem, content_type = "application/problem+json"),
         (status = 406, description = "code not_representable: bytes do not fit the format; use format=base64", body = Problem, content_type = "application/problem+json"),
         (status = 416, description = "code offset_out_of_range, with log_start_offset and high_watermark", body = Problem, content_type = "application/problem+json"),
     ))]
@@ -94,6 +94,7 @@ pub(crate) async fn fetch(
         next_offset: fetched.next_offset,
         high_watermark: fetched.high_watermark,
         log_start_offset: fetched.log_start_offset,
+        topic_id: reader.topic_id().to_string(),
     })
     .into_response())
 }
@@ -122,10 +123,21 @@ impl ReadSpec {
             .filter(|v| !v.trim().is_empty())
             .map(parse_event_id)
             .transpose()?;
-        let partition = resume.map_or(q.partition.unwrap_or(0), |(p, _)| p);
+        let partition = resume.map_or(q.partition.unwrap_or(0), |r| r.partition);
         let reader = state.kafko.topic(topic)?.partition(partition)?;
+        let wanted = q.topic_id.as_deref().map(parse_topic_id).transpose()?;
+        // A cursor of an earlier incarnation of this topic (deleted, then created again)
+        // would read another log: refuse it.
+        for id in [wanted, resume.map(|r| r.topic_id)].into_iter().flatten() {
+            if id != reader.topic_id() {
+                return Err(KafkoError::TopicDeleted {
+                    topic: topic.to_owned(),
+                }
+                .into());
+            }
+        }
         let offsets = reader.offsets()?;
-        let start = if let Some((_, last)) = resume {
+        let start = if let Some(EventId { offset: last, .. }) = resume {
             last.saturating_add(1)
         } else if let Some(ts) = q.timestamp {
             reader
@@ -159,16 +171,36 @@ impl ReadSpec {
     }
 }
 
-/// Parses an SSE `Last-Event-ID` of the form `partition:offset`.
-fn parse_event_id(id: &str) -> ApiResult<(u32, u64)> {
-    id.split_once(':')
-        .and_then(|(p, o)| Some((p.trim().parse().ok()?, o.trim().parse().ok()?)))
-        .ok_or_else(|| bad_event_id(id))
+/// An SSE event id: the record's partition and offset, and the topic incarnation it
+/// came from.
+#[derive(Debug, Clone, Copy)]
+struct EventId {
+    partition: u32,
+    offset: u64,
+    topic_id: TopicId,
+}
+
+/// Parses an SSE `Last-Event-ID`: `partition:offset:topic_id`.
+fn parse_event_id(id: &str) -> ApiResult<EventId> {
+    let parts: Vec<&str> = id.trim().split(':').collect();
+    let [p, o, t] = parts[..] else {
+        return Err(bad_event_id(id));
+    };
+    Ok(EventId {
+        partition: p.parse().map_err(|_| bad_event_id(id))?,
+        offset: o.parse().map_err(|_| bad_event_id(id))?,
+        topic_id: t.parse().map_err(|_| bad_event_id(id))?,
+    })
 }
 
 fn bad_event_id(id: &str) -> ApiError {
     ApiError::bad_request(
         "invalid_event_id",
-        format!("Last-Event-ID must be 'partition:offset', got '{id}'"),
+        format!("Last-Event-ID must be 'partition:offset:topic_id', got '{id}'"),
     )
+}
+
+fn parse_topic_id(id: &str) -> ApiResult<TopicId> {
+    id.parse()
+        .map_err(|e: String| ApiError::bad_request("invalid_query", e))
 }

@@ -1,8 +1,9 @@
 //! Streaming reads: NDJSON (one record object per line) and Server-Sent Events (event
-//! `record`, `id: partition:offset`, resumable with `Last-Event-ID`). Without `follow`
-//! a stream ends at the high watermark seen when it started; with `follow=true` it tails
-//! the partition until the client leaves or the server shuts down. An error after the
-//! head was sent becomes a final `{"error":…}` line or an `event: error`.
+//! `record`, `id: partition:offset:topic_id`, resumable with `Last-Event-ID`). Without
+//! `follow` a stream ends at the high watermark seen when it started; with `follow=true`
+//! it tails the partition until the client leaves, the server shuts down or the topic is
+//! deleted. An error after the head was sent (`topic_deleted` among them) becomes a final
+//! `{"error":…}` line or an `event: error`, and ends the stream.
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -156,14 +157,15 @@ pub(crate) fn ndjson(state: AppState, read: ReadSpec, formats: (Format, Format))
 
 /// A Server-Sent Events response.
 pub(crate) fn sse(state: AppState, read: ReadSpec, formats: (Format, Format)) -> Response {
-    let events = batches(Cursor::new(state, read, formats)).flat_map(|batch| {
+    let topic_id = read.reader.topic_id();
+    let events = batches(Cursor::new(state, read, formats)).flat_map(move |batch| {
         let events: Vec<Event> = match batch {
             Ok(records) => records
                 .iter()
                 .map(|r| {
                     Event::default()
                         .event("record")
-                        .id(format!("{}:{}", r.partition, r.offset))
+                        .id(format!("{}:{}:{topic_id}", r.partition, r.offset))
                         .data(serde_json::to_string(r).unwrap_or_default())
                 })
                 .collect(),

@@ -1,0 +1,68 @@
+//! A topic handle is bound to the topic it was resolved from: its id survives restarts,
+//! a delete wakes its waiting readers with `TopicDeleted`, and a topic created again
+//! under the same name is another topic the old handle never reads.
+mod common;
+
+use std::time::Duration;
+
+use kafko_core::{KafkoError, ProducerRecord, SendOptions};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handles_of_a_deleted_topic_fail_and_its_waiting_readers_wake() {
+    let dir = tempfile::tempdir().unwrap();
+    let k = common::open(dir.path()).await;
+    k.create_topic("x").await.unwrap();
+    let old = k.topic("x").unwrap();
+    let id = old.id();
+    assert_eq!(old.describe().unwrap().topic_id, id);
+    old.produce(vec![ProducerRecord::new("old0")], SendOptions::default())
+        .await
+        .unwrap();
+    let reader = old.partition(0).unwrap();
+    assert_eq!(reader.offsets().unwrap().high_watermark, 1);
+
+    let waiting = {
+        let reader = reader.clone();
+        tokio::spawn(async move {
+            reader
+                .read_wait(1, 10, 1 << 20, Duration::from_secs(30))
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    k.delete_topic("x").await.unwrap();
+    let woken = tokio::time::timeout(Duration::from_secs(5), waiting)
+        .await
+        .expect("the delete did not wake the waiting reader")
+        .unwrap();
+    assert!(
+        matches!(woken, Err(KafkoError::TopicDeleted { .. })),
+        "{woken:?}"
+    );
+
+    k.create_topic("x").await.unwrap();
+    let new = k.topic("x").unwrap();
+    assert_ne!(new.id(), id, "a re-created topic is a new incarnation");
+    new.produce(vec![ProducerRecord::new("new0")], SendOptions::default())
+        .await
+        .unwrap();
+    assert!(old.is_deleted());
+    for err in [
+        reader.read(0, 10, 1 << 20).unwrap_err(),
+        reader.offsets().unwrap_err(),
+        old.describe().unwrap_err(),
+        old.produce(vec![ProducerRecord::new("lost")], SendOptions::default())
+            .await
+            .unwrap_err(),
+    ] {
+        assert!(matches!(err, KafkoError::TopicDeleted { .. }), "{err}");
+    }
+
+    // The id is stored with the topic: it survives a restart.
+    let new_id = new.id();
+    k.shutdown().await.unwrap();
+    drop((old, new, reader, k));
+    let k = common::open(dir.path()).await;
+    assert_eq!(k.topic("x").unwrap().id(), new_id);
+    k.shutdown().await.unwrap();
+}
