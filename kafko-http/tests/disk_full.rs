@@ -219,3 +219,107 @@ async fn disk_full_answers_507_keeps_reads_and_recovers_when_space_returns() {
     drop(s);
     drop(disk);
 }
+
+/// Fills what is left of the filesystem at `dir` with a file of zeros.
+fn fill(dir: &Path) {
+    use std::io::Write;
+    let mut f = std::fs::File::create(dir.join("filler")).unwrap();
+    let block = vec![0u8; 4096];
+    while f.write_all(&block).is_ok() {}
+    let _ = f.sync_all();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_on_a_full_disk_serves_reads_and_answers_507() {
+    let tmp = tempfile::tempdir().unwrap();
+    let disk = match SmallDisk::new(tmp.path(), 16) {
+        Ok(d) => d,
+        Err(reason) => {
+            eprintln!("SKIP disk_full: cannot loop-mount a small ext4 filesystem here ({reason})");
+            return;
+        }
+    };
+    // The data directory is on the small disk; the server's log (beside the path the
+    // harness is given) is not, so the log survives the disk filling up.
+    let data = tmp.path().join("data");
+    std::os::unix::fs::symlink(disk.mount.join("data"), &data).unwrap();
+    std::fs::create_dir(disk.mount.join("data")).unwrap();
+    let mut s = Server::start(&data, &[]).await;
+    let c = client();
+    let r = c
+        .put(s.url("/v1/topics/full"))
+        .json(&json!({"partitions": 1, "segment_bytes": 256 * 1024}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let mut acked = Vec::new();
+    let mut refused = 0;
+    let mut n = 0;
+    while refused < 5 {
+        assert!(n < 2_000, "the 16 MiB disk never filled up");
+        let r = c
+            .post(s.url("/v1/topics/full/records"))
+            .body(value(n))
+            .send()
+            .await
+            .unwrap();
+        match r.status().as_u16() {
+            201 => acked.push((json(r).await["offsets"][0]["offset"].as_u64().unwrap(), n)),
+            507 | 503 => refused += 1,
+            other => panic!("disk full answered {other}"),
+        }
+        n += 1;
+    }
+    // A stop on the full disk: whether or not it manages to finish, it is not logged
+    // as a failure to open.
+    let stopped = s.sigterm().await;
+    let log = std::fs::read_to_string(data.with_extension("log")).unwrap();
+    assert!(
+        !log.contains("opening the data directory"),
+        "a failed shutdown is logged as a failed open:\n{log}"
+    );
+    assert!(
+        stopped.success() || log.contains("shutting down the data directory"),
+        "{log}"
+    );
+    // As if the seals had not managed to write their index files either, and the
+    // space they took is gone again: the next open has indexes to rebuild.
+    for entry in std::fs::read_dir(disk.mount.join("data/topics/full/0")).unwrap() {
+        let path = entry.unwrap().path();
+        if path
+            .extension()
+            .is_some_and(|e| e == "index" || e == "timeindex")
+        {
+            std::fs::remove_file(path).unwrap();
+        }
+    }
+    let _ = std::fs::remove_file(disk.mount.join("data/clean-shutdown"));
+    fill(&disk.mount);
+
+    let mut s = Server::start(&data, &[]).await;
+    for &(offset, n) in &acked {
+        let r = c
+            .get(s.url(&format!("/v1/topics/full/partitions/0/records/{offset}")))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "acknowledged record at {offset}");
+        assert_eq!(r.bytes().await.unwrap().as_ref(), value(n).as_slice());
+    }
+    let r = c
+        .post(s.url("/v1/topics/full/records"))
+        .body(value(n))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 507, "a write on the full disk");
+    assert_eq!(json(r).await["code"], "storage_full");
+    assert_eq!(c.get(s.url("/healthz")).send().await.unwrap().status(), 200);
+    eprintln!(
+        "restart on a full disk: {} acknowledged records read back, write answered 507",
+        acked.len()
+    );
+    let _ = s.sigterm().await;
+    drop(disk);
+}
