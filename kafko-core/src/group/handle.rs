@@ -381,66 +381,23 @@ impl GroupHandle {
             }
         };
         let read = read_leased(t, &starts, options);
-        // Keep the leases of partitions that returned records; release the others.
-        let mut records = Vec::new();
-        let mut leases = Vec::new();
-        let mut released = false;
-        let mut positions = Vec::with_capacity(starts.len());
-        let read = {
+        let kept = {
             let mut groups = self.coordinator().lock();
             let ts = groups
                 .get_mut(group)
                 .and_then(|g| g.topics.get_mut(&*t.name));
-            match (read, ts) {
-                (Err(e), Some(ts)) => {
-                    for &(p, start, leased) in &starts {
-                        if leased && ts.leases.get(&p).is_some_and(|l| l.id == id) {
-                            ts.leases.remove(&p);
-                            ts.positions.insert(p, start);
-                        }
-                    }
-                    released = true;
-                    Err(e)
-                }
-                (Err(e), None) => Err(e),
-                (Ok(_), None) => Ok(()),
-                (Ok(read), Some(ts)) => {
-                    for (p, start, leased, fetched) in read {
-                        let mine = leased && ts.leases.get(&p).is_some_and(|l| l.id == id);
-                        if !mine {
-                            // Not leased here, or a rebalance, commit or seek replaced
-                            // the lease while we read: these records are not ours to give.
-                            positions.push(PartitionOffset {
-                                partition: p,
-                                offset: ts.positions.get(&p).copied().unwrap_or(start),
-                            });
-                            continue;
-                        }
-                        let next = fetched.as_ref().map_or(start, |(_, next)| *next);
-                        ts.positions.insert(p, next);
-                        match fetched {
-                            Some((got, _)) if !got.is_empty() => {
-                                records.extend(got);
-                                leases.push((p, id));
-                            }
-                            _ => {
-                                ts.leases.remove(&p);
-                                released = true;
-                            }
-                        }
-                        positions.push(PartitionOffset {
-                            partition: p,
-                            offset: next,
-                        });
-                    }
-                    Ok(())
-                }
-            }
+            keep_leases(ts, read, &starts, id)
         };
+        let Kept {
+            records,
+            leases,
+            mut positions,
+            released,
+        } = kept;
         if released {
             t.activity.notify_waiters();
         }
-        read?;
+        let (records, leases) = (records?, leases);
         positions.sort_by_key(|p| p.partition);
         Ok(GroupPoll {
             records,
@@ -644,6 +601,80 @@ impl GroupHandle {
         tracing::info!(group, "deleted group");
         Ok(())
     }
+}
+
+/// What a poll keeps after reading: the records of the partitions whose leases it still
+/// holds, those leases, the caller's positions, and whether it released any lease.
+struct Kept {
+    records: Result<Vec<Record>>,
+    leases: Vec<(u32, u64)>,
+    positions: Vec<PartitionOffset>,
+    released: bool,
+}
+
+/// Settles a poll's leases (lease id `id`) after its read: a partition that returned
+/// records keeps its lease and moves its position past them; one that returned none
+/// releases it; a failed read puts every lease back where it started. A lease a
+/// rebalance, commit or seek replaced meanwhile is not ours: its records are dropped.
+#[allow(clippy::type_complexity)]
+fn keep_leases(
+    ts: Option<&mut TopicState>,
+    read: Result<Vec<(u32, u64, bool, Option<(Vec<Record>, u64)>)>>,
+    starts: &[(u32, u64, bool)],
+    id: u64,
+) -> Kept {
+    let mut kept = Kept {
+        records: Ok(Vec::new()),
+        leases: Vec::new(),
+        positions: Vec::with_capacity(starts.len()),
+        released: false,
+    };
+    let Some(ts) = ts else {
+        kept.records = read.map(|_| Vec::new());
+        return kept;
+    };
+    let read = match read {
+        Ok(read) => read,
+        Err(e) => {
+            for &(p, start, leased) in starts {
+                if leased && ts.leases.get(&p).is_some_and(|l| l.id == id) {
+                    ts.leases.remove(&p);
+                    ts.positions.insert(p, start);
+                }
+            }
+            kept.released = true;
+            kept.records = Err(e);
+            return kept;
+        }
+    };
+    let mut records = Vec::new();
+    for (p, start, leased, fetched) in read {
+        if !(leased && ts.leases.get(&p).is_some_and(|l| l.id == id)) {
+            kept.positions.push(PartitionOffset {
+                partition: p,
+                offset: ts.positions.get(&p).copied().unwrap_or(start),
+            });
+            continue;
+        }
+        let next = fetched.as_ref().map_or(start, |(_, next)| *next);
+        ts.positions.insert(p, next);
+        match fetched {
+            Some((got, _)) if !got.is_empty() => {
+                records.extend(got);
+                kept.leases.push((p, id));
+            }
+            _ => {
+                ts.leases.remove(&p);
+                kept.released = true;
+            }
+        }
+        kept.positions.push(PartitionOffset {
+            partition: p,
+            offset: next,
+        });
+    }
+    kept.records = Ok(records);
+    kept
 }
 
 /// Reads each leased partition from its start, rotating the first partition so one busy
