@@ -5,6 +5,9 @@ use std::time::Duration;
 
 use kafko_core::TopicConfig;
 
+/// The cluster id of the REST Proxy API unless one is configured.
+pub const DEFAULT_CLUSTER_ID: &str = "kafko";
+
 /// Whether producing to an unknown topic creates it, and with what configuration.
 #[derive(Debug, Clone)]
 pub enum AutoCreate {
@@ -60,6 +63,10 @@ pub struct ServerConfig {
     pub cors_origins: Vec<String>,
     /// Auto-creation of topics on produce.
     pub auto_create: AutoCreate,
+    /// The cluster id the Kafka REST Proxy API (v3) reports and accepts.
+    pub cluster_id: String,
+    /// How long an unused REST Proxy consumer instance lives before it expires.
+    pub consumer_instance_timeout: Duration,
 }
 
 impl Default for ServerConfig {
@@ -82,6 +89,8 @@ impl Default for ServerConfig {
             auth_token: None,
             cors_origins: Vec::new(),
             auto_create: AutoCreate::Enabled(TopicConfig::default()),
+            cluster_id: DEFAULT_CLUSTER_ID.to_owned(),
+            consumer_instance_timeout: Duration::from_secs(300),
         }
     }
 }

@@ -17,6 +17,7 @@
 //! - `dto`, `codec`: wire types and the `format` (string/json/base64) encodings.
 //! - `metrics`, `middleware`: Prometheus counters; auth, limits, timing.
 //! - [`openapi`]: the generated spec.
+//! - `rest_proxy/`: a wire-compatible subset of the Kafka REST Proxy API (v2 and v3).
 //! - [`probe`]: `kafko-http --healthcheck`, the container health probe (no curl needed).
 
 pub mod config;
@@ -31,10 +32,11 @@ mod error;
 mod extract;
 mod metrics;
 mod middleware;
+mod rest_proxy;
 mod router;
 mod routes;
 
-pub use config::{AutoCreate, ServerConfig};
+pub use config::{AutoCreate, DEFAULT_CLUSTER_ID, ServerConfig};
 pub use error::ServerError;
 pub use router::app;
 pub use state::AppState;

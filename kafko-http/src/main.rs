@@ -104,6 +104,17 @@ struct Args {
     /// fsync policy of auto-created topics: `never`, `always`, or an interval in ms.
     #[arg(long, env = "KAFKO_DEFAULT_FSYNC", default_value = "never")]
     default_fsync: String,
+    /// Cluster id reported and accepted by the Kafka REST Proxy API (`/v3/clusters/{id}`).
+    #[arg(long, env = "KAFKO_CLUSTER_ID", default_value = kafko_http::DEFAULT_CLUSTER_ID)]
+    cluster_id: String,
+    /// How long an unused REST Proxy consumer instance lives (its
+    /// `consumer.instance.timeout.ms`), ms.
+    #[arg(
+        long,
+        env = "KAFKO_CONSUMER_INSTANCE_TIMEOUT_MS",
+        default_value_t = 300_000
+    )]
+    consumer_instance_timeout_ms: u64,
     /// Log filter (tracing-subscriber env-filter syntax), e.g. `info` or `kafko_core=debug`.
     #[arg(long, env = "KAFKO_LOG_LEVEL", default_value = "info")]
     log_level: String,
@@ -173,6 +184,8 @@ impl Args {
             } else {
                 AutoCreate::Disabled
             },
+            cluster_id: self.cluster_id.clone(),
+            consumer_instance_timeout: ms(self.consumer_instance_timeout_ms.max(1)),
         })
     }
 }

@@ -3,6 +3,7 @@
 
 use utoipa::OpenApi;
 
+use crate::rest_proxy::RestProxyPaths;
 use crate::routes::{admin, groups, health, records, topics};
 
 #[derive(OpenApi)]
@@ -18,7 +19,7 @@ use crate::routes::{admin, groups, health, records, topics};
         health::healthz, health::readyz, health::metrics, health::openapi,
     ),
     components(schemas(crate::codec::Format)),
-    modifiers(&BearerAuth, &NameRules, &ClientRules),
+    modifiers(&RestProxyPaths, &BearerAuth, &NameRules, &ClientRules),
     security((), ("bearer" = [])),
     tags(
         (name = "topics", description = "Create, inspect, configure and delete topics"),

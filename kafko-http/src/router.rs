@@ -67,6 +67,7 @@ pub fn app(state: AppState) -> Router {
         .route("/ui", get(ui::index))
         .route("/ui/", get(ui::index))
         .route("/ui/{file}", get(ui::asset))
+        .merge(crate::rest_proxy::routes())
         .fallback(middleware::not_found)
         .method_not_allowed_fallback(middleware::method_not_allowed)
         .layer(middleware::EnvelopeLayer(state.clone()));

@@ -1,0 +1,217 @@
+//! The REST Proxy's error body, `{"error_code":N,"message":"…"}`, and its codes: the
+//! HTTP status times 100 plus a detail digit for the proxy's own codes (40401 unknown
+//! topic, 40403 unknown consumer instance…), the bare status for generic failures.
+//! Also the one place where a [`KafkoError`] becomes such an error.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use kafko_core::{ErrorKind, KafkoError};
+use serde::Serialize;
+
+use super::content_type::{V2_JSON, V3_JSON};
+use crate::error::ApiError;
+
+/// Unknown topic.
+pub(crate) const TOPIC_NOT_FOUND: u32 = 40401;
+/// Unknown partition.
+pub(crate) const PARTITION_NOT_FOUND: u32 = 40402;
+/// Unknown (or expired) consumer instance; also v3's "this server does not host this
+/// topic-partition".
+pub(crate) const CONSUMER_INSTANCE_NOT_FOUND: u32 = 40403;
+/// The `Accept`ed embedded format is not the consumer instance's.
+pub(crate) const CONSUMER_FORMAT_MISMATCH: u32 = 40601;
+/// Subscribing an instance that has a manual assignment (and the reverse).
+pub(crate) const CONSUMER_ALREADY_SUBSCRIBED: u32 = 40901;
+/// An instance of that name already exists in the group.
+pub(crate) const CONSUMER_ALREADY_EXISTS: u32 = 40902;
+/// An operation on a partition the instance does not own.
+pub(crate) const ILLEGAL_STATE: u32 = 40903;
+/// A schema-based format (Avro, Protobuf, JSON Schema): no schema registry here.
+pub(crate) const INVALID_SCHEMA: u32 = 42205;
+/// Conversion of stored bytes to JSON failed.
+pub(crate) const JSON_CONVERSION: u32 = 42203;
+/// Invalid consumer configuration.
+pub(crate) const INVALID_CONSUMER_CONFIG: u32 = 42204;
+/// The payload cannot be used (bad base64, missing records…).
+pub(crate) const INVALID_PAYLOAD: u32 = 42206;
+/// A record could not be serialized (e.g. larger than the limit).
+pub(crate) const SERIALIZATION: u32 = 42207;
+/// A failure of the log itself.
+pub(crate) const KAFKA_ERROR: u32 = 50002;
+/// A failure worth retrying (backpressure, shutting down).
+pub(crate) const KAFKA_RETRIABLE: u32 = 50003;
+/// v3: the topic to create exists, or its settings are refused.
+pub(crate) const V3_BAD_TOPIC: u32 = 40002;
+
+/// Which API version answers: the error's content type follows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Api {
+    V2,
+    V3,
+}
+
+/// A failed REST Proxy request.
+#[derive(Debug)]
+pub(crate) struct ProxyError {
+    pub(crate) status: StatusCode,
+    pub(crate) error_code: u32,
+    pub(crate) message: String,
+    api: Api,
+}
+
+/// The wire form of [`ProxyError`] (also a failed v3 produce receipt).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[schema(as = ProxyErrorBody)]
+pub(crate) struct ErrorBody {
+    /// The proxy's error code (e.g. 40401), or an HTTP status.
+    pub(crate) error_code: u32,
+    /// What went wrong.
+    pub(crate) message: String,
+}
+
+pub(crate) type ProxyResult<T> = Result<T, ProxyError>;
+
+impl ProxyError {
+    pub(crate) fn new(status: StatusCode, error_code: u32, message: impl Into<String>) -> Self {
+        ProxyError {
+            status,
+            error_code,
+            message: message.into(),
+            api: Api::V2,
+        }
+    }
+
+    /// The same error, answered by v3 (`application/json`).
+    pub(crate) fn v3(mut self) -> Self {
+        self.api = Api::V3;
+        self
+    }
+
+    pub(crate) fn topic_not_found(topic: &str) -> Self {
+        Self::new(
+            StatusCode::NOT_FOUND,
+            TOPIC_NOT_FOUND,
+            format!("Topic '{topic}' not found."),
+        )
+    }
+
+    pub(crate) fn partition_not_found(topic: &str, partition: impl std::fmt::Display) -> Self {
+        Self::new(
+            StatusCode::NOT_FOUND,
+            PARTITION_NOT_FOUND,
+            format!("Partition {partition} of topic '{topic}' not found."),
+        )
+    }
+
+    pub(crate) fn instance_not_found() -> Self {
+        Self::new(
+            StatusCode::NOT_FOUND,
+            CONSUMER_INSTANCE_NOT_FOUND,
+            "Consumer instance not found.",
+        )
+    }
+
+    pub(crate) fn unprocessable(error_code: u32, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNPROCESSABLE_ENTITY, error_code, message)
+    }
+
+    /// A generic failure whose code is its HTTP status (unsupported media type, bad JSON…).
+    pub(crate) fn plain(status: StatusCode, message: impl Into<String>) -> Self {
+        Self::new(status, u32::from(status.as_u16()), message)
+    }
+
+    pub(crate) fn body(&self) -> ErrorBody {
+        ErrorBody {
+            error_code: self.error_code,
+            message: self.message.clone(),
+        }
+    }
+}
+
+impl IntoResponse for ProxyError {
+    fn into_response(self) -> Response {
+        let media = match self.api {
+            Api::V2 => V2_JSON,
+            Api::V3 => V3_JSON,
+        };
+        let body = serde_json::to_vec(&self.body()).unwrap_or_default();
+        (
+            self.status,
+            [(header::CONTENT_TYPE, HeaderValue::from_static(media))],
+            body,
+        )
+            .into_response()
+    }
+}
+
+/// Rejections of the shared extractors (body size, body timeout, encoding) keep their
+/// status; the code is the status.
+impl From<ApiError> for ProxyError {
+    fn from(e: ApiError) -> Self {
+        ProxyError::plain(e.status, e.detail)
+    }
+}
+
+impl From<KafkoError> for ProxyError {
+    fn from(e: KafkoError) -> Self {
+        let message = e.to_string();
+        match &e {
+            KafkoError::TopicNotFound { topic } => Self::topic_not_found(topic),
+            KafkoError::PartitionNotFound { .. } => {
+                Self::new(StatusCode::NOT_FOUND, PARTITION_NOT_FOUND, message)
+            }
+            KafkoError::RecordTooLarge { .. } => {
+                Self::new(StatusCode::PAYLOAD_TOO_LARGE, SERIALIZATION, message)
+            }
+            KafkoError::InvalidName { .. }
+            | KafkoError::InvalidConfig { .. }
+            | KafkoError::InvalidRequest { .. }
+            | KafkoError::KeyRequired { .. } => Self::unprocessable(INVALID_PAYLOAD, message),
+            KafkoError::NotAssigned { .. } | KafkoError::GroupHasMembers { .. } => {
+                Self::new(StatusCode::CONFLICT, ILLEGAL_STATE, message)
+            }
+            KafkoError::OffsetOutOfRange { .. } | KafkoError::NoValidOffset { .. } => {
+                Self::new(StatusCode::CONFLICT, ILLEGAL_STATE, message)
+            }
+            KafkoError::Backpressure { .. } | KafkoError::ShuttingDown => {
+                Self::new(StatusCode::SERVICE_UNAVAILABLE, KAFKA_RETRIABLE, message)
+            }
+            _ => match e.kind() {
+                ErrorKind::Unavailable => {
+                    Self::new(StatusCode::SERVICE_UNAVAILABLE, KAFKA_RETRIABLE, message)
+                }
+                ErrorKind::StorageFull => {
+                    Self::new(StatusCode::INSUFFICIENT_STORAGE, KAFKA_ERROR, message)
+                }
+                _ => Self::new(StatusCode::INTERNAL_SERVER_ERROR, KAFKA_ERROR, message),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_failures_map_to_the_proxys_codes() {
+        let t = || "t".to_owned();
+        let cases = [
+            (
+                KafkoError::TopicNotFound { topic: t() },
+                404,
+                TOPIC_NOT_FOUND,
+            ),
+            (KafkoError::ShuttingDown, 503, KAFKA_RETRIABLE),
+            (
+                KafkoError::RecordTooLarge { size: 2, max: 1 },
+                413,
+                SERIALIZATION,
+            ),
+        ];
+        for (e, status, code) in cases {
+            let p = ProxyError::from(e);
+            assert_eq!((p.status.as_u16(), p.error_code), (status, code));
+        }
+    }
+}

@@ -1,0 +1,260 @@
+//! A wire-compatible subset of Confluent's Kafka REST Proxy API, served beside `/v1`
+//! (no path collides): clients written for REST Proxy + Kafka run against kafko.
+//!
+//! - `v2/`: metadata (`/topics`, `/brokers`), produce (`POST /topics/{t}[/partitions/{p}]`)
+//!   and consumer instances (`/consumers/{group}/instances/{name}/…`), with the
+//!   `application/vnd.kafka.*.v2+json` media types (`content_type`).
+//! - `v3/`: one cluster (`/v3/clusters/{id}`), its topics and partitions, topic
+//!   creation and deletion, and the streaming produce `POST …/topics/{t}/records`.
+//! - `error`: the proxy's `{"error_code","message"}` bodies and codes.
+//! - `group_adapter`: consumer instances as kafko group members (the only use of the
+//!   group API here).
+//!
+//! Keys route exactly as on `/v1`: every produce goes through the topic's producer.
+
+pub(crate) mod content_type;
+pub(crate) mod error;
+pub(crate) mod group_adapter;
+pub(crate) mod timestamp;
+pub(crate) mod v2;
+pub(crate) mod v3;
+
+use axum::Router;
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
+use axum::http::{StatusCode, header};
+use axum::routing::{get, post};
+use bytes::Bytes;
+use serde::de::DeserializeOwned;
+use serde_json::error::Category;
+
+use crate::state::AppState;
+use error::ProxyError;
+
+pub(crate) use v2::instances::Instances;
+
+/// Every REST Proxy route, to merge into the application router.
+pub(crate) fn routes() -> Router<AppState> {
+    let instance = "/consumers/{group}/instances/{instance}";
+    Router::new()
+        .route("/topics", get(v2::metadata::list_topics))
+        .route(
+            "/topics/{topic}",
+            get(v2::metadata::get_topic).post(v2::produce::produce_to_topic),
+        )
+        .route(
+            "/topics/{topic}/partitions",
+            get(v2::metadata::list_partitions),
+        )
+        .route(
+            "/topics/{topic}/partitions/{partition}",
+            get(v2::metadata::get_partition).post(v2::produce::produce_to_partition),
+        )
+        .route(
+            "/topics/{topic}/partitions/{partition}/offsets",
+            get(v2::metadata::partition_offsets),
+        )
+        .route("/brokers", get(v2::metadata::brokers))
+        .route("/consumers/{group}", post(v2::consumers::create))
+        .route(instance, axum::routing::delete(v2::consumers::delete))
+        .route(
+            &format!("{instance}/subscription"),
+            post(v2::consumers::subscribe)
+                .get(v2::consumers::subscription)
+                .delete(v2::consumers::unsubscribe),
+        )
+        .route(&format!("{instance}/records"), get(v2::consumers::records))
+        .route(
+            &format!("{instance}/offsets"),
+            post(v2::consumers::commit).get(v2::consumers::committed),
+        )
+        .route(
+            &format!("{instance}/assignments"),
+            get(v2::consumers::assignments).post(v2::consumers::assign),
+        )
+        .route(&format!("{instance}/positions"), post(v2::consumers::seek))
+        .route(
+            &format!("{instance}/positions/beginning"),
+            post(v2::consumers::seek_to_beginning),
+        )
+        .route(
+            &format!("{instance}/positions/end"),
+            post(v2::consumers::seek_to_end),
+        )
+        .route("/v3/clusters", get(v3::metadata::list_clusters))
+        .route("/v3/clusters/{cluster}", get(v3::metadata::get_cluster))
+        .route(
+            "/v3/clusters/{cluster}/topics",
+            get(v3::metadata::list_topics).post(v3::metadata::create_topic),
+        )
+        .route(
+            "/v3/clusters/{cluster}/topics/{topic}",
+            get(v3::metadata::get_topic).delete(v3::metadata::delete_topic),
+        )
+        .route(
+            "/v3/clusters/{cluster}/topics/{topic}/partitions",
+            get(v3::metadata::list_partitions),
+        )
+        .route(
+            "/v3/clusters/{cluster}/topics/{topic}/partitions/{partition}",
+            get(v3::metadata::get_partition),
+        )
+        .route(
+            "/v3/clusters/{cluster}/topics/{topic}/partitions/{partition}/offset",
+            get(v3::metadata::partition_offset),
+        )
+        .route(
+            "/v3/clusters/{cluster}/topics/{topic}/records",
+            post(v3::produce::produce),
+        )
+}
+
+/// The REST Proxy routes in the OpenAPI document.
+#[derive(utoipa::OpenApi)]
+#[openapi(
+    paths(
+        v2::metadata::list_topics, v2::metadata::get_topic, v2::metadata::list_partitions,
+        v2::metadata::get_partition, v2::metadata::partition_offsets, v2::metadata::brokers,
+        v2::produce::produce_to_topic, v2::produce::produce_to_partition,
+        v2::consumers::create, v2::consumers::delete, v2::consumers::subscribe,
+        v2::consumers::subscription, v2::consumers::unsubscribe, v2::consumers::records,
+        v2::consumers::commit, v2::consumers::committed, v2::consumers::assignments,
+        v2::consumers::assign, v2::consumers::seek, v2::consumers::seek_to_beginning,
+        v2::consumers::seek_to_end,
+        v3::metadata::list_clusters, v3::metadata::get_cluster, v3::metadata::list_topics,
+        v3::metadata::create_topic, v3::metadata::get_topic, v3::metadata::delete_topic,
+        v3::metadata::list_partitions, v3::metadata::get_partition,
+        v3::metadata::partition_offset, v3::produce::produce,
+    ),
+    tags(
+        (name = "rest-proxy-v2", description = "Kafka REST Proxy v2 compatibility: metadata, produce, consumer instances. Errors are {error_code, message}."),
+        (name = "rest-proxy-v3", description = "Kafka REST Proxy v3 compatibility: the cluster, topics, partitions, streaming produce. Errors are {error_code, message}."),
+    )
+)]
+struct RestProxyDoc;
+
+/// Adds the REST Proxy routes to the document (listed before the modifiers that
+/// constrain path parameters, so those apply here too).
+pub(crate) struct RestProxyPaths;
+
+impl utoipa::Modify for RestProxyPaths {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::OpenApi;
+        openapi.merge(RestProxyDoc::openapi());
+    }
+}
+
+/// Path parameters; a value that does not parse (a partition that is not a number) is
+/// a 404, as on the proxy.
+pub(crate) struct ProxyPath<T>(pub(crate) T);
+
+impl<T> FromRequestParts<AppState> for ProxyPath<T>
+where
+    T: DeserializeOwned + Send,
+{
+    type Rejection = ProxyError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ProxyError> {
+        axum::extract::Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|p| ProxyPath(p.0))
+            .map_err(|e| {
+                ProxyError::plain(StatusCode::NOT_FOUND, format!("HTTP 404 Not Found: {e}"))
+            })
+    }
+}
+
+/// Query parameters; a bad value is 400.
+pub(crate) struct ProxyQuery<T>(pub(crate) T);
+
+impl<T> FromRequestParts<AppState> for ProxyQuery<T>
+where
+    T: DeserializeOwned + Send,
+{
+    type Rejection = ProxyError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ProxyError> {
+        axum::extract::Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|q| ProxyQuery(q.0))
+            .map_err(|e| ProxyError::plain(StatusCode::BAD_REQUEST, e.body_text()))
+    }
+}
+
+/// The raw request body, with the server's size limit and body timeout (their statuses
+/// kept, in the proxy's error shape).
+pub(crate) struct ProxyBody(pub(crate) Bytes);
+
+impl FromRequest<AppState> for ProxyBody {
+    type Rejection = ProxyError;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, ProxyError> {
+        crate::extract::Body::from_request(req, state)
+            .await
+            .map(|b| ProxyBody(b.0))
+            .map_err(ProxyError::from)
+    }
+}
+
+/// Parses a JSON request body: a syntax error is 400, a well-formed body of the wrong
+/// shape 422, each with its status as the code (the proxy's JSON mappers do the same).
+pub(crate) fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, ProxyError> {
+    serde_json::from_slice(body).map_err(|e| match e.classify() {
+        Category::Data => ProxyError::plain(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("Unprocessable entity: {e}"),
+        ),
+        _ => ProxyError::plain(StatusCode::BAD_REQUEST, format!("Invalid JSON: {e}")),
+    })
+}
+
+/// Parses an optional JSON body (empty or whitespace means none).
+pub(crate) fn parse_optional_body<T: DeserializeOwned>(
+    body: &[u8],
+) -> Result<Option<T>, ProxyError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    parse_body(body).map(Some)
+}
+
+/// `http://{Host}`: the base of the absolute URLs in answers (`base_uri`, `self`).
+pub(crate) fn base_url(parts_headers: &axum::http::HeaderMap) -> String {
+    let host = parts_headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .filter(|h| !h.is_empty())
+        .unwrap_or("localhost");
+    format!("http://{host}")
+}
+
+/// The topic's producer; an unknown topic is created first when the server auto-creates
+/// topics (as Kafka's `auto.create.topics.enable`), else it is 40401.
+pub(crate) async fn producer_for(
+    state: &AppState,
+    topic: &str,
+) -> Result<kafko_core::Producer, ProxyError> {
+    use kafko_core::KafkoError;
+    match state.kafko.producer_for(topic).await {
+        Err(KafkoError::TopicNotFound { .. } | KafkoError::InvalidName { .. })
+            if matches!(state.config.auto_create, crate::AutoCreate::Disabled) =>
+        {
+            Err(ProxyError::topic_not_found(topic))
+        }
+        Err(KafkoError::TopicNotFound { .. }) => {
+            if let crate::AutoCreate::Enabled(config) = &state.config.auto_create {
+                match state
+                    .kafko
+                    .create_topic_with_config(topic, config.clone())
+                    .await
+                {
+                    Ok(_) | Err(KafkoError::TopicAlreadyExists { .. }) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            Ok(state.kafko.producer_for(topic).await?)
+        }
+        Err(KafkoError::InvalidName { .. }) => Err(ProxyError::topic_not_found(topic)),
+        other => Ok(other?),
+    }
+}

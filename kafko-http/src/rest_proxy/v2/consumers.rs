@@ -1,0 +1,919 @@
+//! v2 consumer instances: create and delete, subscribe, read records, commit and read
+//! committed offsets, seek, assignments. Each instance is a kafko group member on each
+//! subscribed topic (see `group_adapter`); reads long-poll up to `timeout` ms (default
+//! the instance's `consumer.request.timeout.ms`).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use kafko_core::{KafkoError, OffsetReset, PartitionOffset, Record, SeekTo};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::time::Instant;
+
+use super::instances::{self, Handle, Instance};
+use super::{json_as, v2_json};
+use crate::rest_proxy::content_type::{EmbeddedFormat, check_accept};
+use crate::rest_proxy::error::{
+    CONSUMER_ALREADY_EXISTS, CONSUMER_ALREADY_SUBSCRIBED, ErrorBody, ILLEGAL_STATE,
+    INVALID_CONSUMER_CONFIG, JSON_CONVERSION, ProxyError, ProxyResult,
+};
+use crate::rest_proxy::{
+    ProxyBody, ProxyPath, ProxyQuery, base_url, parse_body, parse_optional_body,
+};
+use crate::state::AppState;
+
+/// `consumer.request.timeout.ms` when the instance does not set one (the proxy's default).
+const DEFAULT_REQUEST_WAIT: Duration = Duration::from_millis(1000);
+/// How often a waiting read looks again at topics other than the first subscribed one.
+const RECHECK: Duration = Duration::from_millis(50);
+
+/// The settings of a new instance. Values may be strings, numbers or booleans.
+#[derive(Deserialize, Default, utoipa::ToSchema)]
+#[schema(as = ProxyV2CreateRequest)]
+#[serde(default)]
+pub(crate) struct CreateRequest {
+    /// Instance name (also `id`); generated when absent.
+    name: Option<String>,
+    id: Option<String>,
+    /// `binary` (default) or `json`.
+    format: Option<String>,
+    /// `earliest`, `latest` (default) or `none`.
+    #[serde(rename = "auto.offset.reset")]
+    auto_offset_reset: Option<String>,
+    /// Commit on every read (default true).
+    #[serde(rename = "auto.commit.enable")]
+    #[schema(value_type = Option<String>)]
+    auto_commit_enable: Option<Value>,
+    /// Default wait of a records read, ms.
+    #[serde(rename = "consumer.request.timeout.ms")]
+    #[schema(value_type = Option<String>)]
+    request_timeout_ms: Option<Value>,
+    /// Accepted and ignored (reads return as soon as there is one record).
+    #[serde(rename = "fetch.min.bytes")]
+    #[schema(value_type = Option<String>)]
+    fetch_min_bytes: Option<Value>,
+}
+
+/// A created instance.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = ProxyV2CreateResponse)]
+pub(crate) struct CreateResponse {
+    instance_id: String,
+    base_uri: String,
+}
+
+fn bad_config(message: impl Into<String>) -> ProxyError {
+    ProxyError::unprocessable(
+        INVALID_CONSUMER_CONFIG,
+        format!("Invalid consumer configuration: {}", message.into()),
+    )
+}
+
+fn as_bool(v: &Value, what: &str) -> ProxyResult<bool> {
+    match v {
+        Value::Bool(b) => Ok(*b),
+        Value::String(s) if s.eq_ignore_ascii_case("true") => Ok(true),
+        Value::String(s) if s.eq_ignore_ascii_case("false") => Ok(false),
+        _ => Err(bad_config(format!("{what} must be true or false, got {v}"))),
+    }
+}
+
+fn as_u64(v: &Value, what: &str) -> ProxyResult<u64> {
+    match v {
+        Value::Number(n) => n.as_u64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+    .ok_or_else(|| bad_config(format!("{what} must be a non-negative integer, got {v}")))
+}
+
+/// A generated instance name: unique within this process.
+fn generated_name() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    format!(
+        "rest-consumer-{nanos:x}-{}",
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// The live instance: 40403 if unknown, deleted or expired (an expired one is closed).
+async fn instance(state: &AppState, group: &str, name: &str) -> ProxyResult<Arc<Handle>> {
+    match state.rest_proxy.get(group, name) {
+        Ok(h) => Ok(h),
+        Err(expired) => {
+            if let Some(h) = expired {
+                instances::close(&state.kafko, state.rest_proxy.timeout(), vec![h]).await;
+            }
+            Err(ProxyError::instance_not_found())
+        }
+    }
+}
+
+/// Locks a live instance.
+macro_rules! locked {
+    ($state:expr, $group:expr, $name:expr, $handle:ident, $guard:ident) => {
+        let $handle = instance(&$state, &$group, &$name).await?;
+        #[allow(unused_mut)]
+        let mut $guard = $handle.state.lock().await;
+        if $guard.closed {
+            return Err(ProxyError::instance_not_found());
+        }
+    };
+}
+
+/// Creates a consumer instance in a group.
+#[utoipa::path(post, path = "/consumers/{group}", tag = "rest-proxy-v2",
+    params(("group" = String, Path, description = "Consumer group")),
+    request_body(content = Option<CreateRequest>, content_type = "application/vnd.kafka.v2+json"),
+    responses(
+        (status = 200, description = "The instance id and its base URI", body = CreateResponse, content_type = "application/vnd.kafka.v2+json"),
+        (status = 409, description = "error_code 40902: an instance of that name exists", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        (status = 422, description = "error_code 42204: invalid configuration (including the schema formats)", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+    ))]
+pub(crate) async fn create(
+    State(state): State<AppState>,
+    ProxyPath(group): ProxyPath<String>,
+    headers: HeaderMap,
+    ProxyBody(body): ProxyBody,
+) -> ProxyResult<Response> {
+    let req: CreateRequest = parse_optional_body(&body)?.unwrap_or_default();
+    if kafko_core::naming::validate_name(&group).is_err() {
+        return Err(bad_config(format!("'{group}' is not a valid group name")));
+    }
+    let format = match req.format.as_deref() {
+        None => EmbeddedFormat::Binary,
+        Some(f) => match EmbeddedFormat::from_name(f) {
+            Some(EmbeddedFormat::Schema(name)) => {
+                return Err(bad_config(format!(
+                    "the {name} format needs a schema registry, which kafko does not have; use binary or json"
+                )));
+            }
+            Some(format) => format,
+            None => return Err(bad_config(format!("'{f}' is not a valid format"))),
+        },
+    };
+    let reset = match req
+        .auto_offset_reset
+        .as_deref()
+        .map(str::to_ascii_lowercase)
+        .as_deref()
+    {
+        None | Some("latest") => OffsetReset::Latest,
+        Some("earliest" | "smallest") => OffsetReset::Earliest,
+        Some("none") => OffsetReset::Error,
+        Some(other) => {
+            return Err(bad_config(format!(
+                "auto.offset.reset must be earliest, latest or none, got '{other}'"
+            )));
+        }
+    };
+    let auto_commit = match &req.auto_commit_enable {
+        None | Some(Value::Null) => true,
+        Some(v) => as_bool(v, "auto.commit.enable")?,
+    };
+    let request_wait = match &req.request_timeout_ms {
+        None | Some(Value::Null) => DEFAULT_REQUEST_WAIT,
+        Some(v) => Duration::from_millis(as_u64(v, "consumer.request.timeout.ms")?),
+    };
+    if let Some(v) = &req.fetch_min_bytes {
+        as_u64(v, "fetch.min.bytes")?;
+    }
+    let name = req.id.or(req.name).unwrap_or_else(generated_name);
+    if kafko_core::naming::validate_name(&name).is_err() {
+        return Err(bad_config(format!(
+            "'{name}' is not a valid instance name: 1-249 of [a-zA-Z0-9._-]"
+        )));
+    }
+    let timeout = state.rest_proxy.timeout();
+    let instance = Instance {
+        group: group.clone(),
+        name: name.clone(),
+        format,
+        auto_commit,
+        request_wait,
+        subscription: Vec::new(),
+        members: Default::default(),
+        closed: false,
+    };
+    let (created, swept) = state.rest_proxy.insert(instance);
+    instances::close(&state.kafko, timeout, swept).await;
+    let Some(handle) = created else {
+        return Err(ProxyError::new(
+            StatusCode::CONFLICT,
+            CONSUMER_ALREADY_EXISTS,
+            "Consumer with specified consumer ID already exists in the specified consumer group.",
+        ));
+    };
+    let guard = handle.state.lock().await;
+    if let Err(e) = guard
+        .groups(&state.kafko, timeout)
+        .set_offset_reset(reset)
+        .await
+    {
+        drop(guard);
+        state.rest_proxy.remove(&group, &name);
+        return Err(e.into());
+    }
+    Ok(v2_json(&CreateResponse {
+        base_uri: format!("{}/consumers/{group}/instances/{name}", base_url(&headers)),
+        instance_id: name,
+    }))
+}
+
+/// Deletes an instance (it leaves its groups).
+#[utoipa::path(delete, path = "/consumers/{group}/instances/{instance}", tag = "rest-proxy-v2",
+    params(("group" = String, Path, description = "Consumer group"), ("instance" = String, Path, description = "Instance id")),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 404, description = "error_code 40403: unknown or expired instance", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+    ))]
+pub(crate) async fn delete(
+    State(state): State<AppState>,
+    ProxyPath((group, name)): ProxyPath<(String, String)>,
+) -> ProxyResult<StatusCode> {
+    let handle = state
+        .rest_proxy
+        .remove(&group, &name)
+        .ok_or_else(ProxyError::instance_not_found)?;
+    instances::close(&state.kafko, state.rest_proxy.timeout(), vec![handle]).await;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// A subscription.
+#[derive(Deserialize, Serialize, Default, utoipa::ToSchema)]
+#[schema(as = ProxyV2Subscription)]
+pub(crate) struct Subscription {
+    #[serde(default)]
+    topics: Vec<String>,
+    /// Not supported (a 42204).
+    #[serde(default, skip_serializing)]
+    topic_pattern: Option<String>,
+}
+
+/// Subscribes to topics (replacing the current subscription, as Kafka does).
+#[utoipa::path(post, path = "/consumers/{group}/instances/{instance}/subscription", tag = "rest-proxy-v2",
+    params(("group" = String, Path, description = "Consumer group"), ("instance" = String, Path, description = "Instance id")),
+    request_body(content = Subscription, content_type = "application/vnd.kafka.v2+json"),
+    responses(
+        (status = 204, description = "Subscribed"),
+        (status = 404, description = "error_code 40403", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        (status = 422, description = "error_code 42204 (topic_pattern, no topics) or 422", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+    ))]
+pub(crate) async fn subscribe(
+    State(state): State<AppState>,
+    ProxyPath((group, name)): ProxyPath<(String, String)>,
+    ProxyBody(body): ProxyBody,
+) -> ProxyResult<StatusCode> {
+    let sub: Subscription = parse_body(&body)?;
+    locked!(state, group, name, handle, inst);
+    if sub.topic_pattern.is_some() {
+        return Err(bad_config(
+            "topic_pattern subscriptions are not supported by kafko; list the topics",
+        ));
+    }
+    if sub.topics.is_empty() {
+        return Err(bad_config("subscribe to at least one topic"));
+    }
+    let timeout = state.rest_proxy.timeout();
+    let dropped: Vec<String> = inst
+        .members
+        .keys()
+        .filter(|t| !sub.topics.contains(t))
+        .cloned()
+        .collect();
+    for topic in dropped {
+        inst.groups(&state.kafko, timeout).leave(&topic).await?;
+        inst.members.remove(&topic);
+    }
+    let mut topics = sub.topics;
+    topics.dedup();
+    inst.subscription = topics;
+    join_subscribed(&state, &mut inst).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Joins the group on every subscribed topic that exists and is not joined yet.
+async fn join_subscribed(state: &AppState, inst: &mut Instance) -> ProxyResult<()> {
+    let timeout = state.rest_proxy.timeout();
+    for topic in inst.subscription.clone() {
+        if inst.members.contains_key(&topic) {
+            continue;
+        }
+        match inst.groups(&state.kafko, timeout).join(&topic).await {
+            Ok(m) => {
+                inst.members.insert(topic, m);
+            }
+            // Kafka waits for a subscribed topic to appear; so do we (joined on a later read).
+            Err(KafkoError::TopicNotFound { .. } | KafkoError::InvalidName { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+/// The subscribed topics.
+#[utoipa::path(get, path = "/consumers/{group}/instances/{instance}/subscription", tag = "rest-proxy-v2",
+    params(("group" = String, Path, description = "Consumer group"), ("instance" = String, Path, description = "Instance id")),
+    responses(
+        (status = 200, description = "Topics", body = Subscription, content_type = "application/vnd.kafka.v2+json"),
+        (status = 404, description = "error_code 40403", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+    ))]
+pub(crate) async fn subscription(
+    State(state): State<AppState>,
+    ProxyPath((group, name)): ProxyPath<(String, String)>,
+) -> ProxyResult<Response> {
+    locked!(state, group, name, handle, inst);
+    Ok(v2_json(&Subscription {
+        topics: inst.subscription.clone(),
+        topic_pattern: None,
+    }))
+}
+
+/// Unsubscribes from every topic (leaving the groups).
+#[utoipa::path(delete, path = "/consumers/{group}/instances/{instance}/subscription", tag = "rest-proxy-v2",
+    params(("group" = String, Path, description = "Consumer group"), ("instance" = String, Path, description = "Instance id")),
+    responses(
+        (status = 204, description = "Unsubscribed"),
+        (status = 404, description = "error_code 40403", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+    ))]
+pub(crate) async fn unsubscribe(
+    State(state): State<AppState>,
+    ProxyPath((group, name)): ProxyPath<(String, String)>,
+) -> ProxyResult<StatusCode> {
+    locked!(state, group, name, handle, inst);
+    inst.leave_all(&state.kafko, state.rest_proxy.timeout())
+        .await;
+    inst.subscription.clear();
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Query of a records read.
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct RecordsQuery {
+    /// Longest wait for records, ms (default: the instance's consumer.request.timeout.ms).
+    timeout: Option<i64>,
+    /// Most bytes of keys and values returned (at least one record is).
+    max_bytes: Option<i64>,
+}
+
+/// A consumed record.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = ProxyV2ConsumerRecord)]
+pub(crate) struct ConsumerRecord {
+    topic: String,
+    /// Binary: base64; json: the JSON value.
+    #[schema(value_type = Object)]
+    key: Value,
+    #[schema(value_type = Object)]
+    value: Value,
+    partition: u32,
+    offset: u64,
+}
+
+fn render(bytes: Option<&kafko_core::Bytes>, format: EmbeddedFormat) -> Result<Value, String> {
+    match (bytes, format) {
+        (None, _) => Ok(Value::Null),
+        (Some(b), EmbeddedFormat::Json) => serde_json::from_slice(b).map_err(|e| e.to_string()),
+        (Some(b), _) => Ok(Value::String(STANDARD.encode(b))),
+    }
+}
+
+/// Reads the next records of the instance's subscription.
+#[utoipa::path(get, path = "/consumers/{group}/instances/{instance}/records", tag = "rest-proxy-v2",
+    params(("group" = String, Path, description = "Consumer group"), ("instance" = String, Path, description = "Instance id"), RecordsQuery),
+    responses(
+        (status = 200, description = "Records (possibly none), in the instance's embedded format", 
+            content((Vec<ConsumerRecord> = "application/vnd.kafka.binary.v2+json"), (Vec<ConsumerRecord> = "application/vnd.kafka.json.v2+json"))),
+        (status = 404, description = "error_code 40403", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        (status = 406, description = "error_code 40601: Accept does not match the instance's format", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        (status = 422, description = "error_code 42203: a json instance read bytes that are not JSON", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+    ))]
+pub(crate) async fn records(
+    State(state): State<AppState>,
+    ProxyPath((group, name)): ProxyPath<(String, String)>,
+    ProxyQuery(q): ProxyQuery<RecordsQuery>,
+    headers: HeaderMap,
+) -> ProxyResult<Response> {
+    locked!(state, group, name, handle, inst);
+    check_accept(&headers, inst.format)?;
+    let cfg = &state.config;
+    let wait = match q.timeout {
+        Some(ms) if ms >= 0 => Duration::from_millis(ms as u64),
+        _ => inst.request_wait,
+    }
+    .min(cfg.max_wait);
+    let max_bytes = match q.max_bytes {
+        Some(b) if b > 0 => (b as u64).min(cfg.max_fetch_bytes as u64) as usize,
+        _ => cfg.max_fetch_bytes,
+    };
+    let deadline = Instant::now() + wait;
+    let (records, polled) = loop {
+        join_subscribed(&state, &mut inst).await?;
+        let activity = inst
+            .members
+            .keys()
+            .next()
+            .and_then(|t| state.kafko.topic_activity(t).ok());
+        let notified = activity.as_ref().map(|a| a.notified());
+        tokio::pin!(notified);
+        if let Some(n) = notified.as_mut().as_pin_mut() {
+            // Registered before looking, so a produce in between still wakes us.
+            n.enable();
+        }
+        let got = poll_all(&state, &mut inst, max_bytes).await?;
+        if !got.0.is_empty() || Instant::now() >= deadline || state.is_shutting_down() {
+            break got;
+        }
+        let nap = Instant::now() + RECHECK.min(deadline - Instant::now());
+        match notified.as_mut().as_pin_mut() {
+            Some(n) if inst.members.len() == 1 => {
+                tokio::select! {
+                    () = n => {}
+                    () = tokio::time::sleep_until(deadline) => {}
+                    () = state.shutdown_requested() => {}
+                }
+            }
+            _ => tokio::time::sleep_until(nap).await,
+        }
+    };
+    state.rest_proxy.touch(&handle);
+    let format = inst.format;
+    let mut out = Vec::with_capacity(records.len());
+    for (topic, r) in &records {
+        let (key, value) = match (
+            render(r.key.as_ref(), format),
+            render(r.value.as_ref(), format),
+        ) {
+            (Ok(k), Ok(v)) => (k, v),
+            (Err(e), _) | (_, Err(e)) => {
+                rewind(&state, &mut inst, &polled).await;
+                return Err(ProxyError::unprocessable(
+                    JSON_CONVERSION,
+                    format!(
+                        "Conversion of JSON to Object failed: record {}-{}@{} is not JSON ({e}); the instance was moved back to the start of this read",
+                        topic, r.partition, r.offset
+                    ),
+                ));
+            }
+        };
+        out.push(ConsumerRecord {
+            topic: topic.clone(),
+            key,
+            value,
+            partition: r.partition,
+            offset: r.offset,
+        });
+    }
+    let bytes = records
+        .iter()
+        .map(|(_, r)| {
+            r.key.as_ref().map_or(0, |k| k.len()) + r.value.as_ref().map_or(0, |v| v.len())
+        })
+        .sum();
+    if let Some((topic, _)) = records.first() {
+        state.metrics.consumed(topic, records.len(), bytes);
+    }
+    Ok(json_as(StatusCode::OK, format.media_type(), &out))
+}
+
+/// Where one poll started, per topic and partition (to move back on a render failure).
+type Starts = Vec<(String, Vec<PartitionOffset>)>;
+
+/// One zero-wait poll of every joined topic, sharing the byte budget.
+async fn poll_all(
+    state: &AppState,
+    inst: &mut Instance,
+    max_bytes: usize,
+) -> ProxyResult<(Vec<(String, Record)>, Starts)> {
+    let timeout = state.rest_proxy.timeout();
+    let max_records = state.config.max_records_per_fetch;
+    let mut out: Vec<(String, Record)> = Vec::new();
+    let mut starts: Starts = Vec::new();
+    let mut budget = max_bytes;
+    let topics: Vec<String> = inst.members.keys().cloned().collect();
+    for topic in topics {
+        if budget == 0 || out.len() >= max_records {
+            break;
+        }
+        let Some(mut member) = inst.members.remove(&topic) else {
+            continue;
+        };
+        let polled = inst
+            .groups(&state.kafko, timeout)
+            .poll(
+                &mut member,
+                max_records - out.len(),
+                budget,
+                inst.auto_commit,
+            )
+            .await;
+        inst.members.insert(topic.clone(), member);
+        let got = match polled {
+            Ok(got) => got,
+            // Deleted meanwhile: forget it until it comes back.
+            Err(KafkoError::TopicNotFound { .. }) => {
+                inst.members.remove(&topic);
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let mut first: Vec<PartitionOffset> = Vec::new();
+        for r in &got.records {
+            if !first.iter().any(|p| p.partition == r.partition) {
+                first.push(PartitionOffset {
+                    partition: r.partition,
+                    offset: r.offset,
+                });
+            }
+            let size =
+                r.key.as_ref().map_or(0, |k| k.len()) + r.value.as_ref().map_or(0, |v| v.len());
+            budget = budget.saturating_sub(size);
+        }
+        if !first.is_empty() {
+            starts.push((topic.clone(), first));
+        }
+        out.extend(got.records.into_iter().map(|r| (topic.clone(), r)));
+    }
+    Ok((out, starts))
+}
+
+/// Moves the instance back to where a read started (its records were not delivered).
+async fn rewind(state: &AppState, inst: &mut Instance, starts: &Starts) {
+    let timeout = state.rest_proxy.timeout();
+    for (topic, offsets) in starts {
+        let Some(mut member) = inst.members.remove(topic) else {
+            continue;
+        };
+        if let Err(e) = inst
+            .groups(&state.kafko, timeout)
+            .commit(&mut member, Some(offsets))
+            .await
+        {
+            tracing::warn!(topic, error = %e, "could not move a consumer instance back after an unrenderable read");
+        }
+        inst.members.insert(topic.clone(), member);
+    }
+}
+
+/// One offset to commit.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = ProxyV2CommitOffset)]
+pub(crate) struct CommitOffset {
+    topic: String,
+    partition: u32,
+    /// The last consumed offset (the group resumes after it).
+    offset: u64,
+    #[serde(default)]
+    metadata: Option<String>,
+}
+
+/// Offsets to commit; absent or empty commits everything consumed.
+#[derive(Deserialize, Default, utoipa::ToSchema)]
+#[schema(as = ProxyV2CommitRequest)]
+pub(crate) struct CommitRequest {
+    #[serde(default)]
+    offsets: Vec<CommitOffset>,
+}
+
+/// The member of `topic`, or 40903 (the instance does not consume that topic).
+fn no_assignment(topic: &str, partition: u32) -> ProxyError {
+    ProxyError::new(
+        StatusCode::CONFLICT,
+        ILLEGAL_STATE,
+        format!("Illegal state: No current assignment for partition {topic}-{partition}"),
+    )
+}
+
+/// Commits offsets.
+#[utoipa::path(post, path = "/consumers/{group}/instances/{instance}/offsets", tag = "rest-proxy-v2",
+    params(("group" = String, Path, description = "Consumer group"), ("instance" = String, Path, description = "Instance id")),
+    request_body(content = Option<CommitRequest>, content_type = "application/vnd.kafka.v2+json",
+        description = "Last consumed offsets (the group resumes at offset + 1); an empty body commits everything consumed"),
+    responses(
+        (status = 200, description = "Committed", body = Vec<Object>, content_type = "application/vnd.kafka.v2+json"),
+        (status = 404, description = "error_code 40403", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        (status = 409, description = "error_code 40903: a partition the instance does not own", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+    ))]
+pub(crate) async fn commit(
+    State(state): State<AppState>,
+    ProxyPath((group, name)): ProxyPath<(String, String)>,
+    ProxyBody(body): ProxyBody,
+) -> ProxyResult<Response> {
+    let req: CommitRequest = parse_optional_body(&body)?.unwrap_or_default();
+    locked!(state, group, name, handle, inst);
+    let timeout = state.rest_proxy.timeout();
+    let mut by_topic: Vec<(String, Vec<PartitionOffset>)> = Vec::new();
+    for o in &req.offsets {
+        let _ = &o.metadata;
+        let next = PartitionOffset {
+            partition: o.partition,
+            offset: o.offset.saturating_add(1),
+        };
+        match by_topic.iter_mut().find(|(t, _)| *t == o.topic) {
+            Some((_, list)) => list.push(next),
+            None => by_topic.push((o.topic.clone(), vec![next])),
+        }
+    }
+    if by_topic.is_empty() {
+        by_topic = inst
+            .members
+            .keys()
+            .map(|t| (t.clone(), Vec::new()))
+            .collect();
+    }
+    for (topic, offsets) in by_topic {
+        let Some(mut member) = inst.members.remove(&topic) else {
+            let p = offsets.first().map_or(0, |o| o.partition);
+            return Err(no_assignment(&topic, p));
+        };
+        let offsets = (!offsets.is_empty()).then_some(offsets);
+        let done = inst
+            .groups(&state.kafko, timeout)
+            .commit(&mut member, offsets.as_deref())
+            .await;
+        inst.members.insert(topic.clone(), member);
+        done?;
+    }
+    Ok(v2_json(&Vec::<Value>::new()))
+}
+
+/// A topic partition.
+#[derive(Deserialize, Serialize, Clone, utoipa::ToSchema)]
+#[schema(as = ProxyV2TopicPartition)]
+pub(crate) struct TopicPartition {
+    topic: String,
+    partition: u32,
+}
+
+/// Partitions (committed-offsets query, seeks to the beginning or end, assignments).
+#[derive(Deserialize, Serialize, Default, utoipa::ToSchema)]
+#[schema(as = ProxyV2Partitions)]
+pub(crate) struct Partitions {
+    #[serde(default)]
+    partitions: Vec<TopicPartition>,
+}
+
+/// A committed offset.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = ProxyV2CommittedOffset)]
+pub(crate) struct CommittedOffset {
+    topic: String,
+    partition: u32,
+    /// The next offset the group reads.
+    offset: u64,
+    metadata: String,
+}
+
+/// Committed offsets of the whole response.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = ProxyV2CommittedOffsets)]
+pub(crate) struct CommittedOffsets {
+    offsets: Vec<CommittedOffset>,
+}
+
+/// The group's committed offsets of the partitions named in the body (a GET with a
+/// body, as on the proxy).
+#[utoipa::path(get, path = "/consumers/{group}/instances/{instance}/offsets", tag = "rest-proxy-v2",
+    params(("group" = String, Path, description = "Consumer group"), ("instance" = String, Path, description = "Instance id")),
+    request_body(content = Partitions, content_type = "application/vnd.kafka.v2+json"),
+    responses(
+        (status = 200, description = "Committed offsets of those partitions that have one", body = CommittedOffsets, content_type = "application/vnd.kafka.v2+json"),
+        (status = 404, description = "error_code 40403 (instance), 40402 (no body)", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+    ))]
+pub(crate) async fn committed(
+    State(state): State<AppState>,
+    ProxyPath((group, name)): ProxyPath<(String, String)>,
+    ProxyBody(body): ProxyBody,
+) -> ProxyResult<Response> {
+    let req: Option<Partitions> = parse_optional_body(&body)?;
+    locked!(state, group, name, handle, inst);
+    let Some(req) = req else {
+        return Err(ProxyError::new(
+            StatusCode::NOT_FOUND,
+            crate::rest_proxy::error::PARTITION_NOT_FOUND,
+            "Partition not found: name the partitions in the body",
+        ));
+    };
+    let groups = inst.groups(&state.kafko, state.rest_proxy.timeout());
+    let mut offsets = Vec::new();
+    for tp in req.partitions {
+        if let Some(&offset) = groups.committed(&tp.topic)?.get(&tp.partition) {
+            offsets.push(CommittedOffset {
+                topic: tp.topic,
+                partition: tp.partition,
+                offset,
+                metadata: String::new(),
+            });
+        }
+    }
+    Ok(v2_json(&CommittedOffsets { offsets }))
+}
+
+/// The partitions the instance owns now.
+#[utoipa::path(get, path = "/consumers/{group}/instances/{instance}/assignments", tag = "rest-proxy-v2",
+    params(("group" = String, Path, description = "Consumer group"), ("instance" = String, Path, description = "Instance id")),
+    responses(
+        (status = 200, description = "Assigned partitions", body = Partitions, content_type = "application/vnd.kafka.v2+json"),
+        (status = 404, description = "error_code 40403", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+    ))]
+pub(crate) async fn assignments(
+    State(state): State<AppState>,
+    ProxyPath((group, name)): ProxyPath<(String, String)>,
+) -> ProxyResult<Response> {
+    locked!(state, group, name, handle, inst);
+    join_subscribed(&state, &mut inst).await?;
+    let timeout = state.rest_proxy.timeout();
+    let mut partitions = Vec::new();
+    for topic in inst.members.keys().cloned().collect::<Vec<_>>() {
+        // A join with the member's own id is a heartbeat that reports the current assignment.
+        let m = inst.groups(&state.kafko, timeout).join(&topic).await?;
+        partitions.extend(m.assignment.iter().map(|&p| TopicPartition {
+            topic: topic.clone(),
+            partition: p,
+        }));
+        inst.members.insert(topic, m);
+    }
+    Ok(v2_json(&Partitions { partitions }))
+}
+
+/// Manual assignment: not supported (instances consume through group subscriptions).
+#[utoipa::path(post, path = "/consumers/{group}/instances/{instance}/assignments", tag = "rest-proxy-v2",
+    params(("group" = String, Path, description = "Consumer group"), ("instance" = String, Path, description = "Instance id")),
+    request_body(content = Partitions, content_type = "application/vnd.kafka.v2+json"),
+    responses(
+        (status = 404, description = "error_code 40403", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        (status = 409, description = "error_code 40901: the instance is subscribed", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        (status = 422, description = "error_code 42204: manual assignment is not supported", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+    ))]
+pub(crate) async fn assign(
+    State(state): State<AppState>,
+    ProxyPath((group, name)): ProxyPath<(String, String)>,
+) -> ProxyResult<Response> {
+    locked!(state, group, name, handle, inst);
+    if !inst.subscription.is_empty() {
+        return Err(ProxyError::new(
+            StatusCode::CONFLICT,
+            CONSUMER_ALREADY_SUBSCRIBED,
+            "Consumer cannot subscribe the the specified target because it has already subscribed to other topics.",
+        ));
+    }
+    Err(bad_config(
+        "manual partition assignment is not supported by kafko; subscribe to topics instead",
+    ))
+}
+
+/// A seek to an offset or a timestamp.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = ProxyV2SeekOffset)]
+pub(crate) struct SeekOffset {
+    topic: String,
+    partition: u32,
+    offset: u64,
+    #[serde(default)]
+    metadata: Option<String>,
+}
+
+/// A seek to the first offset at or after a time.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = ProxyV2SeekTimestamp)]
+pub(crate) struct SeekTimestamp {
+    topic: String,
+    partition: u32,
+    /// ISO-8601, e.g. `2024-05-01T12:00:00Z`.
+    timestamp: String,
+    #[serde(default)]
+    metadata: Option<String>,
+}
+
+/// Seeks.
+#[derive(Deserialize, Default, utoipa::ToSchema)]
+#[schema(as = ProxyV2SeekRequest)]
+pub(crate) struct SeekRequest {
+    #[serde(default)]
+    offsets: Vec<SeekOffset>,
+    #[serde(default)]
+    timestamps: Vec<SeekTimestamp>,
+}
+
+async fn seek_each(
+    state: &AppState,
+    inst: &mut Instance,
+    targets: Vec<(String, u32, SeekTo)>,
+) -> ProxyResult<StatusCode> {
+    let timeout = state.rest_proxy.timeout();
+    join_subscribed(state, inst).await?;
+    for (topic, partition, to) in targets {
+        let Some(mut member) = inst.members.remove(&topic) else {
+            return Err(no_assignment(&topic, partition));
+        };
+        let done = inst
+            .groups(&state.kafko, timeout)
+            .seek(&mut member, partition, to)
+            .await;
+        inst.members.insert(topic.clone(), member);
+        match done {
+            Err(KafkoError::NotAssigned { .. }) => return Err(no_assignment(&topic, partition)),
+            other => {
+                other?;
+            }
+        }
+    }
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Moves owned partitions to offsets or timestamps (kafko commits the new positions).
+#[utoipa::path(post, path = "/consumers/{group}/instances/{instance}/positions", tag = "rest-proxy-v2",
+    params(("group" = String, Path, description = "Consumer group"), ("instance" = String, Path, description = "Instance id")),
+    request_body(content = SeekRequest, content_type = "application/vnd.kafka.v2+json"),
+    responses(
+        (status = 204, description = "Moved"),
+        (status = 404, description = "error_code 40403", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        (status = 409, description = "error_code 40903: a partition the instance does not own, or an offset outside the log", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        (status = 422, description = "Invalid body or timestamp", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+    ))]
+pub(crate) async fn seek(
+    State(state): State<AppState>,
+    ProxyPath((group, name)): ProxyPath<(String, String)>,
+    ProxyBody(body): ProxyBody,
+) -> ProxyResult<StatusCode> {
+    let req: SeekRequest = parse_body(&body)?;
+    let mut targets = Vec::new();
+    for o in req.offsets {
+        let _ = o.metadata;
+        targets.push((o.topic, o.partition, SeekTo::Offset(o.offset)));
+    }
+    for t in req.timestamps {
+        let _ = t.metadata;
+        let ms = crate::rest_proxy::timestamp::parse_ms(&t.timestamp).ok_or_else(|| {
+            ProxyError::plain(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                format!("'{}' is not an ISO-8601 timestamp", t.timestamp),
+            )
+        })?;
+        targets.push((t.topic, t.partition, SeekTo::Timestamp(ms)));
+    }
+    locked!(state, group, name, handle, inst);
+    seek_each(&state, &mut inst, targets).await
+}
+
+async fn seek_to(
+    state: AppState,
+    group: String,
+    name: String,
+    body: &[u8],
+    to: SeekTo,
+) -> ProxyResult<StatusCode> {
+    let req: Partitions = parse_body(body)?;
+    let targets = req
+        .partitions
+        .into_iter()
+        .map(|tp| (tp.topic, tp.partition, to))
+        .collect();
+    locked!(state, group, name, handle, inst);
+    seek_each(&state, &mut inst, targets).await
+}
+
+/// Moves owned partitions to their first offset.
+#[utoipa::path(post, path = "/consumers/{group}/instances/{instance}/positions/beginning", tag = "rest-proxy-v2",
+    params(("group" = String, Path, description = "Consumer group"), ("instance" = String, Path, description = "Instance id")),
+    request_body(content = Partitions, content_type = "application/vnd.kafka.v2+json"),
+    responses(
+        (status = 204, description = "Moved"),
+        (status = 404, description = "error_code 40403", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        (status = 409, description = "error_code 40903: a partition the instance does not own", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+    ))]
+pub(crate) async fn seek_to_beginning(
+    State(state): State<AppState>,
+    ProxyPath((group, name)): ProxyPath<(String, String)>,
+    ProxyBody(body): ProxyBody,
+) -> ProxyResult<StatusCode> {
+    seek_to(state, group, name, &body, SeekTo::Earliest).await
+}
+
+/// Moves owned partitions to their high watermark.
+#[utoipa::path(post, path = "/consumers/{group}/instances/{instance}/positions/end", tag = "rest-proxy-v2",
+    params(("group" = String, Path, description = "Consumer group"), ("instance" = String, Path, description = "Instance id")),
+    request_body(content = Partitions, content_type = "application/vnd.kafka.v2+json"),
+    responses(
+        (status = 204, description = "Moved"),
+        (status = 404, description = "error_code 40403", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        (status = 409, description = "error_code 40903: a partition the instance does not own", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+    ))]
+pub(crate) async fn seek_to_end(
+    State(state): State<AppState>,
+    ProxyPath((group, name)): ProxyPath<(String, String)>,
+    ProxyBody(body): ProxyBody,
+) -> ProxyResult<StatusCode> {
+    seek_to(state, group, name, &body, SeekTo::Latest).await
+}

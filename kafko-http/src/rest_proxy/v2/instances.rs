@@ -1,0 +1,151 @@
+//! Consumer instances: what `POST /consumers/{group}` creates, by group and name, with
+//! their settings, subscription and group memberships. An instance not used for
+//! `consumer_instance_timeout` expires: the next call on it (or the next creation of any
+//! instance) removes it and leaves its groups, and calls on it answer 40403.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use kafko_core::{Kafko, Membership};
+
+use crate::rest_proxy::content_type::EmbeddedFormat;
+use crate::rest_proxy::group_adapter::GroupAdapter;
+
+/// One consumer instance's state (behind its handle's lock).
+pub(crate) struct Instance {
+    pub(crate) group: String,
+    pub(crate) name: String,
+    pub(crate) format: EmbeddedFormat,
+    pub(crate) auto_commit: bool,
+    /// `consumer.request.timeout.ms`: how long a records read waits by default.
+    pub(crate) request_wait: Duration,
+    /// Subscribed topics, in the order given.
+    pub(crate) subscription: Vec<String>,
+    /// Memberships per subscribed topic that exists (joined lazily, on first use).
+    pub(crate) members: BTreeMap<String, Membership>,
+    /// Set once the instance is deleted or expired (a request that was waiting on the
+    /// lock then answers 40403).
+    pub(crate) closed: bool,
+}
+
+impl Instance {
+    /// The group operations of this instance.
+    pub(crate) fn groups<'a>(&'a self, kafko: &'a Kafko, session: Duration) -> GroupAdapter<'a> {
+        GroupAdapter::new(kafko, &self.group, &self.name, session)
+    }
+
+    /// Leaves every group the instance joined.
+    pub(crate) async fn leave_all(&mut self, kafko: &Kafko, session: Duration) {
+        let topics: Vec<String> = self.members.keys().cloned().collect();
+        for topic in topics {
+            if let Err(e) = self.groups(kafko, session).leave(&topic).await {
+                tracing::warn!(group = %self.group, topic, error = %e, "consumer instance could not leave its group");
+            }
+        }
+        self.members.clear();
+    }
+}
+
+/// An instance and when it was last used.
+pub(crate) struct Handle {
+    /// Milliseconds since the registry's epoch.
+    last_used: AtomicU64,
+    pub(crate) state: tokio::sync::Mutex<Instance>,
+}
+
+/// Every live consumer instance.
+pub(crate) struct Instances {
+    epoch: Instant,
+    timeout: Duration,
+    map: std::sync::Mutex<HashMap<(String, String), Arc<Handle>>>,
+}
+
+impl Instances {
+    pub(crate) fn new(timeout: Duration) -> Self {
+        Instances {
+            epoch: Instant::now(),
+            timeout,
+            map: std::sync::Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// How long an idle instance lives (also its group members' session timeout).
+    pub(crate) fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
+    fn expired(&self, h: &Handle, now: u64) -> bool {
+        now.saturating_sub(h.last_used.load(Ordering::Relaxed)) >= self.timeout.as_millis() as u64
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), Arc<Handle>>> {
+        // A panic while holding this lock cannot leave the map half-changed (each change
+        // is one insert or remove), so a poisoned lock is still usable.
+        self.map.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Adds an instance; `None` if one of that name exists in the group. Expired
+    /// instances are swept first (returned, for the caller to close).
+    pub(crate) fn insert(&self, instance: Instance) -> (Option<Arc<Handle>>, Vec<Arc<Handle>>) {
+        let now = self.now_ms();
+        let mut map = self.lock();
+        let expired: Vec<(String, String)> = map
+            .iter()
+            .filter(|(_, h)| self.expired(h, now))
+            .map(|(k, _)| k.clone())
+            .collect();
+        let swept = expired.iter().filter_map(|k| map.remove(k)).collect();
+        let key = (instance.group.clone(), instance.name.clone());
+        if map.contains_key(&key) {
+            return (None, swept);
+        }
+        let handle = Arc::new(Handle {
+            last_used: AtomicU64::new(now),
+            state: tokio::sync::Mutex::new(instance),
+        });
+        map.insert(key, handle.clone());
+        (Some(handle), swept)
+    }
+
+    /// The live instance, marked as used now. An expired one is removed and returned as
+    /// `Err` for the caller to close.
+    pub(crate) fn get(&self, group: &str, name: &str) -> Result<Arc<Handle>, Option<Arc<Handle>>> {
+        let now = self.now_ms();
+        let mut map = self.lock();
+        let key = (group.to_owned(), name.to_owned());
+        match map.get(&key) {
+            None => Err(None),
+            Some(h) if self.expired(h, now) => Err(map.remove(&key)),
+            Some(h) => {
+                h.last_used.store(now, Ordering::Relaxed);
+                Ok(h.clone())
+            }
+        }
+    }
+
+    /// Marks an instance used now (after a long read, so the read's duration does not count
+    /// as idleness).
+    pub(crate) fn touch(&self, h: &Handle) {
+        h.last_used.store(self.now_ms(), Ordering::Relaxed);
+    }
+
+    /// Removes an instance.
+    pub(crate) fn remove(&self, group: &str, name: &str) -> Option<Arc<Handle>> {
+        self.lock().remove(&(group.to_owned(), name.to_owned()))
+    }
+}
+
+/// Closes removed instances: leaves their groups and marks them closed.
+pub(crate) async fn close(kafko: &Kafko, session: Duration, handles: Vec<Arc<Handle>>) {
+    for h in handles {
+        let mut state = h.state.lock().await;
+        state.closed = true;
+        state.leave_all(kafko, session).await;
+    }
+}

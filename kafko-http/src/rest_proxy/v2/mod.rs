@@ -1,0 +1,39 @@
+//! The v2 API: metadata, produce and consumer instances, in `application/vnd.kafka.v2+json`.
+
+pub(crate) mod consumers;
+pub(crate) mod instances;
+pub(crate) mod metadata;
+pub(crate) mod produce;
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+
+use super::content_type::V2_JSON;
+
+/// A 200 answer in `application/vnd.kafka.v2+json`.
+pub(crate) fn v2_json<T: Serialize>(value: &T) -> Response {
+    json_as(StatusCode::OK, V2_JSON, value)
+}
+
+/// `value` as JSON with the given status and media type.
+pub(crate) fn json_as<T: Serialize>(
+    status: StatusCode,
+    media: &'static str,
+    value: &T,
+) -> Response {
+    match serde_json::to_vec(value) {
+        Ok(body) => (
+            status,
+            [(header::CONTENT_TYPE, HeaderValue::from_static(media))],
+            body,
+        )
+            .into_response(),
+        Err(e) => super::error::ProxyError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            super::error::KAFKA_ERROR,
+            format!("could not render the answer: {e}"),
+        )
+        .into_response(),
+    }
+}

@@ -1,0 +1,228 @@
+//! v2 produce: `POST /topics/{t}` and `POST /topics/{t}/partitions/{p}` with
+//! `{"records":[{"key","value","partition"?}]}` in the binary (base64) or json embedded
+//! format. The answer is 200 with one offset per record; a record that cannot be
+//! written (an unknown partition) gets its `error_code` and `error` inside the 200, as
+//! on the proxy, and does not stop the others.
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use bytes::Bytes;
+use kafko_core::{ProducerRecord, SendOptions};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::metadata::check_partition;
+use super::v2_json;
+use crate::rest_proxy::content_type::{EmbeddedFormat, no_schema_registry, produce_format};
+use crate::rest_proxy::error::{
+    ErrorBody, INVALID_PAYLOAD, PARTITION_NOT_FOUND, ProxyError, ProxyResult,
+};
+use crate::rest_proxy::{ProxyBody, ProxyPath, parse_body, producer_for};
+use crate::state::AppState;
+
+/// One record of a v2 produce.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = ProxyV2ProduceRecord)]
+pub(crate) struct ProduceRecord {
+    /// Binary: base64 string; json: any JSON value. Absent or null: no key.
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    key: Option<Value>,
+    /// Binary: base64 string; json: any JSON value.
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    value: Option<Value>,
+    /// Explicit partition (topic produce only); otherwise murmur2 of the key.
+    #[serde(default)]
+    partition: Option<u32>,
+}
+
+/// A v2 produce body.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(as = ProxyV2ProduceRequest)]
+pub(crate) struct ProduceRequest {
+    records: Vec<ProduceRecord>,
+    /// Schema fields: refused (no schema registry).
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    key_schema: Option<Value>,
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    value_schema: Option<Value>,
+    #[serde(default)]
+    key_schema_id: Option<i64>,
+    #[serde(default)]
+    value_schema_id: Option<i64>,
+}
+
+/// Where one record went, or why it did not.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = ProxyV2PartitionOffset)]
+pub(crate) struct PartitionOffset {
+    partition: Option<u32>,
+    offset: Option<u64>,
+    error_code: Option<u32>,
+    error: Option<String>,
+}
+
+/// The answer to a v2 produce.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = ProxyV2ProduceResponse)]
+pub(crate) struct ProduceResponse {
+    offsets: Vec<PartitionOffset>,
+    key_schema_id: Option<i64>,
+    value_schema_id: Option<i64>,
+}
+
+/// Produces to a topic (murmur2 of the key picks the partition, as on `/v1`).
+#[utoipa::path(post, path = "/topics/{topic}", tag = "rest-proxy-v2",
+    params(("topic" = String, Path, description = "Topic name")),
+    request_body(content(
+        (ProduceRequest = "application/vnd.kafka.binary.v2+json"),
+        (ProduceRequest = "application/vnd.kafka.json.v2+json"),
+    )),
+    responses(
+        (status = 200, description = "One offset (or error) per record, in order", body = ProduceResponse, content_type = "application/vnd.kafka.v2+json"),
+        (status = 400, description = "Body is not JSON", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        (status = 404, description = "error_code 40401: unknown topic (auto-creation off)", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        (status = 413, description = "Body or record too large", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        (status = 415, description = "Not a binary or json v2 media type", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        (status = 422, description = "error_code 42205 (schema formats), 42206 (bad payload), or 422 (wrong body shape)", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        (status = 503, description = "error_code 50003: retriable", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+    ))]
+pub(crate) async fn produce_to_topic(
+    State(state): State<AppState>,
+    ProxyPath(topic): ProxyPath<String>,
+    headers: HeaderMap,
+    ProxyBody(body): ProxyBody,
+) -> ProxyResult<Response> {
+    produce(&state, &topic, None, &headers, &body).await
+}
+
+/// Produces to one partition.
+#[utoipa::path(post, path = "/topics/{topic}/partitions/{partition}", tag = "rest-proxy-v2",
+    params(("topic" = String, Path, description = "Topic name"), ("partition" = u32, Path, description = "Partition")),
+    request_body(content(
+        (ProduceRequest = "application/vnd.kafka.binary.v2+json"),
+        (ProduceRequest = "application/vnd.kafka.json.v2+json"),
+    )),
+    responses(
+        (status = 200, description = "One offset per record, in order", body = ProduceResponse, content_type = "application/vnd.kafka.v2+json"),
+        (status = 400, description = "Body is not JSON", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        (status = 404, description = "error_code 40401 (topic) or 40402 (partition)", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        (status = 413, description = "Body or record too large", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        (status = 415, description = "Not a binary or json v2 media type", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        (status = 422, description = "error_code 42205, 42206 or 422", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        (status = 503, description = "error_code 50003: retriable", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+    ))]
+pub(crate) async fn produce_to_partition(
+    State(state): State<AppState>,
+    ProxyPath((topic, partition)): ProxyPath<(String, u32)>,
+    headers: HeaderMap,
+    ProxyBody(body): ProxyBody,
+) -> ProxyResult<Response> {
+    check_partition(&state, &topic, partition)?;
+    produce(&state, &topic, Some(partition), &headers, &body).await
+}
+
+/// Decodes one key or value in the request's embedded format.
+fn decode(v: Option<Value>, format: EmbeddedFormat, what: &str) -> ProxyResult<Option<Bytes>> {
+    match (v, format) {
+        (None | Some(Value::Null), _) => Ok(None),
+        (Some(Value::String(s)), EmbeddedFormat::Binary) => STANDARD
+            .decode(s.as_bytes())
+            .map(|b| Some(Bytes::from(b)))
+            .map_err(|e| {
+                ProxyError::unprocessable(
+                    INVALID_PAYLOAD,
+                    format!("Payload error. The {what} is not valid base64: {e}"),
+                )
+            }),
+        (Some(_), EmbeddedFormat::Binary) => Err(ProxyError::unprocessable(
+            INVALID_PAYLOAD,
+            format!("Payload error. A binary {what} must be a base64 string"),
+        )),
+        (Some(v), _) => serde_json::to_vec(&v)
+            .map(|b| Some(Bytes::from(b)))
+            .map_err(|e| ProxyError::unprocessable(INVALID_PAYLOAD, format!("Payload error. {e}"))),
+    }
+}
+
+async fn produce(
+    state: &AppState,
+    topic: &str,
+    partition: Option<u32>,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> ProxyResult<Response> {
+    let format = produce_format(headers)?;
+    let request: ProduceRequest = parse_body(body)?;
+    if request.key_schema.is_some()
+        || request.value_schema.is_some()
+        || request.key_schema_id.is_some()
+        || request.value_schema_id.is_some()
+    {
+        return Err(no_schema_registry("schema-based"));
+    }
+    if request.records.is_empty() {
+        return Err(ProxyError::plain(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "records may not be empty",
+        ));
+    }
+    let mut records = Vec::with_capacity(request.records.len());
+    for r in request.records {
+        records.push(ProducerRecord {
+            key: decode(r.key, format, "key")?,
+            value: decode(r.value, format, "value")?,
+            headers: Vec::new(),
+            timestamp: None,
+            partition: partition.or(r.partition),
+        });
+    }
+    let producer = producer_for(state, topic).await?;
+    let partitions = producer.partitions();
+    // Records for partitions that do not exist fail alone, inside the 200.
+    let (good, bad): (Vec<_>, Vec<_>) = records
+        .into_iter()
+        .enumerate()
+        .partition(|(_, r)| r.partition.is_none_or(|p| p < partitions));
+    let (indexes, good): (Vec<usize>, Vec<ProducerRecord>) = good.into_iter().unzip();
+    let mut offsets: Vec<Option<PartitionOffset>> = Vec::new();
+    offsets.resize_with(indexes.len() + bad.len(), || None);
+    for (i, r) in bad {
+        offsets[i] = Some(PartitionOffset {
+            partition: None,
+            offset: None,
+            error_code: Some(PARTITION_NOT_FOUND),
+            error: Some(format!(
+                "Partition {} of topic '{topic}' not found.",
+                r.partition.unwrap_or_default()
+            )),
+        });
+    }
+    if !good.is_empty() {
+        let (count, bytes) = (good.len(), good.iter().map(ProducerRecord::size).sum());
+        let meta = producer
+            .send_batch_with(good, SendOptions::default())
+            .await
+            .map_err(ProxyError::from)?;
+        state.metrics.produced(topic, count, bytes);
+        for (i, m) in indexes.into_iter().zip(meta) {
+            offsets[i] = Some(PartitionOffset {
+                partition: Some(m.partition),
+                offset: Some(m.offset),
+                error_code: None,
+                error: None,
+            });
+        }
+    }
+    Ok(v2_json(&ProduceResponse {
+        offsets: offsets.into_iter().flatten().collect(),
+        key_schema_id: None,
+        value_schema_id: None,
+    }))
+}

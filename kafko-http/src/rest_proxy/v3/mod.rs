@@ -1,0 +1,104 @@
+//! The v3 API: one cluster, its topics and partitions, topic creation and deletion, and
+//! the streaming produce. Resources have the `{kind, metadata:{self,…}, …}` shape and
+//! lists `{kind, metadata:{self,next}, data:[…]}`.
+
+pub(crate) mod metadata;
+pub(crate) mod produce;
+
+use axum::http::HeaderMap;
+use serde::Serialize;
+
+use crate::rest_proxy::base_url;
+use crate::rest_proxy::error::{ProxyError, ProxyResult};
+use crate::state::AppState;
+use axum::http::StatusCode;
+
+/// Checks the cluster id of a path: unknown ids are 404.
+pub(crate) fn check_cluster(state: &AppState, cluster: &str) -> ProxyResult<()> {
+    if cluster == state.config.cluster_id {
+        Ok(())
+    } else {
+        Err(ProxyError::plain(
+            StatusCode::NOT_FOUND,
+            format!("Cluster {cluster} cannot be found."),
+        )
+        .v3())
+    }
+}
+
+/// A resource's `metadata`.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = ProxyV3ResourceMeta)]
+pub(crate) struct ResourceMeta {
+    #[serde(rename = "self")]
+    self_: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    resource_name: Option<String>,
+}
+
+/// A list's `metadata`.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = ProxyV3ListMeta)]
+pub(crate) struct ListMeta {
+    #[serde(rename = "self")]
+    self_: String,
+    next: Option<String>,
+}
+
+/// A link to a related collection.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = ProxyV3Related)]
+pub(crate) struct Related {
+    related: String,
+}
+
+/// URLs and resource names of one request.
+pub(crate) struct Urls {
+    base: String,
+    cluster: String,
+}
+
+impl Urls {
+    pub(crate) fn new(headers: &HeaderMap, state: &AppState) -> Self {
+        Urls {
+            base: base_url(headers),
+            cluster: state.config.cluster_id.clone(),
+        }
+    }
+
+    /// `{base}/v3/clusters/{id}{rest}`.
+    pub(crate) fn cluster(&self, rest: &str) -> String {
+        format!("{}/v3/clusters/{}{rest}", self.base, self.cluster)
+    }
+
+    pub(crate) fn related(&self, rest: &str) -> Related {
+        Related {
+            related: self.cluster(rest),
+        }
+    }
+
+    pub(crate) fn meta(&self, rest: &str, crn: &str) -> ResourceMeta {
+        ResourceMeta {
+            self_: self.cluster(rest),
+            resource_name: Some(format!("crn:///kafka={}{crn}", self.cluster)),
+        }
+    }
+
+    pub(crate) fn list(&self, rest: &str) -> ListMeta {
+        ListMeta {
+            self_: self.cluster(rest),
+            next: None,
+        }
+    }
+
+    pub(crate) fn list_root(&self) -> ListMeta {
+        ListMeta {
+            self_: format!("{}/v3/clusters", self.base),
+            next: None,
+        }
+    }
+
+    pub(crate) fn id(&self) -> &str {
+        &self.cluster
+    }
+}
