@@ -1,0 +1,652 @@
+//! The Kafka REST Proxy API against the real binary: v2 metadata and produce (keys land
+//! where `/v1` puts them), a consumer instance's whole life (create, subscribe, read,
+//! commit, delete) and its expiry, and the v3 streaming produce answering each record
+//! while the request body is still open.
+
+mod common;
+
+use std::time::Duration;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use common::{Server, client, create_topic, json};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const V2: &str = "application/vnd.kafka.v2+json";
+const BINARY: &str = "application/vnd.kafka.binary.v2+json";
+const JSON: &str = "application/vnd.kafka.json.v2+json";
+
+async fn start(extra: &[&str]) -> (tempfile::TempDir, Server, reqwest::Client) {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Server::start(&tmp.path().join("data"), extra).await;
+    (tmp, s, client())
+}
+
+/// Asserts the proxy's error shape; returns the body.
+async fn proxy_error(resp: reqwest::Response, status: u16, code: u64) -> Value {
+    assert_eq!(resp.status().as_u16(), status);
+    let ct = resp.headers()["content-type"].to_str().unwrap().to_owned();
+    let body = json(resp).await;
+    assert_eq!(body["error_code"], code, "{body}");
+    assert!(body["message"].is_string(), "{body}");
+    assert!(ct == V2 || ct == "application/json", "{ct}");
+    body
+}
+
+async fn post(c: &reqwest::Client, url: String, ct: &str, body: Value) -> reqwest::Response {
+    c.post(url)
+        .header("content-type", ct)
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn v2_produce_and_metadata() {
+    let (_tmp, s, c) = start(&[]).await;
+    create_topic(&c, &s, "orders", json!({"partitions": 3})).await;
+    let b64 = |t: &str| STANDARD.encode(t);
+    let r = post(
+        &c,
+        s.url("/topics/orders"),
+        BINARY,
+        json!({"records": [
+            {"key": b64("k1"), "value": b64("v1")},
+            {"value": b64("v2"), "partition": 2},
+            {"value": b64("v3"), "partition": 7},
+        ]}),
+    )
+    .await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["content-type"], V2);
+    let body = json(r).await;
+    let offsets = body["offsets"].as_array().unwrap();
+    assert_eq!(offsets.len(), 3);
+    assert!(offsets[0]["offset"].is_u64() && offsets[0]["error_code"].is_null());
+    assert_eq!(offsets[1]["partition"], 2);
+    // A record for a partition that does not exist fails alone, inside the 200.
+    assert_eq!(offsets[2]["error_code"], 40402);
+    assert!(offsets[2]["partition"].is_null());
+    assert!(body["key_schema_id"].is_null() && body["value_schema_id"].is_null());
+
+    // json embedded format: any JSON value, stored as its text (read back via /v1).
+    let r = post(
+        &c,
+        s.url("/topics/orders/partitions/1"),
+        JSON,
+        json!({"records": [{"value": {"a": [1, 2]}}]}),
+    )
+    .await;
+    assert_eq!(r.status(), 200);
+    let at = json(r).await["offsets"][0]["offset"].as_u64().unwrap();
+    let stored = c
+        .get(s.url(&format!("/v1/topics/orders/partitions/1/records/{at}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stored.text().await.unwrap(), r#"{"a":[1,2]}"#);
+
+    let topics = json(c.get(s.url("/topics")).send().await.unwrap()).await;
+    assert_eq!(topics, json!(["orders"]));
+    let t = json(c.get(s.url("/topics/orders")).send().await.unwrap()).await;
+    assert_eq!(t["name"], "orders");
+    assert_eq!(t["partitions"].as_array().unwrap().len(), 3);
+    assert_eq!(
+        t["partitions"][0]["replicas"][0],
+        json!({"broker": 0, "leader": true, "in_sync": true})
+    );
+    assert_eq!(t["configs"]["cleanup.policy"], "delete");
+    let o = json(
+        c.get(s.url("/topics/orders/partitions/2/offsets"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let k1_there = u64::from(offsets[0]["partition"] == 2);
+    assert_eq!(
+        o,
+        json!({"beginning_offset": 0, "end_offset": 1 + k1_there})
+    );
+    assert_eq!(
+        json(c.get(s.url("/brokers")).send().await.unwrap()).await,
+        json!({"brokers": [0]})
+    );
+
+    proxy_error(
+        c.get(s.url("/topics/nope")).send().await.unwrap(),
+        404,
+        40401,
+    )
+    .await;
+    proxy_error(
+        c.get(s.url("/topics/orders/partitions/9"))
+            .send()
+            .await
+            .unwrap(),
+        404,
+        40402,
+    )
+    .await;
+    proxy_error(
+        post(
+            &c,
+            s.url("/topics/orders/partitions/9"),
+            BINARY,
+            json!({"records": [{"value": "eA=="}]}),
+        )
+        .await,
+        404,
+        40402,
+    )
+    .await;
+    proxy_error(
+        post(
+            &c,
+            s.url("/topics/orders"),
+            "application/json",
+            json!({"records": []}),
+        )
+        .await,
+        415,
+        415,
+    )
+    .await;
+    proxy_error(
+        post(
+            &c,
+            s.url("/topics/orders"),
+            "application/vnd.kafka.avro.v2+json",
+            json!({"records": [{"value": 1}]}),
+        )
+        .await,
+        422,
+        42205,
+    )
+    .await;
+    proxy_error(
+        post(
+            &c,
+            s.url("/topics/orders"),
+            BINARY,
+            json!({"records": [{"value": "not base64!"}]}),
+        )
+        .await,
+        422,
+        42206,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_key_lands_on_the_same_partition_through_v2_and_v1() {
+    let (_tmp, s, c) = start(&[]).await;
+    create_topic(&c, &s, "keyed", json!({"partitions": 7})).await;
+    let mut seen = std::collections::HashSet::new();
+    for i in 0..40 {
+        let key = format!("customer-{i}");
+        let v2 = post(
+            &c,
+            s.url("/topics/keyed"),
+            BINARY,
+            json!({"records": [{"key": STANDARD.encode(&key), "value": "eA=="}]}),
+        )
+        .await;
+        let v2 = json(v2).await["offsets"][0]["partition"].as_u64().unwrap();
+        let v1 = c
+            .post(s.url("/v1/topics/keyed/records"))
+            .json(&json!({"records": [{"key": key, "value": "x"}]}))
+            .send()
+            .await
+            .unwrap();
+        let v1 = json(v1).await["offsets"][0]["partition"].as_u64().unwrap();
+        assert_eq!(v2, v1, "{key}");
+        seen.insert(v1);
+    }
+    assert!(seen.len() > 3, "keys spread over partitions: {seen:?}");
+}
+
+#[tokio::test]
+async fn a_consumer_instance_reads_commits_and_is_deleted() {
+    let (_tmp, s, c) = start(&[]).await;
+    create_topic(&c, &s, "events", json!({"partitions": 2})).await;
+    let r = post(
+        &c,
+        s.url("/consumers/g1"),
+        V2,
+        json!({"name": "c1", "format": "json", "auto.offset.reset": "earliest", "auto.commit.enable": "false"}),
+    )
+    .await;
+    assert_eq!(r.status(), 200);
+    let created = json(r).await;
+    assert_eq!(created["instance_id"], "c1");
+    let base = created["base_uri"].as_str().unwrap().to_owned();
+    assert_eq!(base, s.url("/consumers/g1/instances/c1"));
+    proxy_error(
+        post(&c, s.url("/consumers/g1"), V2, json!({"name": "c1"})).await,
+        409,
+        40902,
+    )
+    .await;
+
+    let r = post(
+        &c,
+        format!("{base}/subscription"),
+        V2,
+        json!({"topics": ["events"]}),
+    )
+    .await;
+    assert_eq!(r.status(), 204);
+    let sub = json(c.get(format!("{base}/subscription")).send().await.unwrap()).await;
+    assert_eq!(sub, json!({"topics": ["events"]}));
+
+    let values: Vec<Value> = (0..5).map(|i| json!({"n": i})).collect();
+    let records: Vec<Value> = values.iter().map(|v| json!({"value": v})).collect();
+    let r = post(
+        &c,
+        s.url("/topics/events"),
+        JSON,
+        json!({"records": records}),
+    )
+    .await;
+    assert_eq!(r.status(), 200);
+
+    // A binary Accept on a json instance is 406 / 40601.
+    let wrong = c
+        .get(format!("{base}/records?timeout=100"))
+        .header("accept", BINARY)
+        .send()
+        .await
+        .unwrap();
+    proxy_error(wrong, 406, 40601).await;
+
+    let mut got: Vec<Value> = Vec::new();
+    for _ in 0..20 {
+        let r = c
+            .get(format!("{base}/records?timeout=500"))
+            .header("accept", JSON)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        assert_eq!(r.headers()["content-type"], JSON);
+        got.extend(json(r).await.as_array().unwrap().iter().cloned());
+        if got.len() >= 5 {
+            break;
+        }
+    }
+    assert_eq!(got.len(), 5, "{got:?}");
+    for r in &got {
+        assert_eq!(r["topic"], "events");
+        assert!(r["partition"].is_u64() && r["offset"].is_u64() && r.get("key").is_some());
+    }
+    let mut read: Vec<Value> = got.iter().map(|r| r["value"].clone()).collect();
+    read.sort_by_key(|v| v["n"].as_u64());
+    assert_eq!(read, values);
+
+    // Commit the last one read on its partition: the group resumes after it.
+    let last = got.last().unwrap();
+    let r = post(
+        &c,
+        format!("{base}/offsets"),
+        V2,
+        json!({"offsets": [{"topic": "events", "partition": last["partition"], "offset": last["offset"]}]}),
+    )
+    .await;
+    assert_eq!(r.status(), 200);
+    let committed = c
+        .get(format!("{base}/offsets"))
+        .header("content-type", V2)
+        .body(
+            json!({"partitions": [{"topic": "events", "partition": last["partition"]}]})
+                .to_string(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let committed = json(committed).await;
+    assert_eq!(
+        committed["offsets"][0]["offset"],
+        last["offset"].as_u64().unwrap() + 1
+    );
+    // An empty commit commits everything consumed.
+    let r = c
+        .post(format!("{base}/offsets"))
+        .header("content-type", V2)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let group = json(c.get(s.url("/v1/groups/g1")).send().await.unwrap()).await;
+    let lag = group["topics"][0]["total_lag"].as_u64();
+    assert_eq!(lag, Some(0), "{group}");
+
+    let assigned = json(c.get(format!("{base}/assignments")).send().await.unwrap()).await;
+    assert_eq!(
+        assigned["partitions"].as_array().unwrap().len(),
+        2,
+        "{assigned}"
+    );
+    let r = post(
+        &c,
+        format!("{base}/positions/beginning"),
+        V2,
+        json!({"partitions": [{"topic": "events", "partition": 0}]}),
+    )
+    .await;
+    assert_eq!(r.status(), 204);
+    proxy_error(
+        post(
+            &c,
+            format!("{base}/positions"),
+            V2,
+            json!({"offsets": [{"topic": "other", "partition": 0, "offset": 0}]}),
+        )
+        .await,
+        409,
+        40903,
+    )
+    .await;
+
+    let r = c.delete(base.clone()).send().await.unwrap();
+    assert_eq!(r.status(), 204);
+    proxy_error(c.delete(base.clone()).send().await.unwrap(), 404, 40403).await;
+    proxy_error(
+        c.get(format!("{base}/records")).send().await.unwrap(),
+        404,
+        40403,
+    )
+    .await;
+    // The instance left its group: the group can be deleted.
+    let r = c.delete(s.url("/v1/groups/g1")).send().await.unwrap();
+    assert_eq!(r.status(), 204);
+}
+
+#[tokio::test]
+async fn an_idle_instance_expires() {
+    let (_tmp, s, c) = start(&["--consumer-instance-timeout-ms", "300"]).await;
+    let created = json(post(&c, s.url("/consumers/g"), V2, json!({})).await).await;
+    let base = created["base_uri"].as_str().unwrap().to_owned();
+    assert!(
+        created["instance_id"]
+            .as_str()
+            .unwrap()
+            .starts_with("rest-consumer-")
+    );
+    // Used within the timeout: alive.
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let r = c.get(format!("{base}/subscription")).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    proxy_error(
+        c.get(format!("{base}/subscription")).send().await.unwrap(),
+        404,
+        40403,
+    )
+    .await;
+}
+
+/// Reads from `stream` until `lines` complete lines arrived after the response head.
+async fn read_lines(
+    stream: &mut tokio::net::TcpStream,
+    buf: &mut Vec<u8>,
+    lines: usize,
+) -> Vec<Value> {
+    tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let text = String::from_utf8_lossy(buf).into_owned();
+            if let Some((_, body)) = text.split_once("\r\n\r\n") {
+                let found: Vec<Value> = body
+                    .split("\r\n")
+                    .filter_map(|l| serde_json::from_str::<Value>(l.trim()).ok())
+                    // Chunk-size lines parse as numbers: only objects are receipts.
+                    .filter(Value::is_object)
+                    .collect();
+                if found.len() >= lines {
+                    return found;
+                }
+            }
+            let mut chunk = [0u8; 4096];
+            let n = stream.read(&mut chunk).await.expect("read");
+            assert!(n > 0, "connection closed early: {text}");
+            buf.extend_from_slice(&chunk[..n]);
+        }
+    })
+    .await
+    .expect("receipts in time")
+}
+
+fn chunk(data: &str) -> Vec<u8> {
+    format!("{:x}\r\n{data}\r\n", data.len()).into_bytes()
+}
+
+#[tokio::test]
+async fn v3_produce_streams_a_receipt_per_record_while_the_body_is_open() {
+    let (_tmp, s, c) = start(&[]).await;
+    create_topic(&c, &s, "stream", json!({"partitions": 2})).await;
+    let mut tcp = tokio::net::TcpStream::connect(&s.addr).await.unwrap();
+    let head = format!(
+        "POST /v3/clusters/kafko/topics/stream/records HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n",
+        s.addr
+    );
+    tcp.write_all(head.as_bytes()).await.unwrap();
+    tcp.write_all(&chunk(r#"{"value":{"type":"JSON","data":{"n":1}}}"#))
+        .await
+        .unwrap();
+    let mut buf = Vec::new();
+    // The first receipt arrives before the body is complete.
+    let first = read_lines(&mut tcp, &mut buf, 1).await;
+    assert_eq!(first[0]["error_code"], 200, "{first:?}");
+    assert_eq!(first[0]["topic_name"], "stream");
+    assert_eq!(first[0]["value"], json!({"type": "JSON", "size": 7}));
+    let head_text = String::from_utf8_lossy(&buf).into_owned();
+    assert!(head_text.starts_with("HTTP/1.1 200"), "{head_text}");
+    assert!(
+        head_text
+            .to_ascii_lowercase()
+            .contains("transfer-encoding: chunked"),
+        "{head_text}"
+    );
+    // Two records in one chunk, split across chunk boundaries, and a bad partition.
+    let two = r#"{"key":{"type":"STRING","data":"k"},"value":{"type":"BINARY","data":"eA=="},"partition_id":1}{"partition_id":5,"value":{"type":"JSON","data":1}}{"headers":[{"name":"h","value":"aGk="}],"value":{"type":"STR"#;
+    tcp.write_all(&chunk(two)).await.unwrap();
+    tcp.write_all(&chunk(r#"ING","data":"tail"}}"#))
+        .await
+        .unwrap();
+    let all = read_lines(&mut tcp, &mut buf, 4).await;
+    assert_eq!(all[1]["partition_id"], 1);
+    assert_eq!(all[1]["key"], json!({"type": "STRING", "size": 1}));
+    assert_eq!(
+        all[2],
+        json!({"error_code": 40402, "message": "Partition not found."})
+    );
+    assert_eq!(all[3]["error_code"], 200);
+    assert_eq!(all[3]["value"]["type"], "STRING");
+    tcp.write_all(b"0\r\n\r\n").await.unwrap();
+    // Offsets follow one another per partition, in the order sent.
+    let o1 = all[0]["offset"].as_u64().unwrap();
+    assert!(
+        all[3]["partition_id"] != all[0]["partition_id"] || all[3]["offset"].as_u64().unwrap() > o1
+    );
+
+    // The headers made it into the log.
+    let at = format!(
+        "/v1/topics/stream/partitions/{}/records/{}",
+        all[3]["partition_id"], all[3]["offset"]
+    );
+    let stored = c.get(s.url(&at)).send().await.unwrap();
+    let header = stored.headers()["kafko-header"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        header,
+        format!("{}:{}", STANDARD.encode("h"), STANDARD.encode("hi"))
+    );
+    assert_eq!(stored.text().await.unwrap(), "tail");
+
+    // A schema-based record is the proxy's error, not a 500.
+    let r = c
+        .post(s.url("/v3/clusters/kafko/topics/stream/records"))
+        .header("content-type", "application/json")
+        .body(r#"{"value":{"type":"AVRO","data":{"a":1}}}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(json(r).await["error_code"], 400);
+    proxy_error(
+        c.post(s.url("/v3/clusters/other/topics/stream/records"))
+            .body("{}")
+            .send()
+            .await
+            .unwrap(),
+        404,
+        404,
+    )
+    .await;
+    proxy_error(
+        c.post(s.url("/v3/clusters/kafko/topics/stream/records"))
+            .header("content-type", "application/json")
+            .send()
+            .await
+            .unwrap(),
+        422,
+        42206,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn v3_clusters_and_topics() {
+    let (_tmp, s, c) = start(&["--cluster-id", "dev-cluster", "--auto-create", "false"]).await;
+    let clusters = json(c.get(s.url("/v3/clusters")).send().await.unwrap()).await;
+    assert_eq!(clusters["kind"], "KafkaClusterList");
+    assert_eq!(clusters["data"][0]["cluster_id"], "dev-cluster");
+    assert_eq!(
+        clusters["data"][0]["metadata"]["self"],
+        s.url("/v3/clusters/dev-cluster")
+    );
+    proxy_error(
+        c.get(s.url("/v3/clusters/kafko")).send().await.unwrap(),
+        404,
+        404,
+    )
+    .await;
+
+    let r = post(
+        &c,
+        s.url("/v3/clusters/dev-cluster/topics"),
+        "application/json",
+        json!({"topic_name": "t", "partitions_count": 3, "configs": [{"name": "cleanup.policy", "value": "compact"}]}),
+    )
+    .await;
+    assert_eq!(r.status(), 201);
+    let t = json(r).await;
+    assert_eq!(
+        (t["kind"].as_str(), t["partitions_count"].as_u64()),
+        (Some("KafkaTopic"), Some(3))
+    );
+    let v1 = json(c.get(s.url("/v1/topics/t")).send().await.unwrap()).await;
+    assert_eq!(v1["config"]["cleanup_policy"], "compact");
+    proxy_error(
+        post(
+            &c,
+            s.url("/v3/clusters/dev-cluster/topics"),
+            "application/json",
+            json!({"topic_name": "t"}),
+        )
+        .await,
+        400,
+        40002,
+    )
+    .await;
+    proxy_error(
+        post(
+            &c,
+            s.url("/v3/clusters/dev-cluster/topics"),
+            "application/json",
+            json!({"topic_name": "u", "replication_factor": 3}),
+        )
+        .await,
+        400,
+        40002,
+    )
+    .await;
+    let list = json(
+        c.get(s.url("/v3/clusters/dev-cluster/topics"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(list["data"].as_array().unwrap().len(), 1);
+    let parts = json(
+        c.get(s.url("/v3/clusters/dev-cluster/topics/t/partitions"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(parts["data"][2]["partition_id"], 2);
+    let off = json(
+        c.get(s.url("/v3/clusters/dev-cluster/topics/t/partitions/0/offset"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (
+            off["earliest_offset"].as_u64(),
+            off["latest_offset"].as_u64()
+        ),
+        (Some(0), Some(0))
+    );
+    proxy_error(
+        c.get(s.url("/v3/clusters/dev-cluster/topics/t/partitions/3"))
+            .send()
+            .await
+            .unwrap(),
+        404,
+        40402,
+    )
+    .await;
+    // Auto-creation off: an unknown topic is refused before streaming.
+    proxy_error(
+        c.post(s.url("/v3/clusters/dev-cluster/topics/nope/records"))
+            .body("{}")
+            .send()
+            .await
+            .unwrap(),
+        404,
+        40403,
+    )
+    .await;
+    let r = c
+        .delete(s.url("/v3/clusters/dev-cluster/topics/t"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 204);
+    proxy_error(
+        c.get(s.url("/v3/clusters/dev-cluster/topics/t"))
+            .send()
+            .await
+            .unwrap(),
+        404,
+        40403,
+    )
+    .await;
+    proxy_error(
+        c.delete(s.url("/v3/clusters/dev-cluster/topics/t"))
+            .send()
+            .await
+            .unwrap(),
+        404,
+        40403,
+    )
+    .await;
+}
