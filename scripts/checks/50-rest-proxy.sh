@@ -49,7 +49,7 @@ URL=$(sed -n 's/^listening on //p' "$WORK/stdout")
 [[ -n "$URL" ]] || { echo "kafko-http did not start"; cat "$WORK/server.log"; exit 1; }
 
 set +e
-PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 REST_PROXY_URL="$URL" KAFKO_URL="$URL" CONSUMER_INSTANCE_TIMEOUT_MS="$INSTANCE_TIMEOUT_MS" \
+PYTHONDONTWRITEBYTECODE=1 PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 REST_PROXY_URL="$URL" KAFKO_URL="$URL" CONSUMER_INSTANCE_TIMEOUT_MS="$INSTANCE_TIMEOUT_MS" \
     "$VENV/bin/python" -m pytest -q -p no:cacheprovider kafko-http/tests/rest_proxy
 STATUS=$?
 set -e
