@@ -271,7 +271,7 @@ pub(crate) fn parse_request_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, 
 }
 
 /// Turns integral floats (`4096.0`) into integers, throughout; whether any changed.
-fn integral_floats_as_integers(value: &mut serde_json::Value) -> bool {
+pub(crate) fn integral_floats_as_integers(value: &mut serde_json::Value) -> bool {
     use serde_json::Value;
     match value {
         Value::Object(map) => map

@@ -159,9 +159,16 @@ where
             .await
             .map(|p| ProxyPath(p.0))
             .map_err(|e| {
-                ProxyError::plain(StatusCode::NOT_FOUND, format!("HTTP 404 Not Found: {e}"))
+                let e =
+                    ProxyError::plain(StatusCode::NOT_FOUND, format!("HTTP 404 Not Found: {e}"));
+                in_api(parts.uri.path(), e)
             })
     }
+}
+
+/// An extractor's error in the media type of the API the path belongs to.
+fn in_api(path: &str, e: ProxyError) -> ProxyError {
+    if path.starts_with("/v3/") { e.v3() } else { e }
 }
 
 /// Query parameters; a bad value is 400.
@@ -177,7 +184,12 @@ where
         axum::extract::Query::<T>::from_request_parts(parts, state)
             .await
             .map(|q| ProxyQuery(q.0))
-            .map_err(|e| ProxyError::plain(StatusCode::BAD_REQUEST, e.body_text()))
+            .map_err(|e| {
+                in_api(
+                    parts.uri.path(),
+                    ProxyError::plain(StatusCode::BAD_REQUEST, e.body_text()),
+                )
+            })
     }
 }
 
@@ -189,30 +201,75 @@ impl FromRequest<AppState> for ProxyBody {
     type Rejection = ProxyError;
 
     async fn from_request(req: Request, state: &AppState) -> Result<Self, ProxyError> {
+        let v3 = req.uri().path().starts_with("/v3/");
         crate::extract::Body::from_request(req, state)
             .await
             .map(|b| ProxyBody(b.0))
-            .map_err(ProxyError::from)
+            .map_err(|e| {
+                let e = ProxyError::from(e);
+                if v3 { e.v3() } else { e }
+            })
     }
 }
 
-/// Parses a JSON request body: a syntax error is 400, a well-formed body of the wrong
+/// Parses a JSON request object: a syntax error is 400, a well-formed body of the wrong
 /// shape 422, each with its status as the code (the proxy's JSON mappers do the same).
+/// Read as JSON Schema reads it (the OpenAPI document's view): an integral number such
+/// as `3.0` is an integer and a member set to `null` is absent; tried only after the
+/// plain parse failed.
 pub(crate) fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, ProxyError> {
-    serde_json::from_slice(body).map_err(|e| match e.classify() {
-        Category::Data => ProxyError::plain(
+    let unprocessable = |e: &dyn std::fmt::Display| {
+        ProxyError::plain(
             StatusCode::UNPROCESSABLE_ENTITY,
             format!("Unprocessable entity: {e}"),
-        ),
-        _ => ProxyError::plain(StatusCode::BAD_REQUEST, format!("Invalid JSON: {e}")),
-    })
+        )
+    };
+    // serde's derived structs also read arrays (fields by position); bodies are objects.
+    if body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return match serde_json::from_slice::<serde_json::Value>(body) {
+            Ok(_) => Err(unprocessable(&"expected a JSON object")),
+            Err(e) => Err(ProxyError::plain(
+                StatusCode::BAD_REQUEST,
+                format!("Invalid JSON: {e}"),
+            )),
+        };
+    }
+    let first = match serde_json::from_slice(body) {
+        Ok(v) => return Ok(v),
+        Err(e) if e.classify() == Category::Data => e,
+        Err(e) => {
+            return Err(ProxyError::plain(
+                StatusCode::BAD_REQUEST,
+                format!("Invalid JSON: {e}"),
+            ));
+        }
+    };
+    let Ok(mut value) = serde_json::from_slice::<serde_json::Value>(body) else {
+        return Err(unprocessable(&first));
+    };
+    crate::extract::integral_floats_as_integers(&mut value);
+    drop_nulls(&mut value);
+    serde_json::from_value(value).map_err(|_| unprocessable(&first))
 }
 
-/// Parses an optional JSON body (empty or whitespace means none).
+/// Removes `null` members of objects, throughout.
+fn drop_nulls(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(map) => {
+            map.retain(|_, v| !v.is_null());
+            map.values_mut().for_each(drop_nulls);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(drop_nulls),
+        _ => {}
+    }
+}
+
+/// Parses an optional JSON body (empty, whitespace or `null` mean none).
 pub(crate) fn parse_optional_body<T: DeserializeOwned>(
     body: &[u8],
 ) -> Result<Option<T>, ProxyError> {
-    if body.iter().all(u8::is_ascii_whitespace) {
+    let text = body.trim_ascii();
+    if text.is_empty() || text == b"null" {
         return Ok(None);
     }
     parse_body(body).map(Some)

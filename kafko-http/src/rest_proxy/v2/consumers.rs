@@ -39,26 +39,72 @@ const RECHECK: Duration = Duration::from_millis(50);
 #[schema(as = ProxyV2CreateRequest)]
 #[serde(default)]
 pub(crate) struct CreateRequest {
-    /// Instance name (also `id`); generated when absent.
+    /// Instance name (also `id`, which wins); generated when absent. 1-249 of
+    /// `[a-zA-Z0-9._-]`, not `.` or `..`.
+    #[schema(
+        pattern = r"^(?:[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*|\.{3,})$",
+        min_length = 1,
+        max_length = 249
+    )]
     name: Option<String>,
+    #[schema(
+        pattern = r"^(?:[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*|\.{3,})$",
+        min_length = 1,
+        max_length = 249
+    )]
     id: Option<String>,
     /// `binary` (default) or `json`.
+    #[schema(pattern = r"^(binary|json)$")]
     format: Option<String>,
     /// `earliest`, `latest` (default) or `none`.
     #[serde(rename = "auto.offset.reset")]
+    #[schema(pattern = r"^(earliest|latest|none)$")]
     auto_offset_reset: Option<String>,
-    /// Commit on every read (default true).
+    /// Commit on every read (default true): `"true"` or `"false"`, or a JSON boolean.
     #[serde(rename = "auto.commit.enable")]
-    #[schema(value_type = Option<String>)]
+    #[schema(schema_with = flag_schema)]
     auto_commit_enable: Option<Value>,
-    /// Default wait of a records read, ms.
+    /// Default wait of a records read, ms: a number or a string of digits.
     #[serde(rename = "consumer.request.timeout.ms")]
-    #[schema(value_type = Option<String>)]
+    #[schema(schema_with = count_schema)]
     request_timeout_ms: Option<Value>,
     /// Accepted and ignored (reads return as soon as there is one record).
     #[serde(rename = "fetch.min.bytes")]
-    #[schema(value_type = Option<String>)]
+    #[schema(schema_with = count_schema)]
     fetch_min_bytes: Option<Value>,
+}
+
+/// The proxy takes its settings as strings or as JSON values: `"true"` or `true`.
+fn flag_schema() -> utoipa::openapi::schema::Schema {
+    use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Type};
+    OneOfBuilder::new()
+        .item(ObjectBuilder::new().schema_type(Type::Boolean))
+        .item(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .pattern(Some("^(true|false)$")),
+        )
+        .item(ObjectBuilder::new().schema_type(Type::Null))
+        .into()
+}
+
+/// A count as a number or a string of digits (`1000` or `"1000"`).
+fn count_schema() -> utoipa::openapi::schema::Schema {
+    use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Type};
+    OneOfBuilder::new()
+        .item(
+            ObjectBuilder::new()
+                .schema_type(Type::Integer)
+                .minimum(Some(0))
+                .maximum(Some(MAX_COUNT)),
+        )
+        .item(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .pattern(Some("^[0-9]{1,9}$")),
+        )
+        .item(ObjectBuilder::new().schema_type(Type::Null))
+        .into()
 }
 
 /// A created instance.
@@ -85,13 +131,25 @@ fn as_bool(v: &Value, what: &str) -> ProxyResult<bool> {
     }
 }
 
+/// The most a count setting may be (the document's bound).
+const MAX_COUNT: u64 = 999_999_999;
+
 fn as_u64(v: &Value, what: &str) -> ProxyResult<u64> {
     match v {
-        Value::Number(n) => n.as_u64(),
+        Value::Number(n) => n.as_u64().or_else(|| {
+            n.as_f64()
+                .filter(|f| f.fract() == 0.0 && *f >= 0.0)
+                .map(|f| f as u64)
+        }),
         Value::String(s) => s.trim().parse().ok(),
         _ => None,
     }
-    .ok_or_else(|| bad_config(format!("{what} must be a non-negative integer, got {v}")))
+    .filter(|&n| n <= MAX_COUNT)
+    .ok_or_else(|| {
+        bad_config(format!(
+            "{what} must be an integer from 0 to {MAX_COUNT}, got {v}"
+        ))
+    })
 }
 
 /// A generated instance name: unique within this process.
@@ -136,6 +194,7 @@ macro_rules! locked {
     params(("group" = String, Path, description = "Consumer group")),
     request_body(content = Option<CreateRequest>, content_type = "application/vnd.kafka.v2+json"),
     responses(
+        (status = 400, description = "Body is not JSON", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
         (status = 200, description = "The instance id and its base URI", body = CreateResponse, content_type = "application/vnd.kafka.v2+json"),
         (status = 409, description = "error_code 40902: an instance of that name exists", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
         (status = 422, description = "error_code 42204: invalid configuration (including the schema formats)", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
@@ -254,9 +313,11 @@ pub(crate) async fn delete(
 #[schema(as = ProxyV2Subscription)]
 pub(crate) struct Subscription {
     #[serde(default)]
+    #[schema(min_items = 1)]
     topics: Vec<String>,
-    /// Not supported (a 42204).
+    /// Not supported (a 42204), so not in the document.
     #[serde(default, skip_serializing)]
+    #[schema(ignore)]
     topic_pattern: Option<String>,
 }
 
@@ -265,6 +326,7 @@ pub(crate) struct Subscription {
     params(("group" = String, Path, description = "Consumer group"), ("instance" = String, Path, description = "Instance id")),
     request_body(content = Subscription, content_type = "application/vnd.kafka.v2+json"),
     responses(
+        (status = 400, description = "Body is not JSON", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
         (status = 204, description = "Subscribed"),
         (status = 404, description = "error_code 40403", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
         (status = 422, description = "error_code 42204 (topic_pattern, no topics) or 422", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
@@ -373,9 +435,7 @@ pub(crate) struct RecordsQuery {
 pub(crate) struct ConsumerRecord {
     topic: String,
     /// Binary: base64; json: the JSON value.
-    #[schema(value_type = Object)]
     key: Value,
-    #[schema(value_type = Object)]
     value: Value,
     partition: u32,
     offset: u64,
@@ -393,6 +453,7 @@ fn render(bytes: Option<&kafko_core::Bytes>, format: EmbeddedFormat) -> Result<V
 #[utoipa::path(get, path = "/consumers/{group}/instances/{instance}/records", tag = "rest-proxy-v2",
     params(("group" = String, Path, description = "Consumer group"), ("instance" = String, Path, description = "Instance id"), RecordsQuery),
     responses(
+        (status = 400, description = "A query parameter is not a number", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
         (status = 200, description = "Records (possibly none), in the instance's embedded format", 
             content((Vec<ConsumerRecord> = "application/vnd.kafka.binary.v2+json"), (Vec<ConsumerRecord> = "application/vnd.kafka.json.v2+json"))),
         (status = 404, description = "error_code 40403", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
@@ -574,7 +635,9 @@ pub(crate) struct CommitOffset {
     partition: u32,
     /// The last consumed offset (the group resumes after it).
     offset: u64,
+    /// Accepted for compatibility; kafko keeps no commit or seek metadata.
     #[serde(default)]
+    #[allow(dead_code)]
     metadata: Option<String>,
 }
 
@@ -601,6 +664,8 @@ fn no_assignment(topic: &str, partition: u32) -> ProxyError {
     request_body(content = Option<CommitRequest>, content_type = "application/vnd.kafka.v2+json",
         description = "Last consumed offsets (the group resumes at offset + 1); an empty body commits everything consumed"),
     responses(
+        (status = 400, description = "Body is not JSON", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        (status = 422, description = "Body of the wrong shape", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
         (status = 200, description = "Committed", body = Vec<Object>, content_type = "application/vnd.kafka.v2+json"),
         (status = 404, description = "error_code 40403", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
         (status = 409, description = "error_code 40903: a partition the instance does not own", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
@@ -615,7 +680,6 @@ pub(crate) async fn commit(
     let timeout = state.rest_proxy.timeout();
     let mut by_topic: Vec<(String, Vec<PartitionOffset>)> = Vec::new();
     for o in &req.offsets {
-        let _ = &o.metadata;
         let next = PartitionOffset {
             partition: o.partition,
             offset: o.offset.saturating_add(1),
@@ -688,6 +752,8 @@ pub(crate) struct CommittedOffsets {
     params(("group" = String, Path, description = "Consumer group"), ("instance" = String, Path, description = "Instance id")),
     request_body(content = Partitions, content_type = "application/vnd.kafka.v2+json"),
     responses(
+        (status = 400, description = "Body is not JSON", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        (status = 422, description = "Body of the wrong shape", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
         (status = 200, description = "Committed offsets of those partitions that have one", body = CommittedOffsets, content_type = "application/vnd.kafka.v2+json"),
         (status = 404, description = "error_code 40403 (instance), 40402 (no body)", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
     ))]
@@ -780,7 +846,9 @@ pub(crate) struct SeekOffset {
     topic: String,
     partition: u32,
     offset: u64,
+    /// Accepted for compatibility; kafko keeps no commit or seek metadata.
     #[serde(default)]
+    #[allow(dead_code)]
     metadata: Option<String>,
 }
 
@@ -792,7 +860,9 @@ pub(crate) struct SeekTimestamp {
     partition: u32,
     /// ISO-8601, e.g. `2024-05-01T12:00:00Z`.
     timestamp: String,
+    /// Accepted for compatibility; kafko keeps no commit or seek metadata.
     #[serde(default)]
+    #[allow(dead_code)]
     metadata: Option<String>,
 }
 
@@ -837,6 +907,7 @@ async fn seek_each(
     params(("group" = String, Path, description = "Consumer group"), ("instance" = String, Path, description = "Instance id")),
     request_body(content = SeekRequest, content_type = "application/vnd.kafka.v2+json"),
     responses(
+        (status = 400, description = "Body is not JSON", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
         (status = 204, description = "Moved"),
         (status = 404, description = "error_code 40403", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
         (status = 409, description = "error_code 40903: a partition the instance does not own, or an offset outside the log", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
@@ -850,11 +921,9 @@ pub(crate) async fn seek(
     let req: SeekRequest = parse_body(&body)?;
     let mut targets = Vec::new();
     for o in req.offsets {
-        let _ = o.metadata;
         targets.push((o.topic, o.partition, SeekTo::Offset(o.offset)));
     }
     for t in req.timestamps {
-        let _ = t.metadata;
         let ms = crate::rest_proxy::timestamp::parse_ms(&t.timestamp).ok_or_else(|| {
             ProxyError::plain(
                 StatusCode::UNPROCESSABLE_ENTITY,
@@ -889,6 +958,8 @@ async fn seek_to(
     params(("group" = String, Path, description = "Consumer group"), ("instance" = String, Path, description = "Instance id")),
     request_body(content = Partitions, content_type = "application/vnd.kafka.v2+json"),
     responses(
+        (status = 400, description = "Body is not JSON", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        (status = 422, description = "Body of the wrong shape", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
         (status = 204, description = "Moved"),
         (status = 404, description = "error_code 40403", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
         (status = 409, description = "error_code 40903: a partition the instance does not own", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
@@ -906,6 +977,8 @@ pub(crate) async fn seek_to_beginning(
     params(("group" = String, Path, description = "Consumer group"), ("instance" = String, Path, description = "Instance id")),
     request_body(content = Partitions, content_type = "application/vnd.kafka.v2+json"),
     responses(
+        (status = 400, description = "Body is not JSON", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        (status = 422, description = "Body of the wrong shape", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
         (status = 204, description = "Moved"),
         (status = 404, description = "error_code 40403", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
         (status = 409, description = "error_code 40903: a partition the instance does not own", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),

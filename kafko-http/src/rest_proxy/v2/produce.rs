@@ -29,11 +29,9 @@ use crate::state::AppState;
 pub(crate) struct ProduceRecord {
     /// Binary: base64 string; json: any JSON value. Absent or null: no key.
     #[serde(default)]
-    #[schema(value_type = Object)]
     key: Option<Value>,
     /// Binary: base64 string; json: any JSON value.
     #[serde(default)]
-    #[schema(value_type = Object)]
     value: Option<Value>,
     /// Explicit partition (topic produce only); otherwise murmur2 of the key.
     #[serde(default)]
@@ -44,18 +42,21 @@ pub(crate) struct ProduceRecord {
 #[derive(Deserialize, utoipa::ToSchema)]
 #[schema(as = ProxyV2ProduceRequest)]
 pub(crate) struct ProduceRequest {
+    #[schema(min_items = 1)]
     records: Vec<ProduceRecord>,
-    /// Schema fields: refused (no schema registry).
+    /// Schema fields: refused (no schema registry), so not in the document.
     #[serde(default)]
-    #[schema(value_type = Option<Object>)]
+    #[schema(ignore)]
     key_schema: Option<Value>,
     #[serde(default)]
-    #[schema(value_type = Option<Object>)]
+    #[schema(ignore)]
     value_schema: Option<Value>,
     #[serde(default)]
-    key_schema_id: Option<i64>,
+    #[schema(ignore)]
+    key_schema_id: Option<Value>,
     #[serde(default)]
-    value_schema_id: Option<i64>,
+    #[schema(ignore)]
+    value_schema_id: Option<Value>,
 }
 
 /// Where one record went, or why it did not.
@@ -171,6 +172,18 @@ async fn produce(
         return Err(ProxyError::plain(
             StatusCode::UNPROCESSABLE_ENTITY,
             "records may not be empty",
+        ));
+    }
+    // Kafka's partition ids are int32s (the document says so).
+    if let Some(p) = request
+        .records
+        .iter()
+        .filter_map(|r| r.partition)
+        .find(|&p| p > i32::MAX as u32)
+    {
+        return Err(ProxyError::plain(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("partition {p} is out of range (an int32)"),
         ));
     }
     let mut records = Vec::with_capacity(request.records.len());

@@ -215,9 +215,11 @@ pub(crate) struct ConfigEntry {
 pub(crate) struct CreateTopicRequest {
     topic_name: String,
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 1024)]
     partitions_count: Option<u32>,
     /// 1 (or -1: the default); kafko is one broker.
     #[serde(default)]
+    #[schema(minimum = -1, maximum = 1)]
     replication_factor: Option<i32>,
     #[serde(default)]
     configs: Vec<ConfigEntry>,
@@ -316,7 +318,7 @@ pub(crate) async fn create_topic(
         config.partitions = n;
     }
     match req.replication_factor {
-        None | Some(1 | -1) => {}
+        None | Some(-1..=1) => {}
         Some(n) => {
             return Err(bad_topic(format!(
                 "Replication factor: {n} larger than available brokers: 1."

@@ -38,20 +38,25 @@ const RECEIPTS_AHEAD: usize = 64;
 pub(crate) struct Data {
     /// `BINARY` (base64 data), `JSON` (any JSON value, the default) or `STRING`.
     #[serde(default, rename = "type")]
+    #[schema(pattern = r"^(BINARY|JSON|STRING)$")]
     kind: Option<String>,
     #[serde(default)]
-    #[schema(value_type = Object)]
     data: Value,
-    /// Schema fields: refused (no schema registry).
+    /// Schema fields: refused (no schema registry), so not in the document.
     #[serde(default)]
+    #[schema(ignore)]
     schema_id: Option<Value>,
     #[serde(default)]
+    #[schema(ignore)]
     schema_version: Option<Value>,
     #[serde(default)]
+    #[schema(ignore)]
     subject: Option<Value>,
     #[serde(default)]
+    #[schema(ignore)]
     subject_name_strategy: Option<Value>,
     #[serde(default)]
+    #[schema(ignore)]
     schema: Option<Value>,
 }
 
@@ -278,6 +283,8 @@ fn line<T: Serialize>(value: &T) -> Bytes {
     responses(
         (status = 200, description = "One line per record, in order: its receipt, or the error of a record that failed", body = Outcome, content_type = "application/json"),
         (status = 404, description = "Unknown cluster (404) or topic (40403, auto-creation off)", body = ErrorBody, content_type = "application/json"),
+        (status = 400, description = "The body does not start with a JSON record", body = ErrorBody, content_type = "application/json"),
+        (status = 413, description = "The first record exceeds the body limit", body = ErrorBody, content_type = "application/json"),
         (status = 415, description = "Not application/json", body = ErrorBody, content_type = "application/json"),
         (status = 422, description = "error_code 42206: empty body", body = ErrorBody, content_type = "application/json"),
     ))]
@@ -315,12 +322,30 @@ pub(crate) async fn produce(
     })?;
     let mut chunks = body.into_data_stream();
     let idle = state.config.request_timeout;
-    // Wait for the first bytes that are not whitespace: an empty body is refused with a
-    // status, as on the proxy; after that the answer is the stream.
+    // Wait for the first whole record: an empty body or one that does not start with
+    // JSON is refused with a status, as on the proxy; after that the answer is the stream.
     let mut buf = BytesMut::new();
     loop {
-        if buf.iter().any(|b| !b.is_ascii_whitespace()) {
-            break;
+        match next_value(&buf) {
+            Next::Value(..) => break,
+            Next::Invalid(e) => {
+                return Err(ProxyError::plain(
+                    StatusCode::BAD_REQUEST,
+                    format!("Invalid JSON: {e}"),
+                )
+                .v3());
+            }
+            Next::More if buf.len() > state.config.max_body_bytes => {
+                return Err(ProxyError::plain(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!(
+                        "A record exceeds the limit of {} bytes",
+                        state.config.max_body_bytes
+                    ),
+                )
+                .v3());
+            }
+            Next::More => {}
         }
         match tokio::time::timeout(idle, chunks.next()).await {
             Ok(Some(Ok(chunk))) => buf.extend_from_slice(&chunk),
@@ -331,10 +356,17 @@ pub(crate) async fn produce(
                 )
                 .v3());
             }
-            Ok(None) => {
+            Ok(None) if buf.iter().all(u8::is_ascii_whitespace) => {
                 return Err(ProxyError::unprocessable(
                     INVALID_PAYLOAD,
                     "Payload error. Request body is empty. Data is required.",
+                )
+                .v3());
+            }
+            Ok(None) => {
+                return Err(ProxyError::plain(
+                    StatusCode::BAD_REQUEST,
+                    "Invalid JSON: the body ended inside a record",
                 )
                 .v3());
             }
