@@ -215,8 +215,7 @@ impl FromRequest<AppState> for ProxyBody {
 /// Parses a JSON request object: a syntax error is 400, a well-formed body of the wrong
 /// shape 422, each with its status as the code (the proxy's JSON mappers do the same).
 /// Read as JSON Schema reads it (the OpenAPI document's view): an integral number such
-/// as `3.0` is an integer and a member set to `null` is absent; tried only after the
-/// plain parse failed.
+/// as `3.0` is an integer; tried only after the plain parse failed.
 pub(crate) fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, ProxyError> {
     let unprocessable = |e: &dyn std::fmt::Display| {
         ProxyError::plain(
@@ -247,23 +246,47 @@ pub(crate) fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, ProxyErr
     let Ok(mut value) = serde_json::from_slice::<serde_json::Value>(body) else {
         return Err(unprocessable(&first));
     };
-    crate::extract::integral_floats_as_integers(&mut value);
-    drop_nulls(&mut value);
+    if !crate::extract::integral_floats_as_integers(&mut value) {
+        return Err(unprocessable(&first));
+    }
     serde_json::from_value(value).map_err(|_| unprocessable(&first))
 }
 
-/// Removes `null` members of objects, throughout.
-fn drop_nulls(value: &mut serde_json::Value) {
-    match value {
-        serde_json::Value::Object(map) => {
-            map.retain(|_, v| !v.is_null());
-            map.values_mut().for_each(drop_nulls);
-        }
-        serde_json::Value::Array(items) => items.iter_mut().for_each(drop_nulls),
-        _ => {}
-    }
+/// A list of objects (`deserialize_with`): serde's derived structs also read an array
+/// by position, which the document does not allow.
+pub(crate) fn objects<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: DeserializeOwned,
+{
+    use serde::de::Error;
+    let items: Vec<serde_json::Value> = serde::Deserialize::deserialize(d)?;
+    items
+        .into_iter()
+        .map(|v| {
+            if v.is_object() {
+                serde_json::from_value(v).map_err(D::Error::custom)
+            } else {
+                Err(D::Error::custom(format!("expected an object, got {v}")))
+            }
+        })
+        .collect()
 }
 
+/// A partition id (`deserialize_with`): Kafka's are int32s, as the document says.
+pub(crate) fn partition_id<'de, D>(d: D) -> Result<u32, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    use serde::de::Error;
+    let p: u32 = serde::Deserialize::deserialize(d)?;
+    if p > i32::MAX as u32 {
+        return Err(D::Error::custom(format!(
+            "partition {p} is out of range (an int32)"
+        )));
+    }
+    Ok(p)
+}
 /// Parses an optional JSON body (empty, whitespace or `null` mean none).
 pub(crate) fn parse_optional_body<T: DeserializeOwned>(
     body: &[u8],

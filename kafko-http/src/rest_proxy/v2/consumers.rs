@@ -25,7 +25,8 @@ use crate::rest_proxy::error::{
     INVALID_CONSUMER_CONFIG, JSON_CONVERSION, ProxyError, ProxyResult,
 };
 use crate::rest_proxy::{
-    ProxyBody, ProxyPath, ProxyQuery, base_url, parse_body, parse_optional_body,
+    ProxyBody, ProxyPath, ProxyQuery, base_url, objects, parse_body, parse_optional_body,
+    partition_id,
 };
 use crate::state::AppState;
 
@@ -312,7 +313,6 @@ pub(crate) async fn delete(
 #[derive(Deserialize, Serialize, Default, utoipa::ToSchema)]
 #[schema(as = ProxyV2Subscription)]
 pub(crate) struct Subscription {
-    #[serde(default)]
     #[schema(min_items = 1)]
     topics: Vec<String>,
     /// Not supported (a 42204), so not in the document.
@@ -632,6 +632,7 @@ async fn rewind(state: &AppState, inst: &mut Instance, starts: &Starts) {
 #[schema(as = ProxyV2CommitOffset)]
 pub(crate) struct CommitOffset {
     topic: String,
+    #[serde(deserialize_with = "partition_id")]
     partition: u32,
     /// The last consumed offset (the group resumes after it).
     offset: u64,
@@ -645,7 +646,7 @@ pub(crate) struct CommitOffset {
 #[derive(Deserialize, Default, utoipa::ToSchema)]
 #[schema(as = ProxyV2CommitRequest)]
 pub(crate) struct CommitRequest {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "objects")]
     offsets: Vec<CommitOffset>,
 }
 
@@ -717,6 +718,7 @@ pub(crate) async fn commit(
 #[schema(as = ProxyV2TopicPartition)]
 pub(crate) struct TopicPartition {
     topic: String,
+    #[serde(deserialize_with = "partition_id")]
     partition: u32,
 }
 
@@ -724,7 +726,7 @@ pub(crate) struct TopicPartition {
 #[derive(Deserialize, Serialize, Default, utoipa::ToSchema)]
 #[schema(as = ProxyV2Partitions)]
 pub(crate) struct Partitions {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "objects")]
     partitions: Vec<TopicPartition>,
 }
 
@@ -844,6 +846,7 @@ pub(crate) async fn assign(
 #[schema(as = ProxyV2SeekOffset)]
 pub(crate) struct SeekOffset {
     topic: String,
+    #[serde(deserialize_with = "partition_id")]
     partition: u32,
     offset: u64,
     /// Accepted for compatibility; kafko keeps no commit or seek metadata.
@@ -857,6 +860,7 @@ pub(crate) struct SeekOffset {
 #[schema(as = ProxyV2SeekTimestamp)]
 pub(crate) struct SeekTimestamp {
     topic: String,
+    #[serde(deserialize_with = "partition_id")]
     partition: u32,
     /// ISO-8601, e.g. `2024-05-01T12:00:00Z`.
     timestamp: String,
@@ -870,9 +874,9 @@ pub(crate) struct SeekTimestamp {
 #[derive(Deserialize, Default, utoipa::ToSchema)]
 #[schema(as = ProxyV2SeekRequest)]
 pub(crate) struct SeekRequest {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "objects")]
     offsets: Vec<SeekOffset>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "objects")]
     timestamps: Vec<SeekTimestamp>,
 }
 

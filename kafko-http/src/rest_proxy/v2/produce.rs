@@ -43,6 +43,7 @@ pub(crate) struct ProduceRecord {
 #[schema(as = ProxyV2ProduceRequest)]
 pub(crate) struct ProduceRequest {
     #[schema(min_items = 1)]
+    #[serde(deserialize_with = "crate::rest_proxy::objects")]
     records: Vec<ProduceRecord>,
     /// Schema fields: refused (no schema registry), so not in the document.
     #[serde(default)]

@@ -221,7 +221,7 @@ pub(crate) struct CreateTopicRequest {
     #[serde(default)]
     #[schema(minimum = -1, maximum = 1)]
     replication_factor: Option<i32>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::rest_proxy::objects")]
     configs: Vec<ConfigEntry>,
     #[serde(default)]
     validate_only: bool,

@@ -75,7 +75,7 @@ pub(crate) struct HeaderIn {
 pub(crate) struct RecordIn {
     #[serde(default)]
     partition_id: Option<i64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::rest_proxy::objects")]
     headers: Vec<HeaderIn>,
     #[serde(default)]
     key: Option<Data>,
@@ -173,6 +173,12 @@ async fn produce_one(
     topic: &str,
     record: Value,
 ) -> Result<Receipt, ErrorBody> {
+    if !record.is_object() {
+        return Err(record_error(
+            422,
+            format!("Unprocessable record: expected an object, got {record}"),
+        ));
+    }
     let r: RecordIn = serde_json::from_value(record)
         .map_err(|e| record_error(422, format!("Unprocessable record: {e}")))?;
     let partition = match r.partition_id {
