@@ -365,6 +365,58 @@ async fn a_consumer_instance_reads_commits_and_is_deleted() {
 }
 
 #[tokio::test]
+async fn a_record_a_json_instance_cannot_render_stays_in_the_group() {
+    let (_tmp, s, c) = start(&[]).await;
+    create_topic(&c, &s, "mixed", json!({})).await;
+    let created = json(
+        post(
+            &c,
+            s.url("/consumers/j"),
+            V2,
+            json!({"format": "json", "auto.offset.reset": "earliest"}),
+        )
+        .await,
+    )
+    .await;
+    let base = created["base_uri"].as_str().unwrap().to_owned();
+    assert_eq!(
+        post(
+            &c,
+            format!("{base}/subscription"),
+            V2,
+            json!({"topics": ["mixed"]})
+        )
+        .await
+        .status(),
+        204
+    );
+    // Bytes that are not JSON, then a JSON record.
+    let r = post(
+        &c,
+        s.url("/topics/mixed"),
+        BINARY,
+        json!({"records": [{"value": STANDARD.encode("not json")}]}),
+    )
+    .await;
+    assert_eq!(r.status(), 200);
+    for _ in 0..2 {
+        let r = c
+            .get(format!("{base}/records?timeout=2000"))
+            .header("accept", JSON)
+            .send()
+            .await
+            .unwrap();
+        proxy_error(r, 422, 42203).await;
+    }
+    // Still there for a binary reader of the same group: nothing was skipped.
+    let r = c.get(s.url("/v1/groups/j")).send().await.unwrap();
+    assert_eq!(
+        json(r).await["topics"][0]["partitions"][0]["committed"],
+        Value::Null
+    );
+}
+
+#[tokio::test]
 async fn an_idle_instance_expires() {
     let (_tmp, s, c) = start(&["--consumer-instance-timeout-ms", "300"]).await;
     let created = json(post(&c, s.url("/consumers/g"), V2, json!({})).await).await;

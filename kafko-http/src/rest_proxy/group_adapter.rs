@@ -3,13 +3,15 @@
 //! group *and* topic); this module joins, polls, commits, seeks and leaves for it, and
 //! handles generations itself: a member whose generation went stale (someone joined or
 //! left) rejoins under the same id and retries once, so clients never see generations.
+//! Polls are two-phase: the caller confirms a poll's `Delivery` once its answer went
+//! out, and a poll dropped unconfirmed puts its records back.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use kafko_core::{
-    GroupConfig, GroupPollOptions, GroupRecords, Kafko, KafkoError, Membership, OffsetReset,
-    PartitionOffset, SeekTo,
+    GroupConfig, GroupHandle, GroupPoll, GroupPollOptions, Kafko, KafkoError, Membership,
+    OffsetReset, PartitionOffset, SeekTo, TopicHandle,
 };
 
 /// Longest member session kafko accepts.
@@ -51,85 +53,80 @@ impl<'a> GroupAdapter<'a> {
         }
     }
 
+    fn handles(&self, topic: &str) -> kafko_core::Result<(GroupHandle, TopicHandle)> {
+        Ok((self.kafko.group(self.group)?, self.kafko.topic(topic)?))
+    }
+
     /// Sets where the group starts on partitions without a committed offset.
     pub(crate) async fn set_offset_reset(&self, reset: OffsetReset) -> kafko_core::Result<()> {
         self.kafko
-            .set_group_config(
-                self.group,
-                GroupConfig {
-                    offset_reset: reset,
-                },
-            )
+            .group(self.group)?
+            .configure(GroupConfig {
+                offset_reset: reset,
+            })
             .await
     }
 
     /// Joins (or heartbeats on) `topic`.
     pub(crate) async fn join(&self, topic: &str) -> kafko_core::Result<Membership> {
-        self.kafko
-            .join_group(self.group, topic, Some(self.member_id), self.session)
-            .await
+        let (g, t) = self.handles(topic)?;
+        g.join(&t, Some(self.member_id), self.session).await
     }
 
-    /// Leaves `topic`; a member that is already gone (expired) is not an error.
+    /// Leaves `topic` (committing what auto-commit owes); a member that is already gone
+    /// (expired, or its topic deleted) is not an error.
     pub(crate) async fn leave(&self, topic: &str) -> kafko_core::Result<()> {
-        match self
-            .kafko
-            .leave_group(self.group, topic, self.member_id)
-            .await
-        {
-            Err(KafkoError::UnknownMember { .. } | KafkoError::TopicNotFound { .. }) | Ok(()) => {
-                Ok(())
-            }
+        let left = match self.handles(topic) {
+            Ok((g, t)) => g.leave(&t, self.member_id).await,
+            Err(e) => Err(e),
+        };
+        match left {
+            Err(
+                KafkoError::UnknownMember { .. }
+                | KafkoError::TopicNotFound { .. }
+                | KafkoError::GroupNotFound { .. },
+            )
+            | Ok(()) => Ok(()),
             Err(e) => Err(e),
         }
     }
 
-    /// Polls `topic` at once (no wait), rejoining first if the generation moved.
+    /// Polls `topic` at once (no wait), rejoining first if the generation moved. The
+    /// records count as read only once the poll's delivery is confirmed.
     pub(crate) async fn poll(
         &self,
         member: &mut Membership,
         max_records: usize,
         max_bytes: usize,
         auto_commit: bool,
-    ) -> kafko_core::Result<GroupRecords> {
+    ) -> kafko_core::Result<GroupPoll> {
         let options = GroupPollOptions {
             max_records,
             max_bytes,
             wait: Duration::ZERO,
             auto_commit,
         };
-        match self
-            .kafko
-            .poll_group_member(self.group, &member.topic, &member.member_ref(), &options)
-            .await
-        {
+        let (g, t) = self.handles(&member.topic)?;
+        match g.poll(&t, Some(&member.member_ref()), &options).await {
             Err(e) if needs_rejoin(&e) => {
-                *member = self.join(&member.topic.clone()).await?;
-                self.kafko
-                    .poll_group_member(self.group, &member.topic, &member.member_ref(), &options)
-                    .await
+                *member = g.join(&t, Some(self.member_id), self.session).await?;
+                g.poll(&t, Some(&member.member_ref()), &options).await
             }
             other => other,
         }
     }
 
-    /// Commits `offsets` (next offsets to read), or everything consumed when `None`.
+    /// Commits `offsets` (next offsets to read), or everything delivered when `None`.
     pub(crate) async fn commit(
         &self,
         member: &mut Membership,
         offsets: Option<&[PartitionOffset]>,
     ) -> kafko_core::Result<Vec<PartitionOffset>> {
-        let topic = member.topic.clone();
-        match self
-            .kafko
-            .commit_group_offsets(self.group, &topic, Some(&member.member_ref()), offsets)
-            .await
-        {
+        let (g, t) = self.handles(&member.topic)?;
+        match g.commit(&t, Some(&member.member_ref()), offsets).await {
             Err(e) if needs_rejoin(&e) => {
-                *member = self.join(&topic).await?;
-                self.kafko
-                    .commit_group_offsets(self.group, &topic, Some(&member.member_ref()), offsets)
-                    .await
+                *member = g.join(&t, Some(self.member_id), self.session).await?;
+                g.commit(&t, Some(&member.member_ref()), offsets).await
             }
             other => other,
         }
@@ -142,28 +139,14 @@ impl<'a> GroupAdapter<'a> {
         partition: u32,
         to: SeekTo,
     ) -> kafko_core::Result<Vec<PartitionOffset>> {
-        let topic = member.topic.clone();
-        match self
-            .kafko
-            .seek_group(
-                self.group,
-                &topic,
-                Some(&member.member_ref()),
-                Some(partition),
-                to,
-            )
+        let (g, t) = self.handles(&member.topic)?;
+        match g
+            .seek(&t, Some(&member.member_ref()), Some(partition), to)
             .await
         {
             Err(e) if needs_rejoin(&e) => {
-                *member = self.join(&topic).await?;
-                self.kafko
-                    .seek_group(
-                        self.group,
-                        &topic,
-                        Some(&member.member_ref()),
-                        Some(partition),
-                        to,
-                    )
+                *member = g.join(&t, Some(self.member_id), self.session).await?;
+                g.seek(&t, Some(&member.member_ref()), Some(partition), to)
                     .await
             }
             other => other,
@@ -172,7 +155,7 @@ impl<'a> GroupAdapter<'a> {
 
     /// The group's committed offsets (next offset to read) on `topic`, by partition.
     pub(crate) fn committed(&self, topic: &str) -> kafko_core::Result<HashMap<u32, u64>> {
-        let described = match self.kafko.describe_group(self.group) {
+        let described = match self.kafko.group(self.group)?.describe() {
             Ok(d) => d,
             Err(KafkoError::GroupNotFound { .. }) => return Ok(HashMap::new()),
             Err(e) => return Err(e),

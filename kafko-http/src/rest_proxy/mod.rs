@@ -315,7 +315,7 @@ pub(crate) async fn producer_for(
     topic: &str,
 ) -> Result<kafko_core::Producer, ProxyError> {
     use kafko_core::KafkoError;
-    match state.kafko.producer_for(topic).await {
+    match state.kafko.producer_for(topic) {
         Err(KafkoError::TopicNotFound { .. } | KafkoError::InvalidName { .. })
             if matches!(state.config.auto_create, crate::AutoCreate::Disabled) =>
         {
@@ -332,7 +332,7 @@ pub(crate) async fn producer_for(
                     Err(e) => return Err(e.into()),
                 }
             }
-            Ok(state.kafko.producer_for(topic).await?)
+            Ok(state.kafko.producer_for(topic)?)
         }
         Err(KafkoError::InvalidName { .. }) => Err(ProxyError::topic_not_found(topic)),
         other => Ok(other?),

@@ -1,7 +1,8 @@
 //! v2 consumer instances: create and delete, subscribe, read records, commit and read
 //! committed offsets, seek, assignments. Each instance is a kafko group member on each
 //! subscribed topic (see `group_adapter`); reads long-poll up to `timeout` ms (default
-//! the instance's `consumer.request.timeout.ms`).
+//! the instance's `consumer.request.timeout.ms`) and count as delivered once their
+//! answer went out in full (at-least-once; with auto-commit the next read commits them).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -12,13 +13,19 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use kafko_core::{KafkoError, OffsetReset, PartitionOffset, Record, SeekTo};
+use std::convert::Infallible;
+
+use axum::http::{HeaderValue, header};
+use axum::response::IntoResponse;
+use bytes::Bytes;
+use futures_util::{StreamExt, stream};
+use kafko_core::{Delivery, GroupPoll, KafkoError, OffsetReset, PartitionOffset, SeekTo};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::time::Instant;
 
 use super::instances::{self, Handle, Instance};
-use super::{json_as, v2_json};
+use super::v2_json;
 use crate::rest_proxy::content_type::{EmbeddedFormat, check_accept};
 use crate::rest_proxy::error::{
     CONSUMER_ALREADY_EXISTS, CONSUMER_ALREADY_SUBSCRIBED, ErrorBody, ILLEGAL_STATE,
@@ -479,22 +486,24 @@ pub(crate) async fn records(
         _ => cfg.max_fetch_bytes,
     };
     let deadline = Instant::now() + wait;
-    let (records, polled) = loop {
+    let polls = loop {
         join_subscribed(&state, &mut inst).await?;
         let activity = inst
             .members
             .keys()
             .next()
-            .and_then(|t| state.kafko.topic_activity(t).ok());
+            .and_then(|t| state.kafko.topic(t).ok())
+            .map(|t| t.activity());
         let notified = activity.as_ref().map(|a| a.notified());
         tokio::pin!(notified);
         if let Some(n) = notified.as_mut().as_pin_mut() {
             // Registered before looking, so a produce in between still wakes us.
             n.enable();
         }
-        let got = poll_all(&state, &mut inst, max_bytes).await?;
-        if !got.0.is_empty() || Instant::now() >= deadline || state.is_shutting_down() {
-            break got;
+        let polls = poll_all(&state, &mut inst, max_bytes).await?;
+        let found = polls.iter().any(|(_, p)| !p.records().is_empty());
+        if found || Instant::now() >= deadline || state.is_shutting_down() {
+            break polls;
         }
         let nap = Instant::now() + RECHECK.min(deadline - Instant::now());
         match notified.as_mut().as_pin_mut() {
@@ -510,61 +519,92 @@ pub(crate) async fn records(
     };
     state.rest_proxy.touch(&handle);
     let format = inst.format;
-    let mut out = Vec::with_capacity(records.len());
-    for (topic, r) in &records {
-        let (key, value) = match (
-            render(r.key.as_ref(), format),
-            render(r.value.as_ref(), format),
-        ) {
-            (Ok(k), Ok(v)) => (k, v),
-            (Err(e), _) | (_, Err(e)) => {
-                rewind(&state, &mut inst, &polled).await;
-                return Err(ProxyError::unprocessable(
+    let mut out = Vec::new();
+    let mut deliveries = Vec::with_capacity(polls.len());
+    let mut bytes = 0;
+    for (topic, poll) in polls {
+        let (records, delivery) = poll.into_parts();
+        for r in &records {
+            let rendered = render(r.key.as_ref(), format)
+                .and_then(|k| Ok((k, render(r.value.as_ref(), format)?)));
+            let (key, value) = rendered.map_err(|e| {
+                // The polls are dropped undelivered: the records stay in the group.
+                ProxyError::unprocessable(
                     JSON_CONVERSION,
                     format!(
-                        "Conversion of JSON to Object failed: record {}-{}@{} is not JSON ({e}); the instance was moved back to the start of this read",
-                        topic, r.partition, r.offset
+                        "Conversion of JSON to Object failed: record {topic}-{}@{} is not JSON ({e}); the instance stays before it",
+                        r.partition, r.offset
                     ),
-                ));
-            }
-        };
-        out.push(ConsumerRecord {
-            topic: topic.clone(),
-            key,
-            value,
-            partition: r.partition,
-            offset: r.offset,
-        });
+                )
+            })?;
+            bytes +=
+                r.key.as_ref().map_or(0, |k| k.len()) + r.value.as_ref().map_or(0, |v| v.len());
+            out.push(ConsumerRecord {
+                topic: topic.clone(),
+                key,
+                value,
+                partition: r.partition,
+                offset: r.offset,
+            });
+        }
+        if !records.is_empty() {
+            state.metrics.consumed(&topic, records.len(), bytes);
+            bytes = 0;
+        }
+        deliveries.push(delivery);
     }
-    let bytes = records
-        .iter()
-        .map(|(_, r)| {
-            r.key.as_ref().map_or(0, |k| k.len()) + r.value.as_ref().map_or(0, |v| v.len())
-        })
-        .sum();
-    if let Some((topic, _)) = records.first() {
-        state.metrics.consumed(topic, records.len(), bytes);
-    }
-    Ok(json_as(StatusCode::OK, format.media_type(), &out))
+    Ok(delivered_on_send(format.media_type(), &out, deliveries))
 }
 
-/// Where one poll started, per topic and partition (to move back on a render failure).
-type Starts = Vec<(String, Vec<PartitionOffset>)>;
+/// A JSON answer whose deliveries are confirmed once its whole body was handed to the
+/// connection; an answer dropped before that (the client went away) puts the records
+/// back in the group.
+fn delivered_on_send(
+    media: &'static str,
+    body: &[ConsumerRecord],
+    deliveries: Vec<Delivery>,
+) -> Response {
+    let json = match serde_json::to_vec(body) {
+        Ok(json) => Bytes::from(json),
+        Err(e) => {
+            return ProxyError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                crate::rest_proxy::error::KAFKA_ERROR,
+                format!("rendering the records failed: {e}"),
+            )
+            .into_response();
+        }
+    };
+    // The connection asks for the next frame only after it took the previous one.
+    let confirm = stream::once(async move {
+        deliveries.into_iter().for_each(Delivery::confirm);
+        None
+    });
+    let frames = stream::once(async move { Some(json) })
+        .chain(confirm)
+        .filter_map(|frame| async move { frame.map(Ok::<_, Infallible>) });
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, HeaderValue::from_static(media))],
+        axum::body::Body::from_stream(frames),
+    )
+        .into_response()
+}
 
 /// One zero-wait poll of every joined topic, sharing the byte budget.
 async fn poll_all(
     state: &AppState,
     inst: &mut Instance,
     max_bytes: usize,
-) -> ProxyResult<(Vec<(String, Record)>, Starts)> {
+) -> ProxyResult<Vec<(String, GroupPoll)>> {
     let timeout = state.rest_proxy.timeout();
     let max_records = state.config.max_records_per_fetch;
-    let mut out: Vec<(String, Record)> = Vec::new();
-    let mut starts: Starts = Vec::new();
+    let mut out: Vec<(String, GroupPoll)> = Vec::new();
     let mut budget = max_bytes;
+    let mut count = 0;
     let topics: Vec<String> = inst.members.keys().cloned().collect();
     for topic in topics {
-        if budget == 0 || out.len() >= max_records {
+        if budget == 0 || count >= max_records {
             break;
         }
         let Some(mut member) = inst.members.remove(&topic) else {
@@ -572,12 +612,7 @@ async fn poll_all(
         };
         let polled = inst
             .groups(&state.kafko, timeout)
-            .poll(
-                &mut member,
-                max_records - out.len(),
-                budget,
-                inst.auto_commit,
-            )
+            .poll(&mut member, max_records - count, budget, inst.auto_commit)
             .await;
         inst.members.insert(topic.clone(), member);
         let got = match polled {
@@ -589,42 +624,15 @@ async fn poll_all(
             }
             Err(e) => return Err(e.into()),
         };
-        let mut first: Vec<PartitionOffset> = Vec::new();
-        for r in &got.records {
-            if !first.iter().any(|p| p.partition == r.partition) {
-                first.push(PartitionOffset {
-                    partition: r.partition,
-                    offset: r.offset,
-                });
-            }
+        for r in got.records() {
             let size =
                 r.key.as_ref().map_or(0, |k| k.len()) + r.value.as_ref().map_or(0, |v| v.len());
             budget = budget.saturating_sub(size);
         }
-        if !first.is_empty() {
-            starts.push((topic.clone(), first));
-        }
-        out.extend(got.records.into_iter().map(|r| (topic.clone(), r)));
+        count += got.records().len();
+        out.push((topic, got));
     }
-    Ok((out, starts))
-}
-
-/// Moves the instance back to where a read started (its records were not delivered).
-async fn rewind(state: &AppState, inst: &mut Instance, starts: &Starts) {
-    let timeout = state.rest_proxy.timeout();
-    for (topic, offsets) in starts {
-        let Some(mut member) = inst.members.remove(topic) else {
-            continue;
-        };
-        if let Err(e) = inst
-            .groups(&state.kafko, timeout)
-            .commit(&mut member, Some(offsets))
-            .await
-        {
-            tracing::warn!(topic, error = %e, "could not move a consumer instance back after an unrenderable read");
-        }
-        inst.members.insert(topic.clone(), member);
-    }
+    Ok(out)
 }
 
 /// One offset to commit.

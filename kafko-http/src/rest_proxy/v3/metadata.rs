@@ -172,7 +172,7 @@ pub(crate) async fn list_topics(
         .into_iter()
         .filter_map(|t| {
             // A topic deleted between the listing and here is left out.
-            let n = state.kafko.partition_count(&t).ok()?;
+            let n = state.kafko.topic(&t).ok()?.partitions();
             Some(topic_data(&urls, &t, n))
         })
         .collect();
@@ -330,7 +330,7 @@ pub(crate) async fn create_topic(
         .map_err(|e| bad_topic(format!("Invalid topic name: {e}")))?;
     config.validate().map_err(|e| bad_topic(e.to_string()))?;
     let urls = Urls::new(&headers, &state);
-    if state.kafko.partition_count(&req.topic_name).is_ok() {
+    if state.kafko.topic(&req.topic_name).is_ok() {
         return Err(bad_topic(format!(
             "Topic '{}' already exists.",
             req.topic_name
