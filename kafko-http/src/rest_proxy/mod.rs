@@ -140,7 +140,47 @@ pub(crate) struct RestProxyPaths;
 impl utoipa::Modify for RestProxyPaths {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         use utoipa::OpenApi;
-        openapi.merge(RestProxyDoc::openapi());
+        use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+        let mut doc = RestProxyDoc::openapi();
+        // Any status an operation does not list is the proxy's error shape in its API's
+        // media type, or the server's problem+json (the middleware's refusals).
+        for (path, item) in doc.paths.paths.iter_mut() {
+            let media = if path.starts_with("/v3/") {
+                content_type::V3_JSON
+            } else {
+                content_type::V2_JSON
+            };
+            let default = ResponseBuilder::new()
+                .description("Any other error: {error_code, message} from the route, or a problem (RFC 9457) from the server around it (auth, overload, timeouts)")
+                .content(
+                    media,
+                    ContentBuilder::new()
+                        .schema(Some(Ref::from_schema_name("ProxyErrorBody")))
+                        .build(),
+                )
+                .content(
+                    crate::error::PROBLEM_JSON,
+                    ContentBuilder::new()
+                        .schema(Some(Ref::from_schema_name("Problem")))
+                        .build(),
+                )
+                .build();
+            let operations = [&mut item.get, &mut item.post, &mut item.delete];
+            let prefix = if path.starts_with("/v3/") {
+                "proxy_v3_"
+            } else {
+                "proxy_v2_"
+            };
+            for op in operations.into_iter().flatten() {
+                // Unique beside /v1's operations of the same name (`list_topics`…).
+                op.operation_id = op.operation_id.take().map(|id| format!("{prefix}{id}"));
+                op.responses
+                    .responses
+                    .entry("default".to_owned())
+                    .or_insert_with(|| default.clone().into());
+            }
+        }
+        openapi.merge(doc);
     }
 }
 
