@@ -327,12 +327,12 @@ where
     }
     Ok(p)
 }
-/// Parses an optional JSON body (empty, whitespace or `null` mean none).
+/// Parses an optional JSON body (empty or whitespace means none; `null` is not an
+/// object, as the document says).
 pub(crate) fn parse_optional_body<T: DeserializeOwned>(
     body: &[u8],
 ) -> Result<Option<T>, ProxyError> {
-    let text = body.trim_ascii();
-    if text.is_empty() || text == b"null" {
+    if body.trim_ascii().is_empty() {
         return Ok(None);
     }
     parse_body(body).map(Some)
