@@ -20,46 +20,94 @@ pub use std_fs::StdStorage;
 /// An open file: appended by one writer, read positionally by any number of readers.
 pub trait StorageFile: Send + Sync + 'static {
     /// Appends all of `buf` at the end of the file.
+    ///
+    /// # Errors
+    /// The I/O error of the underlying call.
     fn append(&self, buf: &[u8]) -> io::Result<()>;
     /// Reads up to `buf.len()` bytes at `pos`; returns how many were read (0 at the end).
+    ///
+    /// # Errors
+    /// The I/O error of the underlying call.
     fn read_at(&self, buf: &mut [u8], pos: u64) -> io::Result<usize>;
     /// Flushes the file's data to stable storage (fdatasync).
+    ///
+    /// # Errors
+    /// The I/O error of the underlying call.
     fn sync_data(&self) -> io::Result<()>;
     /// Current length in bytes.
+    ///
+    /// # Errors
+    /// The I/O error of the underlying call.
     fn len(&self) -> io::Result<u64>;
     /// Whether the file is empty.
+    ///
+    /// # Errors
+    /// The I/O error of the underlying call.
     fn is_empty(&self) -> io::Result<bool> {
         Ok(self.len()? == 0)
     }
     /// Cuts the file to `len` bytes.
+    ///
+    /// # Errors
+    /// The I/O error of the underlying call.
     fn truncate(&self, len: u64) -> io::Result<()>;
 }
 
 /// A directory-level view of storage.
 pub trait Storage: Send + Sync + 'static {
     /// Creates `path` and its parents.
+    ///
+    /// # Errors
+    /// The I/O error of the underlying call.
     fn create_dir_all(&self, path: &Path) -> io::Result<()>;
     /// Opens (creating if absent) a file for appending and positional reads.
+    ///
+    /// # Errors
+    /// The I/O error of the underlying call.
     fn open(&self, path: &Path) -> io::Result<Arc<dyn StorageFile>>;
     /// Reads a whole (small) file.
+    ///
+    /// # Errors
+    /// The I/O error of the underlying call.
     fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
     /// Creates or truncates `path`, writes `data` and fsyncs it.
+    ///
+    /// # Errors
+    /// The I/O error of the underlying call.
     fn write_synced(&self, path: &Path, data: &[u8]) -> io::Result<()>;
     /// Atomically renames `from` to `to`.
+    ///
+    /// # Errors
+    /// The I/O error of the underlying call.
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Removes a file.
+    ///
+    /// # Errors
+    /// The I/O error of the underlying call.
     fn remove_file(&self, path: &Path) -> io::Result<()>;
     /// Removes a directory tree.
+    ///
+    /// # Errors
+    /// The I/O error of the underlying call.
     fn remove_dir_all(&self, path: &Path) -> io::Result<()>;
     /// fsyncs a directory so that creations, renames and removals in it are durable.
+    ///
+    /// # Errors
+    /// The I/O error of the underlying call.
     fn sync_dir(&self, path: &Path) -> io::Result<()>;
     /// Lists the entries of a directory (full paths).
+    ///
+    /// # Errors
+    /// The I/O error of the underlying call.
     fn list_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>>;
     /// Whether `path` exists.
     fn exists(&self, path: &Path) -> bool;
     /// Takes an exclusive lock on `path` (a file, created if absent, or a directory),
     /// failing with `WouldBlock` when another holder has it. The lock is held while the
     /// returned guard lives.
+    ///
+    /// # Errors
+    /// The I/O error of the underlying call.
     fn try_lock(&self, path: &Path) -> io::Result<Box<dyn Any + Send + Sync>>;
 }
 
