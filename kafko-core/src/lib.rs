@@ -43,6 +43,8 @@
 //! The byte layout is specified in `FORMAT.md` beside this crate's manifest.
 
 #![deny(missing_docs)]
+// I/O and user input fail with a typed error, never a panic (tests may unwrap: clippy.toml).
+#![deny(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod broker;
 pub mod compaction;

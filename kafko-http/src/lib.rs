@@ -20,6 +20,10 @@
 //! - `rest_proxy/`: a wire-compatible subset of the Kafka REST Proxy API (v2 and v3).
 //! - [`probe`]: `kafko-http --healthcheck`, the container health probe (no curl needed).
 
+// Bad input and I/O failures answer with a problem, never a panic (tests may unwrap:
+// clippy.toml).
+#![deny(clippy::unwrap_used, clippy::expect_used)]
+
 pub mod config;
 pub mod openapi;
 pub mod probe;

@@ -2,6 +2,10 @@
 //! opening the log, binding, serving until SIGTERM/SIGINT/`POST /v1/admin/shutdown`;
 //! `--healthcheck` probes a running server instead (for container HEALTHCHECKs).
 
+// Bad input and I/O failures answer with a problem, never a panic (tests may unwrap:
+// clippy.toml).
+#![deny(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
