@@ -43,6 +43,30 @@ async fn post(c: &reqwest::Client, url: String, ct: &str, body: Value) -> reqwes
         .unwrap()
 }
 
+/// Posts `body` and asserts the proxy's error answer; returns its body.
+async fn post_error(
+    c: &reqwest::Client,
+    url: String,
+    ct: &str,
+    body: Value,
+    status: u16,
+    code: u64,
+) -> Value {
+    proxy_error(post(c, url, ct, body).await, status, code).await
+}
+
+async fn get(c: &reqwest::Client, url: String) -> reqwest::Response {
+    c.get(url).send().await.unwrap()
+}
+
+async fn get_json(c: &reqwest::Client, url: String) -> Value {
+    json(get(c, url).await).await
+}
+
+async fn delete(c: &reqwest::Client, url: String) -> reqwest::Response {
+    c.delete(url).send().await.unwrap()
+}
+
 #[tokio::test]
 async fn v2_produce_and_metadata() {
     let (_tmp, s, c) = start(&[]).await;
@@ -81,16 +105,16 @@ async fn v2_produce_and_metadata() {
     .await;
     assert_eq!(r.status(), 200);
     let at = json(r).await["offsets"][0]["offset"].as_u64().unwrap();
-    let stored = c
-        .get(s.url(&format!("/v1/topics/orders/partitions/1/records/{at}")))
-        .send()
-        .await
-        .unwrap();
+    let stored = get(
+        &c,
+        s.url(&format!("/v1/topics/orders/partitions/1/records/{at}")),
+    )
+    .await;
     assert_eq!(stored.text().await.unwrap(), r#"{"a":[1,2]}"#);
 
-    let topics = json(c.get(s.url("/topics")).send().await.unwrap()).await;
+    let topics = get_json(&c, s.url("/topics")).await;
     assert_eq!(topics, json!(["orders"]));
-    let t = json(c.get(s.url("/topics/orders")).send().await.unwrap()).await;
+    let t = get_json(&c, s.url("/topics/orders")).await;
     assert_eq!(t["name"], "orders");
     assert_eq!(t["partitions"].as_array().unwrap().len(), 3);
     assert_eq!(
@@ -98,82 +122,56 @@ async fn v2_produce_and_metadata() {
         json!({"broker": 0, "leader": true, "in_sync": true})
     );
     assert_eq!(t["configs"]["cleanup.policy"], "delete");
-    let o = json(
-        c.get(s.url("/topics/orders/partitions/2/offsets"))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let o = get_json(&c, s.url("/topics/orders/partitions/2/offsets")).await;
     let k1_there = u64::from(offsets[0]["partition"] == 2);
     assert_eq!(
         o,
         json!({"beginning_offset": 0, "end_offset": 1 + k1_there})
     );
     assert_eq!(
-        json(c.get(s.url("/brokers")).send().await.unwrap()).await,
+        get_json(&c, s.url("/brokers")).await,
         json!({"brokers": [0]})
     );
 
+    proxy_error(get(&c, s.url("/topics/nope")).await, 404, 40401).await;
     proxy_error(
-        c.get(s.url("/topics/nope")).send().await.unwrap(),
-        404,
-        40401,
-    )
-    .await;
-    proxy_error(
-        c.get(s.url("/topics/orders/partitions/9"))
-            .send()
-            .await
-            .unwrap(),
+        get(&c, s.url("/topics/orders/partitions/9")).await,
         404,
         40402,
     )
     .await;
-    proxy_error(
-        post(
-            &c,
-            s.url("/topics/orders/partitions/9"),
-            BINARY,
-            json!({"records": [{"value": "eA=="}]}),
-        )
-        .await,
+    post_error(
+        &c,
+        s.url("/topics/orders/partitions/9"),
+        BINARY,
+        json!({"records": [{"value": "eA=="}]}),
         404,
         40402,
     )
     .await;
-    proxy_error(
-        post(
-            &c,
-            s.url("/topics/orders"),
-            "application/json",
-            json!({"records": []}),
-        )
-        .await,
+    post_error(
+        &c,
+        s.url("/topics/orders"),
+        "application/json",
+        json!({"records": []}),
         415,
         415,
     )
     .await;
-    proxy_error(
-        post(
-            &c,
-            s.url("/topics/orders"),
-            "application/vnd.kafka.avro.v2+json",
-            json!({"records": [{"value": 1}]}),
-        )
-        .await,
+    post_error(
+        &c,
+        s.url("/topics/orders"),
+        "application/vnd.kafka.avro.v2+json",
+        json!({"records": [{"value": 1}]}),
         422,
         42205,
     )
     .await;
-    proxy_error(
-        post(
-            &c,
-            s.url("/topics/orders"),
-            BINARY,
-            json!({"records": [{"value": "not base64!"}]}),
-        )
-        .await,
+    post_error(
+        &c,
+        s.url("/topics/orders"),
+        BINARY,
+        json!({"records": [{"value": "not base64!"}]}),
         422,
         42206,
     )
@@ -224,8 +222,11 @@ async fn a_consumer_instance_reads_commits_and_is_deleted() {
     assert_eq!(created["instance_id"], "c1");
     let base = created["base_uri"].as_str().unwrap().to_owned();
     assert_eq!(base, s.url("/consumers/g1/instances/c1"));
-    proxy_error(
-        post(&c, s.url("/consumers/g1"), V2, json!({"name": "c1"})).await,
+    post_error(
+        &c,
+        s.url("/consumers/g1"),
+        V2,
+        json!({"name": "c1"}),
         409,
         40902,
     )
@@ -239,7 +240,7 @@ async fn a_consumer_instance_reads_commits_and_is_deleted() {
     )
     .await;
     assert_eq!(r.status(), 204);
-    let sub = json(c.get(format!("{base}/subscription")).send().await.unwrap()).await;
+    let sub = get_json(&c, format!("{base}/subscription")).await;
     assert_eq!(sub, json!({"topics": ["events"]}));
 
     let values: Vec<Value> = (0..5).map(|i| json!({"n": i})).collect();
@@ -319,11 +320,11 @@ async fn a_consumer_instance_reads_commits_and_is_deleted() {
         .await
         .unwrap();
     assert_eq!(r.status(), 200);
-    let group = json(c.get(s.url("/v1/groups/g1")).send().await.unwrap()).await;
+    let group = get_json(&c, s.url("/v1/groups/g1")).await;
     let lag = group["topics"][0]["total_lag"].as_u64();
     assert_eq!(lag, Some(0), "{group}");
 
-    let assigned = json(c.get(format!("{base}/assignments")).send().await.unwrap()).await;
+    let assigned = get_json(&c, format!("{base}/assignments")).await;
     assert_eq!(
         assigned["partitions"].as_array().unwrap().len(),
         2,
@@ -337,30 +338,22 @@ async fn a_consumer_instance_reads_commits_and_is_deleted() {
     )
     .await;
     assert_eq!(r.status(), 204);
-    proxy_error(
-        post(
-            &c,
-            format!("{base}/positions"),
-            V2,
-            json!({"offsets": [{"topic": "other", "partition": 0, "offset": 0}]}),
-        )
-        .await,
+    post_error(
+        &c,
+        format!("{base}/positions"),
+        V2,
+        json!({"offsets": [{"topic": "other", "partition": 0, "offset": 0}]}),
         409,
         40903,
     )
     .await;
 
-    let r = c.delete(base.clone()).send().await.unwrap();
+    let r = delete(&c, base.clone()).await;
     assert_eq!(r.status(), 204);
-    proxy_error(c.delete(base.clone()).send().await.unwrap(), 404, 40403).await;
-    proxy_error(
-        c.get(format!("{base}/records")).send().await.unwrap(),
-        404,
-        40403,
-    )
-    .await;
+    proxy_error(delete(&c, base.clone()).await, 404, 40403).await;
+    proxy_error(get(&c, format!("{base}/records")).await, 404, 40403).await;
     // The instance left its group: the group can be deleted.
-    let r = c.delete(s.url("/v1/groups/g1")).send().await.unwrap();
+    let r = delete(&c, s.url("/v1/groups/g1")).await;
     assert_eq!(r.status(), 204);
 }
 
@@ -409,7 +402,7 @@ async fn a_record_a_json_instance_cannot_render_stays_in_the_group() {
         proxy_error(r, 422, 42203).await;
     }
     // Still there for a binary reader of the same group: nothing was skipped.
-    let r = c.get(s.url("/v1/groups/j")).send().await.unwrap();
+    let r = get(&c, s.url("/v1/groups/j")).await;
     assert_eq!(
         json(r).await["topics"][0]["partitions"][0]["committed"],
         Value::Null
@@ -429,15 +422,10 @@ async fn an_idle_instance_expires() {
     );
     // Used within the timeout: alive.
     tokio::time::sleep(Duration::from_millis(150)).await;
-    let r = c.get(format!("{base}/subscription")).send().await.unwrap();
+    let r = get(&c, format!("{base}/subscription")).await;
     assert_eq!(r.status(), 200);
     tokio::time::sleep(Duration::from_millis(500)).await;
-    proxy_error(
-        c.get(format!("{base}/subscription")).send().await.unwrap(),
-        404,
-        40403,
-    )
-    .await;
+    proxy_error(get(&c, format!("{base}/subscription")).await, 404, 40403).await;
 }
 
 /// Reads from `stream` until `lines` complete lines arrived after the response head.
@@ -528,7 +516,7 @@ async fn v3_produce_streams_a_receipt_per_record_while_the_body_is_open() {
         "/v1/topics/stream/partitions/{}/records/{}",
         all[3]["partition_id"], all[3]["offset"]
     );
-    let stored = c.get(s.url(&at)).send().await.unwrap();
+    let stored = get(&c, s.url(&at)).await;
     let header = stored.headers()["kafko-header"]
         .to_str()
         .unwrap()
@@ -574,19 +562,14 @@ async fn v3_produce_streams_a_receipt_per_record_while_the_body_is_open() {
 #[tokio::test]
 async fn v3_clusters_and_topics() {
     let (_tmp, s, c) = start(&["--cluster-id", "dev-cluster", "--auto-create", "false"]).await;
-    let clusters = json(c.get(s.url("/v3/clusters")).send().await.unwrap()).await;
+    let clusters = get_json(&c, s.url("/v3/clusters")).await;
     assert_eq!(clusters["kind"], "KafkaClusterList");
     assert_eq!(clusters["data"][0]["cluster_id"], "dev-cluster");
     assert_eq!(
         clusters["data"][0]["metadata"]["self"],
         s.url("/v3/clusters/dev-cluster")
     );
-    proxy_error(
-        c.get(s.url("/v3/clusters/kafko")).send().await.unwrap(),
-        404,
-        404,
-    )
-    .await;
+    proxy_error(get(&c, s.url("/v3/clusters/kafko")).await, 404, 404).await;
 
     let r = post(
         &c,
@@ -601,53 +584,33 @@ async fn v3_clusters_and_topics() {
         (t["kind"].as_str(), t["partitions_count"].as_u64()),
         (Some("KafkaTopic"), Some(3))
     );
-    let v1 = json(c.get(s.url("/v1/topics/t")).send().await.unwrap()).await;
+    let v1 = get_json(&c, s.url("/v1/topics/t")).await;
     assert_eq!(v1["config"]["cleanup_policy"], "compact");
-    proxy_error(
-        post(
-            &c,
-            s.url("/v3/clusters/dev-cluster/topics"),
-            "application/json",
-            json!({"topic_name": "t"}),
-        )
-        .await,
+    post_error(
+        &c,
+        s.url("/v3/clusters/dev-cluster/topics"),
+        "application/json",
+        json!({"topic_name": "t"}),
         400,
         40002,
     )
     .await;
-    proxy_error(
-        post(
-            &c,
-            s.url("/v3/clusters/dev-cluster/topics"),
-            "application/json",
-            json!({"topic_name": "u", "replication_factor": 3}),
-        )
-        .await,
+    post_error(
+        &c,
+        s.url("/v3/clusters/dev-cluster/topics"),
+        "application/json",
+        json!({"topic_name": "u", "replication_factor": 3}),
         400,
         40002,
     )
     .await;
-    let list = json(
-        c.get(s.url("/v3/clusters/dev-cluster/topics"))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let list = get_json(&c, s.url("/v3/clusters/dev-cluster/topics")).await;
     assert_eq!(list["data"].as_array().unwrap().len(), 1);
-    let parts = json(
-        c.get(s.url("/v3/clusters/dev-cluster/topics/t/partitions"))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let parts = get_json(&c, s.url("/v3/clusters/dev-cluster/topics/t/partitions")).await;
     assert_eq!(parts["data"][2]["partition_id"], 2);
-    let off = json(
-        c.get(s.url("/v3/clusters/dev-cluster/topics/t/partitions/0/offset"))
-            .send()
-            .await
-            .unwrap(),
+    let off = get_json(
+        &c,
+        s.url("/v3/clusters/dev-cluster/topics/t/partitions/0/offset"),
     )
     .await;
     assert_eq!(
@@ -658,10 +621,7 @@ async fn v3_clusters_and_topics() {
         (Some(0), Some(0))
     );
     proxy_error(
-        c.get(s.url("/v3/clusters/dev-cluster/topics/t/partitions/3"))
-            .send()
-            .await
-            .unwrap(),
+        get(&c, s.url("/v3/clusters/dev-cluster/topics/t/partitions/3")).await,
         404,
         40402,
     )
@@ -677,26 +637,16 @@ async fn v3_clusters_and_topics() {
         40403,
     )
     .await;
-    let r = c
-        .delete(s.url("/v3/clusters/dev-cluster/topics/t"))
-        .send()
-        .await
-        .unwrap();
+    let r = delete(&c, s.url("/v3/clusters/dev-cluster/topics/t")).await;
     assert_eq!(r.status(), 204);
     proxy_error(
-        c.get(s.url("/v3/clusters/dev-cluster/topics/t"))
-            .send()
-            .await
-            .unwrap(),
+        get(&c, s.url("/v3/clusters/dev-cluster/topics/t")).await,
         404,
         40403,
     )
     .await;
     proxy_error(
-        c.delete(s.url("/v3/clusters/dev-cluster/topics/t"))
-            .send()
-            .await
-            .unwrap(),
+        delete(&c, s.url("/v3/clusters/dev-cluster/topics/t")).await,
         404,
         40403,
     )

@@ -12,6 +12,7 @@
 //!
 //! Keys route exactly as on `/v1`: every produce goes through the topic's producer.
 
+pub(crate) mod api_doc;
 pub(crate) mod content_type;
 pub(crate) mod error;
 pub(crate) mod group_adapter;

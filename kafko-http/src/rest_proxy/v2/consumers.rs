@@ -26,6 +26,7 @@ use tokio::time::Instant;
 
 use super::instances::{self, Handle, Instance};
 use super::v2_json;
+use crate::rest_proxy::api_doc::{InstanceNotFound, InstancePath, NotOwned, V2BadBody, V2NotJson};
 use crate::rest_proxy::content_type::{EmbeddedFormat, check_accept};
 use crate::rest_proxy::error::{
     CONSUMER_ALREADY_EXISTS, CONSUMER_ALREADY_SUBSCRIBED, ErrorBody, ILLEGAL_STATE,
@@ -202,7 +203,7 @@ macro_rules! locked {
     params(("group" = String, Path, description = "Consumer group")),
     request_body(content = Option<CreateRequest>, content_type = "application/vnd.kafka.v2+json"),
     responses(
-        (status = 400, description = "Body is not JSON", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        V2NotJson,
         (status = 200, description = "The instance id and its base URI", body = CreateResponse, content_type = "application/vnd.kafka.v2+json"),
         (status = 409, description = "error_code 40902: an instance of that name exists", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
         (status = 422, description = "error_code 42204: invalid configuration (including the schema formats)", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
@@ -299,7 +300,7 @@ pub(crate) async fn create(
 
 /// Deletes an instance (it leaves its groups).
 #[utoipa::path(delete, path = "/consumers/{group}/instances/{instance}", tag = "rest-proxy-v2",
-    params(("group" = String, Path, description = "Consumer group"), ("instance" = String, Path, description = "Instance id")),
+    params(InstancePath),
     responses(
         (status = 204, description = "Deleted"),
         (status = 404, description = "error_code 40403: unknown or expired instance", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
@@ -330,12 +331,12 @@ pub(crate) struct Subscription {
 
 /// Subscribes to topics (replacing the current subscription, as Kafka does).
 #[utoipa::path(post, path = "/consumers/{group}/instances/{instance}/subscription", tag = "rest-proxy-v2",
-    params(("group" = String, Path, description = "Consumer group"), ("instance" = String, Path, description = "Instance id")),
+    params(InstancePath),
     request_body(content = Subscription, content_type = "application/vnd.kafka.v2+json"),
     responses(
-        (status = 400, description = "Body is not JSON", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        V2NotJson,
         (status = 204, description = "Subscribed"),
-        (status = 404, description = "error_code 40403", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        InstanceNotFound,
         (status = 422, description = "error_code 42204 (topic_pattern, no topics) or 422", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
     ))]
 pub(crate) async fn subscribe(
@@ -392,10 +393,10 @@ async fn join_subscribed(state: &AppState, inst: &mut Instance) -> ProxyResult<(
 
 /// The subscribed topics.
 #[utoipa::path(get, path = "/consumers/{group}/instances/{instance}/subscription", tag = "rest-proxy-v2",
-    params(("group" = String, Path, description = "Consumer group"), ("instance" = String, Path, description = "Instance id")),
+    params(InstancePath),
     responses(
         (status = 200, description = "Topics", body = Subscription, content_type = "application/vnd.kafka.v2+json"),
-        (status = 404, description = "error_code 40403", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        InstanceNotFound,
     ))]
 pub(crate) async fn subscription(
     State(state): State<AppState>,
@@ -410,10 +411,10 @@ pub(crate) async fn subscription(
 
 /// Unsubscribes from every topic (leaving the groups).
 #[utoipa::path(delete, path = "/consumers/{group}/instances/{instance}/subscription", tag = "rest-proxy-v2",
-    params(("group" = String, Path, description = "Consumer group"), ("instance" = String, Path, description = "Instance id")),
+    params(InstancePath),
     responses(
         (status = 204, description = "Unsubscribed"),
-        (status = 404, description = "error_code 40403", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        InstanceNotFound,
     ))]
 pub(crate) async fn unsubscribe(
     State(state): State<AppState>,
@@ -458,12 +459,12 @@ fn render(bytes: Option<&kafko_core::Bytes>, format: EmbeddedFormat) -> Result<V
 
 /// Reads the next records of the instance's subscription.
 #[utoipa::path(get, path = "/consumers/{group}/instances/{instance}/records", tag = "rest-proxy-v2",
-    params(("group" = String, Path, description = "Consumer group"), ("instance" = String, Path, description = "Instance id"), RecordsQuery),
+    params(InstancePath, RecordsQuery),
     responses(
         (status = 400, description = "A query parameter is not a number", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
         (status = 200, description = "Records (possibly none), in the instance's embedded format", 
             content((Vec<ConsumerRecord> = "application/vnd.kafka.binary.v2+json"), (Vec<ConsumerRecord> = "application/vnd.kafka.json.v2+json"))),
-        (status = 404, description = "error_code 40403", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        InstanceNotFound,
         (status = 406, description = "error_code 40601: Accept does not match the instance's format", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
         (status = 422, description = "error_code 42203: a json instance read bytes that are not JSON", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
     ))]
@@ -669,15 +670,14 @@ fn no_assignment(topic: &str, partition: u32) -> ProxyError {
 
 /// Commits offsets.
 #[utoipa::path(post, path = "/consumers/{group}/instances/{instance}/offsets", tag = "rest-proxy-v2",
-    params(("group" = String, Path, description = "Consumer group"), ("instance" = String, Path, description = "Instance id")),
+    params(InstancePath),
     request_body(content = Option<CommitRequest>, content_type = "application/vnd.kafka.v2+json",
         description = "Last consumed offsets (the group resumes at offset + 1); an empty body commits everything consumed"),
     responses(
-        (status = 400, description = "Body is not JSON", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
-        (status = 422, description = "Body of the wrong shape", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        V2BadBody,
         (status = 200, description = "Committed", body = Vec<Object>, content_type = "application/vnd.kafka.v2+json"),
-        (status = 404, description = "error_code 40403", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
-        (status = 409, description = "error_code 40903: a partition the instance does not own", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        InstanceNotFound,
+        NotOwned,
     ))]
 pub(crate) async fn commit(
     State(state): State<AppState>,
@@ -759,11 +759,10 @@ pub(crate) struct CommittedOffsets {
 /// The group's committed offsets of the partitions named in the body (a GET with a
 /// body, as on the proxy).
 #[utoipa::path(get, path = "/consumers/{group}/instances/{instance}/offsets", tag = "rest-proxy-v2",
-    params(("group" = String, Path, description = "Consumer group"), ("instance" = String, Path, description = "Instance id")),
+    params(InstancePath),
     request_body(content = Partitions, content_type = "application/vnd.kafka.v2+json"),
     responses(
-        (status = 400, description = "Body is not JSON", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
-        (status = 422, description = "Body of the wrong shape", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        V2BadBody,
         (status = 200, description = "Committed offsets of those partitions that have one", body = CommittedOffsets, content_type = "application/vnd.kafka.v2+json"),
         (status = 404, description = "error_code 40403 (instance), 40402 (no body)", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
     ))]
@@ -798,10 +797,10 @@ pub(crate) async fn committed(
 
 /// The partitions the instance owns now.
 #[utoipa::path(get, path = "/consumers/{group}/instances/{instance}/assignments", tag = "rest-proxy-v2",
-    params(("group" = String, Path, description = "Consumer group"), ("instance" = String, Path, description = "Instance id")),
+    params(InstancePath),
     responses(
         (status = 200, description = "Assigned partitions", body = Partitions, content_type = "application/vnd.kafka.v2+json"),
-        (status = 404, description = "error_code 40403", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        InstanceNotFound,
     ))]
 pub(crate) async fn assignments(
     State(state): State<AppState>,
@@ -825,10 +824,10 @@ pub(crate) async fn assignments(
 
 /// Manual assignment: not supported (instances consume through group subscriptions).
 #[utoipa::path(post, path = "/consumers/{group}/instances/{instance}/assignments", tag = "rest-proxy-v2",
-    params(("group" = String, Path, description = "Consumer group"), ("instance" = String, Path, description = "Instance id")),
+    params(InstancePath),
     request_body(content = Partitions, content_type = "application/vnd.kafka.v2+json"),
     responses(
-        (status = 404, description = "error_code 40403", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        InstanceNotFound,
         (status = 409, description = "error_code 40901: the instance is subscribed", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
         (status = 422, description = "error_code 42204: manual assignment is not supported", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
     ))]
@@ -916,12 +915,12 @@ async fn seek_each(
 
 /// Moves owned partitions to offsets or timestamps (kafko commits the new positions).
 #[utoipa::path(post, path = "/consumers/{group}/instances/{instance}/positions", tag = "rest-proxy-v2",
-    params(("group" = String, Path, description = "Consumer group"), ("instance" = String, Path, description = "Instance id")),
+    params(InstancePath),
     request_body(content = SeekRequest, content_type = "application/vnd.kafka.v2+json"),
     responses(
-        (status = 400, description = "Body is not JSON", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        V2NotJson,
         (status = 204, description = "Moved"),
-        (status = 404, description = "error_code 40403", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        InstanceNotFound,
         (status = 409, description = "error_code 40903: a partition the instance does not own, or an offset outside the log", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
         (status = 422, description = "Invalid body or timestamp", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
     ))]
@@ -967,14 +966,13 @@ async fn seek_to(
 
 /// Moves owned partitions to their first offset.
 #[utoipa::path(post, path = "/consumers/{group}/instances/{instance}/positions/beginning", tag = "rest-proxy-v2",
-    params(("group" = String, Path, description = "Consumer group"), ("instance" = String, Path, description = "Instance id")),
+    params(InstancePath),
     request_body(content = Partitions, content_type = "application/vnd.kafka.v2+json"),
     responses(
-        (status = 400, description = "Body is not JSON", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
-        (status = 422, description = "Body of the wrong shape", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        V2BadBody,
         (status = 204, description = "Moved"),
-        (status = 404, description = "error_code 40403", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
-        (status = 409, description = "error_code 40903: a partition the instance does not own", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        InstanceNotFound,
+        NotOwned,
     ))]
 pub(crate) async fn seek_to_beginning(
     State(state): State<AppState>,
@@ -986,14 +984,13 @@ pub(crate) async fn seek_to_beginning(
 
 /// Moves owned partitions to their high watermark.
 #[utoipa::path(post, path = "/consumers/{group}/instances/{instance}/positions/end", tag = "rest-proxy-v2",
-    params(("group" = String, Path, description = "Consumer group"), ("instance" = String, Path, description = "Instance id")),
+    params(InstancePath),
     request_body(content = Partitions, content_type = "application/vnd.kafka.v2+json"),
     responses(
-        (status = 400, description = "Body is not JSON", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
-        (status = 422, description = "Body of the wrong shape", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        V2BadBody,
         (status = 204, description = "Moved"),
-        (status = 404, description = "error_code 40403", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
-        (status = 409, description = "error_code 40903: a partition the instance does not own", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        InstanceNotFound,
+        NotOwned,
     ))]
 pub(crate) async fn seek_to_end(
     State(state): State<AppState>,

@@ -11,7 +11,10 @@ use serde::Serialize;
 
 use super::v2_json;
 use crate::rest_proxy::ProxyPath;
-use crate::rest_proxy::error::{ErrorBody, ProxyError, ProxyResult};
+use crate::rest_proxy::api_doc::{
+    V2PartitionNotFound, V2PartitionPath, V2TopicNotFound, V2TopicPath,
+};
+use crate::rest_proxy::error::{ProxyError, ProxyResult};
 use crate::state::AppState;
 
 /// The one broker's id.
@@ -122,10 +125,10 @@ pub(crate) async fn list_topics(State(state): State<AppState>) -> Response {
 
 /// A topic's configuration and partitions.
 #[utoipa::path(get, path = "/topics/{topic}", tag = "rest-proxy-v2",
-    params(("topic" = String, Path, description = "Topic name")),
+    params(V2TopicPath),
     responses(
         (status = 200, description = "The topic", body = TopicMeta, content_type = "application/vnd.kafka.v2+json"),
-        (status = 404, description = "error_code 40401: unknown topic", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        V2TopicNotFound,
     ))]
 pub(crate) async fn get_topic(
     State(state): State<AppState>,
@@ -145,10 +148,10 @@ pub(crate) async fn get_topic(
 
 /// A topic's partitions.
 #[utoipa::path(get, path = "/topics/{topic}/partitions", tag = "rest-proxy-v2",
-    params(("topic" = String, Path, description = "Topic name")),
+    params(V2TopicPath),
     responses(
         (status = 200, description = "Its partitions", body = Vec<PartitionMeta>, content_type = "application/vnd.kafka.v2+json"),
-        (status = 404, description = "error_code 40401: unknown topic", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        V2TopicNotFound,
     ))]
 pub(crate) async fn list_partitions(
     State(state): State<AppState>,
@@ -179,10 +182,10 @@ pub(crate) fn check_partition(
 
 /// One partition.
 #[utoipa::path(get, path = "/topics/{topic}/partitions/{partition}", tag = "rest-proxy-v2",
-    params(("topic" = String, Path, description = "Topic name"), ("partition" = u32, Path, description = "Partition")),
+    params(V2PartitionPath),
     responses(
         (status = 200, description = "The partition", body = PartitionMeta, content_type = "application/vnd.kafka.v2+json"),
-        (status = 404, description = "error_code 40401 (topic) or 40402 (partition)", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        V2PartitionNotFound,
     ))]
 pub(crate) async fn get_partition(
     State(state): State<AppState>,
@@ -194,10 +197,10 @@ pub(crate) async fn get_partition(
 
 /// A partition's first offset and high watermark.
 #[utoipa::path(get, path = "/topics/{topic}/partitions/{partition}/offsets", tag = "rest-proxy-v2",
-    params(("topic" = String, Path, description = "Topic name"), ("partition" = u32, Path, description = "Partition")),
+    params(V2PartitionPath),
     responses(
         (status = 200, description = "Beginning and end offsets", body = PartitionOffsets, content_type = "application/vnd.kafka.v2+json"),
-        (status = 404, description = "error_code 40401 (topic) or 40402 (partition)", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        V2PartitionNotFound,
     ))]
 pub(crate) async fn partition_offsets(
     State(state): State<AppState>,

@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use super::metadata::check_partition;
 use super::v2_json;
+use crate::rest_proxy::api_doc::{V2NotJson, V2PartitionNotFound, V2PartitionPath, V2TopicPath};
 use crate::rest_proxy::content_type::{EmbeddedFormat, no_schema_registry, produce_format};
 use crate::rest_proxy::error::{
     ErrorBody, INVALID_PAYLOAD, PARTITION_NOT_FOUND, ProxyError, ProxyResult,
@@ -81,14 +82,14 @@ pub(crate) struct ProduceResponse {
 
 /// Produces to a topic (murmur2 of the key picks the partition, as on `/v1`).
 #[utoipa::path(post, path = "/topics/{topic}", tag = "rest-proxy-v2",
-    params(("topic" = String, Path, description = "Topic name")),
+    params(V2TopicPath),
     request_body(content(
         (ProduceRequest = "application/vnd.kafka.binary.v2+json"),
         (ProduceRequest = "application/vnd.kafka.json.v2+json"),
     )),
     responses(
         (status = 200, description = "One offset (or error) per record, in order", body = ProduceResponse, content_type = "application/vnd.kafka.v2+json"),
-        (status = 400, description = "Body is not JSON", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        V2NotJson,
         (status = 404, description = "error_code 40401: unknown topic (auto-creation off)", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
         (status = 413, description = "Body or record too large", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
         (status = 415, description = "Not a binary or json v2 media type", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
@@ -106,15 +107,15 @@ pub(crate) async fn produce_to_topic(
 
 /// Produces to one partition.
 #[utoipa::path(post, path = "/topics/{topic}/partitions/{partition}", tag = "rest-proxy-v2",
-    params(("topic" = String, Path, description = "Topic name"), ("partition" = u32, Path, description = "Partition")),
+    params(V2PartitionPath),
     request_body(content(
         (ProduceRequest = "application/vnd.kafka.binary.v2+json"),
         (ProduceRequest = "application/vnd.kafka.json.v2+json"),
     )),
     responses(
         (status = 200, description = "One offset per record, in order", body = ProduceResponse, content_type = "application/vnd.kafka.v2+json"),
-        (status = 400, description = "Body is not JSON", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
-        (status = 404, description = "error_code 40401 (topic) or 40402 (partition)", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        V2NotJson,
+        V2PartitionNotFound,
         (status = 413, description = "Body or record too large", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
         (status = 415, description = "Not a binary or json v2 media type", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
         (status = 422, description = "error_code 42205, 42206 or 422", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),

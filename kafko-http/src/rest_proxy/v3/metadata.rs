@@ -9,6 +9,10 @@ use serde::{Deserialize, Serialize};
 
 use super::{ListMeta, Related, ResourceMeta, Urls, check_cluster};
 use crate::AutoCreate;
+use crate::rest_proxy::api_doc::{
+    ClusterNotFound, ClusterPath, V3PartitionNotFound, V3PartitionPath, V3TopicNotFound,
+    V3TopicPath,
+};
 use crate::rest_proxy::content_type::V3_JSON;
 use crate::rest_proxy::error::{
     CONSUMER_INSTANCE_NOT_FOUND, ErrorBody, PARTITION_NOT_FOUND, ProxyError, ProxyResult,
@@ -98,7 +102,7 @@ pub(crate) async fn list_clusters(State(state): State<AppState>, headers: Header
     params(("cluster" = String, Path, description = "Cluster id (--cluster-id)")),
     responses(
         (status = 200, description = "The cluster", body = ClusterData, content_type = "application/json"),
-        (status = 404, description = "Unknown cluster id", body = ErrorBody, content_type = "application/json"),
+        ClusterNotFound,
     ))]
 pub(crate) async fn get_cluster(
     State(state): State<AppState>,
@@ -154,10 +158,10 @@ fn topic_data(urls: &Urls, name: &str, partitions: u32) -> TopicData {
 
 /// Lists topics.
 #[utoipa::path(get, path = "/v3/clusters/{cluster}/topics", tag = "rest-proxy-v3",
-    params(("cluster" = String, Path, description = "Cluster id")),
+    params(ClusterPath),
     responses(
         (status = 200, description = "Topics", body = TopicList, content_type = "application/json"),
-        (status = 404, description = "Unknown cluster id", body = ErrorBody, content_type = "application/json"),
+        ClusterNotFound,
     ))]
 pub(crate) async fn list_topics(
     State(state): State<AppState>,
@@ -185,10 +189,10 @@ pub(crate) async fn list_topics(
 
 /// One topic.
 #[utoipa::path(get, path = "/v3/clusters/{cluster}/topics/{topic}", tag = "rest-proxy-v3",
-    params(("cluster" = String, Path, description = "Cluster id"), ("topic" = String, Path, description = "Topic name")),
+    params(V3TopicPath),
     responses(
         (status = 200, description = "The topic", body = TopicData, content_type = "application/json"),
-        (status = 404, description = "Unknown cluster (404) or topic (40403)", body = ErrorBody, content_type = "application/json"),
+        V3TopicNotFound,
     ))]
 pub(crate) async fn get_topic(
     State(state): State<AppState>,
@@ -294,12 +298,12 @@ fn apply_configs(config: &mut TopicConfig, entries: &[ConfigEntry]) -> ProxyResu
 
 /// Creates a topic.
 #[utoipa::path(post, path = "/v3/clusters/{cluster}/topics", tag = "rest-proxy-v3",
-    params(("cluster" = String, Path, description = "Cluster id")),
+    params(ClusterPath),
     request_body(content = CreateTopicRequest, content_type = "application/json"),
     responses(
         (status = 201, description = "Created", body = TopicData, content_type = "application/json"),
         (status = 400, description = "error_code 40002: exists, invalid name, replication factor or setting; 400: bad JSON", body = ErrorBody, content_type = "application/json"),
-        (status = 404, description = "Unknown cluster id", body = ErrorBody, content_type = "application/json"),
+        ClusterNotFound,
         (status = 422, description = "Body of the wrong shape", body = ErrorBody, content_type = "application/json"),
     ))]
 pub(crate) async fn create_topic(
@@ -361,10 +365,10 @@ pub(crate) async fn create_topic(
 
 /// Deletes a topic and its data.
 #[utoipa::path(delete, path = "/v3/clusters/{cluster}/topics/{topic}", tag = "rest-proxy-v3",
-    params(("cluster" = String, Path, description = "Cluster id"), ("topic" = String, Path, description = "Topic name")),
+    params(V3TopicPath),
     responses(
         (status = 204, description = "Deleted"),
-        (status = 404, description = "Unknown cluster (404) or topic (40403)", body = ErrorBody, content_type = "application/json"),
+        V3TopicNotFound,
     ))]
 pub(crate) async fn delete_topic(
     State(state): State<AppState>,
@@ -422,10 +426,10 @@ fn partition_data(urls: &Urls, topic: &str, p: u32) -> PartitionData {
 
 /// Lists a topic's partitions.
 #[utoipa::path(get, path = "/v3/clusters/{cluster}/topics/{topic}/partitions", tag = "rest-proxy-v3",
-    params(("cluster" = String, Path, description = "Cluster id"), ("topic" = String, Path, description = "Topic name")),
+    params(V3TopicPath),
     responses(
         (status = 200, description = "Partitions", body = PartitionList, content_type = "application/json"),
-        (status = 404, description = "Unknown cluster (404) or topic (40403)", body = ErrorBody, content_type = "application/json"),
+        V3TopicNotFound,
     ))]
 pub(crate) async fn list_partitions(
     State(state): State<AppState>,
@@ -462,11 +466,10 @@ fn find_partition(d: &TopicDescription, p: u32) -> ProxyResult<&kafko_core::Part
 
 /// One partition.
 #[utoipa::path(get, path = "/v3/clusters/{cluster}/topics/{topic}/partitions/{partition}", tag = "rest-proxy-v3",
-    params(("cluster" = String, Path, description = "Cluster id"), ("topic" = String, Path, description = "Topic name"),
-        ("partition" = u32, Path, description = "Partition id")),
+    params(V3PartitionPath),
     responses(
         (status = 200, description = "The partition", body = PartitionData, content_type = "application/json"),
-        (status = 404, description = "Unknown cluster (404), topic (40403) or partition (40402)", body = ErrorBody, content_type = "application/json"),
+        V3PartitionNotFound,
     ))]
 pub(crate) async fn get_partition(
     State(state): State<AppState>,
@@ -498,11 +501,10 @@ pub(crate) struct PartitionWithOffsets {
 
 /// A partition's earliest offset and high watermark.
 #[utoipa::path(get, path = "/v3/clusters/{cluster}/topics/{topic}/partitions/{partition}/offset", tag = "rest-proxy-v3",
-    params(("cluster" = String, Path, description = "Cluster id"), ("topic" = String, Path, description = "Topic name"),
-        ("partition" = u32, Path, description = "Partition id")),
+    params(V3PartitionPath),
     responses(
         (status = 200, description = "Offsets", body = PartitionWithOffsets, content_type = "application/json"),
-        (status = 404, description = "Unknown cluster (404), topic (40403) or partition (40402)", body = ErrorBody, content_type = "application/json"),
+        V3PartitionNotFound,
     ))]
 pub(crate) async fn partition_offset(
     State(state): State<AppState>,

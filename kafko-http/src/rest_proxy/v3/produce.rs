@@ -23,6 +23,7 @@ use tokio::sync::mpsc;
 
 use super::check_cluster;
 use super::metadata::topic_not_found;
+use crate::rest_proxy::api_doc::V3TopicPath;
 use crate::rest_proxy::content_type::V3_JSON;
 use crate::rest_proxy::error::{ErrorBody, INVALID_PAYLOAD, PARTITION_NOT_FOUND, ProxyError};
 use crate::rest_proxy::timestamp::{format_ms, parse_ms};
@@ -283,7 +284,7 @@ fn line<T: Serialize>(value: &T) -> Bytes {
 
 /// Produces records to a topic, streaming one receipt per record.
 #[utoipa::path(post, path = "/v3/clusters/{cluster}/topics/{topic}/records", tag = "rest-proxy-v3",
-    params(("cluster" = String, Path, description = "Cluster id"), ("topic" = String, Path, description = "Topic name")),
+    params(V3TopicPath),
     request_body(content = RecordIn, content_type = "application/json",
         description = "One record object, or several concatenated (streamed with Transfer-Encoding: chunked)"),
     responses(
