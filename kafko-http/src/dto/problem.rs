@@ -59,6 +59,10 @@ pub(crate) struct Problem {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     max_body_bytes: Option<u64>,
+    /// `too_many_records`: the server's limit of records in one produce request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    max_records_per_request: Option<u64>,
     /// `invalid_key`: the parameter to use instead (`key_base64` for binary keys).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
@@ -91,6 +95,7 @@ impl Problem {
             given_generation: None,
             members: None,
             max_body_bytes: None,
+            max_records_per_request: None,
             parameter: None,
         };
         if members.is_empty() {
