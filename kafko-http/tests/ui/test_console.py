@@ -163,7 +163,9 @@ def test_live_tail_shows_records_produced_meanwhile_and_resumes(tmp_path, page):
         expect(tail).to_have_count(2, timeout=15000)
         expect(tail.first.locator(".value")).to_have_text("after the restart")
         expect(page.locator("#tail-status")).to_have_text("live")
-        assert "0:1" in resumes, resumes
+        # SSE ids are partition:offset:topic_id, so a resume names this incarnation.
+        topic_id = server.request("GET", "/v1/topics/tailed")[1]["topic_id"]
+        assert f"0:1:{topic_id}" in resumes, resumes
         shot(page, "topic-tail")
     finally:
         server.stop()
