@@ -24,28 +24,7 @@ def test_produce_consume_commit_delete(base, http, cluster):
     assert producer.send(topic, Message(key=None, value=b"\x00\xffraw"), binary=True)
 
     group = unique("bridge")
-    consumer = KafkaBridgeConsumer(
-        topic,
-        bootstrap_server=base + "/",
-        group_id=group,
-        auto_offset_reset="earliest",
-        enable_auto_commit=False,
-        consumer_name=unique("client"),
-        sleep_interval_seconds=0.2,
-        proxy="confluent",
-    )
-
-    async def run():
-        got = []
-        async with consumer:
-            for _ in range(50):
-                got.extend(await consumer.poll_records(max_bytes=1_000_000, timeout=500))
-                if len(got) >= 8:
-                    break
-            await consumer.commit()
-        return got
-
-    records = asyncio.run(run())
+    records = consume_with_bridge_client(base, topic, group, 8)
     assert len(records) == 8, records
     values = sorted(base64.b64decode(r["value"]) for r in records)
     expected = sorted(
@@ -63,6 +42,26 @@ def test_bridge_client_reads_match_v1(base, kafko, http, cluster):
     producer = KafkaBridgeProducer(base, timeout=10)
     assert producer.sends(topic, [Message(key=f"k{i}", value=f"v{i}".encode()) for i in range(9)], binary=True)
     group = unique("bridge")
+    records = consume_with_bridge_client(base, topic, group, 9)
+    # Every (partition, offset, key, value) the client read is what /v1 stores there.
+    stored = {}
+    for p in range(3):
+        r = http.get(f"{kafko}/v1/topics/{topic}/records", params={"partition": p, "offset": "earliest", "format": "base64"})
+        assert r.status_code == 200, r.text
+        for rec in r.json()["records"]:
+            stored[(p, rec["offset"])] = (rec["key"], rec["value"])
+    assert len(stored) == 9
+    assert {(r["partition"], r["offset"]): (r["key"], r["value"]) for r in records} == stored
+    # The commit reached the group: nothing left to read.
+    g = http.get(f"{kafko}/v1/groups/{group}").json()
+    assert g["topics"][0]["total_lag"] == 0, g
+    # The client deleted its instance on exit, so the group has no members.
+    assert g["topics"][0]["members"] == []
+
+
+def consume_with_bridge_client(base, topic, group, count):
+    """Reads `count` records with a new kafka-bridge-client consumer in `group` from the
+    earliest offset, then commits them; returns the records it read."""
     consumer = KafkaBridgeConsumer(
         topic,
         bootstrap_server=base + "/",
@@ -79,23 +78,9 @@ def test_bridge_client_reads_match_v1(base, kafko, http, cluster):
         async with consumer:
             for _ in range(50):
                 got.extend(await consumer.poll_records(max_bytes=1_000_000, timeout=500))
-                if len(got) >= 9:
+                if len(got) >= count:
                     break
             await consumer.commit()
         return got
 
-    records = asyncio.run(run())
-    # Every (partition, offset, key, value) the client read is what /v1 stores there.
-    stored = {}
-    for p in range(3):
-        r = http.get(f"{kafko}/v1/topics/{topic}/records", params={"partition": p, "offset": "earliest", "format": "base64"})
-        assert r.status_code == 200, r.text
-        for rec in r.json()["records"]:
-            stored[(p, rec["offset"])] = (rec["key"], rec["value"])
-    assert len(stored) == 9
-    assert {(r["partition"], r["offset"]): (r["key"], r["value"]) for r in records} == stored
-    # The commit reached the group: nothing left to read.
-    g = http.get(f"{kafko}/v1/groups/{group}").json()
-    assert g["topics"][0]["total_lag"] == 0, g
-    # The client deleted its instance on exit, so the group has no members.
-    assert g["topics"][0]["members"] == []
+    return asyncio.run(run())
