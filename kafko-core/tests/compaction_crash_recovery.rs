@@ -5,11 +5,13 @@
 //! 1. `.cleaned` partly written, 2. `.cleaned` complete (before the commit rename),
 //! 3. `.swap` with every old segment present, 4. `.swap` with some old files deleted,
 //! 5. `.swap` with all old segments deleted, 6. renamed to `.log` before its indexes.
+mod common;
 mod gc_support;
 
 use std::path::{Path, PathBuf};
 
-use gc_support::{compacted, copy_dir, keyed, open, read_all, seal_marker, send};
+use common::on_disk::copy_dir;
+use gc_support::{compacted, keyed, open, read_all, seal_marker, send};
 
 type Rec = (u64, Option<Vec<u8>>, Option<Vec<u8>>);
 

@@ -54,18 +54,7 @@ async fn scenario(op: Op, extra: u64) -> Option<String> {
     let k = sim::model::open(&fs)
         .await
         .unwrap_or_else(|e| panic!("{hit:?}: reopen failed: {e}"));
-    let kafko_core::Offsets {
-        log_start: start,
-        high_watermark: hw,
-    } = k
-        .topic("c")
-        .and_then(|t| t.partition(0)?.offsets())
-        .unwrap();
-    let got = k
-        .topic("c")
-        .and_then(|t| t.partition(0)?.read(start, 10_000, 1 << 24))
-        .unwrap()
-        .records;
+    let (got, hw) = sim::read_partition_zero(&k, "c");
     assert!(got.last().is_some_and(|r| r.offset + 1 == hw));
     for (key, (offset, value)) in &latest {
         let r = got

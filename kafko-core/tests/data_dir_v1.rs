@@ -11,22 +11,9 @@ const DAY_MS: u64 = 24 * 3600 * 1000;
 /// The timestamp the fixture's records count from (2026-01-01T00:00:00Z).
 const T0: i64 = 1_767_225_600_000;
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
 async fn open_fixture(dir: &Path) -> Kafko {
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/data-v1");
-    copy_dir(&fixture, dir);
+    common::on_disk::copy_dir(&fixture, dir);
     common::open(dir).await
 }
 

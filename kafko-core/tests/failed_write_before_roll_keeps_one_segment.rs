@@ -61,17 +61,7 @@ fn a_failed_write_after_a_roll_does_not_duplicate_the_segment() {
         drop(k);
         let fs = SimFs::from_image(&fs.process_restart_image());
         let k = sim::model::open(&fs).await.unwrap();
-        let kafko_core::Offsets {
-            high_watermark: hw, ..
-        } = k
-            .topic("c")
-            .and_then(|t| t.partition(0)?.offsets())
-            .unwrap();
-        let got = k
-            .topic("c")
-            .and_then(|t| t.partition(0)?.read(0, 1000, 1 << 24))
-            .unwrap()
-            .records;
+        let (got, hw) = sim::read_partition_zero(&k, "c");
         assert_eq!(got.last().map(|r| r.offset + 1), Some(hw));
         // The latest record of every key is there, byte for byte.
         let latest: std::collections::BTreeMap<u8, u64> =

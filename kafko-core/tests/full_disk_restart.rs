@@ -8,13 +8,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use common::interposed::{Hook, Interposed};
+use common::failing_appends::{FailingAppends, enospc};
+use common::interposed::Hook;
 use kafko_core::storage::StorageFile;
-use kafko_core::{ErrorKind, Kafko, KafkoError};
-
-fn enospc() -> io::Error {
-    io::Error::from_raw_os_error(28)
-}
+use kafko_core::{ErrorKind, KafkoError};
 
 /// The real filesystem, full while `full` is set: no new file, no small-file write, no
 /// append. Reads, renames, removals and fsyncs of what exists still work.
@@ -30,36 +27,11 @@ impl Hook for FullDisk {
         Ok(())
     }
     fn file(&self, inner: Arc<dyn StorageFile>) -> Arc<dyn StorageFile> {
-        Arc::new(FullFile {
+        Arc::new(FailingAppends {
             inner,
-            full: self.0.clone(),
+            on: self.0.clone(),
+            error: enospc,
         })
-    }
-}
-
-struct FullFile {
-    inner: Arc<dyn StorageFile>,
-    full: Arc<AtomicBool>,
-}
-
-impl StorageFile for FullFile {
-    fn append(&self, buf: &[u8]) -> io::Result<()> {
-        if self.full.load(Ordering::SeqCst) {
-            return Err(enospc());
-        }
-        self.inner.append(buf)
-    }
-    fn read_at(&self, buf: &mut [u8], pos: u64) -> io::Result<usize> {
-        self.inner.read_at(buf, pos)
-    }
-    fn sync_data(&self) -> io::Result<()> {
-        self.inner.sync_data()
-    }
-    fn len(&self) -> io::Result<u64> {
-        self.inner.len()
-    }
-    fn truncate(&self, len: u64) -> io::Result<()> {
-        self.inner.truncate(len)
     }
 }
 
@@ -83,11 +55,8 @@ async fn a_restart_on_a_full_disk_serves_reads_and_refuses_writes() {
     std::fs::remove_file(dir.path().join("clean-shutdown")).unwrap();
 
     let full = Arc::new(AtomicBool::new(true));
-    let k = Kafko::builder(dir.path())
-        .storage(Arc::new(Interposed(FullDisk(full.clone()))))
-        .open()
-        .await
-        .expect("a full disk must not stop the open");
+    // A full disk must not stop the open.
+    let k = common::open_interposed(dir.path(), FullDisk(full.clone())).await;
     let offsets: Vec<u64> = common::read_all(&k, "t", 0)
         .iter()
         .map(|r| r.offset)

@@ -7,15 +7,14 @@
 mod common;
 
 use std::future::Future;
-use std::io;
 use std::path::Path;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, Waker};
 
-use common::interposed::{Hook, Interposed};
-use kafko_core::storage::StorageFile;
+use common::failing_appends::FailPartition;
+use common::on_disk::batches_on_disk;
 use kafko_core::{
     Kafko, KafkoError, ProducerRecord, RecordMetadata, RecordRef, Result, SendOptions, TopicConfig,
 };
@@ -89,65 +88,12 @@ async fn a_full_inbox_on_the_second_partition_appends_nothing() {
     k.shutdown().await.unwrap();
 }
 
-/// Fails every append to a file in partition directory `1` while armed.
-#[derive(Default)]
-struct FailPartitionOne {
-    armed: Arc<AtomicBool>,
-}
-
-struct FailingFile {
-    inner: Arc<dyn StorageFile>,
-    armed: Arc<AtomicBool>,
-}
-
-impl StorageFile for FailingFile {
-    fn append(&self, buf: &[u8]) -> io::Result<()> {
-        if self.armed.load(Ordering::SeqCst) {
-            return Err(io::Error::other("injected write failure"));
-        }
-        self.inner.append(buf)
-    }
-    fn read_at(&self, buf: &mut [u8], pos: u64) -> io::Result<usize> {
-        self.inner.read_at(buf, pos)
-    }
-    fn sync_data(&self) -> io::Result<()> {
-        self.inner.sync_data()
-    }
-    fn len(&self) -> io::Result<u64> {
-        self.inner.len()
-    }
-    fn truncate(&self, len: u64) -> io::Result<()> {
-        self.inner.truncate(len)
-    }
-}
-
-impl Hook for FailPartitionOne {
-    fn before(&self, _op: &str, _path: &Path) -> io::Result<()> {
-        Ok(())
-    }
-    fn file_at(&self, path: &Path, file: Arc<dyn StorageFile>) -> Arc<dyn StorageFile> {
-        let in_partition_one = path
-            .parent()
-            .and_then(Path::file_name)
-            .is_some_and(|d| d == "1");
-        if !in_partition_one {
-            return file;
-        }
-        Arc::new(FailingFile {
-            inner: file,
-            armed: self.armed.clone(),
-        })
-    }
-}
-
+/// Topic `t` of three partitions on `dir`, appends to partition 1 failing while the
+/// returned switch is on.
 async fn open_failing(dir: &Path) -> (Kafko, Arc<AtomicBool>) {
-    let hook = FailPartitionOne::default();
-    let armed = hook.armed.clone();
-    let k = Kafko::builder(dir)
-        .storage(Arc::new(Interposed(hook)))
-        .open()
-        .await
-        .unwrap();
+    let hook = FailPartition::new(1);
+    let armed = hook.on.clone();
+    let k = common::open_interposed(dir, hook).await;
     k.create_topic_with_config("t", common::small_segments(3))
         .await
         .unwrap();
@@ -237,25 +183,6 @@ async fn a_fault_on_every_partition_is_the_plain_error() {
     k.shutdown().await.unwrap();
 }
 
-/// `(record_count, framed_len)` of every batch in a partition's segment files.
-fn batches_on_disk(dir: &Path, partition: u32) -> Vec<(u32, usize)> {
-    let mut out = Vec::new();
-    for log in common::segments(dir, "t", partition) {
-        let bytes = std::fs::read(&log).unwrap();
-        let mut at = 0;
-        while at + 48 <= bytes.len() {
-            let length = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
-            if length == 0 {
-                break;
-            }
-            let count = u32::from_le_bytes(bytes[at + 40..at + 44].try_into().unwrap());
-            out.push((count, 8 + length));
-            at += 8 + length;
-        }
-    }
-    out
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_large_send_is_stored_as_bounded_batches() {
     let dir = tempfile::tempdir().unwrap();
@@ -280,7 +207,7 @@ async fn a_large_send_is_stored_as_bounded_batches() {
     assert_eq!(meta[0].offset, tiny);
     assert_eq!(meta[39].offset, tiny + 39);
 
-    let batches = batches_on_disk(dir.path(), 0);
+    let batches = batches_on_disk(dir.path(), "t", 0);
     let counts: Vec<u32> = batches.iter().map(|b| b.0).collect();
     assert_eq!(counts.iter().map(|&c| u64::from(c)).sum::<u64>(), tiny + 40);
     assert!(
@@ -316,7 +243,7 @@ async fn the_batches_of_one_partition_fail_together() {
     let err = p.send_batch(records(10_000)).await.unwrap_err();
     assert!(matches!(err, KafkoError::Io { .. }), "{err:?}");
     assert_eq!(high_watermark(&k, 1), 0);
-    assert!(batches_on_disk(dir.path(), 1).is_empty());
+    assert!(batches_on_disk(dir.path(), "t", 1).is_empty());
     armed.store(false, Ordering::SeqCst);
     let meta = p.send_batch(records(10_000)).await.unwrap();
     assert_eq!(meta[0].offset, 0, "the failed append burnt no offset");
@@ -345,7 +272,7 @@ async fn one_append_stays_in_one_segment() {
     p.send_batch(records).await.unwrap();
     let segments = common::segments(dir.path(), "t", 0);
     assert_eq!(segments.len(), 2, "{segments:?}");
-    assert_eq!(batches_on_disk(dir.path(), 0).len(), 1 + 3);
+    assert_eq!(batches_on_disk(dir.path(), "t", 0).len(), 1 + 3);
     assert_eq!(common::read_all(&k, "t", 0).len(), 7);
     k.shutdown().await.unwrap();
 }
@@ -367,7 +294,7 @@ async fn an_append_cut_short_by_a_crash_is_dropped_whole() {
     let records: Vec<_> = (0..10_000).map(common::rec).collect();
     p.send_batch(records).await.unwrap();
     k.shutdown().await.unwrap();
-    let batches = batches_on_disk(dir.path(), 0);
+    let batches = batches_on_disk(dir.path(), "t", 0);
     let counts: Vec<u32> = batches.iter().map(|b| b.0).collect();
     assert_eq!(counts, [1, 4096, 4096, 1808]);
     let log = common::last_segment(dir.path(), "t", 0);

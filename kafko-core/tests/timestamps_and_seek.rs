@@ -15,42 +15,21 @@ async fn offset_for_timestamp_finds_the_first_record_at_or_after() {
             .await
             .unwrap();
     }
-    assert_eq!(
-        k.topic("t")
-            .and_then(|t| t.partition(0)?.offset_for_timestamp(0))
-            .unwrap(),
-        Some(0)
-    );
-    assert_eq!(
-        k.topic("t")
-            .and_then(|t| t.partition(0)?.offset_for_timestamp(1))
-            .unwrap(),
-        Some(1)
-    );
-    assert_eq!(
-        k.topic("t")
-            .and_then(|t| t.partition(0)?.offset_for_timestamp(995))
-            .unwrap(),
-        Some(100)
-    );
-    assert_eq!(
-        k.topic("t")
-            .and_then(|t| t.partition(0)?.offset_for_timestamp(1000))
-            .unwrap(),
-        Some(100)
-    );
-    assert_eq!(
-        k.topic("t")
-            .and_then(|t| t.partition(0)?.offset_for_timestamp(2990))
-            .unwrap(),
-        Some(299)
-    );
-    assert_eq!(
-        k.topic("t")
-            .and_then(|t| t.partition(0)?.offset_for_timestamp(2991))
-            .unwrap(),
-        None
-    );
+    let partition = k.topic("t").and_then(|t| t.partition(0)).unwrap();
+    for (timestamp, first) in [
+        (0, Some(0)),
+        (1, Some(1)),
+        (995, Some(100)),
+        (1000, Some(100)),
+        (2990, Some(299)),
+        (2991, None),
+    ] {
+        assert_eq!(
+            partition.offset_for_timestamp(timestamp).unwrap(),
+            first,
+            "at or after {timestamp}"
+        );
+    }
     k.shutdown().await.unwrap();
 }
 

@@ -2,15 +2,31 @@
 //! records, and a storage layer that injects faults into the real filesystem.
 #![allow(dead_code, unreachable_pub, missing_docs)]
 
+pub mod failing_appends;
 pub mod faulty;
 pub mod interposed;
+pub mod on_disk;
 
 use std::path::Path;
+use std::sync::Arc;
 
 use kafko_core::{Bytes, Kafko, Producer, ProducerRecord, Record, TopicConfig};
 
+use interposed::{Hook, Interposed};
+#[allow(unused_imports)] // each test binary uses some of them
+pub use on_disk::{last_segment, segments};
+
 pub async fn open(dir: &Path) -> Kafko {
     Kafko::open(dir).await.expect("open")
+}
+
+/// Opens `dir` over the real filesystem with `hook` in front.
+pub async fn open_interposed(dir: &Path, hook: impl Hook) -> Kafko {
+    Kafko::builder(dir)
+        .storage(Arc::new(Interposed(hook)))
+        .open()
+        .await
+        .expect("open")
 }
 
 /// Opens `dir` with topic `t` of one partition in 4 KiB segments, and a producer for it.
@@ -70,29 +86,6 @@ pub fn read_all(k: &Kafko, topic: &str, partition: u32) -> Vec<Record> {
         out.extend(f.records);
     }
     out
-}
-
-/// The single segment log file of partition 0 with the highest base offset.
-pub fn last_segment(dir: &Path, topic: &str, partition: u32) -> std::path::PathBuf {
-    let pdir = dir.join("topics").join(topic).join(partition.to_string());
-    let mut logs: Vec<_> = std::fs::read_dir(&pdir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "log"))
-        .collect();
-    logs.sort();
-    logs.pop().unwrap()
-}
-
-pub fn segments(dir: &Path, topic: &str, partition: u32) -> Vec<std::path::PathBuf> {
-    let pdir = dir.join("topics").join(topic).join(partition.to_string());
-    let mut logs: Vec<_> = std::fs::read_dir(&pdir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "log"))
-        .collect();
-    logs.sort();
-    logs
 }
 
 /// Frames a small state file (FORMAT.md, "State files") with a JSON body.

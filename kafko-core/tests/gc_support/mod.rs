@@ -98,20 +98,6 @@ pub fn seal_marker() -> ProducerRecord {
     }
 }
 
-/// Copies a directory tree.
-pub fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else if entry.file_name() != "kafko.lock" {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
-
 /// What a test sees of a delivered group poll.
 #[derive(Debug)]
 pub struct Polled {
@@ -123,26 +109,38 @@ pub struct Polled {
 /// The group operations by name, through the handles; every poll is delivered.
 #[allow(async_fn_in_trait)]
 pub trait GroupOps {
+    /// The log the operations run on.
+    fn log(&self) -> &Kafko;
+
     async fn group_poll(
         &self,
         group: &str,
         topic: &str,
         options: &kafko_core::GroupPollOptions,
-    ) -> kafko_core::Result<Polled>;
+    ) -> kafko_core::Result<Polled> {
+        delivered(self.log(), group, topic, None, options).await
+    }
     async fn poll_group_member(
         &self,
         group: &str,
         topic: &str,
         member: &kafko_core::MemberRef,
         options: &kafko_core::GroupPollOptions,
-    ) -> kafko_core::Result<Polled>;
+    ) -> kafko_core::Result<Polled> {
+        delivered(self.log(), group, topic, Some(member), options).await
+    }
     async fn commit_group_offsets(
         &self,
         group: &str,
         topic: &str,
         member: Option<&kafko_core::MemberRef>,
         offsets: Option<&[kafko_core::PartitionOffset]>,
-    ) -> kafko_core::Result<Vec<kafko_core::PartitionOffset>>;
+    ) -> kafko_core::Result<Vec<kafko_core::PartitionOffset>> {
+        let k = self.log();
+        k.group(group)?
+            .commit(&k.topic(topic)?, member, offsets)
+            .await
+    }
     async fn seek_group(
         &self,
         group: &str,
@@ -150,21 +148,38 @@ pub trait GroupOps {
         member: Option<&kafko_core::MemberRef>,
         partition: Option<u32>,
         to: kafko_core::SeekTo,
-    ) -> kafko_core::Result<Vec<kafko_core::PartitionOffset>>;
+    ) -> kafko_core::Result<Vec<kafko_core::PartitionOffset>> {
+        let k = self.log();
+        k.group(group)?
+            .seek(&k.topic(topic)?, member, partition, to)
+            .await
+    }
     async fn join_group(
         &self,
         group: &str,
         topic: &str,
         member_id: Option<&str>,
         session_timeout: Duration,
-    ) -> kafko_core::Result<kafko_core::Membership>;
-    async fn leave_group(&self, group: &str, topic: &str, member: &str) -> kafko_core::Result<()>;
-    async fn delete_group(&self, group: &str) -> kafko_core::Result<()>;
+    ) -> kafko_core::Result<kafko_core::Membership> {
+        let k = self.log();
+        k.group(group)?
+            .join(&k.topic(topic)?, member_id, session_timeout)
+            .await
+    }
+    async fn leave_group(&self, group: &str, topic: &str, member: &str) -> kafko_core::Result<()> {
+        let k = self.log();
+        k.group(group)?.leave(&k.topic(topic)?, member).await
+    }
+    async fn delete_group(&self, group: &str) -> kafko_core::Result<()> {
+        self.log().group(group)?.delete().await
+    }
     async fn set_group_config(
         &self,
         group: &str,
         config: kafko_core::GroupConfig,
-    ) -> kafko_core::Result<()>;
+    ) -> kafko_core::Result<()> {
+        self.log().group(group)?.configure(config).await
+    }
 }
 
 async fn delivered(
@@ -187,68 +202,7 @@ async fn delivered(
 }
 
 impl GroupOps for Kafko {
-    async fn group_poll(
-        &self,
-        group: &str,
-        topic: &str,
-        options: &kafko_core::GroupPollOptions,
-    ) -> kafko_core::Result<Polled> {
-        delivered(self, group, topic, None, options).await
-    }
-    async fn poll_group_member(
-        &self,
-        group: &str,
-        topic: &str,
-        member: &kafko_core::MemberRef,
-        options: &kafko_core::GroupPollOptions,
-    ) -> kafko_core::Result<Polled> {
-        delivered(self, group, topic, Some(member), options).await
-    }
-    async fn commit_group_offsets(
-        &self,
-        group: &str,
-        topic: &str,
-        member: Option<&kafko_core::MemberRef>,
-        offsets: Option<&[kafko_core::PartitionOffset]>,
-    ) -> kafko_core::Result<Vec<kafko_core::PartitionOffset>> {
-        self.group(group)?
-            .commit(&self.topic(topic)?, member, offsets)
-            .await
-    }
-    async fn seek_group(
-        &self,
-        group: &str,
-        topic: &str,
-        member: Option<&kafko_core::MemberRef>,
-        partition: Option<u32>,
-        to: kafko_core::SeekTo,
-    ) -> kafko_core::Result<Vec<kafko_core::PartitionOffset>> {
-        self.group(group)?
-            .seek(&self.topic(topic)?, member, partition, to)
-            .await
-    }
-    async fn join_group(
-        &self,
-        group: &str,
-        topic: &str,
-        member_id: Option<&str>,
-        session_timeout: Duration,
-    ) -> kafko_core::Result<kafko_core::Membership> {
-        self.group(group)?
-            .join(&self.topic(topic)?, member_id, session_timeout)
-            .await
-    }
-    async fn leave_group(&self, group: &str, topic: &str, member: &str) -> kafko_core::Result<()> {
-        self.group(group)?.leave(&self.topic(topic)?, member).await
-    }
-    async fn delete_group(&self, group: &str) -> kafko_core::Result<()> {
-        self.group(group)?.delete().await
-    }
-    async fn set_group_config(
-        &self,
-        group: &str,
-        config: kafko_core::GroupConfig,
-    ) -> kafko_core::Result<()> {
-        self.group(group)?.configure(config).await
+    fn log(&self) -> &Kafko {
+        self
     }
 }
