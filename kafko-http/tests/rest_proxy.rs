@@ -1,7 +1,8 @@
 //! The Kafka REST Proxy API against the real binary: v2 metadata and produce (keys land
 //! where `/v1` puts them), a consumer instance's whole life (create, subscribe, read,
-//! commit, delete) and its expiry, and the v3 streaming produce answering each record
-//! while the request body is still open.
+//! commit, delete) and its expiry, manual assignment (reads, commits and seeks on the
+//! assigned partitions), and the v3 streaming produce answering each record while the
+//! request body is still open.
 
 mod common;
 
@@ -355,6 +356,219 @@ async fn a_consumer_instance_reads_commits_and_is_deleted() {
     // The instance left its group: the group can be deleted.
     let r = delete(&c, s.url("/v1/groups/g1")).await;
     assert_eq!(r.status(), 204);
+}
+
+/// Creates a consumer instance in `group` with `config`; returns its base URI.
+async fn instance(c: &reqwest::Client, s: &Server, group: &str, config: Value) -> String {
+    let r = post(c, s.url(&format!("/consumers/{group}")), V2, config).await;
+    assert_eq!(r.status(), 200);
+    json(r).await["base_uri"].as_str().unwrap().to_owned()
+}
+
+/// One binary read of an instance: `(partition, offset)` of each record, in order.
+async fn read_positions(c: &reqwest::Client, base: &str, timeout_ms: u64) -> Vec<(u64, u64)> {
+    let r = c
+        .get(format!("{base}/records?timeout={timeout_ms}"))
+        .header("accept", BINARY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let records = json(r).await;
+    records
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["partition"].as_u64().unwrap(),
+                r["offset"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Produces `n` binary records to one partition through v2.
+async fn produce_to(c: &reqwest::Client, s: &Server, topic: &str, partition: u32, n: usize) {
+    let records: Vec<Value> = (0..n)
+        .map(|i| json!({"value": STANDARD.encode(format!("r{i}"))}))
+        .collect();
+    let url = s.url(&format!("/topics/{topic}/partitions/{partition}"));
+    let r = post(c, url, BINARY, json!({ "records": records })).await;
+    assert_eq!(r.status(), 200);
+}
+
+/// The group's committed offsets of `topic`'s partitions 0..n, as `GET {base}/offsets`
+/// answers them (absent ones left out).
+async fn committed(c: &reqwest::Client, base: &str, topic: &str, n: u32) -> Vec<(u64, u64)> {
+    let partitions: Vec<Value> = (0..n)
+        .map(|p| json!({"topic": topic, "partition": p}))
+        .collect();
+    let r = c
+        .get(format!("{base}/offsets"))
+        .header("content-type", V2)
+        .body(json!({ "partitions": partitions }).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    json(r).await["offsets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            (
+                o["partition"].as_u64().unwrap(),
+                o["offset"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn an_assigned_instance_reads_commits_and_seeks_its_partitions() {
+    let (_tmp, s, c) = start(&[]).await;
+    create_topic(&c, &s, "logs", json!({"partitions": 3})).await;
+    produce_to(&c, &s, "logs", 0, 3).await;
+    produce_to(&c, &s, "logs", 1, 2).await;
+    produce_to(&c, &s, "logs", 2, 1).await;
+    let config = json!({"auto.offset.reset": "earliest", "auto.commit.enable": "false"});
+    let base = instance(&c, &s, "ga", config.clone()).await;
+    let tp = |p: u32| json!({"topic": "logs", "partition": p});
+    let both = json!({"partitions": [tp(0), tp(1)]});
+    let r = post(&c, format!("{base}/assignments"), V2, both.clone()).await;
+    assert_eq!(r.status(), 204);
+    assert_eq!(get_json(&c, format!("{base}/assignments")).await, both);
+    // Assigned or subscribed, never both.
+    let topics = json!({"topics": ["logs"]});
+    post_error(
+        &c,
+        format!("{base}/subscription"),
+        V2,
+        topics.clone(),
+        409,
+        40901,
+    )
+    .await;
+    let subscribed = instance(&c, &s, "gs", json!({})).await;
+    let r = post(&c, format!("{subscribed}/subscription"), V2, topics).await;
+    assert_eq!(r.status(), 204);
+    post_error(
+        &c,
+        format!("{subscribed}/assignments"),
+        V2,
+        both,
+        409,
+        40901,
+    )
+    .await;
+    // Unknown topics and partitions are the proxy's 404s.
+    let missing = json!({"partitions": [{"topic": "nope", "partition": 0}]});
+    post_error(&c, format!("{base}/assignments"), V2, missing, 404, 40401).await;
+    let missing = json!({"partitions": [tp(9)]});
+    post_error(&c, format!("{base}/assignments"), V2, missing, 404, 40402).await;
+
+    // Only the assigned partitions are read, each in order; a read moves the positions.
+    let mut got = read_positions(&c, &base, 1000).await;
+    got.sort_unstable();
+    assert_eq!(got, [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1)]);
+    assert_eq!(read_positions(&c, &base, 100).await, []);
+
+    // Commits: a body commits offset + 1; a partition not assigned is 40903.
+    let one = json!({"offsets": [{"topic": "logs", "partition": 0, "offset": 0}]});
+    let r = post(&c, format!("{base}/offsets"), V2, one).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(committed(&c, &base, "logs", 3).await, [(0, 1)]);
+    let other = json!({"offsets": [{"topic": "logs", "partition": 2, "offset": 0}]});
+    post_error(&c, format!("{base}/offsets"), V2, other, 409, 40903).await;
+    // An empty commit commits every position read.
+    let r = c
+        .post(format!("{base}/offsets"))
+        .header("content-type", V2)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(committed(&c, &base, "logs", 3).await, [(0, 3), (1, 2)]);
+
+    // Seeks move the instance's own positions.
+    let at = json!({"offsets": [{"topic": "logs", "partition": 0, "offset": 1}]});
+    let r = post(&c, format!("{base}/positions"), V2, at).await;
+    assert_eq!(r.status(), 204);
+    assert_eq!(read_positions(&c, &base, 1000).await, [(0, 1), (0, 2)]);
+    let p1 = json!({"partitions": [tp(1)]});
+    let r = post(&c, format!("{base}/positions/beginning"), V2, p1.clone()).await;
+    assert_eq!(r.status(), 204);
+    assert_eq!(read_positions(&c, &base, 1000).await, [(1, 0), (1, 1)]);
+    let r = post(&c, format!("{base}/positions/beginning"), V2, p1.clone()).await;
+    assert_eq!(r.status(), 204);
+    let r = post(&c, format!("{base}/positions/end"), V2, p1).await;
+    assert_eq!(r.status(), 204);
+    assert_eq!(read_positions(&c, &base, 100).await, []);
+    let p2 = json!({"partitions": [tp(2)]});
+    post_error(
+        &c,
+        format!("{base}/positions/beginning"),
+        V2,
+        p2,
+        409,
+        40903,
+    )
+    .await;
+    let far = json!({"offsets": [{"topic": "logs", "partition": 0, "offset": 99}]});
+    post_error(&c, format!("{base}/positions"), V2, far, 409, 40903).await;
+    // A seek commits nothing.
+    assert_eq!(committed(&c, &base, "logs", 3).await, [(0, 3), (1, 2)]);
+
+    // Another instance of the group starts at the group's committed offset, and a
+    // waiting read wakes for a new record.
+    let second = instance(&c, &s, "ga", config).await;
+    let r = post(
+        &c,
+        format!("{second}/assignments"),
+        V2,
+        json!({"partitions": [tp(0)]}),
+    )
+    .await;
+    assert_eq!(r.status(), 204);
+    let started = std::time::Instant::now();
+    let (read, ()) = tokio::join!(read_positions(&c, &second, 10_000), async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        produce_to(&c, &s, "logs", 0, 1).await;
+    });
+    assert_eq!(read, [(0, 3)]);
+    assert!(started.elapsed() < Duration::from_secs(5));
+
+    // An empty assignment drops it: the instance may subscribe again.
+    let none = json!({"partitions": []});
+    let r = post(&c, format!("{base}/assignments"), V2, none.clone()).await;
+    assert_eq!(r.status(), 204);
+    assert_eq!(get_json(&c, format!("{base}/assignments")).await, none);
+    let r = delete(&c, base).await;
+    assert_eq!(r.status(), 204);
+}
+
+#[tokio::test]
+async fn an_assigned_instance_with_auto_commit_commits_what_it_was_sent() {
+    let (_tmp, s, c) = start(&[]).await;
+    create_topic(&c, &s, "auto", json!({"partitions": 2})).await;
+    produce_to(&c, &s, "auto", 1, 4).await;
+    let base = instance(&c, &s, "gc", json!({"auto.offset.reset": "earliest"})).await;
+    let only = json!({"partitions": [{"topic": "auto", "partition": 1}]});
+    let r = post(&c, format!("{base}/assignments"), V2, only).await;
+    assert_eq!(r.status(), 204);
+    assert_eq!(read_positions(&c, &base, 1000).await.len(), 4);
+    // Committed by the next read, as a group member's next poll commits.
+    assert_eq!(committed(&c, &base, "auto", 2).await, []);
+    assert_eq!(read_positions(&c, &base, 100).await, []);
+    assert_eq!(committed(&c, &base, "auto", 2).await, [(1, 4)]);
+    produce_to(&c, &s, "auto", 1, 1).await;
+    assert_eq!(read_positions(&c, &base, 1000).await, [(1, 4)]);
+    // ...and by deleting the instance.
+    let probe = instance(&c, &s, "gc", json!({})).await;
+    let r = delete(&c, base).await;
+    assert_eq!(r.status(), 204);
+    assert_eq!(committed(&c, &probe, "auto", 2).await, [(1, 5)]);
 }
 
 #[tokio::test]

@@ -111,6 +111,24 @@ impl ProxyError {
         )
     }
 
+    /// An operation on a partition the instance neither owns nor was assigned.
+    pub(crate) fn not_assigned(topic: &str, partition: u32) -> Self {
+        Self::new(
+            StatusCode::CONFLICT,
+            ILLEGAL_STATE,
+            format!("Illegal state: No current assignment for partition {topic}-{partition}"),
+        )
+    }
+
+    /// Subscribing an instance that has a manual assignment, or the reverse.
+    pub(crate) fn subscribed_or_assigned() -> Self {
+        Self::new(
+            StatusCode::CONFLICT,
+            CONSUMER_ALREADY_SUBSCRIBED,
+            "Subscriptions to topics, partitions, and patterns are mutually exclusive.",
+        )
+    }
+
     pub(crate) fn unprocessable(error_code: u32, message: impl Into<String>) -> Self {
         Self::new(StatusCode::UNPROCESSABLE_ENTITY, error_code, message)
     }

@@ -4,7 +4,8 @@
 //! handles generations itself: a member whose generation went stale (someone joined or
 //! left) rejoins under the same id and retries once, so clients never see generations.
 //! Polls are two-phase: the caller confirms a poll's `Delivery` once its answer went
-//! out, and a poll dropped unconfirmed puts its records back.
+//! out, and a poll dropped unconfirmed puts its records back. An instance with a manual
+//! assignment is no member: it commits as the group's implicit member.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -51,6 +52,11 @@ impl<'a> GroupAdapter<'a> {
             member_id,
             session: session(session_timeout),
         }
+    }
+
+    /// The group's name.
+    pub(crate) fn group(&self) -> &str {
+        self.group
     }
 
     fn handles(&self, topic: &str) -> kafko_core::Result<(GroupHandle, TopicHandle)> {
@@ -151,6 +157,18 @@ impl<'a> GroupAdapter<'a> {
             }
             other => other,
         }
+    }
+
+    /// Commits `offsets` (next offsets to read) on `topic` as the group's implicit
+    /// member, for an instance with a manual assignment (no membership): refused with
+    /// `GroupHasMembers` while members are subscribed to `topic`.
+    pub(crate) async fn commit_unowned(
+        &self,
+        topic: &str,
+        offsets: &[PartitionOffset],
+    ) -> kafko_core::Result<Vec<PartitionOffset>> {
+        let (g, t) = self.handles(topic)?;
+        g.commit(&t, None, Some(offsets)).await
     }
 
     /// The group's committed offsets (next offset to read) on `topic`, by partition.

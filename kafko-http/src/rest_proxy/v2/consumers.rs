@@ -19,18 +19,19 @@ use axum::http::{HeaderValue, header};
 use axum::response::IntoResponse;
 use bytes::Bytes;
 use futures_util::{StreamExt, stream};
-use kafko_core::{Delivery, GroupPoll, KafkoError, OffsetReset, PartitionOffset, SeekTo};
+use kafko_core::{Delivery, GroupPoll, KafkoError, OffsetReset, PartitionOffset, Record, SeekTo};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::time::Instant;
 
+use super::assignment::{self, by_topic};
 use super::instances::{self, Handle, Instance};
 use super::v2_json;
 use crate::rest_proxy::api_doc::{InstanceNotFound, InstancePath, NotOwned, V2BadBody, V2NotJson};
 use crate::rest_proxy::content_type::{EmbeddedFormat, check_accept};
 use crate::rest_proxy::error::{
-    CONSUMER_ALREADY_EXISTS, CONSUMER_ALREADY_SUBSCRIBED, ErrorBody, ILLEGAL_STATE,
-    INVALID_CONSUMER_CONFIG, JSON_CONVERSION, ProxyError, ProxyResult,
+    CONSUMER_ALREADY_EXISTS, ErrorBody, INVALID_CONSUMER_CONFIG, JSON_CONVERSION, ProxyError,
+    ProxyResult,
 };
 use crate::rest_proxy::{
     ProxyBody, ProxyPath, ProxyQuery, base_url, objects, parse_body, parse_optional_body,
@@ -269,7 +270,9 @@ pub(crate) async fn create(
         format,
         auto_commit,
         request_wait,
+        reset,
         subscription: Vec::new(),
+        assignment: Default::default(),
         members: Default::default(),
         closed: false,
     };
@@ -346,6 +349,9 @@ pub(crate) async fn subscribe(
 ) -> ProxyResult<StatusCode> {
     let sub: Subscription = parse_body(&body)?;
     locked!(state, group, name, handle, inst);
+    if !inst.assignment.is_empty() {
+        return Err(ProxyError::subscribed_or_assigned());
+    }
     if sub.topic_pattern.is_some() {
         return Err(bad_config(
             "topic_pattern subscriptions are not supported by kafko; list the topics",
@@ -486,13 +492,20 @@ pub(crate) async fn records(
         Some(b) if b > 0 => (b as u64).min(cfg.max_fetch_bytes as u64) as usize,
         _ => cfg.max_fetch_bytes,
     };
+    if inst.auto_commit && !inst.assignment.is_empty() {
+        // An assigned instance commits what its earlier reads delivered, as a group
+        // member's next poll does.
+        let mut assignment = std::mem::take(&mut inst.assignment);
+        let groups = inst.groups(&state.kafko, state.rest_proxy.timeout());
+        assignment.auto_commit(&groups).await;
+        inst.assignment = assignment;
+    }
     let deadline = Instant::now() + wait;
-    let polls = loop {
+    let batch = loop {
         join_subscribed(&state, &mut inst).await?;
-        let activity = inst
-            .members
-            .keys()
-            .next()
+        let watched = watched_topics(&inst);
+        let activity = watched
+            .first()
             .and_then(|t| state.kafko.topic(t).ok())
             .map(|t| t.activity());
         let notified = activity.as_ref().map(|a| a.notified());
@@ -501,14 +514,13 @@ pub(crate) async fn records(
             // Registered before looking, so a produce in between still wakes us.
             n.enable();
         }
-        let polls = poll_all(&state, &mut inst, max_bytes).await?;
-        let found = polls.iter().any(|(_, p)| !p.records().is_empty());
-        if found || Instant::now() >= deadline || state.is_shutting_down() {
-            break polls;
+        let batch = read_once(&state, &mut inst, max_bytes).await?;
+        if batch.found() || Instant::now() >= deadline || state.is_shutting_down() {
+            break batch;
         }
         let nap = Instant::now() + RECHECK.min(deadline - Instant::now());
         match notified.as_mut().as_pin_mut() {
-            Some(n) if inst.members.len() == 1 => {
+            Some(n) if watched.len() == 1 => {
                 tokio::select! {
                     () = n => {}
                     () = tokio::time::sleep_until(deadline) => {}
@@ -520,16 +532,15 @@ pub(crate) async fn records(
     };
     state.rest_proxy.touch(&handle);
     let format = inst.format;
+    let (by_topic, confirm) = batch.into_parts(handle.clone());
     let mut out = Vec::new();
-    let mut deliveries = Vec::with_capacity(polls.len());
-    let mut bytes = 0;
-    for (topic, poll) in polls {
-        let (records, delivery) = poll.into_parts();
+    for (topic, records) in by_topic {
+        let mut bytes = 0;
         for r in &records {
             let rendered = render(r.key.as_ref(), format)
                 .and_then(|k| Ok((k, render(r.value.as_ref(), format)?)));
             let (key, value) = rendered.map_err(|e| {
-                // The polls are dropped undelivered: the records stay in the group.
+                // The read is dropped unconfirmed: the instance stays before the record.
                 ProxyError::unprocessable(
                     JSON_CONVERSION,
                     format!(
@@ -550,21 +561,100 @@ pub(crate) async fn records(
         }
         if !records.is_empty() {
             state.metrics.consumed(&topic, records.len(), bytes);
-            bytes = 0;
         }
-        deliveries.push(delivery);
     }
-    Ok(delivered_on_send(format.media_type(), &out, deliveries))
+    Ok(delivered_on_send(format.media_type(), &out, confirm))
 }
 
-/// A JSON answer whose deliveries are confirmed once its whole body was handed to the
-/// connection; an answer dropped before that (the client went away) puts the records
-/// back in the group.
-fn delivered_on_send(
-    media: &'static str,
-    body: &[ConsumerRecord],
-    deliveries: Vec<Delivery>,
-) -> Response {
+/// The topics a waiting read watches: the joined ones, or the assigned ones.
+fn watched_topics(inst: &Instance) -> Vec<String> {
+    if inst.assignment.is_empty() {
+        inst.members.keys().cloned().collect()
+    } else {
+        inst.assignment.topics()
+    }
+}
+
+/// What one zero-wait read of an instance found.
+enum Batch {
+    /// A subscribed instance's group polls, by topic.
+    Group(Vec<(String, GroupPoll)>),
+    /// An assigned instance's partition reads.
+    Assigned(Vec<assignment::Read>),
+}
+
+impl Batch {
+    fn found(&self) -> bool {
+        match self {
+            Batch::Group(polls) => polls.iter().any(|(_, p)| !p.records().is_empty()),
+            Batch::Assigned(reads) => reads.iter().any(|r| !r.records.is_empty()),
+        }
+    }
+
+    /// The records by topic, and what confirms them once delivered.
+    fn into_parts(self, handle: Arc<Handle>) -> (Vec<(String, Vec<Record>)>, Confirm) {
+        match self {
+            Batch::Group(polls) => {
+                let mut deliveries = Vec::with_capacity(polls.len());
+                let mut out = Vec::with_capacity(polls.len());
+                for (topic, poll) in polls {
+                    let (records, delivery) = poll.into_parts();
+                    deliveries.push(delivery);
+                    out.push((topic, records));
+                }
+                (out, Confirm::Deliveries(deliveries))
+            }
+            Batch::Assigned(reads) => {
+                let moves = reads.iter().map(assignment::Read::movement).collect();
+                let out = reads.into_iter().map(|r| (r.topic, r.records)).collect();
+                (out, Confirm::Positions(handle, moves))
+            }
+        }
+    }
+}
+
+/// How a delivered read is confirmed.
+enum Confirm {
+    /// The group polls' leases become reads.
+    Deliveries(Vec<Delivery>),
+    /// The assigned instance's positions move past what it was sent.
+    Positions(Arc<Handle>, Vec<(assignment::Partition, assignment::Move)>),
+}
+
+impl Confirm {
+    async fn run(self) {
+        match self {
+            Confirm::Deliveries(deliveries) => deliveries.into_iter().for_each(Delivery::confirm),
+            Confirm::Positions(handle, moves) => {
+                let mut inst = handle.state.lock().await;
+                if !inst.closed {
+                    inst.assignment.advance(&moves);
+                }
+            }
+        }
+    }
+}
+
+/// One zero-wait read: the group polls of a subscribed instance, the partition reads
+/// of an assigned one.
+async fn read_once(state: &AppState, inst: &mut Instance, max_bytes: usize) -> ProxyResult<Batch> {
+    if inst.assignment.is_empty() {
+        return Ok(Batch::Group(poll_all(state, inst, max_bytes).await?));
+    }
+    let mut assignment = std::mem::take(&mut inst.assignment);
+    let read = assignment.read(
+        &inst.source(&state.kafko, state.rest_proxy.timeout()),
+        state.config.max_records_per_fetch,
+        max_bytes,
+    );
+    inst.assignment = assignment;
+    Ok(Batch::Assigned(read?))
+}
+
+/// A JSON answer whose read is confirmed once its whole body was handed to the
+/// connection; an answer dropped before that (the client went away) leaves the records
+/// to be read again (back in the group, or ahead of the assigned instance's position).
+fn delivered_on_send(media: &'static str, body: &[ConsumerRecord], confirm: Confirm) -> Response {
     let json = match serde_json::to_vec(body) {
         Ok(json) => Bytes::from(json),
         Err(e) => {
@@ -578,7 +668,7 @@ fn delivered_on_send(
     };
     // The connection asks for the next frame only after it took the previous one.
     let confirm = stream::once(async move {
-        deliveries.into_iter().for_each(Delivery::confirm);
+        confirm.run().await;
         None
     });
     let frames = stream::once(async move { Some(json) })
@@ -659,15 +749,6 @@ pub(crate) struct CommitRequest {
     offsets: Vec<CommitOffset>,
 }
 
-/// The member of `topic`, or 40903 (the instance does not consume that topic).
-fn no_assignment(topic: &str, partition: u32) -> ProxyError {
-    ProxyError::new(
-        StatusCode::CONFLICT,
-        ILLEGAL_STATE,
-        format!("Illegal state: No current assignment for partition {topic}-{partition}"),
-    )
-}
-
 /// Commits offsets.
 #[utoipa::path(post, path = "/consumers/{group}/instances/{instance}/offsets", tag = "rest-proxy-v2",
     params(InstancePath),
@@ -687,28 +768,47 @@ pub(crate) async fn commit(
     let req: CommitRequest = parse_optional_body(&body)?.unwrap_or_default();
     locked!(state, group, name, handle, inst);
     let timeout = state.rest_proxy.timeout();
-    let mut by_topic: Vec<(String, Vec<PartitionOffset>)> = Vec::new();
-    for o in &req.offsets {
+    let asked = by_topic(req.offsets.iter().map(|o| {
         let next = PartitionOffset {
             partition: o.partition,
             offset: o.offset.saturating_add(1),
         };
-        match by_topic.iter_mut().find(|(t, _)| *t == o.topic) {
-            Some((_, list)) => list.push(next),
-            None => by_topic.push((o.topic.clone(), vec![next])),
+        (o.topic.clone(), next)
+    }));
+    if !inst.assignment.is_empty() {
+        for (topic, list) in &asked {
+            if let Some(o) = list
+                .iter()
+                .find(|o| !inst.assignment.contains(&(topic.clone(), o.partition)))
+            {
+                return Err(ProxyError::not_assigned(topic, o.partition));
+            }
         }
+        let mut assignment = std::mem::take(&mut inst.assignment);
+        let offsets = if asked.is_empty() {
+            assignment.consumed()
+        } else {
+            asked
+        };
+        let done = assignment
+            .commit(&inst.groups(&state.kafko, timeout), offsets)
+            .await;
+        inst.assignment = assignment;
+        done?;
+        return Ok(v2_json(&Vec::<Value>::new()));
     }
-    if by_topic.is_empty() {
-        by_topic = inst
-            .members
+    let by_topic = if asked.is_empty() {
+        inst.members
             .keys()
             .map(|t| (t.clone(), Vec::new()))
-            .collect();
-    }
+            .collect()
+    } else {
+        asked
+    };
     for (topic, offsets) in by_topic {
         let Some(mut member) = inst.members.remove(&topic) else {
             let p = offsets.first().map_or(0, |o| o.partition);
-            return Err(no_assignment(&topic, p));
+            return Err(ProxyError::not_assigned(&topic, p));
         };
         let offsets = (!offsets.is_empty()).then_some(offsets);
         let done = inst
@@ -807,6 +907,17 @@ pub(crate) async fn assignments(
     ProxyPath((group, name)): ProxyPath<(String, String)>,
 ) -> ProxyResult<Response> {
     locked!(state, group, name, handle, inst);
+    if !inst.assignment.is_empty() {
+        let partitions = inst
+            .assignment
+            .partitions()
+            .map(|(topic, partition)| TopicPartition {
+                topic: topic.clone(),
+                partition: *partition,
+            })
+            .collect();
+        return Ok(v2_json(&Partitions { partitions }));
+    }
     join_subscribed(&state, &mut inst).await?;
     let timeout = state.rest_proxy.timeout();
     let mut partitions = Vec::new();
@@ -822,30 +933,49 @@ pub(crate) async fn assignments(
     Ok(v2_json(&Partitions { partitions }))
 }
 
-/// Manual assignment: not supported (instances consume through group subscriptions).
+/// Assigns partitions to the instance by hand (replacing its assignment; an empty
+/// list drops it). It then reads them from positions of its own, starting at the
+/// group's committed offsets.
 #[utoipa::path(post, path = "/consumers/{group}/instances/{instance}/assignments", tag = "rest-proxy-v2",
     params(InstancePath),
     request_body(content = Partitions, content_type = "application/vnd.kafka.v2+json"),
     responses(
-        InstanceNotFound,
-        (status = 409, description = "error_code 40901: the instance is subscribed", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
-        (status = 422, description = "error_code 42204: manual assignment is not supported", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        V2BadBody,
+        (status = 204, description = "Assigned"),
+        (status = 404, description = "error_code 40403 (instance), 40401 (topic) or 40402 (partition)", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        (status = 409, description = "error_code 40901: the instance is subscribed to topics", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
     ))]
 pub(crate) async fn assign(
     State(state): State<AppState>,
     ProxyPath((group, name)): ProxyPath<(String, String)>,
-) -> ProxyResult<Response> {
+    ProxyBody(body): ProxyBody,
+) -> ProxyResult<StatusCode> {
+    let req: Partitions = parse_body(&body)?;
     locked!(state, group, name, handle, inst);
     if !inst.subscription.is_empty() {
-        return Err(ProxyError::new(
-            StatusCode::CONFLICT,
-            CONSUMER_ALREADY_SUBSCRIBED,
-            "Consumer cannot subscribe the the specified target because it has already subscribed to other topics.",
-        ));
+        return Err(ProxyError::subscribed_or_assigned());
     }
-    Err(bad_config(
-        "manual partition assignment is not supported by kafko; subscribe to topics instead",
-    ))
+    let mut partitions = Vec::with_capacity(req.partitions.len());
+    for tp in req.partitions {
+        let topic = match state.kafko.topic(&tp.topic) {
+            Err(KafkoError::TopicNotFound { .. } | KafkoError::InvalidName { .. }) => {
+                return Err(ProxyError::topic_not_found(&tp.topic));
+            }
+            other => other?,
+        };
+        topic.partition(tp.partition)?;
+        partitions.push((tp.topic, tp.partition));
+    }
+    let mut assignment = std::mem::take(&mut inst.assignment);
+    if inst.auto_commit {
+        let timeout = state.rest_proxy.timeout();
+        assignment
+            .auto_commit(&inst.groups(&state.kafko, timeout))
+            .await;
+    }
+    assignment.replace(partitions);
+    inst.assignment = assignment;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 /// A seek to an offset or a timestamp.
@@ -892,11 +1022,18 @@ async fn seek_each(
     inst: &mut Instance,
     targets: Vec<(String, u32, SeekTo)>,
 ) -> ProxyResult<StatusCode> {
+    if !inst.assignment.is_empty() {
+        for (topic, partition, to) in targets {
+            inst.assignment
+                .seek(&state.kafko, &(topic, partition), to)?;
+        }
+        return Ok(StatusCode::NO_CONTENT);
+    }
     let timeout = state.rest_proxy.timeout();
     join_subscribed(state, inst).await?;
     for (topic, partition, to) in targets {
         let Some(mut member) = inst.members.remove(&topic) else {
-            return Err(no_assignment(&topic, partition));
+            return Err(ProxyError::not_assigned(&topic, partition));
         };
         let done = inst
             .groups(&state.kafko, timeout)
@@ -904,7 +1041,9 @@ async fn seek_each(
             .await;
         inst.members.insert(topic.clone(), member);
         match done {
-            Err(KafkoError::NotAssigned { .. }) => return Err(no_assignment(&topic, partition)),
+            Err(KafkoError::NotAssigned { .. }) => {
+                return Err(ProxyError::not_assigned(&topic, partition));
+            }
             other => {
                 other?;
             }

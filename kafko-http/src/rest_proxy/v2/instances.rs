@@ -1,17 +1,19 @@
 //! Consumer instances: what `POST /consumers/{group}` creates, by group and name, with
 //! their settings, subscription and group memberships. An instance not used for
 //! `consumer_instance_timeout` expires: the next call on it (or the next creation of any
-//! instance) removes it and leaves its groups, and calls on it answer 40403.
+//! instance) removes it, leaves its groups (or commits its manual assignment's positions
+//! with auto-commit), and calls on it answer 40403.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use kafko_core::{Kafko, Membership};
+use kafko_core::{Kafko, Membership, OffsetReset};
 
 use crate::rest_proxy::content_type::EmbeddedFormat;
 use crate::rest_proxy::group_adapter::GroupAdapter;
+use crate::rest_proxy::v2::assignment::{Assignment, Source};
 
 /// One consumer instance's state (behind its handle's lock).
 pub(crate) struct Instance {
@@ -21,10 +23,14 @@ pub(crate) struct Instance {
     pub(crate) auto_commit: bool,
     /// `consumer.request.timeout.ms`: how long a records read waits by default.
     pub(crate) request_wait: Duration,
+    /// `auto.offset.reset` (also the group's setting; kept here for manual assignments).
+    pub(crate) reset: OffsetReset,
     /// Subscribed topics, in the order given.
     pub(crate) subscription: Vec<String>,
     /// Memberships per subscribed topic that exists (joined lazily, on first use).
     pub(crate) members: BTreeMap<String, Membership>,
+    /// Manually assigned partitions (never together with a subscription).
+    pub(crate) assignment: Assignment,
     /// Set once the instance is deleted or expired (a request that was waiting on the
     /// lock then answers 40403).
     pub(crate) closed: bool,
@@ -36,8 +42,26 @@ impl Instance {
         GroupAdapter::new(kafko, &self.group, &self.name, session)
     }
 
-    /// Leaves every group the instance joined.
+    /// What an assigned instance reads from.
+    pub(crate) fn source<'a>(&'a self, kafko: &'a Kafko, session: Duration) -> Source<'a> {
+        Source {
+            kafko,
+            groups: self.groups(kafko, session),
+            reset: self.reset,
+        }
+    }
+
+    /// Drops the manual assignment, committing its positions first with auto-commit.
+    pub(crate) async fn unassign(&mut self, kafko: &Kafko, session: Duration) {
+        let mut assignment = std::mem::take(&mut self.assignment);
+        if self.auto_commit {
+            assignment.auto_commit(&self.groups(kafko, session)).await;
+        }
+    }
+
+    /// Leaves every group the instance joined and drops its manual assignment.
     pub(crate) async fn leave_all(&mut self, kafko: &Kafko, session: Duration) {
+        self.unassign(kafko, session).await;
         let topics: Vec<String> = self.members.keys().cloned().collect();
         for topic in topics {
             if let Err(e) = self.groups(kafko, session).leave(&topic).await {

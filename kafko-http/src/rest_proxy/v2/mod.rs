@@ -1,5 +1,6 @@
 //! The v2 API: metadata, produce and consumer instances, in `application/vnd.kafka.v2+json`.
 
+pub(crate) mod assignment;
 pub(crate) mod consumers;
 pub(crate) mod instances;
 pub(crate) mod metadata;
