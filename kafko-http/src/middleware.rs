@@ -82,7 +82,7 @@ where
                     _permit: PermitGuard(self.state.clone(), pool),
                 }
             }
-            Err(refusal) => Stage::Refused(refusal.into_response()),
+            Err(refusal) => Stage::Refused(refusal),
         };
         EnvelopeFuture {
             stage,
@@ -198,11 +198,12 @@ fn is_public(req: &Request) -> bool {
 /// Auth, then the concurrency limit: a permit to run the request, or the answer to give
 /// instead. 401 without `Authorization: Bearer <token>` when a token is configured; 503
 /// `overloaded` when `max_concurrent_requests` (or, for a long-poll,
-/// `max_waiting_requests`) are already being handled.
+/// `max_waiting_requests`) are already being handled. A REST Proxy records read waits
+/// too, under the same limit, and is refused in the proxy's own shape.
 fn admit<'a>(
     state: &'a AppState,
     req: &Request,
-) -> Result<(tokio::sync::SemaphorePermit<'a>, Pool), ApiError> {
+) -> Result<(tokio::sync::SemaphorePermit<'a>, Pool), Response> {
     if let Some(token) = state.config.auth_token.as_deref()
         && !is_public(req)
         && req.method() != Method::OPTIONS
@@ -218,7 +219,8 @@ fn admit<'a>(
                 StatusCode::UNAUTHORIZED,
                 "unauthorized",
                 "a valid bearer token is required",
-            ));
+            )
+            .into_response());
         }
     }
     if is_long_poll(req) {
@@ -226,13 +228,24 @@ fn admit<'a>(
             .waiting_permits
             .try_acquire()
             .map(|p| (p, Pool::Waiting))
-            .map_err(|_| ApiError::overloaded("too many waiting long-polls; retry later"));
+            .map_err(|_| {
+                ApiError::overloaded("too many waiting long-polls; retry later").into_response()
+            });
+    }
+    if crate::rest_proxy::is_waiting_read(req) {
+        return state
+            .waiting_permits
+            .try_acquire()
+            .map(|p| (p, Pool::Waiting))
+            .map_err(|_| crate::rest_proxy::error::too_many_waiting_reads());
     }
     state
         .permits
         .try_acquire()
         .map(|p| (p, Pool::General))
-        .map_err(|_| ApiError::overloaded("too many concurrent requests; retry later"))
+        .map_err(|_| {
+            ApiError::overloaded("too many concurrent requests; retry later").into_response()
+        })
 }
 
 /// Whether the request may wait for records: a `wait_ms` above zero in its query (a read

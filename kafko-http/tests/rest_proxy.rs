@@ -866,3 +866,49 @@ async fn v3_clusters_and_topics() {
     )
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_reads_wait_under_the_servers_waiting_limit() {
+    let (_tmp, s, c) = start(&["--max-waiting-requests", "1"]).await;
+    create_topic(&c, &s, "quiet", json!({})).await;
+    let mut bases = Vec::new();
+    for name in ["w1", "w2"] {
+        let base = instance(&c, &s, "gw", json!({ "name": name })).await;
+        let topics = json!({"topics": ["quiet"]});
+        let r = post(&c, format!("{base}/subscription"), V2, topics).await;
+        assert_eq!(r.status(), 204);
+        bases.push(base);
+    }
+    let read = |base: &str, timeout: u64| {
+        client()
+            .get(format!("{base}/records?timeout={timeout}"))
+            .header("accept", BINARY)
+            .send()
+    };
+    // One read waits for records and holds the only waiting permit.
+    let waiting = tokio::spawn(read(&bases[0], 3000));
+    let started = std::time::Instant::now();
+    while common::metric(&c, &s, "kafko_http_requests_in_flight").await < 2 {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the read never waited"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Another is refused in the proxy's shape, with Retry-After.
+    let refused = read(&bases[1], 1000).await.unwrap();
+    assert_eq!(refused.headers()["retry-after"], "1");
+    proxy_error(refused, 429, 429).await;
+    // The limit is /v1's: its long-polls are refused too.
+    let v1 = get(
+        &c,
+        s.url("/v1/topics/quiet/records?offset=latest&wait_ms=1000"),
+    )
+    .await;
+    assert_eq!(v1.status(), 503);
+    // A read that does not wait is not counted.
+    let now = read(&bases[1], 0).await.unwrap();
+    assert_eq!(now.status(), 200);
+    assert_eq!(waiting.await.unwrap().unwrap().status(), 200);
+    assert_eq!(read(&bases[1], 100).await.unwrap().status(), 200);
+}

@@ -162,6 +162,20 @@ impl IntoResponse for ProxyError {
     }
 }
 
+/// The refusal of a records read while the server's `max_waiting_requests` reads are
+/// already waiting: 429, code 429 (as the proxy refuses requests over its limits), with
+/// `Retry-After` as `/v1`'s long-polls get.
+pub(crate) fn too_many_waiting_reads() -> Response {
+    let mut resp = ProxyError::plain(
+        StatusCode::TOO_MANY_REQUESTS,
+        "Too many waiting records reads; retry later.",
+    )
+    .into_response();
+    resp.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    resp
+}
+
 /// Rejections of the shared extractors (body size, body timeout, encoding) keep their
 /// status; the code is the status.
 impl From<ApiError> for ProxyError {

@@ -110,6 +110,21 @@ pub(crate) fn routes() -> Router<AppState> {
         )
 }
 
+/// Whether `req` is a consumer instance's records read that may wait for records
+/// (`GET …/records` without `timeout=0`): it runs under the server's limit of waiting
+/// requests, as `/v1`'s long-polls do.
+pub(crate) fn is_waiting_read(req: &Request) -> bool {
+    let path = req.uri().path();
+    req.method() == axum::http::Method::GET
+        && path.starts_with("/consumers/")
+        && path.ends_with("/records")
+        && !req.uri().query().is_some_and(|query| {
+            query
+                .split('&')
+                .any(|pair| pair.strip_prefix("timeout=") == Some("0"))
+        })
+}
+
 /// The REST Proxy routes in the OpenAPI document.
 #[derive(utoipa::OpenApi)]
 #[openapi(
