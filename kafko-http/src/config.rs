@@ -54,8 +54,9 @@ pub struct ServerConfig {
     /// Requests handled at once; beyond this the server answers 503 with `Retry-After`.
     /// Long-polls are counted under `max_waiting_requests` instead.
     pub max_concurrent_requests: usize,
-    /// Long-polls (`wait_ms` > 0) handled at once, a limit of their own so that waiting
-    /// requests never take every permit of `max_concurrent_requests`; beyond, 503.
+    /// Long-polls (`wait_ms` > 0, and REST Proxy records reads) handled at once, a limit
+    /// of their own so that waiting requests never take every permit of
+    /// `max_concurrent_requests`; beyond, 503 (the REST Proxy's reads: 429).
     pub max_waiting_requests: usize,
     /// Bearer token required on every route except the probes, if set.
     pub auth_token: Option<String>,

@@ -82,7 +82,8 @@ struct Args {
     /// Requests handled at once; beyond, 503 with Retry-After.
     #[arg(long, env = "KAFKO_MAX_CONCURRENT_REQUESTS", default_value_t = 1024)]
     max_concurrent_requests: usize,
-    /// Long-polls (`wait_ms` > 0) handled at once, apart from the limit above; beyond, 503.
+    /// Long-polls (`wait_ms` > 0, REST Proxy records reads) handled at once, apart from
+    /// the limit above; beyond, 503 (REST Proxy: 429).
     #[arg(long, env = "KAFKO_MAX_WAITING_REQUESTS", default_value_t = 1024)]
     max_waiting_requests: usize,
     /// Require `Authorization: Bearer <token>` (probes and the web console's files excepted).

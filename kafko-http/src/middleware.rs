@@ -82,7 +82,7 @@ where
                     _permit: PermitGuard(self.state.clone(), pool),
                 }
             }
-            Err(refusal) => Stage::Refused(refusal),
+            Err(refusal) => Stage::Refused(refusal.into_response()),
         };
         EnvelopeFuture {
             stage,
@@ -203,7 +203,7 @@ fn is_public(req: &Request) -> bool {
 fn admit<'a>(
     state: &'a AppState,
     req: &Request,
-) -> Result<(tokio::sync::SemaphorePermit<'a>, Pool), Response> {
+) -> Result<(tokio::sync::SemaphorePermit<'a>, Pool), Refusal> {
     if let Some(token) = state.config.auth_token.as_deref()
         && !is_public(req)
         && req.method() != Method::OPTIONS
@@ -220,7 +220,7 @@ fn admit<'a>(
                 "unauthorized",
                 "a valid bearer token is required",
             )
-            .into_response());
+            .into());
         }
     }
     if is_long_poll(req) {
@@ -228,24 +228,43 @@ fn admit<'a>(
             .waiting_permits
             .try_acquire()
             .map(|p| (p, Pool::Waiting))
-            .map_err(|_| {
-                ApiError::overloaded("too many waiting long-polls; retry later").into_response()
-            });
+            .map_err(|_| ApiError::overloaded("too many waiting long-polls; retry later").into());
     }
     if crate::rest_proxy::is_waiting_read(req) {
         return state
             .waiting_permits
             .try_acquire()
             .map(|p| (p, Pool::Waiting))
-            .map_err(|_| crate::rest_proxy::error::too_many_waiting_reads());
+            .map_err(|_| Refusal::ProxyWaiting);
     }
     state
         .permits
         .try_acquire()
         .map(|p| (p, Pool::General))
-        .map_err(|_| {
-            ApiError::overloaded("too many concurrent requests; retry later").into_response()
-        })
+        .map_err(|_| ApiError::overloaded("too many concurrent requests; retry later").into())
+}
+
+/// Why a request is not admitted.
+enum Refusal {
+    /// The server's problem (auth, overload).
+    Server(ApiError),
+    /// A REST Proxy records read past the waiting limit (the proxy's error shape).
+    ProxyWaiting,
+}
+
+impl From<ApiError> for Refusal {
+    fn from(e: ApiError) -> Self {
+        Refusal::Server(e)
+    }
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        match self {
+            Refusal::Server(e) => e.into_response(),
+            Refusal::ProxyWaiting => crate::rest_proxy::error::too_many_waiting_reads(),
+        }
+    }
 }
 
 /// Whether the request may wait for records: a `wait_ms` above zero in its query (a read

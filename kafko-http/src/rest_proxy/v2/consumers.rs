@@ -473,6 +473,8 @@ fn render(bytes: Option<&kafko_core::Bytes>, format: EmbeddedFormat) -> Result<V
         InstanceNotFound,
         (status = 406, description = "error_code 40601: Accept does not match the instance's format", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
         (status = 422, description = "error_code 42203: a json instance read bytes that are not JSON", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        (status = 429, description = "error_code 429: the server's limit of waiting requests is reached (a read with timeout=0 is not counted); Retry-After says when to retry", body = ErrorBody, content_type = "application/vnd.kafka.v2+json",
+            headers(("Retry-After" = u32, description = "Seconds to wait before retrying"))),
     ))]
 pub(crate) async fn records(
     State(state): State<AppState>,
