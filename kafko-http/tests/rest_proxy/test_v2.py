@@ -250,9 +250,120 @@ def test_positions(base, http, topic):
     http.delete(inst, headers={"Content-Type": V2})
 
 
+def assign(http, inst, partitions):
+    return http.post(f"{inst}/assignments", json={"partitions": partitions}, headers={"Content-Type": V2}, timeout=10)
+
+
+def committed(http, inst, partitions):
+    r = http.request("GET", f"{inst}/offsets", json={"partitions": partitions}, headers={"Content-Type": V2, "Accept": V2})
+    assert r.status_code == 200, r.text
+    assert r.headers["content-type"].startswith(V2)
+    return {(o["topic"], o["partition"]): o["offset"] for o in r.json()["offsets"]}
+
+
+def test_assignments_read_only_the_assigned_partitions(base, http, topic):
+    for p, n in [(0, 2), (1, 3), (2, 1)]:
+        r = produce(base, http, topic, [{"value": b64(f"p{p}-{i}")} for i in range(n)], path=f"/topics/{topic}/partitions/{p}")
+        assert r.status_code == 200
+    inst = create_instance(base, http, unique("g"), **{"auto.commit.enable": "false"})
+    wanted = [{"topic": topic, "partition": 0}, {"topic": topic, "partition": 1}]
+    r = assign(http, inst, wanted)
+    assert r.status_code == 204, r.text
+    assert r.content == b""
+    r = http.get(f"{inst}/assignments", headers={"Accept": V2})
+    assert r.status_code == 200
+    assert r.headers["content-type"].startswith(V2)
+    assert sorted(r.json()["partitions"], key=lambda p: p["partition"]) == wanted
+    records = read_all(http, inst, 5)
+    assert sorted((r["partition"], r["offset"]) for r in records) == [(0, 0), (0, 1), (1, 0), (1, 1), (1, 2)]
+    r = http.get(f"{inst}/records", params={"timeout": 200}, headers={"Accept": BINARY})
+    assert r.status_code == 200 and r.json() == []
+    http.delete(inst, headers={"Content-Type": V2})
+
+
+def test_assigned_commits_and_committed_offsets(base, http, topic):
+    assert produce(base, http, topic, [{"value": b64(f"x{i}")} for i in range(3)], path=f"/topics/{topic}/partitions/2").status_code == 200
+    group = unique("g")
+    inst = create_instance(base, http, group, **{"auto.commit.enable": "false"})
+    assert assign(http, inst, [{"topic": topic, "partition": 2}]).status_code == 204
+    assert len(read_all(http, inst, 3)) == 3
+    # A body commits offset + 1.
+    r = http.post(f"{inst}/offsets", json={"offsets": [{"topic": topic, "partition": 2, "offset": 0}]}, headers={"Content-Type": V2})
+    assert r.status_code == 200, r.text
+    assert committed(http, inst, [{"topic": topic, "partition": 2}]) == {(topic, 2): 1}
+    # An empty body commits every position read.
+    r = http.post(f"{inst}/offsets", headers={"Content-Type": V2})
+    assert r.status_code == 200, r.text
+    assert committed(http, inst, [{"topic": topic, "partition": 2}]) == {(topic, 2): 3}
+    # Another instance of the group assigned the same partition starts at the commit.
+    other = create_instance(base, http, group)
+    assert assign(http, other, [{"topic": topic, "partition": 2}]).status_code == 204
+    assert produce(base, http, topic, [{"value": b64("new")}], path=f"/topics/{topic}/partitions/2").status_code == 200
+    assert [r["offset"] for r in read_all(http, other, 1)] == [3]
+    for i in (inst, other):
+        http.delete(i, headers={"Content-Type": V2})
+
+
+def test_assigned_positions(base, http, topic):
+    assert produce(base, http, topic, [{"value": b64(f"y{i}")} for i in range(3)], path=f"/topics/{topic}/partitions/1").status_code == 200
+    inst = create_instance(base, http, unique("g"), **{"auto.commit.enable": "false"})
+    tp = {"topic": topic, "partition": 1}
+    assert assign(http, inst, [tp]).status_code == 204
+    assert [r["offset"] for r in read_all(http, inst, 3)] == [0, 1, 2]
+    r = http.post(f"{inst}/positions", json={"offsets": [dict(tp, offset=1)]}, headers={"Content-Type": V2})
+    assert r.status_code == 204, r.text
+    assert [r["offset"] for r in read_all(http, inst, 2)] == [1, 2]
+    r = http.post(f"{inst}/positions/beginning", json={"partitions": [tp]}, headers={"Content-Type": V2})
+    assert r.status_code == 204, r.text
+    assert [r["offset"] for r in read_all(http, inst, 3)] == [0, 1, 2]
+    r = http.post(f"{inst}/positions/beginning", json={"partitions": [tp]}, headers={"Content-Type": V2})
+    assert r.status_code == 204
+    r = http.post(f"{inst}/positions/end", json={"partitions": [tp]}, headers={"Content-Type": V2})
+    assert r.status_code == 204, r.text
+    r = http.get(f"{inst}/records", params={"timeout": 200}, headers={"Accept": BINARY})
+    assert r.status_code == 200 and r.json() == []
+    http.delete(inst, headers={"Content-Type": V2})
+
+
+def test_subscribed_and_assigned_are_exclusive(base, http, topic):
+    subscribed = create_instance(base, http, unique("g"))
+    subscribe(http, subscribed, topic)
+    assert_error(assign(http, subscribed, [{"topic": topic, "partition": 0}]), 409, 40901)
+    assigned = create_instance(base, http, unique("g"))
+    assert assign(http, assigned, [{"topic": topic, "partition": 0}]).status_code == 204
+    r = http.post(f"{assigned}/subscription", json={"topics": [topic]}, headers={"Content-Type": V2})
+    assert_error(r, 409, 40901)
+    # An empty assignment drops it; the instance may subscribe then.
+    assert assign(http, assigned, []).status_code == 204
+    assert http.get(f"{assigned}/assignments", headers={"Accept": V2}).json() == {"partitions": []}
+    subscribe(http, assigned, topic)
+    for i in (subscribed, assigned):
+        http.delete(i, headers={"Content-Type": V2})
+
+
+def test_assignment_errors(base, http, topic):
+    inst = create_instance(base, http, unique("g"))
+    assert_error(assign(http, inst, [{"topic": unique("missing"), "partition": 0}]), 404, 40401)
+    assert_error(assign(http, inst, [{"topic": topic, "partition": 42}]), 404, 40402)
+    r = http.post(f"{inst}/assignments", data="{not json", headers={"Content-Type": V2})
+    assert_error(r, 400, 400)
+    r = http.post(f"{inst}/assignments", json={"partitions": [{"topic": topic}]}, headers={"Content-Type": V2})
+    assert_error(r, 422, 422)
+    assert assign(http, inst, [{"topic": topic, "partition": 0}]).status_code == 204
+    # A commit or a seek of a partition the instance does not hold.
+    r = http.post(f"{inst}/offsets", json={"offsets": [{"topic": topic, "partition": 1, "offset": 0}]}, headers={"Content-Type": V2})
+    assert_error(r, 409, 40903)
+    r = http.post(f"{inst}/positions/end", json={"partitions": [{"topic": topic, "partition": 1}]}, headers={"Content-Type": V2})
+    assert_error(r, 409, 40903)
+    http.delete(inst, headers={"Content-Type": V2})
+    gone = [{"topic": topic, "partition": 0}]
+    assert_error(assign(http, inst, gone), 404, 40403)
+    assert_error(http.get(f"{inst}/assignments", headers={"Accept": V2}), 404, 40403)
+
+
 def test_unknown_instance_is_40403(base, http):
     inst = f"{base}/consumers/{unique('g')}/instances/nobody"
-    for method, path in [("GET", "/subscription"), ("POST", "/offsets"), ("GET", "/records"), ("DELETE", "")]:
+    for method, path in [("GET", "/subscription"), ("POST", "/offsets"), ("GET", "/records"), ("GET", "/assignments"), ("DELETE", "")]:
         r = http.request(method, f"{inst}{path}", headers={"Content-Type": V2, "Accept": BINARY})
         assert_error(r, 404, 40403)
 
