@@ -150,25 +150,13 @@ struct ClientRules;
 
 impl utoipa::Modify for ClientRules {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        use utoipa::openapi::{ContentBuilder, Ref, Required, ResponseBuilder};
+        use utoipa::openapi::{Required, ResponseBuilder};
         let problem = ResponseBuilder::new()
             .description("Any error: a problem (RFC 9457) whose `code` says which")
-            .content(
-                crate::error::PROBLEM_JSON,
-                ContentBuilder::new()
-                    .schema(Some(Ref::from_schema_name("Problem")))
-                    .build(),
-            )
+            .content(crate::error::PROBLEM_JSON, content_of("Problem"))
             .build();
         for item in openapi.paths.paths.values_mut() {
-            let operations = [
-                &mut item.get,
-                &mut item.put,
-                &mut item.post,
-                &mut item.delete,
-                &mut item.patch,
-            ];
-            for op in operations.into_iter().flatten() {
+            for op in operations(item) {
                 if let Some(body) = op.request_body.as_mut()
                     && !matches!(body.required, Some(Required::True))
                 {
@@ -186,6 +174,28 @@ impl utoipa::Modify for ClientRules {
             }
         }
     }
+}
+
+/// A body whose schema is the component `schema`.
+pub(crate) fn content_of(schema: &str) -> utoipa::openapi::Content {
+    utoipa::openapi::ContentBuilder::new()
+        .schema(Some(utoipa::openapi::Ref::from_schema_name(schema)))
+        .build()
+}
+
+/// Every operation of a path.
+pub(crate) fn operations(
+    item: &mut utoipa::openapi::PathItem,
+) -> impl Iterator<Item = &mut utoipa::openapi::path::Operation> {
+    [
+        &mut item.get,
+        &mut item.put,
+        &mut item.post,
+        &mut item.delete,
+        &mut item.patch,
+    ]
+    .into_iter()
+    .flatten()
 }
 
 /// `oneOf: [null, T]` → `T`; any other schema as it is.

@@ -24,17 +24,7 @@ fn values(body: &Value) -> Vec<String> {
 
 /// `(partition, offset)` of every record in a poll response.
 fn positions(body: &Value) -> Vec<(u64, u64)> {
-    body["records"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            (
-                r["partition"].as_u64().unwrap(),
-                r["offset"].as_u64().unwrap(),
-            )
-        })
-        .collect()
+    common::partition_offsets(&body["records"])
 }
 
 async fn poll(c: &reqwest::Client, s: &Server, group: &str, topic: &str, query: &str) -> Value {

@@ -73,17 +73,7 @@ async fn a_batch_is_answered_per_partition_and_per_record_on_request() {
     assert_eq!(r.status(), 201);
     let b = json(r).await;
     assert_eq!(b["partitions"][1]["base_offset"], 2);
-    let offsets: Vec<_> = b["offsets"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|o| {
-            (
-                o["partition"].as_u64().unwrap(),
-                o["offset"].as_u64().unwrap(),
-            )
-        })
-        .collect();
+    let offsets = common::partition_offsets(&b["offsets"]);
     assert_eq!(offsets, [(2, 2), (0, 1), (2, 3)]);
     assert_eq!(b["offsets"][2]["timestamp"], 7);
 

@@ -44,6 +44,11 @@ async fn post(c: &reqwest::Client, url: String, ct: &str, body: Value) -> reqwes
         .unwrap()
 }
 
+/// Posts `body` as `application/vnd.kafka.v2+json`; returns the status.
+async fn post_v2(c: &reqwest::Client, url: String, body: Value) -> u16 {
+    post(c, url, V2, body).await.status().as_u16()
+}
+
 /// Posts `body` and asserts the proxy's error answer; returns its body.
 async fn post_error(
     c: &reqwest::Client,
@@ -141,42 +146,39 @@ async fn v2_produce_and_metadata() {
         40402,
     )
     .await;
-    post_error(
-        &c,
-        s.url("/topics/orders/partitions/9"),
-        BINARY,
-        json!({"records": [{"value": "eA=="}]}),
-        404,
-        40402,
-    )
-    .await;
-    post_error(
-        &c,
-        s.url("/topics/orders"),
-        "application/json",
-        json!({"records": []}),
-        415,
-        415,
-    )
-    .await;
-    post_error(
-        &c,
-        s.url("/topics/orders"),
-        "application/vnd.kafka.avro.v2+json",
-        json!({"records": [{"value": 1}]}),
-        422,
-        42205,
-    )
-    .await;
-    post_error(
-        &c,
-        s.url("/topics/orders"),
-        BINARY,
-        json!({"records": [{"value": "not base64!"}]}),
-        422,
-        42206,
-    )
-    .await;
+    let refused = [
+        (
+            "/topics/orders/partitions/9",
+            BINARY,
+            json!({"records": [{"value": "eA=="}]}),
+            404,
+            40402,
+        ),
+        (
+            "/topics/orders",
+            "application/json",
+            json!({"records": []}),
+            415,
+            415,
+        ),
+        (
+            "/topics/orders",
+            "application/vnd.kafka.avro.v2+json",
+            json!({"records": [{"value": 1}]}),
+            422,
+            42205,
+        ),
+        (
+            "/topics/orders",
+            BINARY,
+            json!({"records": [{"value": "not base64!"}]}),
+            422,
+            42206,
+        ),
+    ];
+    for (path, media, body, status, code) in refused {
+        post_error(&c, s.url(path), media, body, status, code).await;
+    }
 }
 
 #[tokio::test]
@@ -298,29 +300,14 @@ async fn a_consumer_instance_reads_commits_and_is_deleted() {
     )
     .await;
     assert_eq!(r.status(), 200);
-    let committed = c
-        .get(format!("{base}/offsets"))
-        .header("content-type", V2)
-        .body(
-            json!({"partitions": [{"topic": "events", "partition": last["partition"]}]})
-                .to_string(),
-        )
-        .send()
-        .await
-        .unwrap();
-    let committed = json(committed).await;
-    assert_eq!(
-        committed["offsets"][0]["offset"],
-        last["offset"].as_u64().unwrap() + 1
+    let (p, o) = (
+        last["partition"].as_u64().unwrap(),
+        last["offset"].as_u64().unwrap(),
     );
+    let got = committed(&c, &base, "events", 2).await;
+    assert_eq!(got.iter().find(|(at, _)| *at == p), Some(&(p, o + 1)));
     // An empty commit commits everything consumed.
-    let r = c
-        .post(format!("{base}/offsets"))
-        .header("content-type", V2)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
+    assert_eq!(commit_all(&c, &base).await, 200);
     let group = get_json(&c, s.url("/v1/groups/g1")).await;
     let lag = group["topics"][0]["total_lag"].as_u64();
     assert_eq!(lag, Some(0), "{group}");
@@ -374,18 +361,7 @@ async fn read_positions(c: &reqwest::Client, base: &str, timeout_ms: u64) -> Vec
         .await
         .unwrap();
     assert_eq!(r.status(), 200);
-    let records = json(r).await;
-    records
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            (
-                r["partition"].as_u64().unwrap(),
-                r["offset"].as_u64().unwrap(),
-            )
-        })
-        .collect()
+    common::partition_offsets(&json(r).await)
 }
 
 /// Produces `n` binary records to one partition through v2.
@@ -396,6 +372,12 @@ async fn produce_to(c: &reqwest::Client, s: &Server, topic: &str, partition: u32
     let url = s.url(&format!("/topics/{topic}/partitions/{partition}"));
     let r = post(c, url, BINARY, json!({ "records": records })).await;
     assert_eq!(r.status(), 200);
+}
+
+/// `POST {base}/offsets` without a body (commit everything consumed); the status.
+async fn commit_all(c: &reqwest::Client, base: &str) -> u16 {
+    let r = c.post(format!("{base}/offsets")).header("content-type", V2);
+    r.send().await.unwrap().status().as_u16()
 }
 
 /// The group's committed offsets of `topic`'s partitions 0..n, as `GET {base}/offsets`
@@ -412,17 +394,7 @@ async fn committed(c: &reqwest::Client, base: &str, topic: &str, n: u32) -> Vec<
         .await
         .unwrap();
     assert_eq!(r.status(), 200);
-    json(r).await["offsets"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|o| {
-            (
-                o["partition"].as_u64().unwrap(),
-                o["offset"].as_u64().unwrap(),
-            )
-        })
-        .collect()
+    common::partition_offsets(&json(r).await["offsets"])
 }
 
 #[tokio::test]
@@ -436,32 +408,22 @@ async fn an_assigned_instance_reads_commits_and_seeks_its_partitions() {
     let base = instance(&c, &s, "ga", config.clone()).await;
     let tp = |p: u32| json!({"topic": "logs", "partition": p});
     let both = json!({"partitions": [tp(0), tp(1)]});
-    let r = post(&c, format!("{base}/assignments"), V2, both.clone()).await;
-    assert_eq!(r.status(), 204);
+    assert_eq!(
+        post_v2(&c, format!("{base}/assignments"), both.clone()).await,
+        204
+    );
     assert_eq!(get_json(&c, format!("{base}/assignments")).await, both);
     // Assigned or subscribed, never both.
     let topics = json!({"topics": ["logs"]});
-    post_error(
-        &c,
-        format!("{base}/subscription"),
-        V2,
-        topics.clone(),
-        409,
-        40901,
-    )
-    .await;
+    let url = format!("{base}/subscription");
+    post_error(&c, url, V2, topics.clone(), 409, 40901).await;
     let subscribed = instance(&c, &s, "gs", json!({})).await;
-    let r = post(&c, format!("{subscribed}/subscription"), V2, topics).await;
-    assert_eq!(r.status(), 204);
-    post_error(
-        &c,
-        format!("{subscribed}/assignments"),
-        V2,
-        both,
-        409,
-        40901,
-    )
-    .await;
+    assert_eq!(
+        post_v2(&c, format!("{subscribed}/subscription"), topics).await,
+        204
+    );
+    let url = format!("{subscribed}/assignments");
+    post_error(&c, url, V2, both, 409, 40901).await;
     // Unknown topics and partitions are the proxy's 404s.
     let missing = json!({"partitions": [{"topic": "nope", "partition": 0}]});
     post_error(&c, format!("{base}/assignments"), V2, missing, 404, 40401).await;
@@ -476,45 +438,33 @@ async fn an_assigned_instance_reads_commits_and_seeks_its_partitions() {
 
     // Commits: a body commits offset + 1; a partition not assigned is 40903.
     let one = json!({"offsets": [{"topic": "logs", "partition": 0, "offset": 0}]});
-    let r = post(&c, format!("{base}/offsets"), V2, one).await;
-    assert_eq!(r.status(), 200);
+    assert_eq!(post_v2(&c, format!("{base}/offsets"), one).await, 200);
     assert_eq!(committed(&c, &base, "logs", 3).await, [(0, 1)]);
     let other = json!({"offsets": [{"topic": "logs", "partition": 2, "offset": 0}]});
     post_error(&c, format!("{base}/offsets"), V2, other, 409, 40903).await;
     // An empty commit commits every position read.
-    let r = c
-        .post(format!("{base}/offsets"))
-        .header("content-type", V2)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
+    assert_eq!(commit_all(&c, &base).await, 200);
     assert_eq!(committed(&c, &base, "logs", 3).await, [(0, 3), (1, 2)]);
 
     // Seeks move the instance's own positions.
     let at = json!({"offsets": [{"topic": "logs", "partition": 0, "offset": 1}]});
-    let r = post(&c, format!("{base}/positions"), V2, at).await;
-    assert_eq!(r.status(), 204);
+    assert_eq!(post_v2(&c, format!("{base}/positions"), at).await, 204);
     assert_eq!(read_positions(&c, &base, 1000).await, [(0, 1), (0, 2)]);
     let p1 = json!({"partitions": [tp(1)]});
-    let r = post(&c, format!("{base}/positions/beginning"), V2, p1.clone()).await;
-    assert_eq!(r.status(), 204);
+    assert_eq!(
+        post_v2(&c, format!("{base}/positions/beginning"), p1.clone()).await,
+        204
+    );
     assert_eq!(read_positions(&c, &base, 1000).await, [(1, 0), (1, 1)]);
-    let r = post(&c, format!("{base}/positions/beginning"), V2, p1.clone()).await;
-    assert_eq!(r.status(), 204);
-    let r = post(&c, format!("{base}/positions/end"), V2, p1).await;
-    assert_eq!(r.status(), 204);
+    assert_eq!(
+        post_v2(&c, format!("{base}/positions/beginning"), p1.clone()).await,
+        204
+    );
+    assert_eq!(post_v2(&c, format!("{base}/positions/end"), p1).await, 204);
     assert_eq!(read_positions(&c, &base, 100).await, []);
     let p2 = json!({"partitions": [tp(2)]});
-    post_error(
-        &c,
-        format!("{base}/positions/beginning"),
-        V2,
-        p2,
-        409,
-        40903,
-    )
-    .await;
+    let url = format!("{base}/positions/beginning");
+    post_error(&c, url, V2, p2, 409, 40903).await;
     let far = json!({"offsets": [{"topic": "logs", "partition": 0, "offset": 99}]});
     post_error(&c, format!("{base}/positions"), V2, far, 409, 40903).await;
     // A seek commits nothing.
@@ -523,14 +473,8 @@ async fn an_assigned_instance_reads_commits_and_seeks_its_partitions() {
     // Another instance of the group starts at the group's committed offset, and a
     // waiting read wakes for a new record.
     let second = instance(&c, &s, "ga", config).await;
-    let r = post(
-        &c,
-        format!("{second}/assignments"),
-        V2,
-        json!({"partitions": [tp(0)]}),
-    )
-    .await;
-    assert_eq!(r.status(), 204);
+    let p0 = json!({"partitions": [tp(0)]});
+    assert_eq!(post_v2(&c, format!("{second}/assignments"), p0).await, 204);
     let started = std::time::Instant::now();
     let (read, ()) = tokio::join!(read_positions(&c, &second, 10_000), async {
         tokio::time::sleep(Duration::from_millis(300)).await;
@@ -541,8 +485,10 @@ async fn an_assigned_instance_reads_commits_and_seeks_its_partitions() {
 
     // An empty assignment drops it: the instance may subscribe again.
     let none = json!({"partitions": []});
-    let r = post(&c, format!("{base}/assignments"), V2, none.clone()).await;
-    assert_eq!(r.status(), 204);
+    assert_eq!(
+        post_v2(&c, format!("{base}/assignments"), none.clone()).await,
+        204
+    );
     assert_eq!(get_json(&c, format!("{base}/assignments")).await, none);
     let r = delete(&c, base).await;
     assert_eq!(r.status(), 204);
@@ -555,8 +501,7 @@ async fn an_assigned_instance_with_auto_commit_commits_what_it_was_sent() {
     produce_to(&c, &s, "auto", 1, 4).await;
     let base = instance(&c, &s, "gc", json!({"auto.offset.reset": "earliest"})).await;
     let only = json!({"partitions": [{"topic": "auto", "partition": 1}]});
-    let r = post(&c, format!("{base}/assignments"), V2, only).await;
-    assert_eq!(r.status(), 204);
+    assert_eq!(post_v2(&c, format!("{base}/assignments"), only).await, 204);
     assert_eq!(read_positions(&c, &base, 1000).await.len(), 4);
     // Committed by the next read, as a group member's next poll commits.
     assert_eq!(committed(&c, &base, "auto", 2).await, []);
@@ -875,8 +820,10 @@ async fn records_reads_wait_under_the_servers_waiting_limit() {
     for name in ["w1", "w2"] {
         let base = instance(&c, &s, "gw", json!({ "name": name })).await;
         let topics = json!({"topics": ["quiet"]});
-        let r = post(&c, format!("{base}/subscription"), V2, topics).await;
-        assert_eq!(r.status(), 204);
+        assert_eq!(
+            post_v2(&c, format!("{base}/subscription"), topics).await,
+            204
+        );
         bases.push(base);
     }
     let read = |base: &str, timeout: u64| {

@@ -85,6 +85,30 @@ pub(crate) enum V2BadBody {
     WrongShape(ErrorBody),
 }
 
+/// What a v2 produce refuses whole: a body or record too large, a media type that is
+/// not binary or json v2, a retriable failure of the log.
+#[derive(IntoResponses)]
+pub(crate) enum V2ProduceRefusals {
+    #[response(
+        status = 413,
+        description = "Body or record too large",
+        content_type = "application/vnd.kafka.v2+json"
+    )]
+    TooLarge(ErrorBody),
+    #[response(
+        status = 415,
+        description = "Not a binary or json v2 media type",
+        content_type = "application/vnd.kafka.v2+json"
+    )]
+    MediaType(ErrorBody),
+    #[response(
+        status = 503,
+        description = "error_code 50003: retriable",
+        content_type = "application/vnd.kafka.v2+json"
+    )]
+    Retriable(ErrorBody),
+}
+
 /// An unknown, deleted or expired consumer instance.
 #[derive(IntoResponses)]
 #[response(

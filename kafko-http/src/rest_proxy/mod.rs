@@ -155,8 +155,9 @@ pub(crate) struct RestProxyPaths;
 
 impl utoipa::Modify for RestProxyPaths {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use crate::openapi::{content_of, operations};
         use utoipa::OpenApi;
-        use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+        use utoipa::openapi::ResponseBuilder;
         let mut doc = RestProxyDoc::openapi();
         // Any status an operation does not list is the proxy's error shape in its API's
         // media type, or the server's problem+json (the middleware's refusals).
@@ -168,26 +169,15 @@ impl utoipa::Modify for RestProxyPaths {
             };
             let default = ResponseBuilder::new()
                 .description("Any other error: {error_code, message} from the route, or a problem (RFC 9457) from the server around it (auth, overload, timeouts)")
-                .content(
-                    media,
-                    ContentBuilder::new()
-                        .schema(Some(Ref::from_schema_name("ProxyErrorBody")))
-                        .build(),
-                )
-                .content(
-                    crate::error::PROBLEM_JSON,
-                    ContentBuilder::new()
-                        .schema(Some(Ref::from_schema_name("Problem")))
-                        .build(),
-                )
+                .content(media, content_of("ProxyErrorBody"))
+                .content(crate::error::PROBLEM_JSON, content_of("Problem"))
                 .build();
-            let operations = [&mut item.get, &mut item.post, &mut item.delete];
             let prefix = if path.starts_with("/v3/") {
                 "proxy_v3_"
             } else {
                 "proxy_v2_"
             };
-            for op in operations.into_iter().flatten() {
+            for op in operations(item) {
                 // Unique beside /v1's operations of the same name (`list_topics`…).
                 op.operation_id = op.operation_id.take().map(|id| format!("{prefix}{id}"));
                 op.responses
@@ -372,24 +362,7 @@ pub(crate) async fn producer_for(
 ) -> Result<kafko_core::Producer, ProxyError> {
     use kafko_core::KafkoError;
     match state.kafko.producer_for(topic) {
-        Err(KafkoError::TopicNotFound { .. } | KafkoError::InvalidName { .. })
-            if matches!(state.config.auto_create, crate::AutoCreate::Disabled) =>
-        {
-            Err(ProxyError::topic_not_found(topic))
-        }
-        Err(KafkoError::TopicNotFound { .. }) => {
-            if let crate::AutoCreate::Enabled(config) = &state.config.auto_create {
-                match state
-                    .kafko
-                    .create_topic_with_config(topic, config.clone())
-                    .await
-                {
-                    Ok(_) | Err(KafkoError::TopicAlreadyExists { .. }) => {}
-                    Err(e) => return Err(e.into()),
-                }
-            }
-            Ok(state.kafko.producer_for(topic)?)
-        }
+        Err(KafkoError::TopicNotFound { .. }) => Ok(state.auto_created_producer(topic).await?),
         Err(KafkoError::InvalidName { .. }) => Err(ProxyError::topic_not_found(topic)),
         other => Ok(other?),
     }

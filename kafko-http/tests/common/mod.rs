@@ -189,6 +189,21 @@ pub async fn server_with_topic(topic: &str) -> (tempfile::TempDir, Server, reqwe
     (tmp, s, c)
 }
 
+/// `(partition, offset)` of every object in a JSON array (records, offsets).
+pub fn partition_offsets(items: &serde_json::Value) -> Vec<(u64, u64)> {
+    items
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            (
+                o["partition"].as_u64().unwrap(),
+                o["offset"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
 /// Produces a JSON batch and returns the `offsets` array.
 pub async fn produce(
     c: &reqwest::Client,

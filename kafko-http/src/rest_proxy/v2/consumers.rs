@@ -494,14 +494,10 @@ pub(crate) async fn records(
         Some(b) if b > 0 => (b as u64).min(cfg.max_fetch_bytes as u64) as usize,
         _ => cfg.max_fetch_bytes,
     };
-    if inst.auto_commit && !inst.assignment.is_empty() {
-        // An assigned instance commits what its earlier reads delivered, as a group
-        // member's next poll does.
-        let mut assignment = std::mem::take(&mut inst.assignment);
-        let groups = inst.groups(&state.kafko, state.rest_proxy.timeout());
-        assignment.auto_commit(&groups).await;
-        inst.assignment = assignment;
-    }
+    // An assigned instance commits what its earlier reads delivered, as a group
+    // member's next poll does.
+    inst.auto_commit_assigned(&state.kafko, state.rest_proxy.timeout())
+        .await;
     let deadline = Instant::now() + wait;
     let batch = loop {
         join_subscribed(&state, &mut inst).await?;
@@ -643,14 +639,9 @@ async fn read_once(state: &AppState, inst: &mut Instance, max_bytes: usize) -> P
     if inst.assignment.is_empty() {
         return Ok(Batch::Group(poll_all(state, inst, max_bytes).await?));
     }
-    let mut assignment = std::mem::take(&mut inst.assignment);
-    let read = assignment.read(
-        &inst.source(&state.kafko, state.rest_proxy.timeout()),
-        state.config.max_records_per_fetch,
-        max_bytes,
-    );
-    inst.assignment = assignment;
-    Ok(Batch::Assigned(read?))
+    let (assignment, source) = inst.assigned(&state.kafko, state.rest_proxy.timeout());
+    let read = assignment.read(&source, state.config.max_records_per_fetch, max_bytes)?;
+    Ok(Batch::Assigned(read))
 }
 
 /// A JSON answer whose read is confirmed once its whole body was handed to the
@@ -786,17 +777,13 @@ pub(crate) async fn commit(
                 return Err(ProxyError::not_assigned(topic, o.partition));
             }
         }
-        let mut assignment = std::mem::take(&mut inst.assignment);
+        let (assignment, source) = inst.assigned(&state.kafko, timeout);
         let offsets = if asked.is_empty() {
             assignment.consumed()
         } else {
             asked
         };
-        let done = assignment
-            .commit(&inst.groups(&state.kafko, timeout), offsets)
-            .await;
-        inst.assignment = assignment;
-        done?;
+        assignment.commit(&source.groups, offsets).await?;
         return Ok(v2_json(&Vec::<Value>::new()));
     }
     let by_topic = if asked.is_empty() {
@@ -968,15 +955,9 @@ pub(crate) async fn assign(
         topic.partition(tp.partition)?;
         partitions.push((tp.topic, tp.partition));
     }
-    let mut assignment = std::mem::take(&mut inst.assignment);
-    if inst.auto_commit {
-        let timeout = state.rest_proxy.timeout();
-        assignment
-            .auto_commit(&inst.groups(&state.kafko, timeout))
-            .await;
-    }
-    assignment.replace(partitions);
-    inst.assignment = assignment;
+    inst.auto_commit_assigned(&state.kafko, state.rest_proxy.timeout())
+        .await;
+    inst.assignment.replace(partitions);
     Ok(StatusCode::NO_CONTENT)
 }
 

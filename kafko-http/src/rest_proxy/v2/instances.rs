@@ -42,21 +42,39 @@ impl Instance {
         GroupAdapter::new(kafko, &self.group, &self.name, session)
     }
 
-    /// What an assigned instance reads from.
-    pub(crate) fn source<'a>(&'a self, kafko: &'a Kafko, session: Duration) -> Source<'a> {
-        Source {
+    /// The manual assignment, beside what it reads from and commits to.
+    pub(crate) fn assigned<'a>(
+        &'a mut self,
+        kafko: &'a Kafko,
+        session: Duration,
+    ) -> (&'a mut Assignment, Source<'a>) {
+        let Instance {
+            group,
+            name,
+            reset,
+            assignment,
+            ..
+        } = self;
+        let source = Source {
             kafko,
-            groups: self.groups(kafko, session),
-            reset: self.reset,
+            groups: GroupAdapter::new(kafko, group, name, session),
+            reset: *reset,
+        };
+        (assignment, source)
+    }
+
+    /// With auto-commit, commits the positions the manual assignment's reads delivered.
+    pub(crate) async fn auto_commit_assigned(&mut self, kafko: &Kafko, session: Duration) {
+        if self.auto_commit {
+            let (assignment, source) = self.assigned(kafko, session);
+            assignment.auto_commit(&source.groups).await;
         }
     }
 
     /// Drops the manual assignment, committing its positions first with auto-commit.
     pub(crate) async fn unassign(&mut self, kafko: &Kafko, session: Duration) {
-        let mut assignment = std::mem::take(&mut self.assignment);
-        if self.auto_commit {
-            assignment.auto_commit(&self.groups(kafko, session)).await;
-        }
+        self.auto_commit_assigned(kafko, session).await;
+        self.assignment = Assignment::default();
     }
 
     /// Leaves every group the instance joined and drops its manual assignment.

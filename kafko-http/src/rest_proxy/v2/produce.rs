@@ -16,7 +16,9 @@ use serde_json::Value;
 
 use super::metadata::check_partition;
 use super::v2_json;
-use crate::rest_proxy::api_doc::{V2NotJson, V2PartitionNotFound, V2PartitionPath, V2TopicPath};
+use crate::rest_proxy::api_doc::{
+    V2NotJson, V2PartitionNotFound, V2PartitionPath, V2ProduceRefusals, V2TopicPath,
+};
 use crate::rest_proxy::content_type::{EmbeddedFormat, no_schema_registry, produce_format};
 use crate::rest_proxy::error::{
     ErrorBody, INVALID_PAYLOAD, PARTITION_NOT_FOUND, ProxyError, ProxyResult,
@@ -91,10 +93,8 @@ pub(crate) struct ProduceResponse {
         (status = 200, description = "One offset (or error) per record, in order", body = ProduceResponse, content_type = "application/vnd.kafka.v2+json"),
         V2NotJson,
         (status = 404, description = "error_code 40401: unknown topic (auto-creation off)", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
-        (status = 413, description = "Body or record too large", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
-        (status = 415, description = "Not a binary or json v2 media type", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        V2ProduceRefusals,
         (status = 422, description = "error_code 42205 (schema formats), 42206 (bad payload), or 422 (wrong body shape)", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
-        (status = 503, description = "error_code 50003: retriable", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
     ))]
 pub(crate) async fn produce_to_topic(
     State(state): State<AppState>,
@@ -116,10 +116,8 @@ pub(crate) async fn produce_to_topic(
         (status = 200, description = "One offset per record, in order", body = ProduceResponse, content_type = "application/vnd.kafka.v2+json"),
         V2NotJson,
         V2PartitionNotFound,
-        (status = 413, description = "Body or record too large", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
-        (status = 415, description = "Not a binary or json v2 media type", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        V2ProduceRefusals,
         (status = 422, description = "error_code 42205, 42206 or 422", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
-        (status = 503, description = "error_code 50003: retriable", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
     ))]
 pub(crate) async fn produce_to_partition(
     State(state): State<AppState>,

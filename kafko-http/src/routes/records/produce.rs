@@ -18,7 +18,6 @@ use kafko_core::{
 };
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
-use crate::AutoCreate;
 use crate::codec::{Format, decode_from};
 use crate::dto::{
     FormatQuery, PartialProduceResponse, PartitionAppended, PartitionError, PartitionOutcome,
@@ -196,24 +195,7 @@ async fn producer(state: &AppState, topic: &str, input: &Input<'_>) -> ApiResult
     match state.kafko.producer_for(topic) {
         Err(KafkoError::TopicNotFound { .. }) => {
             input.for_each(|_| Ok(()))?;
-            match &state.config.auto_create {
-                AutoCreate::Disabled => Err(KafkoError::TopicNotFound {
-                    topic: topic.to_owned(),
-                }
-                .into()),
-                AutoCreate::Enabled(config) => {
-                    match state
-                        .kafko
-                        .create_topic_with_config(topic, config.clone())
-                        .await
-                    {
-                        // Another request may have created it (with another config) meanwhile.
-                        Ok(_) | Err(KafkoError::TopicAlreadyExists { .. }) => {}
-                        Err(e) => return Err(e.into()),
-                    }
-                    Ok(state.kafko.producer_for(topic)?)
-                }
-            }
+            Ok(state.auto_created_producer(topic).await?)
         }
         other => Ok(other?),
     }
