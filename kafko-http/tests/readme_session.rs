@@ -1,5 +1,6 @@
 //! The documents' curl sessions, run as written: README.md's and kafko-http/README.md's
-//! "A curl session" code blocks are taken from the files, `B=…` pointed at the real
+//! "A curl session" code blocks, and kafko-http/README.md's REST Proxy session, are taken
+//! from the files, `B=…` pointed at the real
 //! binary on an ephemeral port with a fresh data directory, and every command run by `sh`
 //! (curl for the requests; a `.curlrc` in `CURL_HOME` only adds `--silent --show-error`
 //! and writes the status code after the body), in a scratch directory. Each step must do
@@ -18,14 +19,14 @@ use tokio::process::Command;
 /// The address both sessions are written against.
 const DOC_BASE: &str = "B=http://127.0.0.1:8080";
 
-/// The commands of a document's curl session: comment and blank lines dropped, a line
-/// ending in `\` kept together with the next.
-fn session_commands(doc: &str) -> Vec<String> {
+/// The commands of the first ```sh block of a document's section `heading`: comment and
+/// blank lines dropped, a line ending in `\` kept together with the next.
+fn session_commands(doc: &str, heading: &str) -> Vec<String> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(doc);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{doc}: {e}"));
     let after = text
-        .split_once("## A curl session")
-        .unwrap_or_else(|| panic!("{doc} has a section \"A curl session\""))
+        .split_once(heading)
+        .unwrap_or_else(|| panic!("{doc} has a section \"{heading}\""))
         .1;
     let block = after
         .split_once("```sh\n")
@@ -80,10 +81,15 @@ struct Session {
 }
 
 impl Session {
-    /// Reads `doc`'s session, which must have `count` commands and start by naming its
-    /// server, and starts a server on a fresh data directory.
+    /// Reads `doc`'s curl session, which must have `count` commands and start by naming
+    /// its server, and starts a server on a fresh data directory.
     async fn start(doc: &'static str, count: usize) -> Session {
-        let commands = session_commands(doc);
+        Session::start_section(doc, "## A curl session", count).await
+    }
+
+    /// [`Session::start`] for the session under another `heading`.
+    async fn start_section(doc: &'static str, heading: &str, count: usize) -> Session {
+        let commands = session_commands(doc, heading);
         assert_eq!(
             commands.len(),
             count,
@@ -342,4 +348,42 @@ async fn the_kafko_http_readme_curl_session_runs_verbatim_and_does_what_it_says(
     s.expect(22, "-X DELETE $B/v1/groups/billing", 204).await;
 
     s.shut_down().await;
+}
+
+#[tokio::test]
+async fn the_kafko_http_readme_rest_proxy_session_runs_verbatim_and_does_what_it_says() {
+    let s =
+        Session::start_section("kafko-http/README.md", "## The Kafka REST Proxy routes", 10).await;
+    let o = s.expect(1, "curl $B/v3/clusters", 200).await;
+    assert_eq!(o.json()["data"][0]["cluster_id"], "kafko", "{o:?}");
+    let o = s.expect(2, "\"topic_name\":\"clicks\"", 201).await;
+    assert_eq!(o.json()["partitions_count"], 2, "{o:?}");
+    let o = s.expect(3, "application/vnd.kafka.json.v2+json", 200).await;
+    let produced = o.json();
+    assert_eq!(produced["offsets"][0]["offset"], 0, "{produced}");
+    assert!(produced["offsets"][0]["error_code"].is_null(), "{produced}");
+
+    // A json consumer instance, assigned both partitions, reads the record.
+    let o = s.expect(4, "curl $B/consumers/web ", 200).await;
+    let created = o.json();
+    assert_eq!(created["instance_id"], "c1", "{created}");
+    let base = created["base_uri"].as_str().unwrap_or_default();
+    assert!(base.ends_with("/consumers/web/instances/c1"), "{created}");
+    s.expect(5, "/assignments", 204).await;
+    let o = s.expect(6, "records?timeout=1000", 200).await;
+    let records = o.json();
+    assert_eq!(records.as_array().map(Vec::len), Some(1), "{records}");
+    assert_eq!(records[0]["key"], "u1", "{records}");
+    assert_eq!(records[0]["value"]["page"], "/", "{records}");
+    assert_eq!(records[0]["partition"], produced["offsets"][0]["partition"]);
+
+    // Committed into the group, which /v1 shows; then the instance goes.
+    let o = s
+        .expect(7, "-X POST $B/consumers/web/instances/c1/offsets", 200)
+        .await;
+    assert_eq!(o.json(), serde_json::json!([]), "{o:?}");
+    let o = s.expect(8, "curl $B/v1/groups/web", 200).await;
+    assert_eq!(o.json()["topics"][0]["total_lag"], 0, "{o:?}");
+    s.expect(9, "-X DELETE $B/consumers/web/instances/c1", 204)
+        .await;
 }
