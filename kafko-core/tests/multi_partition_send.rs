@@ -16,7 +16,8 @@ use std::task::{Context, Poll, Waker};
 use common::failing_appends::FailPartition;
 use common::on_disk::batches_on_disk;
 use kafko_core::{
-    Kafko, KafkoError, ProducerRecord, RecordMetadata, RecordRef, Result, SendOptions, TopicConfig,
+    Kafko, KafkoError, Producer, ProducerRecord, RecordMetadata, RecordRef, Result, SendOptions,
+    TopicConfig,
 };
 
 type Send<'a> = Pin<Box<dyn Future<Output = Result<Vec<RecordMetadata>>> + 'a>>;
@@ -45,11 +46,7 @@ fn high_watermark(k: &Kafko, partition: u32) -> u64 {
 #[tokio::test(flavor = "current_thread")]
 async fn a_full_inbox_on_the_second_partition_appends_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let k = common::open(dir.path()).await;
-    k.create_topic_with_config("t", common::small_segments(3))
-        .await
-        .unwrap();
-    let p = k.producer_for("t").unwrap();
+    let (k, p) = common::open_topic(dir.path(), common::small_segments(3)).await;
     let mut cx = Context::from_waker(Waker::noop());
 
     // On a current-thread runtime the writers run only when this test yields: fill
@@ -88,23 +85,23 @@ async fn a_full_inbox_on_the_second_partition_appends_nothing() {
     k.shutdown().await.unwrap();
 }
 
-/// Topic `t` of three partitions on `dir`, appends to partition 1 failing while the
-/// returned switch is on.
-async fn open_failing(dir: &Path) -> (Kafko, Arc<AtomicBool>) {
+/// Topic `t` of three partitions on `dir` and a producer for it, appends to partition 1
+/// failing while the returned switch is on.
+async fn open_failing(dir: &Path) -> (Kafko, Producer, Arc<AtomicBool>) {
     let hook = FailPartition::new(1);
     let armed = hook.on.clone();
     let k = common::open_interposed(dir, hook).await;
     k.create_topic_with_config("t", common::small_segments(3))
         .await
         .unwrap();
-    (k, armed)
+    let p = k.producer_for("t").unwrap();
+    (k, p, armed)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_fault_on_the_second_of_three_partitions_is_reported_per_partition() {
     let dir = tempfile::tempdir().unwrap();
-    let (k, armed) = open_failing(dir.path()).await;
-    let p = k.producer_for("t").unwrap();
+    let (k, p, armed) = open_failing(dir.path()).await;
     armed.store(true, Ordering::SeqCst);
 
     let records = spread(4);
@@ -174,8 +171,7 @@ async fn a_write_fault_on_the_second_of_three_partitions_is_reported_per_partiti
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fault_on_every_partition_is_the_plain_error() {
     let dir = tempfile::tempdir().unwrap();
-    let (k, armed) = open_failing(dir.path()).await;
-    let p = k.producer_for("t").unwrap();
+    let (k, p, armed) = open_failing(dir.path()).await;
     armed.store(true, Ordering::SeqCst);
     let only_one: Vec<_> = (0..5).map(|i| common::rec(i).with_partition(1)).collect();
     let err = p.send_batch_with(only_one, no_wait()).await.unwrap_err();
@@ -186,9 +182,7 @@ async fn a_fault_on_every_partition_is_the_plain_error() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_large_send_is_stored_as_bounded_batches() {
     let dir = tempfile::tempdir().unwrap();
-    let k = common::open(dir.path()).await;
-    k.create_topic("t").await.unwrap();
-    let p = k.producer_for("t").unwrap();
+    let (k, p) = common::open_topic(dir.path(), TopicConfig::default()).await;
     // 20,000 tiny records, then 40 records of 100 KiB: one send each.
     let tiny = 20_000u64;
     let mut batch = p.batch();
@@ -233,8 +227,7 @@ async fn a_large_send_is_stored_as_bounded_batches() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_batches_of_one_partition_fail_together() {
     let dir = tempfile::tempdir().unwrap();
-    let (k, armed) = open_failing(dir.path()).await;
-    let p = k.producer_for("t").unwrap();
+    let (k, p, armed) = open_failing(dir.path()).await;
     let records = |n: u64| -> Vec<ProducerRecord> {
         (0..n).map(|i| common::rec(i).with_partition(1)).collect()
     };
@@ -254,17 +247,11 @@ async fn the_batches_of_one_partition_fail_together() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_append_stays_in_one_segment() {
     let dir = tempfile::tempdir().unwrap();
-    let k = common::open(dir.path()).await;
-    k.create_topic_with_config(
-        "t",
-        TopicConfig {
-            segment_bytes: 64 * 1024,
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap();
-    let p = k.producer_for("t").unwrap();
+    let small_segments = TopicConfig {
+        segment_bytes: 64 * 1024,
+        ..Default::default()
+    };
+    let (k, p) = common::open_topic(dir.path(), small_segments).await;
     p.send(None, "first".into()).await.unwrap();
     // 3 batches of about 1 MiB, each larger than a segment: one segment holds all three.
     let big = vec![1u8; 400 * 1024];
@@ -287,9 +274,7 @@ fn crash(dir: &Path) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_append_cut_short_by_a_crash_is_dropped_whole() {
     let dir = tempfile::tempdir().unwrap();
-    let k = common::open(dir.path()).await;
-    k.create_topic("t").await.unwrap();
-    let p = k.producer_for("t").unwrap();
+    let (k, p) = common::open_topic(dir.path(), TopicConfig::default()).await;
     p.send(None, "first".into()).await.unwrap();
     let records: Vec<_> = (0..10_000).map(common::rec).collect();
     p.send_batch(records).await.unwrap();

@@ -8,8 +8,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use common::interposed::{Hook, Interposed};
-use kafko_core::{ErrorKind, Kafko, KafkoError, TopicConfig};
+use common::interposed::Hook;
+use kafko_core::{ErrorKind, KafkoError, TopicConfig};
 
 /// Fails every open of a segment of partition 3 or above with EMFILE while armed.
 struct OutOfDescriptors(Arc<AtomicBool>);
@@ -32,11 +32,7 @@ impl Hook for OutOfDescriptors {
 async fn emfile_on_create_is_unavailable_and_leaves_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let armed = Arc::new(AtomicBool::new(true));
-    let k = Kafko::builder(dir.path())
-        .storage(Arc::new(Interposed(OutOfDescriptors(armed.clone()))))
-        .open()
-        .await
-        .unwrap();
+    let k = common::open_interposed(dir.path(), OutOfDescriptors(armed.clone())).await;
     let config = TopicConfig {
         partitions: 8,
         ..Default::default()

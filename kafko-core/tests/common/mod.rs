@@ -29,14 +29,19 @@ pub async fn open_interposed(dir: &Path, hook: impl Hook) -> Kafko {
         .expect("open")
 }
 
-/// Opens `dir` with topic `t` of one partition in 4 KiB segments, and a producer for it.
-pub async fn open_small_topic(dir: &Path) -> (Kafko, Producer) {
+/// Opens `dir` with topic `t` of `config`, and a producer for it.
+pub async fn open_topic(dir: &Path, config: TopicConfig) -> (Kafko, Producer) {
     let k = open(dir).await;
-    k.create_topic_with_config("t", small_segments(1))
+    k.create_topic_with_config("t", config)
         .await
         .expect("create topic");
     let p = k.producer_for("t").expect("producer");
     (k, p)
+}
+
+/// Opens `dir` with topic `t` of one partition in 4 KiB segments, and a producer for it.
+pub async fn open_small_topic(dir: &Path) -> (Kafko, Producer) {
+    open_topic(dir, small_segments(1)).await
 }
 
 /// Appends one keyless record to topic `t` and returns its offset.
