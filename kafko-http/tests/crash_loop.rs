@@ -260,16 +260,6 @@ async fn verify(c: &reqwest::Client, s: &Server, ledger: &Ledger, cycle: u64) ->
     total
 }
 
-async fn sigkill(s: &mut Server) {
-    let status = std::process::Command::new("kill")
-        .args(["-KILL", &s.pid().to_string()])
-        .status()
-        .expect("kill");
-    assert!(status.success());
-    let exit = s.wait().await;
-    assert!(!exit.success(), "SIGKILL must not look like a clean exit");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sigkill_under_load_loses_no_acknowledged_record() {
     let (kills, seed) = kills_and_seed();
@@ -317,7 +307,7 @@ async fn sigkill_under_load_loses_no_acknowledged_record() {
         // A random moment: sometimes right at the start, mostly mid-stream.
         let delay = 20 + rng.below(480);
         tokio::time::sleep(Duration::from_millis(delay)).await;
-        sigkill(&mut s).await;
+        s.sigkill().await;
         for w in workers {
             acked_total += w.await.expect("producer panicked");
         }
@@ -486,7 +476,7 @@ async fn sigkill_during_group_commits_keeps_every_acknowledged_commit() {
         }
         let delay = 20 + rng.below(480);
         tokio::time::sleep(Duration::from_millis(delay)).await;
-        sigkill(&mut s).await;
+        s.sigkill().await;
         for t in tasks {
             t.await.expect("load task panicked");
         }

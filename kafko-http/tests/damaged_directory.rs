@@ -4,13 +4,14 @@
 mod common;
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 
-use common::{Server, client, json};
+use common::on_disk::segments;
+use common::{Server, client, high_watermarks};
 use serde_json::json;
 
 /// Runs the binary on `data`, which must refuse to start; returns its stderr.
@@ -43,21 +44,6 @@ async fn refuses_to_start(data: &Path) -> String {
     text
 }
 
-fn segments(data: &Path) -> Vec<PathBuf> {
-    let mut logs: Vec<_> = std::fs::read_dir(data.join("topics/t/0"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "log"))
-        .collect();
-    logs.sort();
-    logs
-}
-
-async fn high_watermark(c: &reqwest::Client, s: &Server) -> u64 {
-    let d = json(c.get(s.url("/v1/topics/t")).send().await.unwrap()).await;
-    d["partitions"][0]["high_watermark"].as_u64().unwrap()
-}
-
 /// 120 records acknowledged one by one on an `fsync: always` topic in 4 KiB segments,
 /// then SIGKILL.
 async fn acked_then_killed(data: &Path) {
@@ -81,12 +67,7 @@ async fn acked_then_killed(data: &Path) {
         .await;
         assert_eq!(offsets[0]["offset"], i);
     }
-    let status = std::process::Command::new("kill")
-        .args(["-KILL", &s.pid().to_string()])
-        .status()
-        .expect("kill");
-    assert!(status.success());
-    assert!(!s.wait().await.success());
+    s.sigkill().await;
 }
 
 #[tokio::test]
@@ -94,7 +75,7 @@ async fn zeros_on_a_sealed_segment_after_sigkill_are_refused_and_nothing_is_lost
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     acked_then_killed(&data).await;
-    let logs = segments(&data);
+    let logs = segments(&data, "t", 0);
     assert!(logs.len() >= 3, "{} segments", logs.len());
     let sealed = &logs[1];
     let end = std::fs::metadata(sealed).unwrap().len();
@@ -116,7 +97,7 @@ async fn zeros_on_a_sealed_segment_after_sigkill_are_refused_and_nothing_is_lost
             stderr.contains(name) && stderr.contains(&format!("at byte {end}")),
             "the refusal names {name} and byte {end}:\n{stderr}"
         );
-        assert_eq!(segments(&data), logs, "no segment deleted");
+        assert_eq!(segments(&data, "t", 0), logs, "no segment deleted");
     }
 
     // Cut the zeros off: every acknowledged record is there, and offsets go on at 120.
@@ -128,7 +109,7 @@ async fn zeros_on_a_sealed_segment_after_sigkill_are_refused_and_nothing_is_lost
         .unwrap();
     let mut s = Server::start(&data, &[]).await;
     let c = client();
-    assert_eq!(high_watermark(&c, &s).await, 120);
+    assert_eq!(high_watermarks(&c, &s, "t").await, [120]);
     let offsets = common::produce(&c, &s, "t", "", json!([{ "value": "next" }])).await;
     assert_eq!(offsets[0]["offset"], 120, "no offset handed out twice");
     assert!(s.sigterm().await.success());
@@ -146,6 +127,6 @@ async fn a_topic_without_its_config_is_refused_naming_it_and_kept() {
     assert!(stderr.contains("topics/t/topic.json"), "{stderr}");
     std::fs::write(&config, saved).unwrap();
     let mut s = Server::start(&data, &[]).await;
-    assert_eq!(high_watermark(&client(), &s).await, 120);
+    assert_eq!(high_watermarks(&client(), &s, "t").await, [120]);
     assert!(s.sigterm().await.success());
 }

@@ -3,7 +3,7 @@
 //! cause (not a 500 `internal`), leaves no half-made topic behind, and keeps serving.
 mod common;
 
-use common::{Server, client, json, problem};
+use common::{create_topic, fresh_server, get, get_json, problem, put_json};
 use serde_json::json;
 
 /// Sets the open-files limit (soft and hard) of a running process.
@@ -19,18 +19,10 @@ fn limit_descriptors(pid: u32, n: u32) {
 
 #[tokio::test]
 async fn a_create_out_of_descriptors_is_503_and_leaves_nothing() {
-    let tmp = tempfile::tempdir().unwrap();
-    let data = tmp.path().join("data");
-    let mut s = Server::start(&data, &[]).await;
-    let c = client();
+    let (_tmp, mut s, c) = fresh_server(&[]).await;
     // Every partition keeps its active segment open: 200 partitions need 200 descriptors.
     limit_descriptors(s.pid(), 64);
-    let r = c
-        .put(s.url("/v1/topics/wide"))
-        .json(&json!({ "partitions": 200 }))
-        .send()
-        .await
-        .unwrap();
+    let r = put_json(&c, &s, "/v1/topics/wide", &json!({ "partitions": 200 })).await;
     let body = problem(r, 503, "too_many_open_files").await;
     assert!(
         body["detail"]
@@ -39,24 +31,16 @@ async fn a_create_out_of_descriptors_is_503_and_leaves_nothing() {
             .contains("file descriptors"),
         "{body}"
     );
-    let r = c.get(s.url("/v1/topics/wide")).send().await.unwrap();
-    assert_eq!(r.status().as_u16(), 404);
+    assert_eq!(get(&c, &s, "/v1/topics/wide").await.status().as_u16(), 404);
     assert!(
-        !data.join("topics/wide").exists(),
+        !s.dir.join("topics/wide").exists(),
         "a half-made topic was left"
     );
-    let topics = json(c.get(s.url("/v1/topics")).send().await.unwrap()).await;
+    let topics = get_json(&c, &s, "/v1/topics").await;
     assert!(!topics.to_string().contains("wide"), "{topics}");
 
     // The server keeps working within its limit: a small topic is created and used.
-    let r = c
-        .put(s.url("/v1/topics/narrow"))
-        .json(&json!({ "partitions": 2 }))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status().as_u16(), 201, "{}", r.text().await.unwrap());
-    let r = c.get(s.url("/healthz")).send().await.unwrap();
-    assert!(r.status().is_success());
+    create_topic(&c, &s, "narrow", json!({ "partitions": 2 })).await;
+    assert!(get(&c, &s, "/healthz").await.status().is_success());
     assert!(s.sigterm().await.success());
 }

@@ -8,7 +8,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Server, client, create_topic, metric};
+use common::{Server, client, create_topic, metric, post_body};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -77,12 +77,7 @@ async fn health_probes_answer_with_more_silent_sockets_than_descriptors() {
         "/healthz took {worst:?} under 400 silent sockets"
     );
     // The log still works: a produce and a read on the same crowded server.
-    let r = c
-        .post(s.url("/v1/topics/t/records?key=k"))
-        .body("v")
-        .send()
-        .await
-        .unwrap();
+    let r = post_body(&c, &s, "/v1/topics/t/records?key=k", "v").await;
     assert_eq!(r.status(), 201);
     // Past the cap (192), a silent socket made room, or, accepted within 100 ms of all
     // the others, was refused.

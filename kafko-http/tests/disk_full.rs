@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{Server, client, json};
+use common::{Server, client, create_topic, get, high_watermarks, json, post_body};
 use serde_json::json;
 
 /// A loop-mounted ext4 image, unmounted on drop.
@@ -70,6 +70,16 @@ fn run(program: &str, args: &[&str]) -> Result<(), String> {
     }
 }
 
+/// A 16 MiB disk under `dir`, or `None` (the skip said) where the machine does not
+/// allow one.
+fn small_disk_or_skip(dir: &Path) -> Option<SmallDisk> {
+    SmallDisk::new(dir, 16)
+        .map_err(|reason| {
+            eprintln!("SKIP disk_full: cannot loop-mount a small ext4 filesystem here ({reason})")
+        })
+        .ok()
+}
+
 /// A value that names its own sequence number, so a mix-up cannot pass.
 fn value(n: usize) -> Vec<u8> {
     let mut v = format!("record-{n}-").into_bytes();
@@ -77,29 +87,45 @@ fn value(n: usize) -> Vec<u8> {
     v
 }
 
+/// A server on `data` with topic `full`: one partition in segments of `segment_bytes`.
+async fn server_with_full_topic(data: &Path, segment_bytes: u64) -> (Server, reqwest::Client) {
+    let s = Server::start(data, &[]).await;
+    let c = client();
+    let config = json!({"partitions": 1, "segment_bytes": segment_bytes});
+    create_topic(&c, &s, "full", config).await;
+    (s, c)
+}
+
+/// Produces `value(n)` to topic `full`.
+async fn produce_value(c: &reqwest::Client, s: &Server, n: usize) -> reqwest::Response {
+    post_body(c, s, "/v1/topics/full/records", value(n)).await
+}
+
+/// Every acknowledged `(offset, n)` reads back as `value(n)`.
+async fn assert_acked_read_back(c: &reqwest::Client, s: &Server, acked: &[(u64, usize)]) {
+    for &(offset, n) in acked {
+        let r = get(
+            c,
+            s,
+            &format!("/v1/topics/full/partitions/0/records/{offset}"),
+        )
+        .await;
+        assert_eq!(r.status(), 200, "acknowledged record at {offset}");
+        assert_eq!(r.bytes().await.unwrap().as_ref(), value(n).as_slice());
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn disk_full_answers_507_keeps_reads_and_recovers_when_space_returns() {
     let tmp = tempfile::tempdir().unwrap();
-    let disk = match SmallDisk::new(tmp.path(), 16) {
-        Ok(d) => d,
-        Err(reason) => {
-            eprintln!("SKIP disk_full: cannot loop-mount a small ext4 filesystem here ({reason})");
-            return;
-        }
+    let Some(disk) = small_disk_or_skip(tmp.path()) else {
+        return;
     };
     // Ballast: space to give back later.
     let ballast = disk.mount.join("ballast");
     std::fs::write(&ballast, vec![7u8; 4 << 20]).unwrap();
     let data = disk.mount.join("data");
-    let mut s = Server::start(&data, &[]).await;
-    let c = client();
-    let r = c
-        .put(s.url("/v1/topics/full"))
-        .json(&json!({"partitions": 1, "segment_bytes": 1 << 20}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 201);
+    let (mut s, c) = server_with_full_topic(&data, 1 << 20).await;
 
     let mut acked: Vec<(u64, usize)> = Vec::new();
     let mut n = 0;
@@ -111,12 +137,7 @@ async fn disk_full_answers_507_keeps_reads_and_recovers_when_space_returns() {
             started.elapsed() < Duration::from_secs(60),
             "the 16 MiB disk never filled up"
         );
-        let r = c
-            .post(s.url("/v1/topics/full/records"))
-            .body(value(n))
-            .send()
-            .await
-            .unwrap();
+        let r = produce_value(&c, &s, n).await;
         let status = r.status().as_u16();
         let retry_after = r.headers().contains_key("retry-after");
         let b = json(r).await;
@@ -148,27 +169,10 @@ async fn disk_full_answers_507_keeps_reads_and_recovers_when_space_returns() {
     let full_at = acked.len();
 
     // Reads keep working while the disk is full.
-    let check_all = |base: String, acked: Vec<(u64, usize)>| {
-        let c = c.clone();
-        async move {
-            for (offset, n) in acked {
-                let r = c
-                    .get(format!(
-                        "{base}/v1/topics/full/partitions/0/records/{offset}"
-                    ))
-                    .send()
-                    .await
-                    .unwrap();
-                assert_eq!(r.status(), 200, "acknowledged record at {offset}");
-                assert_eq!(r.bytes().await.unwrap().as_ref(), value(n).as_slice());
-            }
-        }
-    };
-    check_all(s.base.clone(), acked.clone()).await;
-    let d = json(c.get(s.url("/v1/topics/full")).send().await.unwrap()).await;
+    assert_acked_read_back(&c, &s, &acked).await;
     assert_eq!(
-        d["partitions"][0]["high_watermark"].as_u64().unwrap(),
-        acked.last().unwrap().0 + 1,
+        high_watermarks(&c, &s, "full").await,
+        [acked.last().unwrap().0 + 1],
         "high watermark must end right after the last acknowledged record"
     );
     // Creating a topic on a full disk is refused cleanly too (no 500).
@@ -180,7 +184,7 @@ async fn disk_full_answers_507_keeps_reads_and_recovers_when_space_returns() {
         "create on a full disk: {create_status} {text}"
     );
     assert_eq!(
-        c.get(s.url("/healthz")).send().await.unwrap().status(),
+        get(&c, &s, "/healthz").await.status(),
         200,
         "the process must stay up"
     );
@@ -189,12 +193,7 @@ async fn disk_full_answers_507_keeps_reads_and_recovers_when_space_returns() {
     std::fs::remove_file(&ballast).unwrap();
     let mut resumed = 0;
     for _ in 0..20 {
-        let r = c
-            .post(s.url("/v1/topics/full/records"))
-            .body(value(n))
-            .send()
-            .await
-            .unwrap();
+        let r = produce_value(&c, &s, n).await;
         let status = r.status().as_u16();
         let b = json(r).await;
         assert_eq!(status, 201, "writes must resume once space is freed: {b}");
@@ -210,7 +209,7 @@ async fn disk_full_answers_507_keeps_reads_and_recovers_when_space_returns() {
     // A clean restart keeps everything acknowledged.
     assert!(s.sigterm().await.success());
     let s = Server::start(&data, &[]).await;
-    check_all(s.base.clone(), acked.clone()).await;
+    assert_acked_read_back(&c, &s, &acked).await;
     eprintln!(
         "disk full: {full_at} records acked before the 16 MiB ext4 filled; refusals {refusals:?}; \
          topic create while full: {create_status}; 0 acknowledged lost; {resumed} writes accepted after freeing space; {} verified after restart",
@@ -232,38 +231,21 @@ fn fill(dir: &Path) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_on_a_full_disk_serves_reads_and_answers_507() {
     let tmp = tempfile::tempdir().unwrap();
-    let disk = match SmallDisk::new(tmp.path(), 16) {
-        Ok(d) => d,
-        Err(reason) => {
-            eprintln!("SKIP disk_full: cannot loop-mount a small ext4 filesystem here ({reason})");
-            return;
-        }
+    let Some(disk) = small_disk_or_skip(tmp.path()) else {
+        return;
     };
     // The data directory is on the small disk; the server's log (beside the path the
     // harness is given) is not, so the log survives the disk filling up.
     let data = tmp.path().join("data");
     std::os::unix::fs::symlink(disk.mount.join("data"), &data).unwrap();
     std::fs::create_dir(disk.mount.join("data")).unwrap();
-    let mut s = Server::start(&data, &[]).await;
-    let c = client();
-    let r = c
-        .put(s.url("/v1/topics/full"))
-        .json(&json!({"partitions": 1, "segment_bytes": 256 * 1024}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 201);
+    let (mut s, c) = server_with_full_topic(&data, 256 * 1024).await;
     let mut acked = Vec::new();
     let mut refused = 0;
     let mut n = 0;
     while refused < 5 {
         assert!(n < 2_000, "the 16 MiB disk never filled up");
-        let r = c
-            .post(s.url("/v1/topics/full/records"))
-            .body(value(n))
-            .send()
-            .await
-            .unwrap();
+        let r = produce_value(&c, &s, n).await;
         match r.status().as_u16() {
             201 => acked.push((json(r).await["offsets"][0]["offset"].as_u64().unwrap(), n)),
             507 | 503 => refused += 1,
@@ -298,24 +280,11 @@ async fn a_restart_on_a_full_disk_serves_reads_and_answers_507() {
     fill(&disk.mount);
 
     let mut s = Server::start(&data, &[]).await;
-    for &(offset, n) in &acked {
-        let r = c
-            .get(s.url(&format!("/v1/topics/full/partitions/0/records/{offset}")))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), 200, "acknowledged record at {offset}");
-        assert_eq!(r.bytes().await.unwrap().as_ref(), value(n).as_slice());
-    }
-    let r = c
-        .post(s.url("/v1/topics/full/records"))
-        .body(value(n))
-        .send()
-        .await
-        .unwrap();
+    assert_acked_read_back(&c, &s, &acked).await;
+    let r = produce_value(&c, &s, n).await;
     assert_eq!(r.status().as_u16(), 507, "a write on the full disk");
     assert_eq!(json(r).await["code"], "storage_full");
-    assert_eq!(c.get(s.url("/healthz")).send().await.unwrap().status(), 200);
+    assert_eq!(get(&c, &s, "/healthz").await.status(), 200);
     eprintln!(
         "restart on a full disk: {} acknowledged records read back, write answered 507",
         acked.len()

@@ -14,12 +14,7 @@ use common::{
 use serde_json::{Value, json};
 
 fn values(body: &Value) -> Vec<String> {
-    body["records"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["value"].as_str().unwrap().to_owned())
-        .collect()
+    common::record_values(body)
 }
 
 /// `(partition, offset)` of every record in a poll response.

@@ -4,16 +4,14 @@
 //! join, poll, commit or seek creates a group.
 mod common;
 
-use common::{Server, client, create_topic, json, problem};
+use common::{
+    Server, create_topic, delete, fresh_server, get, get_json, json, post, problem, produce,
+};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 async fn poll(c: &reqwest::Client, s: &Server, query: &str) -> Value {
-    let r = c
-        .post(s.url(&format!("/v1/groups/g/topics/t/poll{query}")))
-        .send()
-        .await
-        .unwrap();
+    let r = post(c, s, &format!("/v1/groups/g/topics/t/poll{query}")).await;
     assert_eq!(r.status(), 200);
     json(r).await
 }
@@ -27,33 +25,16 @@ fn offsets(body: &Value) -> Vec<u64> {
         .collect()
 }
 
-async fn sigkill(s: &mut Server) {
-    let status = std::process::Command::new("kill")
-        .args(["-KILL", &s.pid().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    assert!(!s.wait().await.success());
-}
-
 #[tokio::test]
 async fn an_answer_the_client_hung_up_on_comes_back() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(&tmp.path().join("data"), &[]).await;
-    let c = client();
+    let (_tmp, s, c) = fresh_server(&[]).await;
     create_topic(&c, &s, "t", json!({"partitions": 1})).await;
     // ~14 MiB of records: far more than the socket buffers hold, so the answer cannot
     // be sent in full while the client reads nothing.
     let big = "x".repeat(900 * 1024);
     for _ in 0..4 {
         let records: Vec<Value> = (0..4).map(|_| json!({ "value": big })).collect();
-        let r = c
-            .post(s.url("/v1/topics/t/records"))
-            .json(&json!({ "records": records }))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), 201);
+        produce(&c, &s, "t", "", json!(records)).await;
     }
 
     let socket = tokio::net::TcpSocket::new_v4().unwrap();
@@ -84,24 +65,16 @@ async fn an_answer_the_client_hung_up_on_comes_back() {
 
 #[tokio::test]
 async fn a_poll_answered_right_before_a_sigkill_comes_back_after_the_restart() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("data");
-    let mut s = Server::start(&dir, &[]).await;
-    let c = client();
+    let (_tmp, mut s, c) = fresh_server(&[]).await;
+    let dir = s.dir.clone();
     create_topic(&c, &s, "t", json!({"partitions": 1})).await;
     let records: Vec<Value> = (0..6)
         .map(|i| json!({ "value": format!("v{i}") }))
         .collect();
-    let r = c
-        .post(s.url("/v1/topics/t/records?sync=true"))
-        .json(&json!({ "records": records }))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 201);
+    produce(&c, &s, "t", "?sync=true", json!(records)).await;
 
     assert_eq!(offsets(&poll(&c, &s, "?max_records=4").await), [0, 1, 2, 3]);
-    sigkill(&mut s).await;
+    s.sigkill().await;
     let mut s = Server::start(&dir, &[]).await;
     // The client never showed it had the records: they come again.
     let b = poll(&c, &s, "?max_records=4").await;
@@ -110,38 +83,27 @@ async fn a_poll_answered_right_before_a_sigkill_comes_back_after_the_restart() {
     let b = poll(&c, &s, "?max_records=4").await;
     assert_eq!(offsets(&b), [4, 5]);
     assert_eq!(b["committed"], json!([{"partition": 0, "offset": 4}]));
-    sigkill(&mut s).await;
+    s.sigkill().await;
     let s = Server::start(&dir, &[]).await;
     assert_eq!(offsets(&poll(&c, &s, "").await), [4, 5]);
 }
 
 #[tokio::test]
 async fn leave_describe_and_delete_of_an_unknown_group_create_nothing() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(&tmp.path().join("data"), &[]).await;
-    let c = client();
+    let (_tmp, s, c) = fresh_server(&[]).await;
     create_topic(&c, &s, "t", json!({"partitions": 1})).await;
-    let r = c
-        .delete(s.url("/v1/groups/ghost/topics/t/members/m1"))
-        .send()
-        .await
-        .unwrap();
+    let r = delete(&c, &s, "/v1/groups/ghost/topics/t/members/m1").await;
     problem(r, 404, "group_not_found").await;
-    let r = c.get(s.url("/v1/groups/ghost")).send().await.unwrap();
+    let r = get(&c, &s, "/v1/groups/ghost").await;
     problem(r, 404, "group_not_found").await;
-    let r = c.delete(s.url("/v1/groups/ghost")).send().await.unwrap();
+    let r = delete(&c, &s, "/v1/groups/ghost").await;
     problem(r, 404, "group_not_found").await;
     // A refused poll (unknown member) creates nothing either.
-    let r = c
-        .post(s.url("/v1/groups/ghost/topics/t/poll?member_id=m1&generation=1"))
-        .send()
-        .await
-        .unwrap();
-    problem(r, 409, "unknown_member").await;
-    let listed = json(c.get(s.url("/v1/groups")).send().await.unwrap()).await;
-    assert_eq!(listed, json!({"groups": []}));
+    let path = "/v1/groups/ghost/topics/t/poll?member_id=m1&generation=1";
+    problem(post(&c, &s, path).await, 409, "unknown_member").await;
+    assert_eq!(get_json(&c, &s, "/v1/groups").await, json!({"groups": []}));
     // A poll creates the group.
     poll(&c, &s, "").await;
-    let listed = json(c.get(s.url("/v1/groups")).send().await.unwrap()).await;
+    let listed = get_json(&c, &s, "/v1/groups").await;
     assert_eq!(listed["groups"][0]["group"], "g");
 }

@@ -6,7 +6,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Server, client, create_topic, post_body, problem};
+use common::{Server, client, create_topic, post_body, problem, read_response};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -43,33 +43,6 @@ async fn oversized_bodies_are_413_with_and_without_content_length() {
     let s2 = Server::start(&tmp.path().join("data2"), &["--max-record-bytes", "100"]).await;
     let r = post_body(&c, &s2, "/v1/topics/t/records", vec![b'z'; 101]).await;
     problem(r, 413, "record_too_large").await;
-}
-
-/// Reads one HTTP/1.1 response (head and `Content-Length` body) off a kept-alive socket.
-async fn read_response(sock: &mut tokio::net::TcpStream) -> (u16, String) {
-    let mut buf = Vec::new();
-    let mut byte = [0u8; 1];
-    while !buf.ends_with(b"\r\n\r\n") {
-        let n = tokio::time::timeout(Duration::from_secs(5), sock.read(&mut byte))
-            .await
-            .expect("response head in time")
-            .expect("read");
-        assert_eq!(n, 1, "connection closed before the response head: {buf:?}");
-        buf.push(byte[0]);
-    }
-    let head = String::from_utf8(buf).unwrap();
-    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-    let length: usize = head
-        .lines()
-        .find_map(|l| {
-            l.to_ascii_lowercase()
-                .strip_prefix("content-length:")
-                .map(|v| v.trim().parse().unwrap())
-        })
-        .expect("content-length");
-    let mut body = vec![0u8; length];
-    sock.read_exact(&mut body).await.unwrap();
-    (status, String::from_utf8(body).unwrap())
 }
 
 /// A body refused for its size is read to its end (within the drain bound) before the 413:

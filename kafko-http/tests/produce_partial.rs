@@ -3,115 +3,34 @@
 //! a retry of the whole request. The server runs in this process over the real
 //! filesystem, with writes to partition 1 failing (the binary has no fault switch).
 
-use std::any::Any;
-use std::io;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+mod common;
 
-use kafko_core::storage::{StdStorage, Storage, StorageFile};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use common::failing_appends::FailPartition;
+use common::interposed::Interposed;
 use kafko_core::{Kafko, TopicConfig};
 use kafko_http::{AppState, ServerConfig};
 use serde_json::json;
 
-/// The real filesystem, failing appends to files of partition directory `1` while armed.
-struct FailPartitionOne {
-    armed: Arc<AtomicBool>,
-}
-
-struct FailingFile {
-    inner: Arc<dyn StorageFile>,
-    armed: Arc<AtomicBool>,
-}
-
-impl StorageFile for FailingFile {
-    fn append(&self, buf: &[u8]) -> io::Result<()> {
-        if self.armed.load(Ordering::SeqCst) {
-            return Err(io::Error::other("injected write failure"));
-        }
-        self.inner.append(buf)
-    }
-    fn read_at(&self, buf: &mut [u8], pos: u64) -> io::Result<usize> {
-        self.inner.read_at(buf, pos)
-    }
-    fn sync_data(&self) -> io::Result<()> {
-        self.inner.sync_data()
-    }
-    fn len(&self) -> io::Result<u64> {
-        self.inner.len()
-    }
-    fn truncate(&self, len: u64) -> io::Result<()> {
-        self.inner.truncate(len)
-    }
-}
-
-impl Storage for FailPartitionOne {
-    fn create_dir_all(&self, path: &Path) -> io::Result<()> {
-        StdStorage.create_dir_all(path)
-    }
-    fn open(&self, path: &Path) -> io::Result<Arc<dyn StorageFile>> {
-        let file = StdStorage.open(path)?;
-        let in_partition_one = path
-            .parent()
-            .and_then(Path::file_name)
-            .is_some_and(|d| d == "1");
-        if !in_partition_one {
-            return Ok(file);
-        }
-        Ok(Arc::new(FailingFile {
-            inner: file,
-            armed: self.armed.clone(),
-        }))
-    }
-    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
-        StdStorage.read(path)
-    }
-    fn write_synced(&self, path: &Path, data: &[u8]) -> io::Result<()> {
-        StdStorage.write_synced(path, data)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        StdStorage.rename(from, to)
-    }
-    fn remove_file(&self, path: &Path) -> io::Result<()> {
-        StdStorage.remove_file(path)
-    }
-    fn remove_dir_all(&self, path: &Path) -> io::Result<()> {
-        StdStorage.remove_dir_all(path)
-    }
-    fn sync_dir(&self, path: &Path) -> io::Result<()> {
-        StdStorage.sync_dir(path)
-    }
-    fn list_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
-        StdStorage.list_dir(path)
-    }
-    fn exists(&self, path: &Path) -> bool {
-        StdStorage.exists(path)
-    }
-    fn try_lock(&self, path: &Path) -> io::Result<Box<dyn Any + Send + Sync>> {
-        StdStorage.try_lock(path)
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fault_on_the_second_of_three_partitions_is_a_207_naming_the_records_not_stored() {
     let tmp = tempfile::tempdir().unwrap();
-    let armed = Arc::new(AtomicBool::new(false));
-    let storage = FailPartitionOne {
-        armed: armed.clone(),
-    };
+    // Writes to partition 1 fail while `armed` is set.
+    let hook = FailPartition::new(1);
+    let armed = hook.on.clone();
     let kafko = Kafko::builder(tmp.path())
-        .storage(Arc::new(storage))
+        .storage(Arc::new(Interposed(hook)))
         .open()
         .await
         .unwrap();
+    let three_partitions = TopicConfig {
+        partitions: 3,
+        ..Default::default()
+    };
     kafko
-        .create_topic_with_config(
-            "t",
-            TopicConfig {
-                partitions: 3,
-                ..Default::default()
-            },
-        )
+        .create_topic_with_config("t", three_partitions)
         .await
         .unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

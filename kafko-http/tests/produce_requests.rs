@@ -6,9 +6,11 @@
 
 mod common;
 
-use std::path::Path;
-
-use common::{Server, client, create_topic, json, memory_mib, problem};
+use common::on_disk::batches_on_disk;
+use common::{
+    Server, create_topic, fresh_server, fresh_server_with_topic, get, get_json, high_watermarks,
+    json, memory_mib, post_body, post_json, problem, server_with_topic,
+};
 use serde_json::json;
 
 /// A JSON batch body of `n` empty records (`{}`: no key, no value).
@@ -25,7 +27,8 @@ fn empty_records(n: usize) -> String {
     body
 }
 
-async fn post_json(
+/// POSTs a JSON text as it is.
+async fn post_json_text(
     c: &reqwest::Client,
     s: &Server,
     path: &str,
@@ -41,21 +44,14 @@ async fn post_json(
 
 #[tokio::test]
 async fn a_batch_is_answered_per_partition_and_per_record_on_request() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(&tmp.path().join("data"), &[]).await;
-    let c = client();
+    let (_tmp, s, c) = fresh_server(&[]).await;
     create_topic(&c, &s, "t", json!({"partitions": 3})).await;
     let records = json!({"records": [
         {"value": "a", "partition": 2},
         {"value": "b", "partition": 0},
         {"value": "c", "partition": 2, "timestamp": 7},
     ]});
-    let r = c
-        .post(s.url("/v1/topics/t/records"))
-        .json(&records)
-        .send()
-        .await
-        .unwrap();
+    let r = post_json(&c, &s, "/v1/topics/t/records", &records).await;
     assert_eq!(r.status(), 201);
     assert_eq!(
         json(r).await,
@@ -64,12 +60,7 @@ async fn a_batch_is_answered_per_partition_and_per_record_on_request() {
             {"partition": 2, "base_offset": 0, "record_count": 2},
         ]})
     );
-    let r = c
-        .post(s.url("/v1/topics/t/records?answer=records"))
-        .json(&records)
-        .send()
-        .await
-        .unwrap();
+    let r = post_json(&c, &s, "/v1/topics/t/records?answer=records", &records).await;
     assert_eq!(r.status(), 201);
     let b = json(r).await;
     assert_eq!(b["partitions"][1]["base_offset"], 2);
@@ -78,7 +69,7 @@ async fn a_batch_is_answered_per_partition_and_per_record_on_request() {
     assert_eq!(b["offsets"][2]["timestamp"], 7);
 
     // 100,000 records: the default answer stays the size of one partition's entry.
-    let r = post_json(&c, &s, "/v1/topics/t/records", empty_records(100_000)).await;
+    let r = post_json_text(&c, &s, "/v1/topics/t/records", empty_records(100_000)).await;
     assert_eq!(r.status(), 201);
     let text = r.text().await.unwrap();
     assert!(text.len() < 100, "{text}");
@@ -86,30 +77,18 @@ async fn a_batch_is_answered_per_partition_and_per_record_on_request() {
     assert_eq!(b["partitions"][0]["record_count"], 100_000);
     assert!(b.get("offsets").is_none());
     // One record: its position is in the default answer, as it costs one entry.
-    let r = c
-        .post(s.url("/v1/topics/t/records?partition=1"))
-        .body("v")
-        .send()
-        .await
-        .unwrap();
+    let r = post_body(&c, &s, "/v1/topics/t/records?partition=1", "v").await;
     assert_eq!(json(r).await["offsets"][0]["partition"], 1);
 }
 
 #[tokio::test]
 async fn more_records_than_the_limit_is_a_413_and_stores_nothing() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(
-        &tmp.path().join("data"),
-        &["--max-records-per-request", "100"],
-    )
-    .await;
-    let c = client();
-    let r = post_json(&c, &s, "/v1/topics/auto/records", empty_records(101)).await;
+    let (tmp, s, c) = fresh_server(&["--max-records-per-request", "100"]).await;
+    let r = post_json_text(&c, &s, "/v1/topics/auto/records", empty_records(101)).await;
     let b = problem(r, 413, "too_many_records").await;
     assert_eq!(b["max_records_per_request"], 100);
     // The unknown topic was not created by the refused request.
-    let r = c.get(s.url("/v1/topics/auto")).send().await.unwrap();
-    assert_eq!(r.status(), 404);
+    assert_eq!(get(&c, &s, "/v1/topics/auto").await.status(), 404);
     let ndjson = "{}\n".repeat(101);
     let r = c
         .post(s.url("/v1/topics/auto/records"))
@@ -121,12 +100,11 @@ async fn more_records_than_the_limit_is_a_413_and_stores_nothing() {
     problem(r, 413, "too_many_records").await;
     // An existing topic: nothing of the refused request is stored.
     create_topic(&c, &s, "t", json!({})).await;
-    let r = post_json(&c, &s, "/v1/topics/t/records", empty_records(101)).await;
+    let r = post_json_text(&c, &s, "/v1/topics/t/records", empty_records(101)).await;
     problem(r, 413, "too_many_records").await;
-    let r = post_json(&c, &s, "/v1/topics/t/records", empty_records(100)).await;
+    let r = post_json_text(&c, &s, "/v1/topics/t/records", empty_records(100)).await;
     assert_eq!(r.status(), 201);
-    let d = json(c.get(s.url("/v1/topics/t")).send().await.unwrap()).await;
-    assert_eq!(d["partitions"][0]["high_watermark"], 100);
+    assert_eq!(high_watermarks(&c, &s, "t").await, [100]);
 
     // The environment twin of the flag.
     let s2 = Server::start_env(
@@ -135,52 +113,23 @@ async fn more_records_than_the_limit_is_a_413_and_stores_nothing() {
         &[("KAFKO_MAX_RECORDS_PER_REQUEST", "2")],
     )
     .await;
-    let r = post_json(&c, &s2, "/v1/topics/t/records", empty_records(3)).await;
+    let r = post_json_text(&c, &s2, "/v1/topics/t/records", empty_records(3)).await;
     problem(r, 413, "too_many_records").await;
-}
-
-/// `(record_count, framed_len)` of every batch in a partition's segment files.
-fn batches_on_disk(data: &Path, topic: &str, partition: u32) -> Vec<(u32, usize)> {
-    let dir = data.join("topics").join(topic).join(partition.to_string());
-    let mut logs: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "log"))
-        .collect();
-    logs.sort();
-    let mut out = Vec::new();
-    for log in logs {
-        let bytes = std::fs::read(log).unwrap();
-        let mut at = 0;
-        while at + 48 <= bytes.len() {
-            let length = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
-            if length == 0 {
-                break;
-            }
-            let count = u32::from_le_bytes(bytes[at + 40..at + 44].try_into().unwrap());
-            out.push((count, 8 + length));
-            at += 8 + length;
-        }
-    }
-    out
 }
 
 #[tokio::test]
 async fn a_huge_request_is_stored_as_bounded_batches_within_bounded_memory() {
-    let tmp = tempfile::tempdir().unwrap();
-    let data = tmp.path().join("data");
-    let s = Server::start(&data, &["--max-records-per-request", "10000000"]).await;
-    let c = client();
-    create_topic(&c, &s, "t", json!({})).await;
+    let (_tmp, s, c) =
+        fresh_server_with_topic("t", &["--max-records-per-request", "10000000"]).await;
     // Warm up, so the baseline includes the runtime's first allocations.
-    let r = post_json(&c, &s, "/v1/topics/t/records", empty_records(10)).await;
+    let r = post_json_text(&c, &s, "/v1/topics/t/records", empty_records(10)).await;
     assert_eq!(r.status(), 201);
     let (_, baseline) = memory_mib(s.pid());
     // 1.5 million `{}` records: 4.5 MB of body.
     let n = 1_500_000;
     let body = empty_records(n);
     let body_mib = body.len() as u64 / (1024 * 1024) + 1;
-    let r = post_json(&c, &s, "/v1/topics/t/records", body).await;
+    let r = post_json_text(&c, &s, "/v1/topics/t/records", body).await;
     assert_eq!(r.status(), 201);
     assert_eq!(json(r).await["partitions"][0]["record_count"], n);
     let (_, peak) = memory_mib(s.pid());
@@ -190,7 +139,7 @@ async fn a_huge_request_is_stored_as_bounded_batches_within_bounded_memory() {
         "a {body_mib} MiB request raised the peak RSS from {baseline} to {peak} MiB"
     );
 
-    let batches = batches_on_disk(&data, "t", 0);
+    let batches = batches_on_disk(&s.dir, "t", 0);
     let stored: u64 = batches.iter().map(|&(count, _)| u64::from(count)).sum();
     assert_eq!(stored, n as u64 + 10);
     assert!(
@@ -198,29 +147,21 @@ async fn a_huge_request_is_stored_as_bounded_batches_within_bounded_memory() {
         "every batch is bounded"
     );
     // Ten records from the middle of the request.
-    let r = c
-        .get(s.url("/v1/topics/t/records?partition=0&offset=750000&max_records=10"))
-        .send()
-        .await
-        .unwrap();
-    let b = json(r).await;
+    let b = get_json(
+        &c,
+        &s,
+        "/v1/topics/t/records?partition=0&offset=750000&max_records=10",
+    )
+    .await;
     assert_eq!(b["records"].as_array().unwrap().len(), 10);
     assert_eq!(b["records"][0]["offset"], 750_000);
 }
 
 #[tokio::test]
 async fn a_key_that_is_not_utf8_is_refused_and_points_to_key_base64() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(&tmp.path().join("data"), &[]).await;
-    let c = client();
-    create_topic(&c, &s, "t", json!({})).await;
+    let (_tmp, s, c) = server_with_topic("t").await;
     for bad in ["%FF", "%FE", "a%C3", "%ED%A0%80"] {
-        let r = c
-            .post(s.url(&format!("/v1/topics/t/records?key={bad}")))
-            .body("v")
-            .send()
-            .await
-            .unwrap();
+        let r = post_body(&c, &s, &format!("/v1/topics/t/records?key={bad}"), "v").await;
         let b = problem(r, 400, "invalid_key").await;
         assert_eq!(b["parameter"], "key_base64", "{bad}");
         assert!(b["detail"].as_str().unwrap().contains("key_base64"));
@@ -233,26 +174,22 @@ async fn a_key_that_is_not_utf8_is_refused_and_points_to_key_base64() {
         ("key_base64=/g==", "/g=="),
         ("key=a+b%2Bc", "YSBiK2M="),
     ] {
-        let r = c
-            .post(s.url(&format!("/v1/topics/t/records?{query}")))
-            .body("v")
-            .send()
-            .await
-            .unwrap();
+        let r = post_body(&c, &s, &format!("/v1/topics/t/records?{query}"), "v").await;
         assert_eq!(r.status(), 201, "{query}");
         let offset = json(r).await["offsets"][0]["offset"].as_u64().unwrap();
-        let r = c
-            .get(s.url(&format!(
+        let b = get_json(
+            &c,
+            &s,
+            &format!(
                 "/v1/topics/t/records?partition=0&offset={offset}&max_records=1&key_format=base64"
-            )))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(json(r).await["records"][0]["key"], stored, "{query}");
+            ),
+        )
+        .await;
+        assert_eq!(b["records"][0]["key"], stored, "{query}");
     }
-    let d = json(c.get(s.url("/v1/topics/t")).send().await.unwrap()).await;
     assert_eq!(
-        d["partitions"][0]["high_watermark"], 4,
+        high_watermarks(&c, &s, "t").await,
+        [4],
         "no refused key was stored"
     );
 }

@@ -8,8 +8,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Server, client, create_topic, metric};
-use serde_json::json;
+use common::{fresh_server, fresh_server_with_topic, get, metric, post_body, read_response};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -29,41 +28,9 @@ async fn closed_within(sock: &mut TcpStream, limit: Duration) -> Option<Instant>
     .ok()
 }
 
-/// Reads one HTTP/1.1 response with a `content-length` body; returns its head.
-async fn read_response(sock: &mut TcpStream) -> String {
-    let mut buf = Vec::new();
-    let mut byte = [0u8; 1];
-    while !buf.ends_with(b"\r\n\r\n") {
-        let n = tokio::time::timeout(Duration::from_secs(10), sock.read(&mut byte))
-            .await
-            .expect("response head in time")
-            .expect("read");
-        assert_eq!(n, 1, "closed mid-head: {:?}", String::from_utf8_lossy(&buf));
-        buf.push(byte[0]);
-    }
-    let head = String::from_utf8(buf).expect("ASCII head");
-    let len: usize = head
-        .lines()
-        .find_map(|l| {
-            l.to_ascii_lowercase()
-                .strip_prefix("content-length: ")
-                .map(str::to_owned)
-        })
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no content-length: {head}"));
-    let mut body = vec![0u8; len];
-    sock.read_exact(&mut body).await.expect("body");
-    head
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_hundred_silent_connections_are_closed_within_the_header_timeout_of_accept() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(
-        &tmp.path().join("data"),
-        &["--header-read-timeout-ms", "1000"],
-    )
-    .await;
+    let (_tmp, s, c) = fresh_server(&["--header-read-timeout-ms", "1000"]).await;
     let opened = Instant::now();
     let mut socks = Vec::new();
     for _ in 0..200 {
@@ -103,9 +70,7 @@ async fn two_hundred_silent_connections_are_closed_within_the_header_timeout_of_
         "closed before the header timeout: {earliest:?}"
     );
     assert!(latest <= Duration::from_secs(4), "closed late: {latest:?}");
-    let c = client();
-    let r = c.get(s.url("/healthz")).send().await.unwrap();
-    assert_eq!(r.status(), 200);
+    assert_eq!(get(&c, &s, "/healthz").await.status(), 200);
     let series = r#"kafko_http_connections_closed_total{reason="no_request_head"}"#;
     assert_eq!(metric(&c, &s, series).await, 201);
     eprintln!(
@@ -115,19 +80,8 @@ async fn two_hundred_silent_connections_are_closed_within_the_header_timeout_of_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_keep_alive_connections_close_after_the_idle_timeout_busy_ones_stay() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(
-        &tmp.path().join("data"),
-        &[
-            "--idle-timeout-ms",
-            "1000",
-            "--header-read-timeout-ms",
-            "5000",
-        ],
-    )
-    .await;
-    let c = client();
-    create_topic(&c, &s, "t", json!({})).await;
+    let flags = ["--idle-timeout-ms=1000", "--header-read-timeout-ms=5000"];
+    let (_tmp, s, c) = fresh_server_with_topic("t", &flags).await;
     const GET: &[u8] = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
 
     // A follow stream: its request is in flight as long as it streams.
@@ -140,7 +94,7 @@ async fn idle_keep_alive_connections_close_after_the_idle_timeout_busy_ones_stay
     // One request, then silence: closed about 1 s after the answer.
     let mut idle = TcpStream::connect(&s.addr).await.unwrap();
     idle.write_all(GET).await.unwrap();
-    assert!(read_response(&mut idle).await.starts_with("HTTP/1.1 200"));
+    assert_eq!(read_response(&mut idle).await.0, 200);
     let answered = Instant::now();
     let idle_closed =
         tokio::spawn(async move { closed_within(&mut idle, Duration::from_secs(5)).await });
@@ -149,7 +103,7 @@ async fn idle_keep_alive_connections_close_after_the_idle_timeout_busy_ones_stay
     let mut busy = TcpStream::connect(&s.addr).await.unwrap();
     for _ in 0..6 {
         busy.write_all(GET).await.unwrap();
-        assert!(read_response(&mut busy).await.starts_with("HTTP/1.1 200"));
+        assert_eq!(read_response(&mut busy).await.0, 200);
         tokio::time::sleep(Duration::from_millis(400)).await;
     }
 
@@ -164,12 +118,7 @@ async fn idle_keep_alive_connections_close_after_the_idle_timeout_busy_ones_stay
     );
 
     // 2.4 s into the stream, far past the idle timeout: a new record still arrives.
-    let r = c
-        .post(s.url("/v1/topics/t/records"))
-        .body("late")
-        .send()
-        .await
-        .unwrap();
+    let r = post_body(&c, &s, "/v1/topics/t/records", "late").await;
     assert_eq!(r.status(), 201);
     let mut seen = Vec::new();
     let mut buf = [0u8; 4096];
@@ -225,17 +174,8 @@ fn get_healthz_headers() -> Vec<u8> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn h2c_connections_without_complete_headers_or_gone_idle_are_closed() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(
-        &tmp.path().join("data"),
-        &[
-            "--header-read-timeout-ms",
-            "1000",
-            "--idle-timeout-ms",
-            "1500",
-        ],
-    )
-    .await;
+    let flags = ["--header-read-timeout-ms=1000", "--idle-timeout-ms=1500"];
+    let (_tmp, s, _) = fresh_server(&flags).await;
     let opened = Instant::now();
 
     // The preface and SETTINGS, then nothing.

@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Server, client, create_topic, server_with_topic};
+use common::{Server, client, create_topic, event_stream, get_json, post_body, server_with_topic};
 use futures_util::StreamExt;
 use serde_json::json;
 
@@ -44,15 +44,9 @@ async fn read_events(resp: reqwest::Response, n: usize) -> Vec<(String, serde_js
 #[tokio::test]
 async fn sse_tail_receives_new_records_and_resumes_from_last_event_id() {
     let (_tmp, s, c) = server_with_topic("live").await;
-    c.post(s.url("/v1/topics/live/records"))
-        .body("before")
-        .send()
-        .await
-        .unwrap();
+    post_body(&c, &s, "/v1/topics/live/records", "before").await;
 
-    let resp = c
-        .get(s.url("/v1/topics/live/records?offset=latest&follow=true"))
-        .header("accept", "text/event-stream")
+    let resp = event_stream(&c, &s, "/v1/topics/live/records?offset=latest&follow=true")
         .send()
         .await
         .unwrap();
@@ -66,20 +60,14 @@ async fn sse_tail_receives_new_records_and_resumes_from_last_event_id() {
     let reader = tokio::spawn(read_events(resp, 3));
     tokio::time::sleep(Duration::from_millis(200)).await;
     for v in ["a", "b", "c"] {
-        let r = c
-            .post(s.url("/v1/topics/live/records"))
-            .body(v)
-            .send()
-            .await
-            .unwrap();
+        let r = post_body(&c, &s, "/v1/topics/live/records", v).await;
         assert_eq!(r.status(), 201);
     }
     let events = reader.await.unwrap();
-    let topic_id =
-        common::json(c.get(s.url("/v1/topics/live")).send().await.unwrap()).await["topic_id"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+    let topic_id = get_json(&c, &s, "/v1/topics/live").await["topic_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let ids: Vec<&str> = events.iter().map(|(id, _)| id.as_str()).collect();
     assert_eq!(
         ids,
@@ -92,9 +80,7 @@ async fn sse_tail_receives_new_records_and_resumes_from_last_event_id() {
     assert_eq!(values, ["a", "b", "c"]);
 
     // A reconnecting client resumes after the last id it saw.
-    let resp = c
-        .get(s.url("/v1/topics/live/records?follow=true"))
-        .header("accept", "text/event-stream")
+    let resp = event_stream(&c, &s, "/v1/topics/live/records?follow=true")
         .header("last-event-id", &events[0].0)
         .send()
         .await
@@ -104,9 +90,7 @@ async fn sse_tail_receives_new_records_and_resumes_from_last_event_id() {
     assert_eq!(events[1].1["value"], "c");
 
     // A malformed Last-Event-ID is a 400 before any stream starts.
-    let r = c
-        .get(s.url("/v1/topics/live/records"))
-        .header("accept", "text/event-stream")
+    let r = event_stream(&c, &s, "/v1/topics/live/records")
         .header("last-event-id", "garbage")
         .send()
         .await
@@ -120,9 +104,7 @@ async fn open_follow_streams_do_not_hold_shutdown_open() {
     let mut s = Server::start(&tmp.path().join("data"), &["--shutdown-grace-ms", "20000"]).await;
     let c = client();
     create_topic(&c, &s, "live", json!({})).await;
-    let resp = c
-        .get(s.url("/v1/topics/live/records?follow=true"))
-        .header("accept", "text/event-stream")
+    let resp = event_stream(&c, &s, "/v1/topics/live/records?follow=true")
         .send()
         .await
         .unwrap();

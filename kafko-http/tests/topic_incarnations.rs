@@ -6,18 +6,15 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Server, client, create_topic, json, problem, produce};
+use common::{
+    Server, create_topic, delete, event_stream, get, get_json, problem, produce, record_values,
+    server_with_topic,
+};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 
 async fn topic_id(c: &reqwest::Client, s: &Server, topic: &str) -> String {
-    let d = json(
-        c.get(s.url(&format!("/v1/topics/{topic}")))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let d = get_json(c, s, &format!("/v1/topics/{topic}")).await;
     d["topic_id"]
         .as_str()
         .expect("describe names the topic id")
@@ -33,15 +30,10 @@ fn values(n: std::ops::Range<u32>, tag: &str) -> Value {
 
 #[tokio::test]
 async fn a_delete_ends_streams_and_answers_long_polls_with_404() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(&tmp.path().join("data"), &[]).await;
-    let c = client();
-    create_topic(&c, &s, "x", json!({})).await;
+    let (_tmp, s, c) = server_with_topic("x").await;
     produce(&c, &s, "x", "", values(0..3, "old")).await;
 
-    let sse = c
-        .get(s.url("/v1/topics/x/records?follow=true"))
-        .header("accept", "text/event-stream")
+    let sse = event_stream(&c, &s, "/v1/topics/x/records?follow=true")
         .send()
         .await
         .unwrap();
@@ -65,8 +57,7 @@ async fn a_delete_ends_streams_and_answers_long_polls_with_404() {
     };
     tokio::time::sleep(Duration::from_millis(300)).await;
 
-    let r = c.delete(s.url("/v1/topics/x")).send().await.unwrap();
-    assert_eq!(r.status(), 204);
+    assert_eq!(delete(&c, &s, "/v1/topics/x").await.status(), 204);
 
     // The stream ends, its last event naming why.
     let rest = tokio::time::timeout(Duration::from_secs(5), async {
@@ -90,15 +81,10 @@ async fn a_delete_ends_streams_and_answers_long_polls_with_404() {
 
 #[tokio::test]
 async fn cursors_of_an_earlier_incarnation_are_refused() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(&tmp.path().join("data"), &[]).await;
-    let c = client();
-    create_topic(&c, &s, "x", json!({})).await;
+    let (_tmp, s, c) = server_with_topic("x").await;
     produce(&c, &s, "x", "", values(0..3, "old")).await;
     let old = topic_id(&c, &s, "x").await;
-    let r = c
-        .get(s.url("/v1/topics/x/records"))
-        .header("accept", "text/event-stream")
+    let r = event_stream(&c, &s, "/v1/topics/x/records")
         .send()
         .await
         .unwrap();
@@ -110,50 +96,27 @@ async fn cursors_of_an_earlier_incarnation_are_refused() {
         .expect("event ids")
         .to_owned();
     assert_eq!(last, format!("0:2:{old}"));
-    let fetched = json(c.get(s.url("/v1/topics/x/records")).send().await.unwrap()).await;
+    let fetched = get_json(&c, &s, "/v1/topics/x/records").await;
     assert_eq!(fetched["topic_id"], old.as_str());
 
-    let r = c.delete(s.url("/v1/topics/x")).send().await.unwrap();
-    assert_eq!(r.status(), 204);
+    assert_eq!(delete(&c, &s, "/v1/topics/x").await.status(), 204);
     create_topic(&c, &s, "x", json!({})).await;
     produce(&c, &s, "x", "", values(0..5, "new")).await;
     let new = topic_id(&c, &s, "x").await;
     assert_ne!(new, old, "a re-created topic is a new incarnation");
 
     // The old stream's Last-Event-ID and the old cursor are refused, not spliced in.
-    let r = c
-        .get(s.url("/v1/topics/x/records?follow=true"))
-        .header("accept", "text/event-stream")
+    let r = event_stream(&c, &s, "/v1/topics/x/records?follow=true")
         .header("last-event-id", &last)
         .send()
         .await
         .unwrap();
     problem(r, 404, "topic_deleted").await;
-    let r = c
-        .get(s.url(&format!("/v1/topics/x/records?offset=3&topic_id={old}")))
-        .send()
-        .await
-        .unwrap();
-    problem(r, 404, "topic_deleted").await;
+    let cursor = |id: &str| format!("/v1/topics/x/records?offset=3&topic_id={id}");
+    problem(get(&c, &s, &cursor(&old)).await, 404, "topic_deleted").await;
     // With the current id the cursor works.
-    let b = json(
-        c.get(s.url(&format!("/v1/topics/x/records?offset=3&topic_id={new}")))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
-    let got: Vec<&str> = b["records"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["value"].as_str().unwrap())
-        .collect();
-    assert_eq!(got, ["new3", "new4"]);
-    let r = c
-        .get(s.url("/v1/topics/x/records?topic_id=zz"))
-        .send()
-        .await
-        .unwrap();
+    let b = get_json(&c, &s, &cursor(&new)).await;
+    assert_eq!(record_values(&b), ["new3", "new4"]);
+    let r = get(&c, &s, "/v1/topics/x/records?topic_id=zz").await;
     problem(r, 400, "invalid_query").await;
 }

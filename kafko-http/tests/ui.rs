@@ -6,18 +6,25 @@ mod common;
 
 use std::collections::BTreeSet;
 
-use common::{Server, json, problem};
+use common::{Server, fresh_server, get, json, problem};
 use reqwest::header::{ACCEPT, CONTENT_TYPE};
+use reqwest::{Method, RequestBuilder};
 
 const BROWSER_ACCEPT: &str =
     "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8";
 
 /// A client that shows redirects instead of following them.
-fn client() -> reqwest::Client {
+fn no_redirects() -> reqwest::Client {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap()
+}
+
+/// A request for `path` that accepts what a browser accepts.
+fn as_browser(c: &reqwest::Client, s: &Server, method: Method, path: &str) -> RequestBuilder {
+    c.request(method, s.url(path))
+        .header(ACCEPT, BROWSER_ACCEPT)
 }
 
 /// The `/ui/...` paths a text refers to: `src`/`href` attributes and `./x.js` imports.
@@ -43,13 +50,12 @@ fn content_type(r: &reqwest::Response) -> String {
 
 #[tokio::test]
 async fn the_console_and_every_file_it_loads_are_served_with_their_types() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(&tmp.path().join("data"), &[]).await;
-    let c = client();
+    let (_tmp, s, _) = fresh_server(&[]).await;
+    let c = no_redirects();
 
     let mut html = String::new();
     for path in ["/ui", "/ui/"] {
-        let r = c.get(s.url(path)).send().await.unwrap();
+        let r = get(&c, &s, path).await;
         assert_eq!(r.status(), 200, "{path}");
         assert_eq!(content_type(&r), "text/html; charset=utf-8");
         let csp = r.headers()["content-security-policy"].to_str().unwrap();
@@ -69,7 +75,7 @@ async fn the_console_and_every_file_it_loads_are_served_with_their_types() {
         if !seen.insert(path.clone()) {
             continue;
         }
-        let r = c.get(s.url(&path)).send().await.unwrap();
+        let r = get(&c, &s, &path).await;
         assert_eq!(r.status(), 200, "{path}");
         let expected = match path.rsplit_once('.').map(|(_, ext)| ext) {
             Some("js") => "text/javascript; charset=utf-8",
@@ -103,7 +109,7 @@ async fn the_console_and_every_file_it_loads_are_served_with_their_types() {
     }
 
     // A validator lets the browser keep an unchanged file.
-    let r = c.get(s.url("/ui/app.js")).send().await.unwrap();
+    let r = get(&c, &s, "/ui/app.js").await;
     let etag = r.headers()["etag"].clone();
     assert_eq!(r.headers()["cache-control"], "no-cache");
     let r = c
@@ -114,22 +120,19 @@ async fn the_console_and_every_file_it_loads_are_served_with_their_types() {
         .unwrap();
     assert_eq!(r.status(), 304);
 
-    let r = c.get(s.url("/ui/missing.js")).send().await.unwrap();
+    let r = get(&c, &s, "/ui/missing.js").await;
     problem(r, 404, "not_found").await;
-    let r = c.get(s.url("/ui/..%2FCargo.toml")).send().await.unwrap();
+    let r = get(&c, &s, "/ui/..%2FCargo.toml").await;
     problem(r, 404, "not_found").await;
 }
 
 #[tokio::test]
 async fn root_redirects_a_browser_and_nothing_else() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(&tmp.path().join("data"), &[]).await;
-    let c = client();
+    let (_tmp, s, _) = fresh_server(&[]).await;
+    let c = no_redirects();
 
-    for method in [reqwest::Method::GET, reqwest::Method::HEAD] {
-        let r = c
-            .request(method.clone(), s.url("/"))
-            .header(ACCEPT, BROWSER_ACCEPT)
+    for method in [Method::GET, Method::HEAD] {
+        let r = as_browser(&c, &s, method.clone(), "/")
             .send()
             .await
             .unwrap();
@@ -146,45 +149,29 @@ async fn root_redirects_a_browser_and_nothing_else() {
         let body = problem(req.send().await.unwrap(), 404, "not_found").await;
         assert_eq!(body["detail"], "no route for GET /");
     }
-    let r = c
-        .post(s.url("/"))
-        .header(ACCEPT, BROWSER_ACCEPT)
-        .body("x")
-        .send()
-        .await
-        .unwrap();
-    problem(r, 404, "not_found").await;
+    let post = as_browser(&c, &s, Method::POST, "/").body("x");
+    problem(post.send().await.unwrap(), 404, "not_found").await;
 }
 
 #[tokio::test]
 async fn with_a_token_the_files_are_public_and_the_api_is_not() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(&tmp.path().join("data"), &["--auth-token", "t0ken"]).await;
-    let c = client();
+    let (_tmp, s, _) = fresh_server(&["--auth-token", "t0ken"]).await;
+    let c = no_redirects();
 
     for path in ["/ui", "/ui/", "/ui/app.js", "/ui/style.css"] {
-        let r = c.get(s.url(path)).send().await.unwrap();
+        let r = get(&c, &s, path).await;
         assert_eq!(r.status(), 200, "{path}");
     }
-    let r = c
-        .get(s.url("/"))
-        .header(ACCEPT, BROWSER_ACCEPT)
-        .send()
-        .await
-        .unwrap();
+    let r = as_browser(&c, &s, Method::GET, "/").send().await.unwrap();
     assert_eq!(r.status(), 307);
 
     // What the console then calls needs the token, as for any client.
-    let r = c.get(s.url("/v1/topics")).send().await.unwrap();
+    let r = get(&c, &s, "/v1/topics").await;
     problem(r, 401, "unauthorized").await;
-    let r = c.get(s.url("/")).send().await.unwrap();
+    let r = get(&c, &s, "/").await;
     problem(r, 401, "unauthorized").await;
-    let r = c
-        .get(s.url("/v1/topics"))
-        .bearer_auth("t0ken")
-        .send()
-        .await
-        .unwrap();
+    let with_token = c.get(s.url("/v1/topics")).bearer_auth("t0ken");
+    let r = with_token.send().await.unwrap();
     assert_eq!(r.status(), 200);
     assert_eq!(json(r).await["topics"], serde_json::json!([]));
 }

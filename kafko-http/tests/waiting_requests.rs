@@ -6,19 +6,18 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Server, client, create_topic, json, problem};
-use serde_json::json;
+use common::{
+    Server, client, fresh_server_with_topic, get, json, post_body, problem, series_value,
+};
 
 /// The `kafko_http_requests_in_flight` gauge, or `None` if `/metrics` was refused.
 async fn in_flight(c: &reqwest::Client, s: &Server) -> Option<u64> {
-    let r = c.get(s.url("/metrics")).send().await.unwrap();
+    let r = get(c, s, "/metrics").await;
     if r.status() != 200 {
         return None;
     }
     let text = r.text().await.unwrap();
-    text.lines()
-        .find_map(|l| l.strip_prefix("kafko_http_requests_in_flight "))
-        .and_then(|v| v.trim().parse().ok())
+    Some(series_value(&text, "kafko_http_requests_in_flight"))
 }
 
 /// Waits (bounded) until at least `n` requests are in flight, or the server refuses
@@ -36,14 +35,7 @@ async fn until_in_flight(c: &reqwest::Client, s: &Server, n: u64) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sixty_four_long_polls_leave_the_general_limit_to_produce_and_fetch() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(
-        &tmp.path().join("data"),
-        &["--max-concurrent-requests", "64"],
-    )
-    .await;
-    let c = client();
-    create_topic(&c, &s, "t", json!({})).await;
+    let (_tmp, s, c) = fresh_server_with_topic("t", &["--max-concurrent-requests", "64"]).await;
     // 48 reads and 16 group polls, each waiting up to 20 s for a record.
     let mut polls = Vec::new();
     for i in 0..64 {
@@ -69,20 +61,11 @@ async fn sixty_four_long_polls_leave_the_general_limit_to_produce_and_fetch() {
     until_in_flight(&c, &s, 65).await;
 
     let started = Instant::now();
-    let r = c
-        .post(s.url("/v1/topics/t/records"))
-        .body("while-64-wait")
-        .send()
-        .await
-        .unwrap();
+    let r = post_body(&c, &s, "/v1/topics/t/records", "while-64-wait").await;
     let status = r.status().as_u16();
     let body = json(r).await;
     assert_eq!(status, 201, "produce beside 64 long-polls: {body}");
-    let r = c
-        .get(s.url("/v1/topics/t/records?offset=0"))
-        .send()
-        .await
-        .unwrap();
+    let r = get(&c, &s, "/v1/topics/t/records?offset=0").await;
     assert_eq!(r.status(), 200);
     assert_eq!(json(r).await["records"][0]["value"], "while-64-wait");
     let ordinary = started.elapsed();
@@ -100,19 +83,8 @@ async fn sixty_four_long_polls_leave_the_general_limit_to_produce_and_fetch() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_waiting_limit_refuses_long_polls_past_it_with_503() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(
-        &tmp.path().join("data"),
-        &[
-            "--max-waiting-requests",
-            "4",
-            "--max-concurrent-requests",
-            "4",
-        ],
-    )
-    .await;
-    let c = client();
-    create_topic(&c, &s, "t", json!({})).await;
+    let flags = ["--max-waiting-requests=4", "--max-concurrent-requests=4"];
+    let (_tmp, s, c) = fresh_server_with_topic("t", &flags).await;
     let mut polls = Vec::new();
     for _ in 0..4 {
         let c = client();
@@ -122,11 +94,7 @@ async fn the_waiting_limit_refuses_long_polls_past_it_with_503() {
         }));
     }
     until_in_flight(&c, &s, 5).await;
-    let r = c
-        .get(s.url("/v1/topics/t/records?offset=latest&wait_ms=3000"))
-        .send()
-        .await
-        .unwrap();
+    let r = get(&c, &s, "/v1/topics/t/records?offset=latest&wait_ms=3000").await;
     assert!(r.headers().contains_key("retry-after"));
     let body = problem(r, 503, "overloaded").await;
     assert!(
@@ -134,11 +102,7 @@ async fn the_waiting_limit_refuses_long_polls_past_it_with_503() {
         "{body}"
     );
     // A read that does not wait is not a long-poll: the general limit takes it.
-    let r = c
-        .get(s.url("/v1/topics/t/records?offset=latest&wait_ms=0"))
-        .send()
-        .await
-        .unwrap();
+    let r = get(&c, &s, "/v1/topics/t/records?offset=latest&wait_ms=0").await;
     assert_eq!(r.status(), 200);
     for p in polls {
         assert_eq!(p.await.unwrap(), 200);

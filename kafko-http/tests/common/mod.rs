@@ -8,8 +8,19 @@ use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
+use reqwest::{Client, Response};
+use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
+
+// kafko-core's test storage layers and on-disk readers: the in-process server's tests
+// inject faults and read the files the same way the library's tests do.
+#[path = "../../../kafko-core/tests/common/failing_appends.rs"]
+pub mod failing_appends;
+#[path = "../../../kafko-core/tests/common/interposed.rs"]
+pub mod interposed;
+#[path = "../../../kafko-core/tests/common/on_disk.rs"]
+pub mod on_disk;
 
 /// A running server process.
 pub struct Server {
@@ -105,13 +116,24 @@ impl Server {
 
     /// Sends SIGTERM and waits for the exit.
     pub async fn sigterm(&mut self) -> ExitStatus {
+        self.signal("-TERM");
+        self.wait().await
+    }
+
+    /// Sends SIGKILL and waits for the exit, which must not look clean.
+    pub async fn sigkill(&mut self) {
+        self.signal("-KILL");
+        let exit = self.wait().await;
+        assert!(!exit.success(), "SIGKILL must not look like a clean exit");
+    }
+
+    fn signal(&self, signal: &str) {
         let status = std::process::Command::new("kill")
-            .arg("-TERM")
+            .arg(signal)
             .arg(self.pid().to_string())
             .status()
             .expect("kill");
-        assert!(status.success());
-        self.wait().await
+        assert!(status.success(), "kill {signal}");
     }
 
     /// Waits (bounded) for the process to exit.
@@ -168,25 +190,112 @@ pub async fn raw_request(addr: &str, request: &[u8]) -> (u16, String) {
     (status, body)
 }
 
+/// Reads one HTTP/1.1 response (head and `Content-Length` body) off a kept-alive socket;
+/// returns (status, body).
+pub async fn read_response(sock: &mut tokio::net::TcpStream) -> (u16, String) {
+    let mut buf = Vec::new();
+    let mut byte = [0u8; 1];
+    while !buf.ends_with(b"\r\n\r\n") {
+        let n = tokio::time::timeout(Duration::from_secs(10), sock.read(&mut byte))
+            .await
+            .expect("response head in time")
+            .expect("read");
+        let so_far = String::from_utf8_lossy(&buf);
+        assert_eq!(
+            n, 1,
+            "connection closed before the response head: {so_far:?}"
+        );
+        buf.push(byte[0]);
+    }
+    let head = String::from_utf8(buf).expect("ASCII head");
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    let length: usize = head
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("content-length:")
+                .map(|v| v.trim().parse().unwrap())
+        })
+        .unwrap_or_else(|| panic!("no content-length: {head}"));
+    let mut body = vec![0u8; length];
+    sock.read_exact(&mut body).await.expect("body");
+    (status, String::from_utf8(body).unwrap())
+}
+
 /// Creates a topic with a JSON config.
 pub async fn create_topic(c: &reqwest::Client, s: &Server, name: &str, config: serde_json::Value) {
-    let r = c
-        .put(s.url(&format!("/v1/topics/{name}")))
-        .json(&config)
-        .send()
-        .await
-        .unwrap();
+    let r = put_json(c, s, &format!("/v1/topics/{name}"), &config).await;
     assert_eq!(r.status().as_u16(), 201, "{}", r.text().await.unwrap());
 }
 
-/// A fresh server on its own temporary data directory, a client, and one topic with the
-/// default config: how most tests begin. Keep the `TempDir` alive as long as the server.
-pub async fn server_with_topic(topic: &str) -> (tempfile::TempDir, Server, reqwest::Client) {
+/// A fresh server started with `flags` on its own temporary data directory (`data` in
+/// it), and a client. Keep the `TempDir` alive as long as the server.
+pub async fn fresh_server(flags: &[&str]) -> (tempfile::TempDir, Server, reqwest::Client) {
     let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(&tmp.path().join("data"), &[]).await;
-    let c = client();
+    let s = Server::start(&tmp.path().join("data"), flags).await;
+    (tmp, s, client())
+}
+
+/// [`fresh_server`] with one topic of the default config: how most tests begin.
+pub async fn fresh_server_with_topic(
+    topic: &str,
+    flags: &[&str],
+) -> (tempfile::TempDir, Server, reqwest::Client) {
+    let (tmp, s, c) = fresh_server(flags).await;
     create_topic(&c, &s, topic, serde_json::json!({})).await;
     (tmp, s, c)
+}
+
+/// [`fresh_server_with_topic`] with no flags.
+pub async fn server_with_topic(topic: &str) -> (tempfile::TempDir, Server, reqwest::Client) {
+    fresh_server_with_topic(topic, &[]).await
+}
+
+/// `GET path`, the response unchecked.
+pub async fn get(c: &reqwest::Client, s: &Server, path: &str) -> reqwest::Response {
+    c.get(s.url(path)).send().await.unwrap()
+}
+
+/// `GET path` asking for an event stream (`Accept: text/event-stream`), to send as it is
+/// or with more headers.
+pub fn event_stream(c: &reqwest::Client, s: &Server, path: &str) -> reqwest::RequestBuilder {
+    c.get(s.url(path)).header("accept", "text/event-stream")
+}
+
+/// `GET path` answered with JSON (of any status), parsed.
+pub async fn get_json(c: &reqwest::Client, s: &Server, path: &str) -> serde_json::Value {
+    json(get(c, s, path).await).await
+}
+
+/// `POST path` with no body, the response unchecked.
+pub async fn post(c: &reqwest::Client, s: &Server, path: &str) -> reqwest::Response {
+    c.post(s.url(path)).send().await.unwrap()
+}
+
+/// `DELETE path`, the response unchecked.
+pub async fn delete(c: &reqwest::Client, s: &Server, path: &str) -> reqwest::Response {
+    c.delete(s.url(path)).send().await.unwrap()
+}
+
+/// `POST path` with `body` as JSON, the response unchecked.
+pub async fn post_json(c: &Client, s: &Server, path: &str, body: &Value) -> Response {
+    c.post(s.url(path)).json(body).send().await.unwrap()
+}
+
+/// `PUT path` with `body` as JSON, the response unchecked.
+pub async fn put_json(c: &Client, s: &Server, path: &str, body: &Value) -> Response {
+    c.put(s.url(path)).json(body).send().await.unwrap()
+}
+
+/// The high watermark of every partition of `topic`, from its description.
+pub async fn high_watermarks(c: &reqwest::Client, s: &Server, topic: &str) -> Vec<u64> {
+    let d = get_json(c, s, &format!("/v1/topics/{topic}")).await;
+    d["partitions"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no partitions: {d}"))
+        .iter()
+        .map(|p| p["high_watermark"].as_u64().unwrap())
+        .collect()
 }
 
 /// `(partition, offset)` of every object in a JSON array (records, offsets).
@@ -217,14 +326,20 @@ pub async fn produce(
         "" => "?answer=records".to_owned(),
         q => format!("{q}&answer=records"),
     };
-    let r = c
-        .post(s.url(&format!("/v1/topics/{topic}/records{query}")))
-        .json(&serde_json::json!({ "records": records }))
-        .send()
-        .await
-        .unwrap();
+    let path = format!("/v1/topics/{topic}/records{query}");
+    let r = post_json(c, s, &path, &serde_json::json!({ "records": records })).await;
     assert_eq!(r.status().as_u16(), 201);
     json(r).await["offsets"].as_array().unwrap().clone()
+}
+
+/// The text values of the `records` of a fetch or poll answer.
+pub fn record_values(body: &Value) -> Vec<String> {
+    body["records"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no records: {body}"))
+        .iter()
+        .map(|r| r["value"].as_str().unwrap().to_owned())
+        .collect()
 }
 
 /// POSTs `body` as it is (no content type of its own) and returns the response unchecked.
@@ -295,16 +410,15 @@ pub async fn assert_rejected(addr: &str, method: &str, path: &str, body: &str, c
 /// The value of one series of `/metrics`, e.g. `kafko_http_connections_open` or
 /// `name{label="x"}`; panics if it is missing.
 pub async fn metric(c: &reqwest::Client, s: &Server, series: &str) -> u64 {
-    let text = c
-        .get(s.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    text.lines()
+    let text = get(c, s, "/metrics").await.text().await.unwrap();
+    series_value(&text, series)
+}
+
+/// The value of one series in a `/metrics` text; panics if it is missing.
+pub fn series_value(metrics: &str, series: &str) -> u64 {
+    metrics
+        .lines()
         .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
         .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {series} in /metrics:\n{text}"))
+        .unwrap_or_else(|| panic!("no {series} in /metrics:\n{metrics}"))
 }
