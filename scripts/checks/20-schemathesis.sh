@@ -29,24 +29,9 @@ else
     EXAMPLES=60
 fi
 
-cargo build --quiet -p kafko-http
-WORK=$(mktemp -d)
-SERVER_PID=
-cleanup() {
-    if [[ -n "$SERVER_PID" ]]; then kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
+source scripts/lib/debug-server.sh
 # Long-polls capped at 2 s, so a generated `wait_ms` never outlasts the client timeout.
-target/debug/kafko-http --bind 127.0.0.1:0 --data-dir "$WORK/data" --max-wait-ms 2000 \
-    >"$WORK/stdout" 2>"$WORK/server.log" &
-SERVER_PID=$!
-for _ in $(seq 1 100); do
-    grep -q "^listening on" "$WORK/stdout" 2>/dev/null && break
-    sleep 0.1
-done
-URL=$(sed -n 's/^listening on //p' "$WORK/stdout")
-[[ -n "$URL" ]] || { echo "kafko-http did not start"; cat "$WORK/server.log"; exit 1; }
+start_server --max-wait-ms 2000
 
 set +e
 "$VENV/bin/schemathesis" --config-file scripts/schemathesis/schemathesis.toml run openapi/openapi.json \
@@ -63,7 +48,5 @@ if [[ $STATUS -ne 0 ]]; then
     exit "$STATUS"
 fi
 kill -0 "$SERVER_PID" || { echo "kafko-http died during the run"; exit 1; }
-if grep -q "panicked" "$WORK/server.log"; then
-    echo "kafko-http panicked during the run:"; grep -A5 panicked "$WORK/server.log"; exit 1
-fi
+fail_on_panic
 echo "schemathesis: $(grep -E '^\s+[0-9]+ generated' "$WORK/report.txt" | xargs)"

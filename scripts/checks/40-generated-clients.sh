@@ -34,13 +34,7 @@ if [[ "$(cat "$CLIENTS/node_modules/.lock-sum" 2>/dev/null)" != "$LOCK_SUM" ]]; 
     echo "$LOCK_SUM" >"$CLIENTS/node_modules/.lock-sum"
 fi
 
-WORK=$(mktemp -d)
-SERVER_PID=
-cleanup() {
-    if [[ -n "$SERVER_PID" ]]; then kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
+source scripts/lib/debug-server.sh
 
 echo "--- openapi-spec-validator"
 "$VENV/bin/openapi-spec-validator" openapi/openapi.json
@@ -66,17 +60,7 @@ echo "--- openapi-typescript + tsc --strict"
 )
 
 echo "--- both clients against the debug server"
-cargo build --quiet -p kafko-http
-target/debug/kafko-http --bind 127.0.0.1:0 --data-dir "$WORK/data" >"$WORK/stdout" 2>"$WORK/server.log" &
-SERVER_PID=$!
-for _ in $(seq 1 100); do
-    grep -q "^listening on" "$WORK/stdout" 2>/dev/null && break
-    sleep 0.1
-done
-URL=$(sed -n 's/^listening on //p' "$WORK/stdout")
-[[ -n "$URL" ]] || { echo "kafko-http did not start"; cat "$WORK/server.log"; exit 1; }
+start_server
 PYTHONPATH="$WORK" "$VENV/bin/python" "$CLIENTS/smoke.py" "$URL"
 node "$CLIENTS/generated/out/smoke.js" "$URL"
-if grep -q "panicked" "$WORK/server.log"; then
-    echo "kafko-http panicked:"; grep -A5 panicked "$WORK/server.log"; exit 1
-fi
+fail_on_panic

@@ -28,25 +28,10 @@ then
     "$VENV/bin/pip" install --quiet --disable-pip-version-check "${PINS[@]}"
 fi
 
-cargo build --quiet -p kafko-http
-WORK=$(mktemp -d)
-SERVER_PID=
-cleanup() {
-    if [[ -n "$SERVER_PID" ]]; then kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
+source scripts/lib/debug-server.sh
 # A short instance timeout, so the expiry test takes seconds (the default is 300 s).
 INSTANCE_TIMEOUT_MS=2000
-target/debug/kafko-http --bind 127.0.0.1:0 --data-dir "$WORK/data" \
-    --consumer-instance-timeout-ms "$INSTANCE_TIMEOUT_MS" >"$WORK/stdout" 2>"$WORK/server.log" &
-SERVER_PID=$!
-for _ in $(seq 1 100); do
-    grep -q "^listening on" "$WORK/stdout" 2>/dev/null && break
-    sleep 0.1
-done
-URL=$(sed -n 's/^listening on //p' "$WORK/stdout")
-[[ -n "$URL" ]] || { echo "kafko-http did not start"; cat "$WORK/server.log"; exit 1; }
+start_server --consumer-instance-timeout-ms "$INSTANCE_TIMEOUT_MS"
 
 set +e
 PYTHONDONTWRITEBYTECODE=1 PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 REST_PROXY_URL="$URL" KAFKO_URL="$URL" CONSUMER_INSTANCE_TIMEOUT_MS="$INSTANCE_TIMEOUT_MS" \
@@ -57,6 +42,4 @@ if [[ $STATUS -ne 0 ]]; then
     echo "--- server log (tail) ---"; tail -50 "$WORK/server.log"
     exit "$STATUS"
 fi
-if grep -q "panicked" "$WORK/server.log"; then
-    echo "kafko-http panicked during the run:"; grep -A5 panicked "$WORK/server.log"; exit 1
-fi
+fail_on_panic
