@@ -13,8 +13,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{
-    Server, client, create_topic, json, memory_mib, post_body, problem, raw_request,
-    server_with_topic,
+    Server, client, create_topic, high_watermarks, json, memory_mib, post_body, post_json, problem,
+    raw_request, server_with_topic,
 };
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -207,33 +207,27 @@ async fn compressed_bodies_and_huge_values_are_refused() {
     let big = "v".repeat(2 << 20);
     let r = post_body(&c, &s, "/v1/topics/t/records", big.clone()).await;
     problem(r, 413, "record_too_large").await;
-    let r = c
-        .post(s.url("/v1/topics/t/records"))
-        .json(&json!({"records": [{"value": "ok"}, {"value": big}]}))
-        .send()
-        .await
-        .unwrap();
-    problem(r, 413, "record_too_large").await;
-    let r = c
-        .post(s.url("/v1/topics/t/records"))
-        .json(&json!({"records": [{"key": big, "value": "v"}]}))
-        .send()
-        .await
-        .unwrap();
-    problem(r, 413, "record_too_large").await;
+    // In a value or a key of one record in a JSON batch.
+    for records in [
+        json!([{"value": "ok"}, {"value": big}]),
+        json!([{"key": big, "value": "v"}]),
+    ] {
+        let r = post_json(
+            &c,
+            &s,
+            "/v1/topics/t/records",
+            &json!({ "records": records }),
+        )
+        .await;
+        problem(r, 413, "record_too_large").await;
+    }
     // Many tiny records in one body: accepted or refused, never a 5xx.
     let many: Vec<_> = (0..20_000)
         .map(|i| json!({"value": i.to_string()}))
         .collect();
-    let r = c
-        .post(s.url("/v1/topics/t/records"))
-        .json(&json!({ "records": many }))
-        .send()
-        .await
-        .unwrap();
+    let r = post_json(&c, &s, "/v1/topics/t/records", &json!({ "records": many })).await;
     assert!(r.status().as_u16() < 500, "{}", r.status());
-    let d = json(c.get(s.url("/v1/topics/t")).send().await.unwrap()).await;
-    let hw = d["partitions"][0]["high_watermark"].as_u64().unwrap();
+    let hw = high_watermarks(&c, &s, "t").await[0];
     assert!(
         hw == 1 || hw == 20_001,
         "only whole requests are stored: {hw}"
