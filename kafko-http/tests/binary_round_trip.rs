@@ -6,14 +6,12 @@ mod common;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use common::{Server, client, json, problem, produce};
+use common::{fresh_server, get, json, problem, produce};
 use serde_json::json;
 
 #[tokio::test]
 async fn every_byte_value_round_trips_in_key_value_and_header() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(&tmp.path().join("data"), &[]).await;
-    let c = client();
+    let (_tmp, s, c) = fresh_server(&[]).await;
     let all: Vec<u8> = (0..=255u8).collect();
     let rev: Vec<u8> = all.iter().rev().copied().collect();
     let b64 = |b: &[u8]| STANDARD.encode(b);
@@ -23,11 +21,7 @@ async fn every_byte_value_round_trips_in_key_value_and_header() {
     .await;
 
     // JSON read with base64.
-    let r = c
-        .get(s.url("/v1/topics/bin/records?format=base64"))
-        .send()
-        .await
-        .unwrap();
+    let r = get(&c, &s, "/v1/topics/bin/records?format=base64").await;
     let rec = json(r).await["records"][0].clone();
     let d = |v: &serde_json::Value| STANDARD.decode(v.as_str().unwrap()).unwrap();
     assert_eq!(d(&rec["key"]), all);
@@ -36,11 +30,7 @@ async fn every_byte_value_round_trips_in_key_value_and_header() {
     assert_eq!(d(&rec["headers"][0]["value"]), all);
 
     // Raw read: value verbatim in the body, key and header base64 in response headers.
-    let r = c
-        .get(s.url("/v1/topics/bin/partitions/0/records/0"))
-        .send()
-        .await
-        .unwrap();
+    let r = get(&c, &s, "/v1/topics/bin/partitions/0/records/0").await;
     assert_eq!(STANDARD.decode(&r.headers()["kafko-key"]).unwrap(), all);
     let (name, value) = r.headers()["kafko-header"]
         .to_str()
@@ -63,11 +53,7 @@ async fn every_byte_value_round_trips_in_key_value_and_header() {
         .await
         .unwrap();
     assert_eq!(r.status(), 201);
-    let r = c
-        .get(s.url("/v1/topics/bin/partitions/0/records/1"))
-        .send()
-        .await
-        .unwrap();
+    let r = get(&c, &s, "/v1/topics/bin/partitions/0/records/1").await;
     assert_eq!(STANDARD.decode(&r.headers()["kafko-key"]).unwrap(), all);
     assert_eq!(r.bytes().await.unwrap().to_vec(), all);
 
@@ -88,7 +74,7 @@ async fn every_byte_value_round_trips_in_key_value_and_header() {
     assert_eq!(d(&lines[1]["value"]), all);
 
     // The default string format refuses, naming base64; never a lossy conversion.
-    let r = c.get(s.url("/v1/topics/bin/records")).send().await.unwrap();
+    let r = get(&c, &s, "/v1/topics/bin/records").await;
     let p = problem(r, 406, "not_representable").await;
     assert!(
         p["detail"].as_str().unwrap().contains("format=base64"),

@@ -104,12 +104,8 @@ async fn produce_value(c: &reqwest::Client, s: &Server, n: usize) -> reqwest::Re
 /// Every acknowledged `(offset, n)` reads back as `value(n)`.
 async fn assert_acked_read_back(c: &reqwest::Client, s: &Server, acked: &[(u64, usize)]) {
     for &(offset, n) in acked {
-        let r = get(
-            c,
-            s,
-            &format!("/v1/topics/full/partitions/0/records/{offset}"),
-        )
-        .await;
+        let path = format!("/v1/topics/full/partitions/0/records/{offset}");
+        let r = get(c, s, &path).await;
         assert_eq!(r.status(), 200, "acknowledged record at {offset}");
         assert_eq!(r.bytes().await.unwrap().as_ref(), value(n).as_slice());
     }

@@ -8,8 +8,9 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{
-    Server, assert_rejected, client, create_topic, hostile_names, json, problem, produce,
-    raw_request, server_with_topic,
+    Server, assert_rejected, client, create_topic, delete, fresh_server, get, get_json,
+    hostile_names, json, post, post_body, post_json, problem, produce, put, put_json, raw_request,
+    server_with_topic,
 };
 use serde_json::{Value, json};
 
@@ -38,7 +39,7 @@ async fn join(c: &reqwest::Client, s: &Server, group: &str, topic: &str, id: &st
         c,
         s,
         &format!("/v1/groups/{group}/topics/{topic}/members"),
-        json!({"member_id": id, "session_timeout_ms": 60000}),
+        &json!({"member_id": id, "session_timeout_ms": 60000}),
     )
     .await;
     assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
@@ -46,52 +47,7 @@ async fn join(c: &reqwest::Client, s: &Server, group: &str, topic: &str, id: &st
 }
 
 async fn seek(c: &reqwest::Client, s: &Server, path: &str, body: Value) -> reqwest::Response {
-    post_json(c, s, &format!("{path}/seek"), body).await
-}
-
-/// Sends `method` to `path` with no body; the response is the caller's to check.
-async fn send(
-    c: &reqwest::Client,
-    s: &Server,
-    method: reqwest::Method,
-    path: &str,
-) -> reqwest::Response {
-    c.request(method, s.url(path)).send().await.unwrap()
-}
-
-/// Sends `method` to `path` with `body` as JSON; the response is the caller's to check.
-async fn send_json(
-    c: &reqwest::Client,
-    s: &Server,
-    method: reqwest::Method,
-    path: &str,
-    body: Value,
-) -> reqwest::Response {
-    c.request(method, s.url(path))
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
-}
-
-async fn post(c: &reqwest::Client, s: &Server, path: &str) -> reqwest::Response {
-    send(c, s, reqwest::Method::POST, path).await
-}
-
-async fn put(c: &reqwest::Client, s: &Server, path: &str) -> reqwest::Response {
-    send(c, s, reqwest::Method::PUT, path).await
-}
-
-async fn delete(c: &reqwest::Client, s: &Server, path: &str) -> reqwest::Response {
-    send(c, s, reqwest::Method::DELETE, path).await
-}
-
-async fn post_json(c: &reqwest::Client, s: &Server, path: &str, body: Value) -> reqwest::Response {
-    send_json(c, s, reqwest::Method::POST, path, body).await
-}
-
-async fn put_json(c: &reqwest::Client, s: &Server, path: &str, body: Value) -> reqwest::Response {
-    send_json(c, s, reqwest::Method::PUT, path, body).await
+    post_json(c, s, &format!("{path}/seek"), &body).await
 }
 
 /// Produces `n` records `p{partition}-{i}` to each of `partitions`.
@@ -151,7 +107,7 @@ async fn poll_commit_and_resume_after_restart() {
         &c,
         &s,
         offsets,
-        json!({"offsets": [{"partition": 0, "offset": 8}]}),
+        &json!({"offsets": [{"partition": 0, "offset": 8}]}),
     )
     .await;
     assert_eq!(r.status(), 200);
@@ -160,18 +116,18 @@ async fn poll_commit_and_resume_after_restart() {
         &c,
         &s,
         offsets,
-        json!({"offsets": [{"partition": 0, "offset": 11}]}),
+        &json!({"offsets": [{"partition": 0, "offset": 11}]}),
     )
     .await;
     problem(r, 416, "offset_out_of_range").await;
     // Unknown fields and partitions are refused.
-    let r = put_json(&c, &s, offsets, json!({"offset": []})).await;
+    let r = put_json(&c, &s, offsets, &json!({"offset": []})).await;
     problem(r, 400, "invalid_json").await;
     let r = put_json(
         &c,
         &s,
         offsets,
-        json!({"offsets": [{"partition": 3, "offset": 0}]}),
+        &json!({"offsets": [{"partition": 3, "offset": 0}]}),
     )
     .await;
     problem(r, 404, "partition_not_found").await;
@@ -191,9 +147,7 @@ async fn poll_commit_and_resume_after_restart() {
 
 #[tokio::test]
 async fn independent_groups_each_get_every_record() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(&tmp.path().join("data"), &[]).await;
-    let c = client();
+    let (_tmp, s, c) = fresh_server(&[]).await;
     create_topic(&c, &s, "events", json!({"partitions": 3})).await;
     fill(&c, &s, "events", 3, 5).await;
     for group in ["audit", "search"] {
@@ -209,7 +163,7 @@ async fn independent_groups_each_get_every_record() {
     let r = &b["records"][0];
     assert_eq!(r["value"].as_str().unwrap().len() % 4, 0);
     assert!(r["timestamp"].is_i64() && r["headers"].is_array() && r["key"].is_null());
-    let listed = json(c.get(s.url("/v1/groups")).send().await.unwrap()).await;
+    let listed = get_json(&c, &s, "/v1/groups").await;
     let names: Vec<&str> = listed["groups"]
         .as_array()
         .unwrap()
@@ -223,9 +177,7 @@ async fn independent_groups_each_get_every_record() {
 
 #[tokio::test]
 async fn members_split_partitions_and_hand_them_over_on_leave() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(&tmp.path().join("data"), &[]).await;
-    let c = client();
+    let (_tmp, s, c) = fresh_server(&[]).await;
     create_topic(&c, &s, "jobs", json!({"partitions": 4})).await;
     fill(&c, &s, "jobs", 4, 3).await;
     let base = "/v1/groups/workers/topics/jobs";
@@ -264,7 +216,7 @@ async fn members_split_partitions_and_hand_them_over_on_leave() {
         &c,
         &s,
         &format!("{base}/offsets"),
-        json!({"member_id": "a", "generation": 2, "offsets": [{"partition": 2, "offset": 0}]}),
+        &json!({"member_id": "a", "generation": 2, "offsets": [{"partition": 2, "offset": 0}]}),
     )
     .await;
     problem(r, 409, "not_assigned").await;
@@ -302,7 +254,7 @@ async fn members_split_partitions_and_hand_them_over_on_leave() {
         &c,
         &s,
         &format!("{base}/members"),
-        json!({"member_id": "a/b"}),
+        &json!({"member_id": "a/b"}),
     )
     .await;
     problem(r, 400, "invalid_member_id").await;
@@ -310,7 +262,7 @@ async fn members_split_partitions_and_hand_them_over_on_leave() {
         &c,
         &s,
         &format!("{base}/members"),
-        json!({"session_timeout_ms": 0}),
+        &json!({"session_timeout_ms": 0}),
     )
     .await;
     problem(r, 400, "invalid_request").await;
@@ -318,9 +270,7 @@ async fn members_split_partitions_and_hand_them_over_on_leave() {
 
 #[tokio::test]
 async fn seek_earliest_latest_offset_timestamp() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(&tmp.path().join("data"), &[]).await;
-    let c = client();
+    let (_tmp, s, c) = fresh_server(&[]).await;
     create_topic(&c, &s, "ts", json!({"partitions": 1})).await;
     let records: Vec<Value> = (0..5)
         .map(|i| json!({"value": format!("v{i}"), "timestamp": 1_000 * (i + 1)}))
@@ -377,20 +327,13 @@ async fn seek_earliest_latest_offset_timestamp() {
         "invalid_json",
     )
     .await;
-    let r = c
-        .post(s.url(&format!("{path}/seek")))
-        .body("earliest")
-        .send()
-        .await
-        .unwrap();
+    let r = post_body(&c, &s, &format!("{path}/seek"), "earliest").await;
     problem(r, 415, "unsupported_media_type").await;
 }
 
 #[tokio::test]
 async fn describe_shows_lag_and_delete_removes_the_group() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(&tmp.path().join("data"), &[]).await;
-    let c = client();
+    let (_tmp, s, c) = fresh_server(&[]).await;
     create_topic(&c, &s, "lag", json!({"partitions": 2})).await;
     produce(
         &c,
@@ -407,7 +350,7 @@ async fn describe_shows_lag_and_delete_removes_the_group() {
     poll(&c, &s, "g", "lag", "?max_records=4").await;
     // Commits the first poll's 4; its own 2 are delivered, not yet committed.
     poll(&c, &s, "g", "lag", "?max_records=2").await;
-    let d = json(c.get(s.url("/v1/groups/g")).send().await.unwrap()).await;
+    let d = get_json(&c, &s, "/v1/groups/g").await;
     assert_eq!(d["group"], "g");
     assert_eq!(d["config"], json!({"offset_reset": "earliest"}));
     let t = &d["topics"][0];
@@ -420,14 +363,7 @@ async fn describe_shows_lag_and_delete_removes_the_group() {
     );
     assert_eq!(t["partitions"][1]["high_watermark"], 0);
     assert_eq!(t["members"], json!([]));
-    let metrics = c
-        .get(s.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = get(&c, &s, "/metrics").await.text().await.unwrap();
     assert!(
         metrics.contains("kafko_group_lag{group=\"g\",topic=\"lag\",partition=\"0\"} 6\n"),
         "{metrics}"
@@ -436,7 +372,7 @@ async fn describe_shows_lag_and_delete_removes_the_group() {
 
     // Members show up, and keep the group from being deleted.
     join(&c, &s, "g", "lag", "m1").await;
-    let d = json(c.get(s.url("/v1/groups/g")).send().await.unwrap()).await;
+    let d = get_json(&c, &s, "/v1/groups/g").await;
     let m = &d["topics"][0]["members"][0];
     assert_eq!(
         (m["member_id"].as_str(), m["assignment"].clone()),
@@ -450,11 +386,11 @@ async fn describe_shows_lag_and_delete_removes_the_group() {
     assert_eq!(r.status(), 204);
     let r = delete(&c, &s, "/v1/groups/g").await;
     assert_eq!(r.status(), 204);
-    let r = c.get(s.url("/v1/groups/g")).send().await.unwrap();
+    let r = get(&c, &s, "/v1/groups/g").await;
     problem(r, 404, "group_not_found").await;
     let r = delete(&c, &s, "/v1/groups/g").await;
     problem(r, 404, "group_not_found").await;
-    let listed = json(c.get(s.url("/v1/groups")).send().await.unwrap()).await;
+    let listed = get_json(&c, &s, "/v1/groups").await;
     assert_eq!(listed, json!({"groups": []}));
     // A deleted group starts over from its reset policy.
     let b = poll(&c, &s, "g", "lag", "?max_records=100").await;
@@ -463,17 +399,10 @@ async fn describe_shows_lag_and_delete_removes_the_group() {
 
 #[tokio::test]
 async fn offset_reset_config_and_unrepresentable_records() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(&tmp.path().join("data"), &[]).await;
-    let c = client();
+    let (_tmp, s, c) = fresh_server(&[]).await;
     create_topic(&c, &s, "bin", json!({"partitions": 1})).await;
     for body in [b"ok-0".to_vec(), vec![0xff, 0xfe], b"ok-2".to_vec()] {
-        let r = c
-            .post(s.url("/v1/topics/bin/records"))
-            .body(body)
-            .send()
-            .await
-            .unwrap();
+        let r = post_body(&c, &s, "/v1/topics/bin/records", body).await;
         assert_eq!(r.status(), 201);
     }
 
@@ -482,7 +411,7 @@ async fn offset_reset_config_and_unrepresentable_records() {
         &c,
         &s,
         "/v1/groups/strict",
-        json!({"offset_reset": "error"}),
+        &json!({"offset_reset": "error"}),
     )
     .await;
     assert_eq!(r.status(), 200);
@@ -494,7 +423,7 @@ async fn offset_reset_config_and_unrepresentable_records() {
         &c,
         &s,
         "/v1/groups/strict",
-        json!({"offset_reset": "sometimes"}),
+        &json!({"offset_reset": "sometimes"}),
     )
     .await;
     problem(r, 400, "invalid_json").await;
@@ -583,15 +512,13 @@ async fn hostile_group_names_are_rejected_and_touch_nothing() {
         let made: Vec<_> = std::fs::read_dir(&groups).unwrap().collect();
         assert!(made.is_empty(), "groups created: {made:?}");
     }
-    let listed = json(c.get(s.url("/v1/groups")).send().await.unwrap()).await;
+    let listed = get_json(&c, &s, "/v1/groups").await;
     assert_eq!(listed, json!({"groups": []}));
 }
 
 #[tokio::test]
 async fn long_poll_wakes_on_produce_and_times_out_empty() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(&tmp.path().join("data"), &[]).await;
-    let c = client();
+    let (_tmp, s, c) = fresh_server(&[]).await;
     create_topic(&c, &s, "lp", json!({"partitions": 3})).await;
 
     let started = Instant::now();
@@ -608,12 +535,7 @@ async fn long_poll_wakes_on_produce_and_times_out_empty() {
         async move { json(c.post(url).send().await.unwrap()).await }
     });
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let r = c
-        .post(s.url("/v1/topics/lp/records?partition=2"))
-        .body("wake")
-        .send()
-        .await
-        .unwrap();
+    let r = post_body(&c, &s, "/v1/topics/lp/records?partition=2", "wake").await;
     assert_eq!(r.status(), 201);
     let b = waiting.await.unwrap();
     let took = started.elapsed();

@@ -13,8 +13,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{
-    Server, client, create_topic, high_watermarks, json, memory_mib, post_body, post_json, problem,
-    raw_request, server_with_topic,
+    Server, client, create_topic, fresh_server_with_topic, high_watermarks, json, memory_mib,
+    post_body, post_json, problem, raw_request, server_with_topic,
 };
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -208,17 +208,11 @@ async fn compressed_bodies_and_huge_values_are_refused() {
     let r = post_body(&c, &s, "/v1/topics/t/records", big.clone()).await;
     problem(r, 413, "record_too_large").await;
     // In a value or a key of one record in a JSON batch.
-    for records in [
-        json!([{"value": "ok"}, {"value": big}]),
-        json!([{"key": big, "value": "v"}]),
+    for batch in [
+        json!({"records": [{"value": "ok"}, {"value": big}]}),
+        json!({"records": [{"key": big, "value": "v"}]}),
     ] {
-        let r = post_json(
-            &c,
-            &s,
-            "/v1/topics/t/records",
-            &json!({ "records": records }),
-        )
-        .await;
+        let r = post_json(&c, &s, "/v1/topics/t/records", &batch).await;
         problem(r, 413, "record_too_large").await;
     }
     // Many tiny records in one body: accepted or refused, never a 5xx.
@@ -237,9 +231,8 @@ async fn compressed_bodies_and_huge_values_are_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_slow_trickle_connections_do_not_stop_real_traffic() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(
-        &tmp.path().join("data"),
+    let (_tmp, s, c) = fresh_server_with_topic(
+        "t",
         &[
             "--header-read-timeout-ms",
             "2000",
@@ -248,8 +241,6 @@ async fn a_thousand_slow_trickle_connections_do_not_stop_real_traffic() {
         ],
     )
     .await;
-    let c = client();
-    create_topic(&c, &s, "t", json!({})).await;
     let (rss_before, _) = memory_mib(s.pid());
     let stop = Arc::new(AtomicBool::new(false));
     // 1,000 connections that send a request head one byte at a time, and 100 that send

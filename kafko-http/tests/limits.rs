@@ -6,16 +6,16 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Server, client, create_topic, post_body, problem, read_response};
+use common::{
+    Server, client, create_topic, fresh_server, fresh_server_with_topic, get, post, post_body,
+    problem, read_response,
+};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 #[tokio::test]
 async fn oversized_bodies_are_413_with_and_without_content_length() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(&tmp.path().join("data"), &["--max-body-bytes", "1024"]).await;
-    let c = client();
-    create_topic(&c, &s, "t", json!({})).await;
+    let (tmp, s, c) = fresh_server_with_topic("t", &["--max-body-bytes", "1024"]).await;
     let big = vec![b'x'; 4096];
     let r = post_body(&c, &s, "/v1/topics/t/records", big.clone()).await;
     let p = problem(r, 413, "payload_too_large").await;
@@ -37,7 +37,7 @@ async fn oversized_bodies_are_413_with_and_without_content_length() {
     // Within the limit still works, and nothing of the rejected bodies was stored.
     let r = post_body(&c, &s, "/v1/topics/t/records", "ok").await;
     assert_eq!(r.status(), 201);
-    let r = c.get(s.url("/v1/topics/t")).send().await.unwrap();
+    let r = get(&c, &s, "/v1/topics/t").await;
     assert_eq!(common::json(r).await["partitions"][0]["high_watermark"], 1);
     // The server's record limit.
     let s2 = Server::start(&tmp.path().join("data2"), &["--max-record-bytes", "100"]).await;
@@ -95,14 +95,7 @@ async fn refused_bodies_are_drained_so_the_413_arrives_and_the_connection_lives(
 
 #[tokio::test]
 async fn concurrency_limit_and_request_timeout_answer_503_with_retry_after() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(
-        &tmp.path().join("data"),
-        &["--max-concurrent-requests", "1"],
-    )
-    .await;
-    let c = client();
-    create_topic(&c, &s, "t", json!({})).await;
+    let (tmp, s, c) = fresh_server_with_topic("t", &["--max-concurrent-requests", "1"]).await;
     // A produce whose body is still coming holds the one permit (a long-poll would not:
     // long-polls wait under a limit of their own).
     let mut hold = tokio::net::TcpStream::connect(&s.addr).await.unwrap();
@@ -110,7 +103,7 @@ async fn concurrency_limit_and_request_timeout_answer_503_with_retry_after() {
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let r = c.get(s.url("/v1/topics")).send().await.unwrap();
+    let r = get(&c, &s, "/v1/topics").await;
     assert_eq!(r.headers()["retry-after"], "1");
     problem(r, 503, "overloaded").await;
     hold.write_all(b"ok").await.unwrap();
@@ -119,11 +112,7 @@ async fn concurrency_limit_and_request_timeout_answer_503_with_retry_after() {
 
     let s = Server::start(&tmp.path().join("data2"), &["--request-timeout-ms", "300"]).await;
     create_topic(&c, &s, "t", json!({})).await;
-    let r = c
-        .get(s.url("/v1/topics/t/records?wait_ms=5000"))
-        .send()
-        .await
-        .unwrap();
+    let r = get(&c, &s, "/v1/topics/t/records?wait_ms=5000").await;
     assert!(r.headers().contains_key("retry-after"));
     problem(r, 503, "request_timeout").await;
 }
@@ -196,9 +185,7 @@ async fn slow_request_heads_are_cut_off() {
 
 #[tokio::test]
 async fn bearer_auth_protects_everything_but_the_probes() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(&tmp.path().join("data"), &["--auth-token", "s3cret"]).await;
-    let c = client();
+    let (_tmp, s, c) = fresh_server(&["--auth-token", "s3cret"]).await;
     for auth in [
         None,
         Some("Bearer wrong"),
@@ -213,7 +200,7 @@ async fn bearer_auth_protects_everything_but_the_probes() {
         assert_eq!(r.headers()["www-authenticate"], "Bearer");
         problem(r, 401, "unauthorized").await;
     }
-    let r = c.post(s.url("/v1/admin/shutdown")).send().await.unwrap();
+    let r = post(&c, &s, "/v1/admin/shutdown").await;
     problem(r, 401, "unauthorized").await;
     let r = c
         .get(s.url("/v1/topics"))
@@ -222,19 +209,14 @@ async fn bearer_auth_protects_everything_but_the_probes() {
         .await
         .unwrap();
     assert_eq!(r.status(), 200);
-    assert_eq!(c.get(s.url("/healthz")).send().await.unwrap().status(), 200);
-    assert_eq!(c.get(s.url("/readyz")).send().await.unwrap().status(), 200);
+    assert_eq!(get(&c, &s, "/healthz").await.status(), 200);
+    assert_eq!(get(&c, &s, "/readyz").await.status(), 200);
 }
 
 #[tokio::test]
 async fn cors_only_for_configured_origins() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(
-        &tmp.path().join("data"),
-        &["--cors-origins", "http://app.example,http://b.example"],
-    )
-    .await;
-    let c = client();
+    let (tmp, s, c) =
+        fresh_server(&["--cors-origins", "http://app.example,http://b.example"]).await;
     let r = c
         .get(s.url("/v1/topics"))
         .header("origin", "http://app.example")
@@ -284,7 +266,7 @@ async fn settings_come_from_kafko_environment_twins_too() {
     ];
     let s = Server::start_env(&tmp.path().join("data"), &[], &envs).await;
     let c = client();
-    let r = c.get(s.url("/v1/topics")).send().await.unwrap();
+    let r = get(&c, &s, "/v1/topics").await;
     problem(r, 401, "unauthorized").await;
     let r = c
         .post(s.url("/v1/topics/new/records"))

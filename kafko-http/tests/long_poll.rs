@@ -5,7 +5,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{json, server_with_topic};
+use common::{get, json, post_body, server_with_topic};
 use serde_json::json;
 
 #[tokio::test]
@@ -20,12 +20,7 @@ async fn long_poll_wakes_on_produce() {
         async move { json(c.get(url).send().await.unwrap()).await }
     });
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let r = c
-        .post(s.url("/v1/topics/lp/records"))
-        .body("wake")
-        .send()
-        .await
-        .unwrap();
+    let r = post_body(&c, &s, "/v1/topics/lp/records", "wake").await;
     assert_eq!(r.status(), 201);
     let b = poll.await.unwrap();
     let took = started.elapsed();
@@ -44,11 +39,7 @@ async fn long_poll_wakes_on_produce() {
 async fn long_poll_times_out_empty() {
     let (_tmp, s, c) = server_with_topic("lp").await;
     let started = Instant::now();
-    let r = c
-        .get(s.url("/v1/topics/lp/records?offset=latest&wait_ms=400"))
-        .send()
-        .await
-        .unwrap();
+    let r = get(&c, &s, "/v1/topics/lp/records?offset=latest&wait_ms=400").await;
     assert_eq!(r.status(), 200);
     let b = json(r).await;
     assert_eq!(b["records"], json!([]));
@@ -67,7 +58,7 @@ async fn a_long_poll_given_up_by_its_client_leaves_the_in_flight_gauge() {
             .unwrap_or_else(|| panic!("no {name} in:\n{text}"))
     };
     let scrape = || async {
-        let r = c.get(s.url("/metrics")).send().await.unwrap();
+        let r = get(&c, &s, "/metrics").await;
         r.text().await.unwrap()
     };
     let gave_up = c

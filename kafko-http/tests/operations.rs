@@ -2,25 +2,20 @@
 
 mod common;
 
-use common::{Server, client, json, produce};
+use common::{fresh_server, get, get_json, produce};
 use serde_json::json;
 
 #[tokio::test]
 async fn probes_metrics_and_openapi() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(&tmp.path().join("data"), &[]).await;
-    let c = client();
+    let (_tmp, s, c) = fresh_server(&[]).await;
+    assert_eq!(get_json(&c, &s, "/healthz").await, json!({"status": "ok"}));
     assert_eq!(
-        json(c.get(s.url("/healthz")).send().await.unwrap()).await,
-        json!({"status": "ok"})
-    );
-    assert_eq!(
-        json(c.get(s.url("/readyz")).send().await.unwrap()).await,
+        get_json(&c, &s, "/readyz").await,
         json!({"status": "ready"})
     );
     produce(&c, &s, "m", "", json!([{"value": "abc"}, {"value": "de"}])).await;
-    c.get(s.url("/v1/topics/m/records")).send().await.unwrap();
-    let r = c.get(s.url("/metrics")).send().await.unwrap();
+    get(&c, &s, "/v1/topics/m/records").await;
+    let r = get(&c, &s, "/metrics").await;
     assert!(
         r.headers()["content-type"]
             .to_str()
@@ -39,13 +34,6 @@ async fn probes_metrics_and_openapi() {
     ] {
         assert!(text.contains(line), "missing {line:?} in\n{text}");
     }
-    let served = c
-        .get(s.url("/openapi.json"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let served = get(&c, &s, "/openapi.json").await.text().await.unwrap();
     assert_eq!(served, kafko_http::openapi::json());
 }

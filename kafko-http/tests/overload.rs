@@ -10,18 +10,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{Server, client, create_topic, json, memory_mib};
+use common::{create_topic, fresh_server, get, json, memory_mib};
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn overload_of_256_connections_gets_503_with_retry_after_and_loses_nothing() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(
-        &tmp.path().join("data"),
-        &["--max-concurrent-requests", "32"],
-    )
-    .await;
-    let c = client();
+    let (_tmp, s, c) = fresh_server(&["--max-concurrent-requests", "32"]).await;
     create_topic(&c, &s, "load", json!({"partitions": 4})).await;
     let pid = s.pid();
     let stop = Arc::new(AtomicBool::new(false));
@@ -130,7 +124,7 @@ async fn overload_of_256_connections_gets_503_with_retry_after_and_loses_nothing
     for (p, o, v) in &acked {
         assert_eq!(stored.get(&(*p, *o)), Some(v), "acknowledged {p}@{o} lost");
     }
-    assert_eq!(c.get(s.url("/healthz")).send().await.unwrap().status(), 200);
+    assert_eq!(get(&c, &s, "/healthz").await.status(), 200);
     eprintln!(
         "overload: 256 connections for 4 s against 32 permits: {statuses:?}; {} acknowledged, 0 lost; RSS peak {peak_rss} MiB (VmHWM {hwm} MiB)",
         acked.len()

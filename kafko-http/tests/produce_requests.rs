@@ -147,12 +147,8 @@ async fn a_huge_request_is_stored_as_bounded_batches_within_bounded_memory() {
         "every batch is bounded"
     );
     // Ten records from the middle of the request.
-    let b = get_json(
-        &c,
-        &s,
-        "/v1/topics/t/records?partition=0&offset=750000&max_records=10",
-    )
-    .await;
+    let middle = "/v1/topics/t/records?partition=0&offset=750000&max_records=10";
+    let b = get_json(&c, &s, middle).await;
     assert_eq!(b["records"].as_array().unwrap().len(), 10);
     assert_eq!(b["records"][0]["offset"], 750_000);
 }
@@ -177,14 +173,10 @@ async fn a_key_that_is_not_utf8_is_refused_and_points_to_key_base64() {
         let r = post_body(&c, &s, &format!("/v1/topics/t/records?{query}"), "v").await;
         assert_eq!(r.status(), 201, "{query}");
         let offset = json(r).await["offsets"][0]["offset"].as_u64().unwrap();
-        let b = get_json(
-            &c,
-            &s,
-            &format!(
-                "/v1/topics/t/records?partition=0&offset={offset}&max_records=1&key_format=base64"
-            ),
-        )
-        .await;
+        let read_back = format!(
+            "/v1/topics/t/records?partition=0&offset={offset}&max_records=1&key_format=base64"
+        );
+        let b = get_json(&c, &s, &read_back).await;
         assert_eq!(b["records"][0]["key"], stored, "{query}");
     }
     assert_eq!(

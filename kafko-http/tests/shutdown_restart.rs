@@ -7,7 +7,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{Server, client, create_topic, json, produce};
+use common::{Server, client, create_topic, get_json, json, post, produce};
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -135,22 +135,16 @@ async fn admin_shutdown_exits_zero_and_restart_preserves_topics_and_data() {
         ]),
     )
     .await;
-    let r = c.post(s.url("/v1/admin/shutdown")).send().await.unwrap();
+    let r = post(&c, &s, "/v1/admin/shutdown").await;
     assert_eq!(r.status(), 202);
     assert!(s.wait().await.success());
 
     let s = Server::start(&dir, &[]).await;
-    let d = json(c.get(s.url("/v1/topics/keep")).send().await.unwrap()).await;
+    let d = get_json(&c, &s, "/v1/topics/keep").await;
     assert_eq!(d["config"]["partitions"], 2);
     assert_eq!(d["config"]["compression"], "zstd");
     assert_eq!(d["partitions"][1]["high_watermark"], 2);
-    let b = json(
-        c.get(s.url("/v1/topics/keep/records?partition=1"))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let b = get_json(&c, &s, "/v1/topics/keep/records?partition=1").await;
     assert_eq!(b["records"][0]["value"], "one");
     assert_eq!(
         b["records"][0]["headers"],

@@ -5,9 +5,8 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Server, client, create_topic, event_stream, get_json, post_body, server_with_topic};
+use common::{event_stream, fresh_server_with_topic, get_json, post, post_body, server_with_topic};
 use futures_util::StreamExt;
-use serde_json::json;
 
 /// Reads SSE events (`(id, data)` of `record` events) until `n` arrived.
 async fn read_events(resp: reqwest::Response, n: usize) -> Vec<(String, serde_json::Value)> {
@@ -100,17 +99,14 @@ async fn sse_tail_receives_new_records_and_resumes_from_last_event_id() {
 
 #[tokio::test]
 async fn open_follow_streams_do_not_hold_shutdown_open() {
-    let tmp = tempfile::tempdir().unwrap();
-    let mut s = Server::start(&tmp.path().join("data"), &["--shutdown-grace-ms", "20000"]).await;
-    let c = client();
-    create_topic(&c, &s, "live", json!({})).await;
+    let (_tmp, mut s, c) = fresh_server_with_topic("live", &["--shutdown-grace-ms", "20000"]).await;
     let resp = event_stream(&c, &s, "/v1/topics/live/records?follow=true")
         .send()
         .await
         .unwrap();
     assert_eq!(resp.status(), 200);
     let started = std::time::Instant::now();
-    let r = c.post(s.url("/v1/admin/shutdown")).send().await.unwrap();
+    let r = post(&c, &s, "/v1/admin/shutdown").await;
     assert_eq!(r.status(), 202);
     assert!(s.wait().await.success());
     assert!(

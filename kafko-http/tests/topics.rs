@@ -3,14 +3,12 @@
 
 mod common;
 
-use common::{Server, client, json, problem};
+use common::{delete, fresh_server, get, json, post, problem};
 use serde_json::json;
 
 #[tokio::test]
 async fn topic_lifecycle_and_errors() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(&tmp.path().join("data"), &[]).await;
-    let c = client();
+    let (_tmp, s, c) = fresh_server(&[]).await;
     let put = |body: serde_json::Value| c.put(s.url("/v1/topics/orders")).json(&body).send();
 
     let r = put(json!({"partitions": 3, "compression": "lz4"}))
@@ -34,10 +32,10 @@ async fn topic_lifecycle_and_errors() {
     let r = c.put(s.url("/v1/topics/plain")).send().await.unwrap();
     assert_eq!(r.status(), 201);
 
-    let r = c.get(s.url("/v1/topics")).send().await.unwrap();
+    let r = get(&c, &s, "/v1/topics").await;
     assert_eq!(json(r).await, json!({"topics": ["orders", "plain"]}));
 
-    let r = c.get(s.url("/v1/topics/orders")).send().await.unwrap();
+    let r = get(&c, &s, "/v1/topics/orders").await;
     assert_eq!(json(r).await["config"]["compression"], "lz4");
 
     let r = c
@@ -87,11 +85,11 @@ async fn topic_lifecycle_and_errors() {
     let r = put(json!({"partitions": 0})).await.unwrap();
     problem(r, 400, "invalid_config").await;
 
-    let r = c.delete(s.url("/v1/topics/orders")).send().await.unwrap();
+    let r = delete(&c, &s, "/v1/topics/orders").await;
     assert_eq!(r.status(), 204);
     for r in [
-        c.get(s.url("/v1/topics/orders")).send().await.unwrap(),
-        c.delete(s.url("/v1/topics/orders")).send().await.unwrap(),
+        get(&c, &s, "/v1/topics/orders").await,
+        delete(&c, &s, "/v1/topics/orders").await,
         c.patch(s.url("/v1/topics/orders"))
             .json(&json!({}))
             .send()
@@ -100,50 +98,22 @@ async fn topic_lifecycle_and_errors() {
     ] {
         problem(r, 404, "topic_not_found").await;
     }
-    let r = c.get(s.url("/v1/topics")).send().await.unwrap();
+    let r = get(&c, &s, "/v1/topics").await;
     assert_eq!(json(r).await, json!({"topics": ["plain"]}));
 }
 
 #[tokio::test]
 async fn unknown_routes_methods_and_bad_parameters_are_problems() {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(&tmp.path().join("data"), &[]).await;
-    let c = client();
-    problem(
-        c.get(s.url("/v2/nothing")).send().await.unwrap(),
-        404,
-        "not_found",
-    )
-    .await;
-    problem(
-        c.post(s.url("/v1/topics")).send().await.unwrap(),
-        405,
-        "method_not_allowed",
-    )
-    .await;
+    let (_tmp, s, c) = fresh_server(&[]).await;
+    problem(get(&c, &s, "/v2/nothing").await, 404, "not_found").await;
+    problem(post(&c, &s, "/v1/topics").await, 405, "method_not_allowed").await;
     c.put(s.url("/v1/topics/t")).send().await.unwrap();
-    let r = c
-        .get(s.url("/v1/topics/t/records?max_records=lots"))
-        .send()
-        .await
-        .unwrap();
+    let r = get(&c, &s, "/v1/topics/t/records?max_records=lots").await;
     problem(r, 400, "invalid_query").await;
-    let r = c
-        .get(s.url("/v1/topics/t/records?offset=middle"))
-        .send()
-        .await
-        .unwrap();
+    let r = get(&c, &s, "/v1/topics/t/records?offset=middle").await;
     problem(r, 400, "invalid_query").await;
-    let r = c
-        .get(s.url("/v1/topics/t/partitions/x/offsets"))
-        .send()
-        .await
-        .unwrap();
+    let r = get(&c, &s, "/v1/topics/t/partitions/x/offsets").await;
     problem(r, 400, "invalid_path").await;
-    let r = c
-        .get(s.url("/v1/topics/t/records?format=utf16"))
-        .send()
-        .await
-        .unwrap();
+    let r = get(&c, &s, "/v1/topics/t/records?format=utf16").await;
     problem(r, 400, "invalid_query").await;
 }

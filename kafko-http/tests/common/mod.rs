@@ -272,6 +272,11 @@ pub async fn post(c: &reqwest::Client, s: &Server, path: &str) -> reqwest::Respo
     c.post(s.url(path)).send().await.unwrap()
 }
 
+/// `PUT path` with no body, the response unchecked.
+pub async fn put(c: &reqwest::Client, s: &Server, path: &str) -> reqwest::Response {
+    c.put(s.url(path)).send().await.unwrap()
+}
+
 /// `DELETE path`, the response unchecked.
 pub async fn delete(c: &reqwest::Client, s: &Server, path: &str) -> reqwest::Response {
     c.delete(s.url(path)).send().await.unwrap()
