@@ -316,8 +316,11 @@ def test_assigned_positions(base, http, topic):
     r = http.post(f"{inst}/positions/beginning", json={"partitions": [tp]}, headers={"Content-Type": V2})
     assert r.status_code == 204, r.text
     assert [r["offset"] for r in read_all(http, inst, 3)] == [0, 1, 2]
-    r = http.post(f"{inst}/positions/beginning", json={"partitions": [tp]}, headers={"Content-Type": V2})
-    assert r.status_code == 204
+    # A timestamp seek: the first record at or after it.
+    since = {"timestamps": [dict(tp, timestamp="1970-01-01T00:00:00Z")]}
+    r = http.post(f"{inst}/positions", json=since, headers={"Content-Type": V2})
+    assert r.status_code == 204, r.text
+    assert [r["offset"] for r in read_all(http, inst, 3)] == [0, 1, 2]
     r = http.post(f"{inst}/positions/end", json={"partitions": [tp]}, headers={"Content-Type": V2})
     assert r.status_code == 204, r.text
     r = http.get(f"{inst}/records", params={"timeout": 200}, headers={"Accept": BINARY})
