@@ -624,10 +624,25 @@ impl Confirm {
         match self {
             Confirm::Deliveries(deliveries) => deliveries.into_iter().for_each(Delivery::confirm),
             Confirm::Positions(handle, moves) => {
-                let mut inst = handle.state.lock().await;
-                if !inst.closed {
-                    inst.assignment.advance(&moves);
+                fn advance(
+                    inst: &mut Instance,
+                    moves: &[(assignment::Partition, assignment::Move)],
+                ) {
+                    if !inst.closed {
+                        inst.assignment.advance(moves);
+                    }
                 }
+                // Applied before the answer ends, so the client's next read starts after
+                // it. Another request of the instance holding the lock (a concurrent
+                // read waiting for records) must not hold this answer open: then it is
+                // applied once that request lets go.
+                if let Ok(mut inst) = handle.state.try_lock() {
+                    advance(&mut inst, &moves);
+                    return;
+                }
+                tokio::spawn(async move {
+                    advance(&mut *handle.state.lock().await, &moves);
+                });
             }
         }
     }
