@@ -6,7 +6,7 @@ mod common;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use common::{fresh_server, get, json, problem, produce};
+use common::{fresh_server, get, json, post_typed, problem, produce};
 use serde_json::json;
 
 #[tokio::test]
@@ -42,16 +42,11 @@ async fn every_byte_value_round_trips_in_key_value_and_header() {
     assert_eq!(r.bytes().await.unwrap().to_vec(), rev);
 
     // Raw produce of binary bytes with a base64 key.
-    let r = c
-        .post(s.url(&format!(
-            "/v1/topics/bin/records?key_base64={}",
-            urlencode(&b64(&all))
-        )))
-        .header("content-type", "application/octet-stream")
-        .body(all.clone())
-        .send()
-        .await
-        .unwrap();
+    let path = format!(
+        "/v1/topics/bin/records?key_base64={}",
+        urlencode(&b64(&all))
+    );
+    let r = post_typed(&c, &s, &path, "application/octet-stream", all.clone()).await;
     assert_eq!(r.status(), 201);
     let r = get(&c, &s, "/v1/topics/bin/partitions/0/records/1").await;
     assert_eq!(STANDARD.decode(&r.headers()["kafko-key"]).unwrap(), all);

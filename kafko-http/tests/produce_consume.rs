@@ -4,7 +4,8 @@
 mod common;
 
 use common::{
-    create_topic, fresh_server, get, get_json, json, post_body, post_json, problem, produce,
+    create_topic, fresh_server, get, get_json, json, post_body, post_json, post_typed, problem,
+    produce,
 };
 use serde_json::json;
 
@@ -12,13 +13,8 @@ use serde_json::json;
 async fn three_body_shapes_round_trip_with_headers_and_timestamps() {
     let (_tmp, s, c) = fresh_server(&[]).await;
     // Raw body, auto-creating the topic; key and timestamp in the query.
-    let r = c
-        .post(s.url("/v1/topics/events/records?key=user-1&timestamp=1000&sync=true"))
-        .header("content-type", "text/plain")
-        .body("héllo wörld\n")
-        .send()
-        .await
-        .unwrap();
+    let path = "/v1/topics/events/records?key=user-1&timestamp=1000&sync=true";
+    let r = post_typed(&c, &s, path, "text/plain", "héllo wörld\n").await;
     assert_eq!(r.status(), 201);
     assert_eq!(
         json(r).await,
@@ -36,15 +32,10 @@ async fn three_body_shapes_round_trip_with_headers_and_timestamps() {
     assert_eq!(offsets[0]["offset"], 1);
     assert_eq!(offsets[1]["offset"], 2);
     // NDJSON, with an embedded JSON document under format=json.
-    let r = c
-        .post(s.url("/v1/topics/events/records?format=json"))
-        .header("content-type", "application/x-ndjson")
-        .body(
-            "{\"value\": {\"n\": 1, \"s\": \"x y\"}, \"timestamp\": 3000}\n\n{\"value\": [1, 2]}\n",
-        )
-        .send()
-        .await
-        .unwrap();
+    let path = "/v1/topics/events/records?format=json";
+    let ndjson =
+        "{\"value\": {\"n\": 1, \"s\": \"x y\"}, \"timestamp\": 3000}\n\n{\"value\": [1, 2]}\n";
+    let r = post_typed(&c, &s, path, "application/x-ndjson", ndjson).await;
     assert_eq!(r.status(), 201);
     assert_eq!(
         json(r).await,

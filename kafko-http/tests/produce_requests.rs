@@ -9,8 +9,9 @@ mod common;
 use common::on_disk::batches_on_disk;
 use common::{
     Server, create_topic, fresh_server, fresh_server_with_topic, get, get_json, high_watermarks,
-    json, memory_mib, post_body, post_json, problem, server_with_topic,
+    json, memory_mib, post_body, post_json, post_typed, problem, server_with_topic,
 };
+use reqwest::{Client, Response};
 use serde_json::json;
 
 /// A JSON batch body of `n` empty records (`{}`: no key, no value).
@@ -28,18 +29,8 @@ fn empty_records(n: usize) -> String {
 }
 
 /// POSTs a JSON text as it is.
-async fn post_json_text(
-    c: &reqwest::Client,
-    s: &Server,
-    path: &str,
-    body: impl Into<reqwest::Body>,
-) -> reqwest::Response {
-    c.post(s.url(path))
-        .header("content-type", "application/json")
-        .body(body)
-        .send()
-        .await
-        .unwrap()
+async fn post_json_text(c: &Client, s: &Server, path: &str, body: String) -> Response {
+    post_typed(c, s, path, "application/json", body).await
 }
 
 #[tokio::test]
@@ -90,13 +81,14 @@ async fn more_records_than_the_limit_is_a_413_and_stores_nothing() {
     // The unknown topic was not created by the refused request.
     assert_eq!(get(&c, &s, "/v1/topics/auto").await.status(), 404);
     let ndjson = "{}\n".repeat(101);
-    let r = c
-        .post(s.url("/v1/topics/auto/records"))
-        .header("content-type", "application/x-ndjson")
-        .body(ndjson)
-        .send()
-        .await
-        .unwrap();
+    let r = post_typed(
+        &c,
+        &s,
+        "/v1/topics/auto/records",
+        "application/x-ndjson",
+        ndjson,
+    )
+    .await;
     problem(r, 413, "too_many_records").await;
     // An existing topic: nothing of the refused request is stored.
     create_topic(&c, &s, "t", json!({})).await;

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{delete, fresh_server, get, json, post, problem};
+use common::{delete, fresh_server, get, json, post, problem, put};
 use serde_json::json;
 
 #[tokio::test]
@@ -107,13 +107,13 @@ async fn unknown_routes_methods_and_bad_parameters_are_problems() {
     let (_tmp, s, c) = fresh_server(&[]).await;
     problem(get(&c, &s, "/v2/nothing").await, 404, "not_found").await;
     problem(post(&c, &s, "/v1/topics").await, 405, "method_not_allowed").await;
-    c.put(s.url("/v1/topics/t")).send().await.unwrap();
-    let r = get(&c, &s, "/v1/topics/t/records?max_records=lots").await;
-    problem(r, 400, "invalid_query").await;
-    let r = get(&c, &s, "/v1/topics/t/records?offset=middle").await;
-    problem(r, 400, "invalid_query").await;
-    let r = get(&c, &s, "/v1/topics/t/partitions/x/offsets").await;
-    problem(r, 400, "invalid_path").await;
-    let r = get(&c, &s, "/v1/topics/t/records?format=utf16").await;
-    problem(r, 400, "invalid_query").await;
+    put(&c, &s, "/v1/topics/t").await;
+    for (path, code) in [
+        ("/v1/topics/t/records?max_records=lots", "invalid_query"),
+        ("/v1/topics/t/records?offset=middle", "invalid_query"),
+        ("/v1/topics/t/partitions/x/offsets", "invalid_path"),
+        ("/v1/topics/t/records?format=utf16", "invalid_query"),
+    ] {
+        problem(get(&c, &s, path).await, 400, code).await;
+    }
 }

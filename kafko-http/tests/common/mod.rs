@@ -347,6 +347,18 @@ pub fn record_values(body: &Value) -> Vec<String> {
         .collect()
 }
 
+/// POSTs `body` as `content_type`, the response unchecked.
+pub async fn post_typed(
+    c: &Client,
+    s: &Server,
+    path: &str,
+    content_type: &str,
+    body: impl Into<reqwest::Body>,
+) -> Response {
+    let request = c.post(s.url(path)).header("content-type", content_type);
+    request.body(body).send().await.unwrap()
+}
+
 /// POSTs `body` as it is (no content type of its own) and returns the response unchecked.
 pub async fn post_body(
     c: &reqwest::Client,
