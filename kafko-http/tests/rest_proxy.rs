@@ -10,19 +10,13 @@ use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use common::{Server, client, create_topic, json};
+use common::{Server, client, create_topic, fresh_server, json};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const V2: &str = "application/vnd.kafka.v2+json";
 const BINARY: &str = "application/vnd.kafka.binary.v2+json";
 const JSON: &str = "application/vnd.kafka.json.v2+json";
-
-async fn start(extra: &[&str]) -> (tempfile::TempDir, Server, reqwest::Client) {
-    let tmp = tempfile::tempdir().unwrap();
-    let s = Server::start(&tmp.path().join("data"), extra).await;
-    (tmp, s, client())
-}
 
 /// Asserts the proxy's error shape; returns the body.
 async fn proxy_error(resp: reqwest::Response, status: u16, code: u64) -> Value {
@@ -75,7 +69,7 @@ async fn delete(c: &reqwest::Client, url: String) -> reqwest::Response {
 
 #[tokio::test]
 async fn v2_produce_and_metadata() {
-    let (_tmp, s, c) = start(&[]).await;
+    let (_tmp, s, c) = fresh_server(&[]).await;
     create_topic(&c, &s, "orders", json!({"partitions": 3})).await;
     let b64 = |t: &str| STANDARD.encode(t);
     let r = post(
@@ -183,7 +177,7 @@ async fn v2_produce_and_metadata() {
 
 #[tokio::test]
 async fn a_key_lands_on_the_same_partition_through_v2_and_v1() {
-    let (_tmp, s, c) = start(&[]).await;
+    let (_tmp, s, c) = fresh_server(&[]).await;
     create_topic(&c, &s, "keyed", json!({"partitions": 7})).await;
     let mut seen = std::collections::HashSet::new();
     for i in 0..40 {
@@ -211,7 +205,7 @@ async fn a_key_lands_on_the_same_partition_through_v2_and_v1() {
 
 #[tokio::test]
 async fn a_consumer_instance_reads_commits_and_is_deleted() {
-    let (_tmp, s, c) = start(&[]).await;
+    let (_tmp, s, c) = fresh_server(&[]).await;
     create_topic(&c, &s, "events", json!({"partitions": 2})).await;
     let r = post(
         &c,
@@ -399,7 +393,7 @@ async fn committed(c: &reqwest::Client, base: &str, topic: &str, n: u32) -> Vec<
 
 #[tokio::test]
 async fn an_assigned_instance_reads_commits_and_seeks_its_partitions() {
-    let (_tmp, s, c) = start(&[]).await;
+    let (_tmp, s, c) = fresh_server(&[]).await;
     create_topic(&c, &s, "logs", json!({"partitions": 3})).await;
     produce_to(&c, &s, "logs", 0, 3).await;
     produce_to(&c, &s, "logs", 1, 2).await;
@@ -496,7 +490,7 @@ async fn an_assigned_instance_reads_commits_and_seeks_its_partitions() {
 
 #[tokio::test]
 async fn an_assigned_instance_with_auto_commit_commits_what_it_was_sent() {
-    let (_tmp, s, c) = start(&[]).await;
+    let (_tmp, s, c) = fresh_server(&[]).await;
     create_topic(&c, &s, "auto", json!({"partitions": 2})).await;
     produce_to(&c, &s, "auto", 1, 4).await;
     let base = instance(&c, &s, "gc", json!({"auto.offset.reset": "earliest"})).await;
@@ -518,7 +512,7 @@ async fn an_assigned_instance_with_auto_commit_commits_what_it_was_sent() {
 
 #[tokio::test]
 async fn a_record_a_json_instance_cannot_render_stays_in_the_group() {
-    let (_tmp, s, c) = start(&[]).await;
+    let (_tmp, s, c) = fresh_server(&[]).await;
     create_topic(&c, &s, "mixed", json!({})).await;
     let created = json(
         post(
@@ -570,7 +564,7 @@ async fn a_record_a_json_instance_cannot_render_stays_in_the_group() {
 
 #[tokio::test]
 async fn an_idle_instance_expires() {
-    let (_tmp, s, c) = start(&["--consumer-instance-timeout-ms", "300"]).await;
+    let (_tmp, s, c) = fresh_server(&["--consumer-instance-timeout-ms", "300"]).await;
     let created = json(post(&c, s.url("/consumers/g"), V2, json!({})).await).await;
     let base = created["base_uri"].as_str().unwrap().to_owned();
     assert!(
@@ -623,7 +617,7 @@ fn chunk(data: &str) -> Vec<u8> {
 
 #[tokio::test]
 async fn v3_produce_streams_a_receipt_per_record_while_the_body_is_open() {
-    let (_tmp, s, c) = start(&[]).await;
+    let (_tmp, s, c) = fresh_server(&[]).await;
     create_topic(&c, &s, "stream", json!({"partitions": 2})).await;
     let mut tcp = tokio::net::TcpStream::connect(&s.addr).await.unwrap();
     let head = format!(
@@ -720,7 +714,8 @@ async fn v3_produce_streams_a_receipt_per_record_while_the_body_is_open() {
 
 #[tokio::test]
 async fn v3_clusters_and_topics() {
-    let (_tmp, s, c) = start(&["--cluster-id", "dev-cluster", "--auto-create", "false"]).await;
+    let (_tmp, s, c) =
+        fresh_server(&["--cluster-id", "dev-cluster", "--auto-create", "false"]).await;
     let clusters = get_json(&c, s.url("/v3/clusters")).await;
     assert_eq!(clusters["kind"], "KafkaClusterList");
     assert_eq!(clusters["data"][0]["cluster_id"], "dev-cluster");
@@ -814,7 +809,7 @@ async fn v3_clusters_and_topics() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn records_reads_wait_under_the_servers_waiting_limit() {
-    let (_tmp, s, c) = start(&["--max-waiting-requests", "1"]).await;
+    let (_tmp, s, c) = fresh_server(&["--max-waiting-requests", "1"]).await;
     create_topic(&c, &s, "quiet", json!({})).await;
     let mut bases = Vec::new();
     for name in ["w1", "w2"] {

@@ -16,20 +16,25 @@ BINARY = "application/vnd.kafka.binary.v2+json"
 JSON = "application/vnd.kafka.json.v2+json"
 
 
+def env_url(name, missing):
+    """The base URL in environment variable `name`, without a trailing slash;
+    `missing(message)` (pytest.fail or pytest.skip) when it is not set."""
+    url = os.environ.get(name)
+    if not url:
+        missing(f"{name} not set")
+    return url.rstrip("/")
+
+
 @pytest.fixture(scope="session")
 def base():
-    url = os.environ.get("REST_PROXY_URL")
-    if not url:
-        pytest.fail("set REST_PROXY_URL to the REST Proxy's base URL, e.g. http://localhost:8082")
-    return url.rstrip("/")
+    # The REST Proxy's base URL, e.g. http://localhost:8082.
+    return env_url("REST_PROXY_URL", pytest.fail)
 
 
 @pytest.fixture(scope="session")
 def kafko():
-    url = os.environ.get("KAFKO_URL")
-    if not url:
-        pytest.skip("KAFKO_URL not set: /v1 cross-checks need a kafko server")
-    return url.rstrip("/")
+    # /v1 cross-checks need a kafko server; skipped without one.
+    return env_url("KAFKO_URL", pytest.skip)
 
 
 @pytest.fixture(scope="session")
