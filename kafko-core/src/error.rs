@@ -95,7 +95,7 @@ pub enum KafkoError {
     /// only [`PartialSend::failed_records`](crate::PartialSend::failed_records).
     #[error("{0}")]
     PartiallyAppended(Box<crate::send::PartialSend>),
-    /// The partition's inbox is full: retry later (backpressure).
+    /// The partition's write queue is full: retry later (backpressure).
     #[error("partition {topic}-{partition} is busy; retry later")]
     Backpressure {
         /// Topic name.

@@ -4,12 +4,12 @@
 //! size per partition ([`BATCH_TARGET_BYTES`], [`BATCH_MAX_RECORDS`]): no per-record value
 //! is kept, and a later read in the range decodes one bounded batch, not the whole send.
 //!
-//! [`SendBatch::send`] first reserves room in the inbox of every partition it needs, in
-//! ascending partition order (two sends that wait for room take them in the same order,
-//! so neither can hold what the other waits for). A full inbox refuses the whole send
-//! before anything is handed over. Then every partition gets all its batches in one
-//! command, which its writer appends in one write (all of them or none), and the replies
-//! are awaited together. When some partitions appended and others failed, the error is a
+//! [`SendBatch::send`] first reserves room in the write queue of every partition it
+//! needs, in ascending partition order (two sends that wait for room take them in the
+//! same order, so neither can hold what the other waits for). A full queue refuses the
+//! whole send before anything is handed over. Then every partition is handed all its
+//! batches as one append, written in one write (all of them or none) — on this task
+//! when the partition is idle — and the answers are awaited together. When some partitions appended and others failed, the error is a
 //! [`PartialSend`] that names both, so nothing stored is sent again by a blind retry.
 
 use std::collections::BTreeMap;
@@ -243,7 +243,7 @@ impl<'t> SendBatch<'t> {
     }
 
     /// Appends every record added, all partitions at once (see the module doc). A full
-    /// inbox (with `no_wait`) fails the send with nothing appended; a send some of whose
+    /// write queue (with `no_wait`) fails the send with nothing appended; a send some of whose
     /// partitions fail after others appended is [`KafkoError::PartiallyAppended`]; one
     /// whose partitions all fail is the first partition's error.
     pub async fn send(self, options: SendOptions) -> Result<SendReceipt> {

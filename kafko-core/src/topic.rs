@@ -20,7 +20,7 @@ use crate::topic_id::TopicId;
 pub struct SendOptions {
     /// fsync before acknowledging, whatever the topic's policy.
     pub sync: bool,
-    /// Fail with `Backpressure` instead of waiting when a partition's inbox is full.
+    /// Fail with `Backpressure` instead of waiting when a partition's write queue is full.
     pub no_wait: bool,
 }
 
@@ -37,8 +37,13 @@ pub struct PartitionInfo {
     pub size_bytes: u64,
     /// Number of segment files.
     pub segments: usize,
-    /// Appends waiting in the writer's inbox.
+    /// Appends waiting in the partition's write queue.
     pub queue_depth: usize,
+    /// Write groups written since the partition was opened: each is one `write` of the
+    /// appends that queued up while the previous one was written.
+    pub write_groups: u64,
+    /// Appends those groups held (`appends_written / write_groups` is the mean group size).
+    pub appends_written: u64,
 }
 
 /// A topic's config and partition facts.
@@ -133,6 +138,7 @@ impl Topic {
                 .iter()
                 .map(|p| {
                     let segs = p.log.segments();
+                    let (write_groups, appends_written) = p.log.write_groups();
                     PartitionInfo {
                         partition: p.log.partition,
                         log_start_offset: p.log.log_start(),
@@ -140,6 +146,8 @@ impl Topic {
                         size_bytes: segs.iter().map(|s| s.len()).sum(),
                         segments: segs.len(),
                         queue_depth: p.queue_depth(),
+                        write_groups,
+                        appends_written,
                     }
                 })
                 .collect(),

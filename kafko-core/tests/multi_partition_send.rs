@@ -1,5 +1,5 @@
-//! A send to several partitions is handed over all at once or not at all: a full inbox
-//! on one partition refuses the whole send before anything is appended; a write that
+//! A send to several partitions is handed over all at once or not at all: a full write
+//! queue on one partition refuses the whole send before anything is appended; a write that
 //! fails on one partition after others appended is reported per partition, naming the
 //! records that were not stored. A large send is split into bounded batches on disk,
 //! which one partition still appends together (all of them, or none after a failed
@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, Waker};
 
 use common::failing_appends::FailPartition;
+use common::gate::Gate;
 use common::on_disk::batches_on_disk;
 use kafko_core::{
     Kafko, KafkoError, Producer, ProducerRecord, RecordMetadata, RecordRef, Result, SendOptions,
@@ -43,23 +44,34 @@ fn high_watermark(k: &Kafko, partition: u32) -> u64 {
         .high_watermark
 }
 
-#[tokio::test(flavor = "current_thread")]
-async fn a_full_inbox_on_the_second_partition_appends_nothing() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_queue_on_the_second_partition_appends_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let (k, p) = common::open_topic(dir.path(), common::small_segments(3)).await;
+    let gate = Gate::new(1);
+    let k = common::open_interposed(dir.path(), gate.clone()).await;
+    k.create_topic_with_config("t", common::small_segments(3))
+        .await
+        .unwrap();
+    let p = k.producer_for("t").unwrap();
     let mut cx = Context::from_waker(Waker::noop());
 
-    // On a current-thread runtime the writers run only when this test yields: fill
-    // partition 1's inbox with no-wait sends until one is refused.
+    // Partition 1's leader is held inside its write: fill its queue with no-wait sends
+    // until one is refused.
+    gate.hold(1);
+    let leader = tokio::spawn({
+        let p = p.clone();
+        async move { p.send_batch(vec![common::rec(0).with_partition(1)]).await }
+    });
+    gate.wait_held();
     let mut queued: Vec<Send> = Vec::new();
     loop {
-        assert!(queued.len() < 100_000, "the inbox never filled");
+        assert!(queued.len() < 100_000, "the queue never filled");
         let record = common::rec(queued.len() as u64).with_partition(1);
         let mut send: Send = Box::pin(p.send_batch_with(vec![record], no_wait()));
         match send.as_mut().poll(&mut cx) {
             Poll::Pending => queued.push(send),
             Poll::Ready(Err(KafkoError::Backpressure { .. })) => break,
-            Poll::Ready(other) => panic!("a send finished before the writer ran: {other:?}"),
+            Poll::Ready(other) => panic!("a send finished while the leader was held: {other:?}"),
         }
     }
 
@@ -68,13 +80,15 @@ async fn a_full_inbox_on_the_second_partition_appends_nothing() {
         matches!(refused, Err(KafkoError::Backpressure { partition: 1, .. })),
         "{refused:?}"
     );
+    gate.open();
+    leader.await.unwrap().unwrap();
     let queued_count = queued.len() as u64;
     for send in queued {
         send.await.unwrap();
     }
     // Nothing of the refused send was appended anywhere: a retry cannot duplicate it.
     assert_eq!(high_watermark(&k, 0), 0);
-    assert_eq!(high_watermark(&k, 1), queued_count);
+    assert_eq!(high_watermark(&k, 1), queued_count + 1);
     assert_eq!(high_watermark(&k, 2), 0);
 
     // With room again, the same send goes through whole.

@@ -52,7 +52,7 @@ impl RecoveredTopic {
         let partitions = self
             .partitions
             .into_iter()
-            .map(|(log, active)| PartitionHandle::spawn(log, shared_config.clone(), active))
+            .map(|(log, active)| PartitionHandle::new(log, shared_config.clone(), active))
             .collect();
         Topic::new(
             self.name,

@@ -80,7 +80,7 @@ impl Drop for Inner {
             return;
         }
         // Best-effort fallback: a multi-thread runtime can block this thread to finish the
-        // graceful path. Elsewhere the writers still fsync when their inboxes close.
+        // graceful path. Elsewhere each partition dropped unshut spawns its own shutdown.
         if let Ok(handle) = tokio::runtime::Handle::try_current()
             && handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
         {

@@ -1,11 +1,6 @@
-//! Messages to a partition's writer task, each with the `oneshot` that carries its reply.
+//! What a partition's writer is given to do: an append's batches, a compacted segment
+//! to install; and what a retention pass reports.
 
-use std::sync::Arc;
-
-use tokio::sync::oneshot;
-
-use crate::config::TopicConfig;
-use crate::error::Result;
 use crate::segment::batch::EncodedBatch;
 use crate::segment::index::{SegmentSummary, SparseIndex};
 
@@ -100,52 +95,5 @@ impl Iterator for BatchesIter {
             BatchesIter::One(b) => b.take(),
             BatchesIter::Many(v) => v.next(),
         }
-    }
-}
-
-/// What the writer can be asked to do.
-pub(crate) enum Command {
-    /// Append batches at consecutive offsets, in one write: all of them or none; the
-    /// reply carries the first one's base offset.
-    Append {
-        batches: Batches,
-        /// fsync before acknowledging, whatever the policy.
-        sync: bool,
-        reply: oneshot::Sender<Result<u64>>,
-    },
-    /// fsync everything written so far.
-    Sync { reply: oneshot::Sender<Result<()>> },
-    /// Delete segments beyond the retention limits.
-    Retention {
-        now_ms: i64,
-        reply: oneshot::Sender<Result<RetentionOutcome>>,
-    },
-    /// Install compacted segments. Boxed: every command moves through the writer's
-    /// inbox at the size of the largest variant, and appends are nearly all of them.
-    Swap {
-        swap: Box<SegmentSwap>,
-        reply: oneshot::Sender<Result<()>>,
-    },
-    /// Use a new configuration for subsequent work.
-    UpdateConfig { config: Arc<TopicConfig> },
-    /// Drain, fsync, write indexes, stop.
-    Shutdown { reply: oneshot::Sender<Result<()>> },
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Every command crosses the inbox at the size of the largest variant, and appends are
-    /// nearly all of the traffic: no other variant may be larger than an append. (The swap
-    /// variant, unboxed, made every command 160 bytes instead of 88.)
-    #[test]
-    fn no_command_is_larger_than_an_append() {
-        let append = size_of::<Batches>() + size_of::<oneshot::Sender<Result<u64>>>() + 8;
-        assert!(
-            size_of::<Command>() <= append,
-            "Command is {} bytes, an append needs {append}",
-            size_of::<Command>()
-        );
     }
 }

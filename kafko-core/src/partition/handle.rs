@@ -1,62 +1,42 @@
-//! The async face of a partition: sends commands to its writer task and maps a vanished
-//! writer to a typed error (panicked vs shut down).
+//! The async face of a partition's write side: appends go through its write queue (see
+//! `write_queue`), maintenance runs as jobs holding the write token.
 
-use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use tokio::sync::mpsc::error::TrySendError;
-use tokio::sync::{mpsc, oneshot};
-use tokio::task::JoinHandle;
+use tokio::sync::oneshot;
 
 use super::PartitionLog;
-use super::command::{Batches, Command, RetentionOutcome, SegmentSwap};
-use super::writer::{Writer, WriterState};
+use super::command::{Batches, RetentionOutcome, SegmentSwap};
+use super::write_queue::{AppendWait, WriteQueue};
+use super::writer::{Entry, Writer};
 use crate::config::TopicConfig;
 use crate::error::{KafkoError, Result};
 use crate::segment::Segment;
 use crate::segment::batch::EncodedBatch;
 
-/// Commands a partition's inbox holds before producers see backpressure.
-pub(crate) const INBOX_CAPACITY: usize = 1024;
-
 pub(crate) struct PartitionHandle {
     pub(crate) log: Arc<PartitionLog>,
-    tx: mpsc::Sender<Command>,
-    state: Arc<WriterState>,
-    task: Mutex<Option<JoinHandle<()>>>,
+    queue: Arc<WriteQueue>,
+    shut_down: AtomicBool,
 }
 
 impl PartitionHandle {
-    /// Starts the writer task for an opened partition.
-    pub(crate) fn spawn(
+    /// The write side of an opened partition.
+    pub(crate) fn new(
         log: Arc<PartitionLog>,
         config: Arc<TopicConfig>,
         active: Arc<Segment>,
     ) -> Self {
-        let (tx, rx) = mpsc::channel(INBOX_CAPACITY);
-        let state = Arc::new(WriterState::default());
-        let writer = Writer::new(log.clone(), rx, config, active, state.clone());
-        let task = tokio::spawn(writer.run());
+        let writer = Writer::new(log.clone(), config, active);
         PartitionHandle {
+            queue: WriteQueue::new(log.clone(), writer),
             log,
-            tx,
-            state,
-            task: Mutex::new(Some(task)),
+            shut_down: AtomicBool::new(false),
         }
     }
 
-    fn gone(&self) -> KafkoError {
-        if self.state.panicked.load(Ordering::Acquire) {
-            KafkoError::PartitionPanicked {
-                topic: self.log.topic.to_string(),
-                partition: self.log.partition,
-            }
-        } else {
-            KafkoError::ShuttingDown
-        }
-    }
-
-    /// Appends a batch. With `wait`, a full inbox waits; without, it is `Backpressure`.
+    /// Appends a batch. With `wait`, a full queue waits; without, it is `Backpressure`.
     pub(crate) async fn append(&self, batch: EncodedBatch, sync: bool, wait: bool) -> Result<u64> {
         self.reserve(wait)
             .await?
@@ -65,125 +45,121 @@ impl PartitionHandle {
             .await
     }
 
-    /// Reserves room for one command in the inbox. With `wait`, a full inbox waits for a
-    /// slot; without, it is `Backpressure`. A slot that is dropped unused frees its room:
-    /// a send reserves every partition it needs before it hands anything over.
+    /// Reserves room for one append in the write queue. With `wait`, a full queue waits
+    /// for room; without, it is `Backpressure`. A slot dropped unused frees its room: a
+    /// send reserves every partition it needs before it hands anything over.
     pub(crate) async fn reserve(&self, wait: bool) -> Result<Slot<'_>> {
-        // `try_reserve` first: it cannot overtake producers already waiting (the inbox
-        // hands a freed slot to the longest waiter first).
-        let permit = match self.tx.try_reserve() {
-            Ok(permit) => permit,
-            Err(TrySendError::Full(())) if wait => {
-                self.tx.reserve().await.map_err(|_| self.gone())?
-            }
-            Err(TrySendError::Full(())) => {
-                return Err(KafkoError::Backpressure {
-                    topic: self.log.topic.to_string(),
-                    partition: self.log.partition,
-                });
-            }
-            Err(TrySendError::Closed(())) => return Err(self.gone()),
-        };
+        self.queue.take_room(wait).await?;
         Ok(Slot {
             handle: self,
-            permit,
+            used: false,
         })
-    }
-
-    async fn request<T>(
-        &self,
-        make: impl FnOnce(oneshot::Sender<Result<T>>) -> Command,
-    ) -> Result<T> {
-        let (reply, rx) = oneshot::channel();
-        self.tx.send(make(reply)).await.map_err(|_| self.gone())?;
-        rx.await.map_err(|_| self.gone())?
     }
 
     /// fsyncs everything acknowledged so far.
     pub(crate) async fn sync(&self) -> Result<()> {
-        self.request(|reply| Command::Sync { reply }).await
+        self.queue.job(|w| Box::pin(w.sync_now())).await
     }
 
     /// Runs retention now.
     pub(crate) async fn retention(&self, now_ms: i64) -> Result<RetentionOutcome> {
-        self.request(|reply| Command::Retention { now_ms, reply })
+        self.queue
+            .job(move |w| Box::pin(w.enforce_retention(now_ms)))
             .await
     }
 
     /// Installs a compacted segment.
     pub(crate) async fn swap(&self, swap: SegmentSwap) -> Result<()> {
-        self.request(|reply| Command::Swap {
-            swap: Box::new(swap),
-            reply,
-        })
-        .await
-    }
-
-    /// Hands the writer a new configuration.
-    pub(crate) async fn update_config(&self, config: Arc<TopicConfig>) -> Result<()> {
-        self.tx
-            .send(Command::UpdateConfig { config })
+        self.queue
+            .job(move |w| Box::pin(w.install_swap(swap)))
             .await
-            .map_err(|_| self.gone())
     }
 
-    /// Drains the inbox, fsyncs, writes indexes and waits for the task to end.
+    /// Uses a new configuration from the next group on.
+    pub(crate) async fn update_config(&self, config: Arc<TopicConfig>) -> Result<()> {
+        self.queue
+            .job(move |w| {
+                Box::pin(async move {
+                    w.set_config(config);
+                    Ok(())
+                })
+            })
+            .await
+    }
+
+    /// Writes what is queued, refuses later appends, fsyncs and writes the indexes.
     pub(crate) async fn shutdown(&self) -> Result<()> {
-        let result = match self.request(|reply| Command::Shutdown { reply }).await {
+        self.shut_down.store(true, Ordering::Release);
+        match self.queue.last_job(|w| Box::pin(w.shutdown())).await {
             Err(KafkoError::ShuttingDown) => Ok(()),
             other => other,
-        };
-        let task = self.task.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(task) = task
-            && let Err(e) = task.await
-            && e.is_panic()
-        {
-            return Err(KafkoError::PartitionPanicked {
-                topic: self.log.topic.to_string(),
-                partition: self.log.partition,
+        }
+    }
+
+    /// Appends waiting in (or reserved in) the write queue.
+    pub(crate) fn queue_depth(&self) -> usize {
+        self.queue.depth()
+    }
+}
+
+impl Drop for PartitionHandle {
+    /// A partition dropped without `shutdown` still leaves its data durable, when a
+    /// runtime is there to run the shutdown.
+    fn drop(&mut self) {
+        if self.shut_down.load(Ordering::Acquire) {
+            return;
+        }
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let queue = self.queue.clone();
+            runtime.spawn(async move {
+                let _ = queue.last_job(|w| Box::pin(w.shutdown())).await;
             });
         }
-        result
-    }
-
-    /// Commands waiting in the inbox.
-    pub(crate) fn queue_depth(&self) -> usize {
-        INBOX_CAPACITY - self.tx.capacity()
     }
 }
 
-/// Room for one command in a partition's inbox, reserved by [`PartitionHandle::reserve`].
+/// Room for one append in a partition's write queue, reserved by
+/// [`PartitionHandle::reserve`].
 pub(crate) struct Slot<'a> {
     handle: &'a PartitionHandle,
-    permit: mpsc::Permit<'a, Command>,
+    used: bool,
 }
 
-impl<'a> Slot<'a> {
-    /// Hands `batches` to the writer (it cannot fail: the room is reserved).
-    pub(crate) fn append(self, batches: Batches, sync: bool) -> PendingAppend<'a> {
+impl Slot<'_> {
+    /// Hands `batches` over (it cannot be refused for room: the room is reserved). When
+    /// the partition is idle this writes them now, on the caller's task.
+    pub(crate) fn append(mut self, batches: Batches, sync: bool) -> PendingAppend {
+        self.used = true;
         let (reply, rx) = oneshot::channel();
-        self.permit.send(Command::Append {
+        let queue = &self.handle.queue;
+        queue.hand_over(Entry {
             batches,
             sync,
             reply,
         });
         PendingAppend {
-            handle: self.handle,
-            rx,
+            wait: AppendWait::new(queue.clone(), rx),
         }
     }
 }
 
-/// An append handed to a writer: its reply (the first batch's base offset) to come.
-pub(crate) struct PendingAppend<'a> {
-    handle: &'a PartitionHandle,
-    rx: oneshot::Receiver<Result<u64>>,
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        if !self.used {
+            self.handle.queue.release_room(1);
+        }
+    }
 }
 
-impl PendingAppend<'_> {
-    /// Waits for the writer's answer. A writer that is gone (its inbox and the append in
-    /// it dropped) is `ShuttingDown` or `PartitionPanicked`.
+/// An append handed over: its answer (the first batch's base offset) to come.
+pub(crate) struct PendingAppend {
+    wait: AppendWait,
+}
+
+impl PendingAppend {
+    /// Waits for the answer. A partition shut down (or lost in a panic) before writing
+    /// the append is `ShuttingDown` (or `PartitionPanicked`).
     pub(crate) async fn reply(self) -> Result<u64> {
-        self.rx.await.map_err(|_| self.handle.gone())?
+        self.wait.answer().await
     }
 }

@@ -1,11 +1,13 @@
 //! A partition: the shared, read-mostly [`PartitionLog`] (segment list, high watermark,
-//! log start offset) that readers use without involving the writer, plus the
-//! single writer task (`writer`), its messages (`command`), the async handle producers
+//! log start offset) that readers use without involving the writer, plus the write
+//! state (`writer`), the write groups that hand it from producer to producer
+//! (`write_queue`), what it is given to write (`command`), the async handle producers
 //! use (`handle`), and the open-time loading (`open`).
 
 pub(crate) mod command;
 pub(crate) mod handle;
 pub(crate) mod open;
+pub(crate) mod write_queue;
 pub(crate) mod writer;
 
 use std::path::PathBuf;
@@ -56,6 +58,9 @@ pub(crate) struct PartitionLog {
     hw_watch: watch::Sender<u64>,
     /// Topic-wide wake-up for consumers spanning several partitions.
     activity: Arc<Notify>,
+    /// Write groups written, and the appends they held.
+    groups_written: AtomicU64,
+    appends_written: AtomicU64,
 }
 
 impl PartitionLog {
@@ -82,7 +87,24 @@ impl PartitionLog {
             log_start: AtomicU64::new(log_start),
             hw_watch: watch::Sender::new(high_watermark),
             activity,
+            groups_written: AtomicU64::new(0),
+            appends_written: AtomicU64::new(0),
         }
+    }
+
+    /// Counts one written write group of `appends` appends.
+    pub(crate) fn count_group(&self, appends: usize) {
+        self.groups_written.fetch_add(1, Ordering::Relaxed);
+        self.appends_written
+            .fetch_add(appends as u64, Ordering::Relaxed);
+    }
+
+    /// Write groups written since open, and the appends they held.
+    pub(crate) fn write_groups(&self) -> (u64, u64) {
+        (
+            self.groups_written.load(Ordering::Relaxed),
+            self.appends_written.load(Ordering::Relaxed),
+        )
     }
 
     /// Snapshot of the segment list.

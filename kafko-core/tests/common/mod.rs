@@ -4,6 +4,7 @@
 
 pub mod failing_appends;
 pub mod faulty;
+pub mod gate;
 pub mod interposed;
 pub mod on_disk;
 

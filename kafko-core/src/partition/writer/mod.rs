@@ -1,39 +1,42 @@
-//! The single writer task of a partition. It owns the active segment, assigns offsets,
-//! drains every queued append into one `write` (group commit), applies the fsync policy,
-//! rolls segments, runs retention and installs compacted segments. Nothing else writes.
+//! The write state of a partition: the active segment, the group being staged, the fsync
+//! pipeline and the seal of the last rolled segment. Whoever holds it is the partition's
+//! one writer — a producer leading a write group, or a maintenance task (see
+//! `write_queue`, which hands it from one to the next). Nothing else writes.
 //!
 //! Invariants:
 //! - offsets are assigned only here, and become visible (high watermark) only after the
 //!   bytes holding them were written — and fsynced, when the policy or request says so;
 //! - a failed write is cut back off the file and burns no offset;
 //! - after a failed fsync (or a failed cut) the partition accepts no more writes;
+//! - `write_group` never waits: what would (a roll, a seal still running before an
+//!   fsync that must cover it) is returned as a [`Detour`] for a maintenance task;
 //! - a rolled segment is sealed (fsync, then its index files) on a blocking thread while
 //!   the new one takes writes; at most one seal is in flight, and everything that
-//!   promises durability (an fsync of the active segment, `sync`, shutdown) or removes
-//!   segments (the next roll, retention, a compaction swap) waits for it first;
+//!   promises durability (an fsynced group, `sync`, shutdown) or removes segments (the
+//!   next roll, retention, a compaction swap) waits for it first;
 //! - a group that must be fsynced (policy `always`, or a `sync` request) is published and
-//!   acknowledged only after its fsync, which runs on the `pipeline` while the writer
-//!   goes on writing later groups; those wait behind it, so publishing stays in order.
+//!   acknowledged only after its fsync, which the `pipeline` runs while later groups are
+//!   written; those wait behind it, so publishing stays in order.
 //!
-//! Here: the task loop, group commit, the fsync policy and shutdown. The writer's other
-//! duties each have a file: `pipeline` (fsyncs running while later groups are written),
-//! `roll` (new segment, background seal), `retention` and `swap` (installing a compacted
-//! segment).
+//! Here: staging and writing a group, the fsync policy and shutdown. The other duties each
+//! have a file: `pipeline` (fsyncs running while later groups are written), `roll` (new
+//! segment, background seal), `retention` and `swap` (installing a compacted segment).
 
 mod pipeline;
 mod retention;
 mod roll;
 mod swap;
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
-use tokio::sync::{mpsc, oneshot};
-use tokio::time::Instant;
+use tokio::sync::oneshot;
 
 use self::pipeline::SyncPipeline;
 use super::PartitionLog;
-use super::command::{Batches, Command};
+use super::command::Batches;
+use super::write_queue::Answer;
 use crate::config::{FsyncPolicy, TopicConfig};
 use crate::error::{KafkoError, Result};
 use crate::segment::Segment;
@@ -42,17 +45,15 @@ use crate::segment::index;
 use crate::state_file;
 use crate::storage::{Storage, blocking};
 
-/// Most appends drained into one write.
-const MAX_GROUP_COMMANDS: usize = 512;
-/// Most times the writer yields while gathering one group (see `gather_group`).
-const MAX_GROUP_YIELDS: usize = 8;
-/// Most bytes drained into one write.
-const MAX_GROUP_BYTES: usize = 4 * 1024 * 1024;
+/// Most appends written in one group.
+pub(crate) const MAX_GROUP_APPENDS: usize = 512;
+/// Most bytes written in one group (one append may exceed it alone).
+pub(crate) const MAX_GROUP_BYTES: u64 = 4 * 1024 * 1024;
 
 /// Write buffer allocated up front.
 const INITIAL_BUFFER: usize = 64 * 1024;
 /// Largest write buffer kept between groups (an append may be larger than a group).
-const MAX_RETAINED_BUFFER: usize = 2 * MAX_GROUP_BYTES;
+const MAX_RETAINED_BUFFER: usize = 2 * MAX_GROUP_BYTES as usize;
 
 /// Name of the per-partition log start checkpoint.
 pub(crate) const LOG_START_FILE: &str = "log-start-offset";
@@ -60,31 +61,53 @@ pub(crate) const LOG_START_FILE: &str = "log-start-offset";
 /// after each seal and at clean shutdown; recovery refuses a log that ends below it.
 pub(crate) const RECOVERY_POINT_FILE: &str = "recovery-point";
 
-/// Shared with the handle so a dropped reply can be told apart from a shutdown.
-#[derive(Default)]
-pub(crate) struct WriterState {
-    pub(crate) panicked: AtomicBool,
+/// One append handed to the writer: its batches, whether it asks for an fsync, and where
+/// its answer goes.
+pub(crate) struct Entry {
+    pub(crate) batches: Batches,
+    /// fsync before acknowledging, whatever the policy.
+    pub(crate) sync: bool,
+    pub(crate) reply: oneshot::Sender<Answer>,
 }
 
-/// Sets `panicked` if the writer unwinds. Declared first in `run`, so it drops before
-/// the writer's own fields (the reply senders): waiters see the flag when they wake.
-struct PanicGuard(Arc<WriterState>);
+impl Entry {
+    /// Answers the append with an error (it was not written).
+    pub(crate) fn fail(self, error: KafkoError) {
+        let _ = self.reply.send(Answer::Done(Err(error)));
+    }
+}
 
-impl Drop for PanicGuard {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            self.0.panicked.store(true, Ordering::Release);
+/// Why the partition takes no more writes. Set once; the first reason stays.
+#[derive(Default)]
+pub(crate) struct Poison(OnceLock<String>);
+
+impl Poison {
+    pub(crate) fn get(&self) -> Option<&str> {
+        self.0.get().map(String::as_str)
+    }
+
+    fn set(&self, log: &PartitionLog, reason: String) {
+        if self.0.set(reason).is_ok() {
+            let reason = self.get().unwrap_or_default();
+            tracing::error!(topic = %log.topic, partition = log.partition, %reason, "partition turns read-only");
         }
     }
 }
 
-struct PendingReply {
-    reply: oneshot::Sender<Result<u64>>,
+/// An append staged in the current group, to be answered with its base offset.
+pub(crate) struct PendingReply {
+    reply: oneshot::Sender<Answer>,
     base_offset: u64,
 }
 
+impl PendingReply {
+    fn fail(self, error: KafkoError) {
+        let _ = self.reply.send(Answer::Done(Err(error)));
+    }
+}
+
 /// A batch observed in the write buffer, applied to the index once published.
-struct Observation {
+pub(crate) struct Observation {
     rel: u32,
     position: u32,
     framed_len: u64,
@@ -93,7 +116,7 @@ struct Observation {
 
 /// Where a written group ends: what publishing it makes visible.
 #[derive(Clone, Copy)]
-struct GroupEnd {
+pub(crate) struct GroupEnd {
     /// Length of the active segment's file with the group.
     len: u64,
     next_offset: u64,
@@ -101,25 +124,46 @@ struct GroupEnd {
 }
 
 /// A written group waiting in the pipeline for an fsync that covers it.
-struct WrittenGroup {
+pub(crate) struct WrittenGroup {
     end: GroupEnd,
     observations: Vec<Observation>,
     replies: Vec<PendingReply>,
 }
 
+/// Work a group needs that may wait, so a leader on a producer's task cannot do it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Detour {
+    /// The next append does not fit the active segment.
+    Roll,
+    /// The group must be fsynced, and the seal of the last rolled segment still runs.
+    FinishSeal,
+}
+
+/// Whether the storage layer survived a write.
+#[derive(PartialEq, Eq)]
+enum Written {
+    Ok,
+    StoragePanicked,
+}
+
+/// How `write_group` ended.
+pub(crate) enum GroupOutcome {
+    /// Every entry was written (or failed and answered).
+    Done,
+    /// The entries left in the group need this first.
+    Needs(Detour),
+    /// The storage layer panicked in a write: the partition is unusable.
+    StoragePanicked,
+}
+
 pub(crate) struct Writer {
     log: Arc<PartitionLog>,
     storage: Arc<dyn Storage>,
-    rx: mpsc::Receiver<Command>,
     config: Arc<TopicConfig>,
     active: Arc<Segment>,
-    /// Written since the last fsync.
-    dirty: bool,
-    last_sync: Instant,
-    poisoned: Option<String>,
+    poison: Arc<Poison>,
     /// Set when a compaction swap failed past its commit point (see `install_swap`).
     swap_unfinished: Option<String>,
-    state: Arc<WriterState>,
     buf: Vec<u8>,
     pending: Vec<PendingReply>,
     observations: Vec<Observation>,
@@ -132,8 +176,8 @@ pub(crate) struct Writer {
     pipeline: SyncPipeline,
     buffered_max_ts: i64,
     sync_requested: bool,
-    /// Appends in the previous group: how many producers the next gather expects.
-    last_group: usize,
+    /// Whether a timer will run the interval policy's fsync.
+    interval_timer: bool,
     /// The seal of the previously active segment, while it runs (see `roll`).
     sealing: Option<roll::Sealing>,
 }
@@ -141,25 +185,20 @@ pub(crate) struct Writer {
 impl Writer {
     pub(crate) fn new(
         log: Arc<PartitionLog>,
-        rx: mpsc::Receiver<Command>,
         config: Arc<TopicConfig>,
         active: Arc<Segment>,
-        state: Arc<WriterState>,
     ) -> Self {
         let buffered_next = active.next_offset();
         let written_len = active.len();
-        let pipeline = SyncPipeline::new(active.file.clone());
+        let poison = Arc::new(Poison::default());
+        let pipeline = SyncPipeline::new(log.clone(), active.clone(), poison.clone());
         Writer {
             storage: log.storage.clone(),
             log,
-            rx,
             config,
             active,
-            dirty: false,
-            last_sync: Instant::now(),
-            poisoned: None,
+            poison,
             swap_unfinished: None,
-            state,
             buf: Vec::with_capacity(INITIAL_BUFFER),
             pending: Vec::new(),
             observations: Vec::new(),
@@ -168,125 +207,8 @@ impl Writer {
             pipeline,
             buffered_max_ts: i64::MIN,
             sync_requested: false,
-            last_group: 1,
+            interval_timer: false,
             sealing: None,
-        }
-    }
-
-    /// The task body: runs until shutdown or until every sender is gone.
-    pub(crate) async fn run(mut self) {
-        let _guard = PanicGuard(self.state.clone());
-        let mut deferred: Option<Command> = None;
-        loop {
-            let cmd = match deferred.take() {
-                Some(c) => Some(c),
-                None => self.next_command().await,
-            };
-            let Some(cmd) = cmd else {
-                // Every handle is gone: leave the data durable.
-                let _ = self.shutdown().await;
-                return;
-            };
-            match cmd {
-                Command::Append {
-                    batches,
-                    sync,
-                    reply,
-                } => {
-                    self.reap_finished_seal().await;
-                    self.reap_synced();
-                    self.stage(batches, sync, reply).await;
-                    deferred = self.gather_group().await;
-                    self.last_group = self.pending.len();
-                    self.flush().await;
-                }
-                Command::Sync { reply } => {
-                    let _ = reply.send(self.sync_now().await);
-                }
-                Command::Retention { now_ms, reply } => {
-                    let _ = reply.send(self.enforce_retention(now_ms).await);
-                }
-                Command::Swap { swap, reply } => {
-                    let _ = reply.send(self.install_swap(*swap).await);
-                }
-                Command::UpdateConfig { config } => self.config = config,
-                Command::Shutdown { reply } => {
-                    let _ = reply.send(self.shutdown().await);
-                    return;
-                }
-            }
-        }
-    }
-
-    /// Stages every append already queued, and gives producers that are about to send a
-    /// few chances to join, so concurrent sends share one write (and one fsync). Returns a
-    /// non-append command met on the way, to be run after the flush.
-    ///
-    /// Why wait at all: a flush wakes every producer it answers, but they are runnable, not
-    /// yet sent — and tokio runs the first woken send's writer wake-up before the others.
-    /// Without waiting, the group shrinks to whoever was first. The wait is bounded: it
-    /// stops once the group is as large as the previous one (the producers we expect are
-    /// here), when a yield brought nothing new, or after `MAX_GROUP_YIELDS` yields.
-    async fn gather_group(&mut self) -> Option<Command> {
-        let mut yields = 0;
-        loop {
-            while self.pending.len() < MAX_GROUP_COMMANDS && self.buf.len() < MAX_GROUP_BYTES {
-                match self.rx.try_recv() {
-                    Ok(Command::Append {
-                        batches,
-                        sync,
-                        reply,
-                    }) => self.stage(batches, sync, reply).await,
-                    Ok(other) => return Some(other),
-                    Err(_) => break,
-                }
-            }
-            let full =
-                self.pending.len() >= MAX_GROUP_COMMANDS || self.buf.len() >= MAX_GROUP_BYTES;
-            let expected_here = self.pending.len() >= self.last_group.max(2);
-            if full || expected_here || yields >= MAX_GROUP_YIELDS {
-                return None;
-            }
-            requeue().await;
-            yields += 1;
-            if self.rx.is_empty() {
-                return None;
-            }
-        }
-    }
-
-    /// Waits for a command, running interval fsyncs while idle and publishing groups as
-    /// their fsyncs finish.
-    async fn next_command(&mut self) -> Option<Command> {
-        loop {
-            // A poisoned partition never fsyncs again: without the check its deadline
-            // stays in the past and this loop spins forever.
-            let deadline = match self.config.fsync {
-                FsyncPolicy::IntervalMs { interval_ms }
-                    if self.dirty && self.poisoned.is_none() =>
-                {
-                    Some(self.last_sync + std::time::Duration::from_millis(interval_ms))
-                }
-                _ => None,
-            };
-            if deadline.is_none() && self.pipeline.is_empty() {
-                return self.rx.recv().await;
-            }
-            let waiting = !self.pipeline.is_empty();
-            let woke = tokio::select! {
-                // Acknowledgements first: they free producers to send the next group.
-                biased;
-                done = self.pipeline.next_done(), if waiting => Woke::Synced(done),
-                cmd = self.rx.recv() => Woke::Command(cmd),
-                () = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => Woke::Deadline,
-            };
-            match woke {
-                Woke::Command(cmd) => return cmd,
-                Woke::Synced(done) => self.on_synced(done),
-                Woke::Deadline => {
-                    let _ = self.sync_now().await;
-                }
-            }
         }
     }
 
@@ -298,34 +220,74 @@ impl Writer {
         }
     }
 
-    /// Adds one append's batches to the write buffer, rolling the segment first if they
-    /// would overflow it. They go to one segment and one write, so they are stored or
-    /// failed together (a segment may exceed `segment_bytes` by one append, as it may by
-    /// one large batch).
-    async fn stage(&mut self, batches: Batches, sync: bool, reply: oneshot::Sender<Result<u64>>) {
-        if let Some(reason) = &self.poisoned {
-            let _ = reply.send(Err(self.read_only_error(reason)));
-            return;
+    fn poison(&self, reason: String) {
+        self.poison.set(&self.log, reason);
+    }
+
+    /// Uses a new configuration from the next group on.
+    pub(crate) fn set_config(&mut self, config: Arc<TopicConfig>) {
+        self.config = config;
+    }
+
+    /// Writes the entries of `group`, oldest first, in one `write`, and publishes or
+    /// queues the result for its fsync; answers each entry. Never waits: entries that
+    /// need a roll, or an fsync that a running seal must precede, stay in `group` and
+    /// the detour they need is returned.
+    pub(crate) fn write_group(&mut self, group: &mut Vec<Entry>) -> GroupOutcome {
+        self.reap_finished_seal();
+        if let Some(reason) = self.poison.get().map(str::to_owned) {
+            for entry in group.drain(..) {
+                entry.fail(self.read_only_error(&reason));
+            }
+            return GroupOutcome::Done;
         }
-        let framed = batches.framed_len();
+        let must_sync = self.config.fsync == FsyncPolicy::Always
+            || group.iter().any(|e| e.sync)
+            || self.pipeline.has_waiting();
+        if must_sync && self.sealing.is_some() {
+            return GroupOutcome::Needs(Detour::FinishSeal);
+        }
+        let mut entries = std::mem::take(group).into_iter();
+        while let Some(entry) = entries.next() {
+            if self.needs_roll(&entry.batches) {
+                // This one and the rest wait for the roll, in order.
+                group.push(entry);
+                group.extend(entries);
+                break;
+            }
+            self.stage(entry);
+        }
+        if self.write_staged(must_sync) == Written::StoragePanicked {
+            return GroupOutcome::StoragePanicked;
+        }
+        match group.is_empty() {
+            true => GroupOutcome::Done,
+            false => GroupOutcome::Needs(Detour::Roll),
+        }
+    }
+
+    /// Whether `batches` would overflow the active segment (its bytes, or the 32-bit
+    /// relative offsets of its index), counting what is already staged.
+    fn needs_roll(&self, batches: &Batches) -> bool {
         let used = self.written_len + self.buf.len() as u64;
         let rel = self.buffered_next - self.active.base_offset;
-        if used > 0
-            && (used + framed > self.config.segment_bytes
+        used > 0
+            && (used + batches.framed_len() > self.config.segment_bytes
                 || rel + batches.offset_span() > u64::from(u32::MAX))
-        {
-            self.flush().await;
-            if let Err(e) = self.roll().await {
-                let _ = reply.send(Err(e));
-                return;
-            }
-        }
-        if let Some(reason) = &self.poisoned {
-            let _ = reply.send(Err(self.read_only_error(reason)));
-            return;
-        }
+    }
+
+    /// Adds one append's batches to the write buffer. They go to one segment and one
+    /// write, so they are stored or failed together (a segment may exceed
+    /// `segment_bytes` by one append, as it may by one large batch).
+    fn stage(&mut self, entry: Entry) {
+        let Entry {
+            batches,
+            sync,
+            reply,
+        } = entry;
         let base_offset = self.buffered_next;
-        self.buf.reserve(framed as usize);
+        self.buf
+            .reserve(usize::try_from(batches.framed_len()).unwrap_or(usize::MAX));
         // By value: each batch is dropped once copied, so a large append is held about
         // once, not twice.
         let mut batches = batches.into_iter().peekable();
@@ -348,20 +310,45 @@ impl Writer {
         self.pending.push(PendingReply { reply, base_offset });
     }
 
-    /// Writes the buffer in one call; publishes and replies now, or once fsynced.
-    async fn flush(&mut self) {
+    /// Writes the staged group in one call, then publishes it, or queues it for the fsync
+    /// that must come first. A failed write fails the group's appends (so does a panic
+    /// of the storage layer, which also makes the partition unusable).
+    fn write_staged(&mut self, must_sync: bool) -> Written {
         if self.buf.is_empty() {
-            return;
+            return Written::Ok;
         }
-        if let Err(e) = self.write_buffer().await {
-            // The failed group's offsets are not burnt: the next starts at its first.
-            if let Some(first) = self.pending.first() {
-                self.buffered_next = first.base_offset;
+        let must_sync = must_sync || self.sync_requested;
+        let written =
+            std::panic::catch_unwind(AssertUnwindSafe(|| self.active.file.append(&self.buf)));
+        let outcome = match written {
+            Ok(Ok(())) => {
+                self.written_len += self.buf.len() as u64;
+                let end = GroupEnd {
+                    len: self.written_len,
+                    next_offset: self.buffered_next,
+                    max_timestamp: self.buffered_max_ts,
+                };
+                self.log.count_group(self.pending.len());
+                self.pipeline
+                    .complete(end, &mut self.observations, &mut self.pending, must_sync);
+                self.after_write();
+                Written::Ok
             }
-            for p in self.pending.drain(..) {
-                let _ = p.reply.send(Err(e.duplicate()));
+            Ok(Err(e)) => {
+                let error = KafkoError::io("appending to", &self.active.log_path, e);
+                self.fail_staged(|| error.duplicate());
+                Written::Ok
             }
-        }
+            Err(_) => {
+                self.poison("the storage layer panicked in a write".into());
+                let (topic, partition) = (self.log.topic.clone(), self.log.partition);
+                self.fail_staged(|| KafkoError::PartitionPanicked {
+                    topic: topic.to_string(),
+                    partition,
+                });
+                Written::StoragePanicked
+            }
+        };
         self.buf.clear();
         if self.buf.capacity() > MAX_RETAINED_BUFFER {
             // One huge append must not pin its size in memory for the partition's life.
@@ -370,149 +357,80 @@ impl Writer {
         self.observations.clear();
         self.buffered_max_ts = i64::MIN;
         self.sync_requested = false;
+        outcome
     }
 
-    /// Writes the staged group. A group that must be fsynced — by the policy, by a
-    /// request, or because an earlier group still waits for its fsync — goes to the
-    /// pipeline; any other is published and answered here.
-    async fn write_buffer(&mut self) -> Result<()> {
-        let must_sync = self.sync_requested
-            || self.config.fsync == FsyncPolicy::Always
-            || !self.pipeline.is_empty();
-        if must_sync {
-            // The fsync to come covers every record before it, those of a segment still
-            // sealing too. Waited for before the write, so a failed seal fails this group
-            // with nothing of it on disk.
-            self.finish_seal().await?;
+    /// Fails every staged append after a failed write: whatever part of the write landed
+    /// is cut, so the next group starts clean, and its offsets are not burnt. Groups
+    /// written before it (some may wait for their fsync) stay.
+    fn fail_staged(&mut self, error: impl Fn() -> KafkoError) {
+        if let Err(cut) = self.active.file.truncate(self.written_len) {
+            self.poison(format!("could not cut a failed write: {cut}"));
         }
-        if let Err(e) = self.active.file.append(&self.buf) {
-            // The path is cloned here, on failure, not for every group.
-            let err = KafkoError::io("appending to", &self.active.log_path, e);
-            // Cut whatever part of the write landed, so the next batch starts clean. Groups
-            // written before it (some may wait for their fsync) stay.
-            if let Err(cut) = self.active.file.truncate(self.written_len) {
-                self.poison(format!("could not cut a failed write: {cut}"));
-            }
-            return Err(err);
+        if let Some(first) = self.pending.first() {
+            self.buffered_next = first.base_offset;
         }
-        self.written_len += self.buf.len() as u64;
-        self.dirty = true;
-        let end = GroupEnd {
-            len: self.written_len,
-            next_offset: self.buffered_next,
-            max_timestamp: self.buffered_max_ts,
-        };
-        if must_sync {
-            self.pipeline.push(WrittenGroup {
-                end,
-                observations: std::mem::take(&mut self.observations),
-                replies: std::mem::take(&mut self.pending),
-            });
-            return Ok(());
+        for p in self.pending.drain(..) {
+            p.fail(error());
         }
-        // The common case publishes from the writer's own buffers: no allocation.
-        publish(
-            &self.log,
-            &self.active,
-            end,
-            &self.observations,
-            self.pending.drain(..),
-        );
-        if let FsyncPolicy::IntervalMs { interval_ms } = self.config.fsync
-            && self.last_sync.elapsed() >= std::time::Duration::from_millis(interval_ms)
-        {
-            let _ = self.sync_now().await;
-        }
-        Ok(())
     }
 
-    /// Publishes the groups a finished fsync covers; after a failed one, fails every
-    /// waiting group and turns the partition read-only.
-    fn on_synced(&mut self, done: std::io::Result<u64>) {
-        match done {
-            Ok(synced_len) => {
-                for group in self.pipeline.take_covered(synced_len) {
-                    publish(
-                        &self.log,
-                        &self.active,
-                        group.end,
-                        &group.observations,
-                        group.replies.into_iter(),
-                    );
-                }
-                if synced_len >= self.written_len {
-                    self.dirty = false;
-                    self.last_sync = Instant::now();
-                }
-            }
-            Err(e) => {
-                self.poison(format!("fsync failed: {e}"));
-                let err = KafkoError::io("fsyncing", &self.active.log_path, e);
-                for group in self.pipeline.take_all() {
-                    for p in group.replies {
-                        let _ = p.reply.send(Err(err.duplicate()));
-                    }
-                }
+    /// The interval policy after a write: an fsync now when one is due (the flusher runs
+    /// it; nothing waits for it), else a timer for the deadline.
+    fn after_write(&mut self) {
+        if let FsyncPolicy::IntervalMs { interval_ms } = self.config.fsync {
+            if self.pipeline.since_sync() >= Duration::from_millis(interval_ms) {
+                self.pipeline.request_sync();
+            } else {
+                self.interval_timer = true;
             }
         }
     }
 
-    /// Publishes whatever fsyncs have finished, without waiting. Nothing is reported
-    /// while nothing waits: the flusher reports only fsyncs that waiting groups asked for.
-    fn reap_synced(&mut self) {
-        if self.pipeline.is_empty() {
-            return;
+    /// When an interval fsync is to be run by a timer: once per armed deadline.
+    pub(crate) fn take_interval_timer(&mut self) -> Option<Duration> {
+        if !std::mem::take(&mut self.interval_timer) {
+            return None;
         }
-        while let Some(done) = self.pipeline.try_done() {
-            self.on_synced(done);
-        }
-    }
-
-    /// Waits until no group waits for an fsync (each published, or failed).
-    async fn drain_pipeline(&mut self) {
-        while !self.pipeline.is_empty() {
-            let done = self.pipeline.next_done().await;
-            self.on_synced(done);
+        match self.config.fsync {
+            FsyncPolicy::IntervalMs { interval_ms } => {
+                Some(Duration::from_millis(interval_ms).saturating_sub(self.pipeline.since_sync()))
+            }
+            _ => None,
         }
     }
 
-    /// fdatasync of the active segment on a blocking thread: the runtime thread stays free
-    /// to accept and parse the requests that the next group commit will cover.
-    async fn fsync_active(&self) -> std::io::Result<()> {
-        let file = self.active.file.clone();
-        match tokio::task::spawn_blocking(move || file.sync_data()).await {
-            Ok(result) => result,
-            Err(join) => Err(std::io::Error::other(format!("fsync task failed: {join}"))),
+    /// The timer's deadline passed: fsync what is still unsynced (a poisoned partition
+    /// never fsyncs again).
+    pub(crate) fn on_interval_deadline(&mut self) {
+        if self.poison.get().is_none() && self.pipeline.is_dirty() {
+            self.pipeline.request_sync();
         }
     }
 
-    fn poison(&mut self, reason: String) {
-        tracing::error!(topic = %self.log.topic, partition = self.log.partition, %reason, "partition turns read-only");
-        self.poisoned = Some(reason);
+    /// Runs a detour: rolls the segment, or waits for the running seal.
+    pub(crate) async fn run_detour(&mut self, detour: Detour) -> Result<()> {
+        match detour {
+            Detour::Roll => self.roll().await,
+            Detour::FinishSeal => self.finish_seal().await,
+        }
     }
 
-    async fn sync_now(&mut self) -> Result<()> {
-        self.drain_pipeline().await;
-        if let Some(reason) = &self.poisoned {
+    /// fsyncs everything written so far, the seal of a rolled segment included.
+    pub(crate) async fn sync_now(&mut self) -> Result<()> {
+        let synced = self.pipeline.sync_all().await;
+        if let Some(reason) = self.poison.get() {
             return Err(self.read_only_error(reason));
         }
-        self.finish_seal().await?;
-        if !self.dirty {
-            return Ok(());
-        }
-        if let Err(e) = self.fsync_active().await {
-            self.poison(format!("fsync failed: {e}"));
+        if let Err(e) = synced {
             return Err(KafkoError::io("fsyncing", &self.active.log_path, e));
         }
-        self.dirty = false;
-        self.last_sync = Instant::now();
-        Ok(())
+        self.finish_seal().await
     }
 
     /// fsyncs the active segment, then writes its indexes (so the next open needs no
     /// scan) and raises the recovery point to the end of the log, on the blocking pool.
-    async fn shutdown(&mut self) -> Result<()> {
-        self.flush().await;
+    pub(crate) async fn shutdown(&mut self) -> Result<()> {
         self.sync_now().await?;
         let active = self.active.clone();
         let storage = self.storage.clone();
@@ -543,31 +461,6 @@ fn publish(
     active.publish(end.len, end.next_offset, end.max_timestamp);
     log.publish_high_watermark(end.next_offset);
     for p in replies {
-        let _ = p.reply.send(Ok(p.base_offset));
+        let _ = p.reply.send(Answer::Done(Ok(p.base_offset)));
     }
-}
-
-/// What woke an idle writer.
-enum Woke {
-    Command(Option<Command>),
-    Synced(std::io::Result<u64>),
-    Deadline,
-}
-
-/// Puts the running task at the back of its worker's run queue once, so the producers
-/// woken by the last flush run (and send) before it continues. Unlike
-/// `tokio::task::yield_now`, which defers the task until the worker would park (an extra
-/// `epoll_wait` per yield), this re-queues it directly.
-async fn requeue() {
-    let mut done = false;
-    std::future::poll_fn(|cx| {
-        if done {
-            std::task::Poll::Ready(())
-        } else {
-            done = true;
-            cx.waker().wake_by_ref();
-            std::task::Poll::Pending
-        }
-    })
-    .await
 }

@@ -1,164 +1,243 @@
 //! The fsync pipeline of the active segment: groups that are written but wait for an
 //! fsync before they are published and acknowledged, and the flusher that runs those
-//! fsyncs back to back on a blocking thread.
+//! fsyncs back to back on a blocking thread and publishes what each one covered.
 //!
-//! Why a pipeline: with the fsync awaited inside the group commit, the writer took no
-//! new group while a flush ran, and between two fsyncs lay the wake-up of the writer,
-//! its replies, the next gather and the start of a blocking thread — on the bench
-//! machine about as long as the fsync itself. Now the writer keeps writing groups while
-//! an fsync runs, and the flusher starts the next fsync as soon as the previous one
-//! returns, covering everything written meanwhile.
+//! Why a pipeline: with the fsync awaited inside the group commit, no new group could be
+//! written while a flush ran. Now leaders keep writing groups while an fsync runs, and
+//! the flusher starts the next fsync as soon as the previous one returns, covering
+//! everything written meanwhile. The flusher publishes itself: no task hop lies between
+//! an fsync's return and the acknowledgements it releases.
 //!
-//! Invariants (the writer keeps the ones about publishing, see `Writer::write_buffer`):
+//! Invariants:
 //! - a group is published (index, readable length, high watermark) and acknowledged
 //!   only after an fsync that began after the group's write returned;
-//! - groups are published in write order; while one waits, every later group waits
-//!   behind it, so the readable length never passes a byte still waiting for its fsync;
+//! - groups are published in write order, under this pipeline's lock, by whoever
+//!   publishes (the leader that wrote a group nobody waits before, or the flusher);
+//!   while one group waits, every later group waits behind it, so the readable length
+//!   never passes a byte still waiting for its fsync;
 //! - at most one flusher runs per pipeline: it stops once it has caught up, and the
-//!   next queued group starts it again — both decided under one lock, so a group is
+//!   next request starts it again — both decided under the lock, so a waiting group is
 //!   never left without an fsync to come;
-//! - a failed fsync is reported once and stops the flusher; the writer then fails every
-//!   waiting group and turns the partition read-only.
+//! - a failed fsync poisons the partition, fails every waiting group and stops the
+//!   flusher; nothing is published after it.
 
 use std::collections::VecDeque;
 use std::io;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
-use tokio::sync::mpsc;
+use tokio::sync::watch;
 
-use super::WrittenGroup;
-use crate::storage::StorageFile;
+use super::{GroupEnd, Observation, PendingReply, Poison, WrittenGroup, publish};
+use crate::error::KafkoError;
+use crate::partition::PartitionLog;
+use crate::segment::Segment;
 
-/// What the flusher and the writer share: how far the file must be, and has been, synced.
-#[derive(Default)]
-struct Progress {
-    /// File length the waiting groups need synced.
+/// The file lengths the flusher and the leaders share.
+struct State {
+    /// Written groups waiting for their fsync, oldest first.
+    waiting: VecDeque<WrittenGroup>,
+    /// Length of the file written so far.
+    written: u64,
+    /// Length the next fsync must cover.
     requested: u64,
-    /// File length the last successful fsync covered.
+    /// Length the last successful fsync covered.
     synced: u64,
-    /// Whether a flusher is running (or about to).
+    /// Whether a flusher runs (or is about to).
     running: bool,
+    /// When the last successful fsync returned.
+    last_sync: Instant,
+}
+
+struct Shared {
+    log: Arc<PartitionLog>,
+    active: Arc<Segment>,
+    poison: Arc<Poison>,
+    state: Mutex<State>,
+    /// Changes after every fsync (done or failed): what a waiting sync watches.
+    fsynced: watch::Sender<()>,
 }
 
 /// The groups of one segment file that wait for their fsync.
 pub(super) struct SyncPipeline {
-    file: Arc<dyn StorageFile>,
-    progress: Arc<Mutex<Progress>>,
-    /// Each finished fsync: the file length it covered, or its error.
-    done_tx: mpsc::UnboundedSender<io::Result<u64>>,
-    done_rx: mpsc::UnboundedReceiver<io::Result<u64>>,
-    waiting: VecDeque<WrittenGroup>,
+    shared: Arc<Shared>,
 }
 
-fn lock(progress: &Mutex<Progress>) -> MutexGuard<'_, Progress> {
-    // The lock guards plain integers; a panic elsewhere cannot leave them half-updated.
-    progress.lock().unwrap_or_else(|p| p.into_inner())
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // Every update below leaves the state whole before anything can panic.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 impl SyncPipeline {
-    /// An empty pipeline for `file`.
-    pub(super) fn new(file: Arc<dyn StorageFile>) -> Self {
-        let (done_tx, done_rx) = mpsc::unbounded_channel();
+    /// A pipeline for the active segment; what the file holds already counts as synced.
+    pub(super) fn new(log: Arc<PartitionLog>, active: Arc<Segment>, poison: Arc<Poison>) -> Self {
+        let len = active.len();
         SyncPipeline {
-            file,
-            progress: Arc::default(),
-            done_tx,
-            done_rx,
-            waiting: VecDeque::new(),
+            shared: Arc::new(Shared {
+                log,
+                active,
+                poison,
+                state: Mutex::new(State {
+                    waiting: VecDeque::new(),
+                    written: len,
+                    requested: len,
+                    synced: len,
+                    running: false,
+                    last_sync: Instant::now(),
+                }),
+                fsynced: watch::Sender::new(()),
+            }),
         }
     }
 
-    /// Whether no group waits.
-    pub(super) fn is_empty(&self) -> bool {
-        self.waiting.is_empty()
+    /// Whether a written group waits for its fsync.
+    pub(super) fn has_waiting(&self) -> bool {
+        !self.shared.lock().waiting.is_empty()
     }
 
-    /// Queues a written group (its bytes end at `group.end.len`) and makes sure an fsync
-    /// that begins after now will cover it.
-    pub(super) fn push(&mut self, group: WrittenGroup) {
-        let end = group.end.len;
-        self.waiting.push_back(group);
-        let mut progress = lock(&self.progress);
-        progress.requested = progress.requested.max(end);
-        if !progress.running {
-            progress.running = true;
-            let (file, shared, done) = (
-                self.file.clone(),
-                self.progress.clone(),
-                self.done_tx.clone(),
-            );
-            tokio::task::spawn_blocking(move || flusher(&*file, &shared, &done));
+    /// Whether bytes were written since the last fsync.
+    pub(super) fn is_dirty(&self) -> bool {
+        let st = self.shared.lock();
+        st.written > st.synced
+    }
+
+    /// Time since the last successful fsync.
+    pub(super) fn since_sync(&self) -> Duration {
+        self.shared.lock().last_sync.elapsed()
+    }
+
+    /// Takes a group that was just written: publishes it now, or, when it must be
+    /// fsynced first (`must_sync`) or an earlier group still waits, queues it behind an
+    /// fsync that will cover it. The common case publishes from the leader's buffers
+    /// (drained, kept for the next group): no allocation.
+    pub(super) fn complete(
+        &self,
+        end: GroupEnd,
+        observations: &mut Vec<Observation>,
+        replies: &mut Vec<PendingReply>,
+        must_sync: bool,
+    ) {
+        let mut st = self.shared.lock();
+        st.written = end.len;
+        if must_sync || !st.waiting.is_empty() {
+            st.waiting.push_back(WrittenGroup {
+                end,
+                observations: std::mem::take(observations),
+                replies: std::mem::take(replies),
+            });
+            self.request(&mut st, end.len);
+            return;
+        }
+        publish(
+            &self.shared.log,
+            &self.shared.active,
+            end,
+            observations,
+            replies.drain(..),
+        );
+        observations.clear();
+    }
+
+    /// Starts an fsync of everything written, without waiting for it (the interval
+    /// policy's fsync).
+    pub(super) fn request_sync(&self) {
+        let mut st = self.shared.lock();
+        let end = st.written;
+        self.request(&mut st, end);
+    }
+
+    /// Makes sure an fsync that begins after now covers the first `end` bytes.
+    fn request(&self, st: &mut State, end: u64) {
+        st.requested = st.requested.max(end);
+        if st.synced >= st.requested || st.running || self.shared.poison.get().is_some() {
+            return;
+        }
+        st.running = true;
+        let shared = self.shared.clone();
+        tokio::task::spawn_blocking(move || flusher(&shared));
+    }
+
+    /// fsyncs everything written so far and waits until it is durable and every waiting
+    /// group is published. Fails if an fsync fails (the partition is then read-only).
+    pub(super) async fn sync_all(&self) -> io::Result<()> {
+        let mut fsynced = self.shared.fsynced.subscribe();
+        let target = {
+            let mut st = self.shared.lock();
+            let end = st.written;
+            self.request(&mut st, end);
+            end
+        };
+        loop {
+            if let Some(reason) = self.shared.poison.get() {
+                return Err(io::Error::other(reason.to_owned()));
+            }
+            if self.shared.lock().synced >= target {
+                return Ok(());
+            }
+            // The sender lives in `self.shared`: `changed` cannot fail while we hold it.
+            let _ = fsynced.changed().await;
         }
     }
 
-    /// Waits for the next fsync to finish. Only to be awaited while a group waits: the
-    /// flusher then runs, or has reported and stopped.
-    pub(super) async fn next_done(&mut self) -> io::Result<u64> {
-        match self.done_rx.recv().await {
-            Some(done) => done,
-            // Unreachable while `self` holds a sender; said rather than assumed.
-            None => Err(io::Error::other("the fsync pipeline closed")),
+    /// Waits until no written group waits for its fsync (each published, or failed).
+    pub(super) async fn drained(&self) {
+        let mut fsynced = self.shared.fsynced.subscribe();
+        while self.has_waiting() {
+            let _ = fsynced.changed().await;
         }
-    }
-
-    /// A finished fsync, if one has been reported.
-    pub(super) fn try_done(&mut self) -> Option<io::Result<u64>> {
-        self.done_rx.try_recv().ok()
-    }
-
-    /// Takes the waiting groups that an fsync of the first `synced_len` bytes covers,
-    /// oldest first.
-    pub(super) fn take_covered(
-        &mut self,
-        synced_len: u64,
-    ) -> impl Iterator<Item = WrittenGroup> + '_ {
-        let covered = self
-            .waiting
-            .iter()
-            .take_while(|g| g.end.len <= synced_len)
-            .count();
-        self.waiting.drain(..covered)
-    }
-
-    /// Takes every waiting group (after a failed fsync).
-    pub(super) fn take_all(&mut self) -> impl Iterator<Item = WrittenGroup> + '_ {
-        self.waiting.drain(..)
     }
 }
 
 /// The flusher: fsyncs until the synced length has caught up with the requested one,
-/// reporting each fsync. A panic in the storage layer is reported as an error, so the
-/// writer never waits for an fsync that will not come.
-fn flusher(
-    file: &dyn StorageFile,
-    progress: &Mutex<Progress>,
-    done: &mpsc::UnboundedSender<io::Result<u64>>,
-) {
+/// publishing the groups each fsync covered. A panic in the storage layer counts as a
+/// failed fsync, so no group waits for an fsync that will not come.
+fn flusher(shared: &Shared) {
     loop {
         let target = {
-            let mut p = lock(progress);
-            if p.synced >= p.requested {
-                p.running = false;
+            let mut st = shared.lock();
+            if st.synced >= st.requested {
+                st.running = false;
                 return;
             }
-            p.requested
+            st.requested
         };
-        let result = std::panic::catch_unwind(AssertUnwindSafe(|| file.sync_data()))
+        let result = std::panic::catch_unwind(AssertUnwindSafe(|| shared.active.file.sync_data()))
             .unwrap_or_else(|_| Err(io::Error::other("the fsync panicked")));
-        let failed = result.is_err();
-        {
-            let mut p = lock(progress);
-            if failed {
-                p.running = false;
-            } else {
-                p.synced = target;
+        let mut st = shared.lock();
+        match result {
+            Ok(()) => {
+                st.synced = target;
+                st.last_sync = Instant::now();
+                while st.waiting.front().is_some_and(|g| g.end.len <= target) {
+                    if let Some(g) = st.waiting.pop_front() {
+                        publish(
+                            &shared.log,
+                            &shared.active,
+                            g.end,
+                            &g.observations,
+                            g.replies.into_iter(),
+                        );
+                    }
+                }
+                drop(st);
+                shared.fsynced.send_replace(());
             }
-        }
-        // A closed channel means the writer is gone; nothing is left to report to.
-        let _ = done.send(result.map(|()| target));
-        if failed {
-            return;
+            Err(e) => {
+                shared.poison.set(&shared.log, format!("fsync failed: {e}"));
+                let err = KafkoError::io("fsyncing", &shared.active.log_path, e);
+                st.running = false;
+                for group in st.waiting.drain(..) {
+                    for p in group.replies {
+                        p.fail(err.duplicate());
+                    }
+                }
+                drop(st);
+                shared.fsynced.send_replace(());
+                return;
+            }
         }
     }
 }

@@ -14,7 +14,7 @@ use crate::storage::blocking;
 impl Writer {
     /// Deletes the oldest sealed segments beyond `retention_ms` / `retention_bytes`.
     /// Waits for a pending seal first: it may cover a segment this deletes.
-    pub(super) async fn enforce_retention(&mut self, now_ms: i64) -> Result<RetentionOutcome> {
+    pub(crate) async fn enforce_retention(&mut self, now_ms: i64) -> Result<RetentionOutcome> {
         self.finish_seal().await?;
         let segments = self.log.segments();
         let mut outcome = RetentionOutcome {

@@ -1,6 +1,7 @@
 //! Rolling: the writer starts a new active segment and seals the old one (fdatasync,
 //! then its index files) on a blocking thread, with at most one seal in flight.
 
+use std::future::Future;
 use std::sync::Arc;
 
 use super::Writer;
@@ -28,14 +29,14 @@ impl Writer {
     pub(super) async fn roll(&mut self) -> Result<()> {
         // The pipeline belongs to the active segment's file: empty it first, so every
         // group of this segment is published (or failed) before the next one starts.
-        self.drain_pipeline().await;
+        self.pipeline.drained().await;
         if self.active.len() == 0 {
             // The flush before this roll failed and left the active segment empty: a new
             // segment would have the same base offset, and the two would share one file
             // (compacting the stale twin later deleted the live segment's file).
             return Ok(());
         }
-        if let Some(reason) = &self.poisoned {
+        if let Some(reason) = self.poison.get() {
             return Err(self.read_only_error(reason));
         }
         self.finish_seal().await?;
@@ -53,9 +54,12 @@ impl Writer {
         self.log.set_segments(segments);
         let sealed = std::mem::replace(&mut self.active, next);
         self.written_len = self.active.len();
-        self.pipeline = super::pipeline::SyncPipeline::new(self.active.file.clone());
-        // The sealed segment's pending data is the seal's to make durable now.
-        self.dirty = false;
+        // The sealed segment's unsynced data is the seal's to make durable now.
+        self.pipeline = super::pipeline::SyncPipeline::new(
+            self.log.clone(),
+            self.active.clone(),
+            self.poison.clone(),
+        );
         let storage = self.storage.clone();
         let log_path = sealed.log_path.clone();
         let checkpoint = self.log.dir.join(super::RECOVERY_POINT_FILE);
@@ -77,11 +81,23 @@ impl Writer {
         Ok(())
     }
 
-    /// Notices a seal that has finished, so a failed one turns the partition read-only
-    /// at the next append rather than at the next roll or sync.
-    pub(super) async fn reap_finished_seal(&mut self) {
-        if self.sealing.as_ref().is_some_and(|s| s.task.is_finished()) {
-            let _ = self.finish_seal().await;
+    /// Notices a seal that has finished, without waiting, so a failed one turns the
+    /// partition read-only at the next append rather than at the next roll or sync.
+    pub(super) fn reap_finished_seal(&mut self) {
+        let Some(sealing) = self.sealing.as_mut() else {
+            return;
+        };
+        if !sealing.task.is_finished() {
+            return;
+        }
+        // Finished: one poll returns its result (a noop waker: nothing is woken later).
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        if let std::task::Poll::Ready(joined) = std::pin::Pin::new(&mut sealing.task).poll(&mut cx)
+        {
+            let log_path = sealing.log_path.clone();
+            self.sealing = None;
+            // A failed seal poisons the partition: the next group sees it.
+            let _ = self.on_sealed(&log_path, joined);
         }
     }
 
@@ -91,13 +107,23 @@ impl Writer {
         let Some(sealing) = self.sealing.take() else {
             return Ok(());
         };
-        let result = match sealing.task.await {
+        let joined = sealing.task.await;
+        self.on_sealed(&sealing.log_path, joined)
+    }
+
+    /// A finished seal: a failed one poisons the partition like any failed fsync.
+    fn on_sealed(
+        &mut self,
+        log_path: &std::path::Path,
+        joined: std::result::Result<std::io::Result<()>, tokio::task::JoinError>,
+    ) -> Result<()> {
+        let result = match joined {
             Ok(result) => result,
             Err(join) => Err(std::io::Error::other(format!("seal task failed: {join}"))),
         };
         if let Err(e) = result {
             self.poison(format!("fsync of a sealed segment failed: {e}"));
-            return Err(KafkoError::io("fsyncing", &sealing.log_path, e));
+            return Err(KafkoError::io("fsyncing", log_path, e));
         }
         Ok(())
     }

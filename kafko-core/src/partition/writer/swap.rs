@@ -24,9 +24,9 @@ impl Writer {
     /// `.cleaned` → `.swap` (commit point) → delete old → `.swap` → `.log`).
     /// Waits for a pending seal first: it may cover a segment this replaces (a failed
     /// seal poisons the partition, refused just below).
-    pub(super) async fn install_swap(&mut self, swap: SegmentSwap) -> Result<()> {
+    pub(crate) async fn install_swap(&mut self, swap: SegmentSwap) -> Result<()> {
         let _ = self.finish_seal().await;
-        if let Some(reason) = self.poisoned.as_ref().or(self.swap_unfinished.as_ref()) {
+        if let Some(reason) = self.poison.get().or(self.swap_unfinished.as_deref()) {
             let err = self.read_only_error(reason);
             self.discard_cleaned(swap.cleaned_path).await;
             return Err(err);

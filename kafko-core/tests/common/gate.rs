@@ -1,0 +1,132 @@
+//! [`Gate`]: a hook that can hold one partition's appends inside their `write` (and fail
+//! the n-th), so a test can keep a write group's leader busy while producers queue
+//! behind it.
+
+use std::io;
+use std::path::Path;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use kafko_core::storage::StorageFile;
+
+use super::interposed::Hook;
+
+#[derive(Default)]
+struct GateState {
+    /// Appends started so far.
+    appends: u64,
+    /// While set, this append (1-based) waits inside `write` until `open`.
+    hold: Option<u64>,
+    /// This append (1-based) fails.
+    fail: Option<u64>,
+    /// Whether an append is being held.
+    holding: bool,
+}
+
+/// Holds (or fails) chosen appends to the files of one partition directory.
+pub struct Gate {
+    partition: String,
+    state: Mutex<GateState>,
+    changed: Condvar,
+}
+
+impl Gate {
+    /// A gate on partition `partition`'s files, holding and failing nothing yet.
+    pub fn new(partition: u32) -> Arc<Self> {
+        Arc::new(Gate {
+            partition: partition.to_string(),
+            state: Mutex::default(),
+            changed: Condvar::new(),
+        })
+    }
+
+    /// Holds the `n`-th append (1-based, counted from the gate's creation) in its write.
+    pub fn hold(&self, n: u64) {
+        self.state.lock().unwrap().hold = Some(n);
+    }
+
+    /// Fails the `n`-th append.
+    pub fn fail(&self, n: u64) {
+        self.state.lock().unwrap().fail = Some(n);
+    }
+
+    /// Lets the held append go on.
+    pub fn open(&self) {
+        self.state.lock().unwrap().hold = None;
+        self.changed.notify_all();
+    }
+
+    /// Waits until an append is held (panics after 10 s).
+    pub fn wait_held(&self) {
+        let st = self.state.lock().unwrap();
+        let (st, timeout) = self
+            .changed
+            .wait_timeout_while(st, Duration::from_secs(10), |s| !s.holding)
+            .unwrap();
+        assert!(!timeout.timed_out() && st.holding, "no append was held");
+    }
+
+    /// Appends started so far.
+    pub fn appends(&self) -> u64 {
+        self.state.lock().unwrap().appends
+    }
+
+    fn enter(&self) -> io::Result<()> {
+        let mut st = self.state.lock().unwrap();
+        st.appends += 1;
+        let n = st.appends;
+        if st.hold == Some(n) {
+            st.holding = true;
+            self.changed.notify_all();
+            st = self.changed.wait_while(st, |s| s.hold == Some(n)).unwrap();
+            st.holding = false;
+        }
+        if st.fail == Some(n) {
+            return Err(io::Error::other(format!("injected failure of append {n}")));
+        }
+        Ok(())
+    }
+}
+
+struct GatedFile {
+    inner: Arc<dyn StorageFile>,
+    gate: Arc<Gate>,
+}
+
+impl StorageFile for GatedFile {
+    fn append(&self, buf: &[u8]) -> io::Result<()> {
+        self.gate.enter()?;
+        self.inner.append(buf)
+    }
+    fn read_at(&self, buf: &mut [u8], pos: u64) -> io::Result<usize> {
+        self.inner.read_at(buf, pos)
+    }
+    fn sync_data(&self) -> io::Result<()> {
+        self.inner.sync_data()
+    }
+    fn len(&self) -> io::Result<u64> {
+        self.inner.len()
+    }
+    fn truncate(&self, len: u64) -> io::Result<()> {
+        self.inner.truncate(len)
+    }
+}
+
+impl Hook for Arc<Gate> {
+    fn before(&self, _op: &str, _path: &Path) -> io::Result<()> {
+        Ok(())
+    }
+    fn file_at(&self, path: &Path, file: Arc<dyn StorageFile>) -> Arc<dyn StorageFile> {
+        let in_partition = path
+            .parent()
+            .and_then(Path::file_name)
+            .is_some_and(|d| d.to_str() == Some(self.partition.as_str()));
+        if !in_partition {
+            return file;
+        }
+        Arc::new(GatedFile {
+            inner: file,
+            gate: self.clone(),
+        })
+    }
+}

@@ -1,0 +1,325 @@
+//! Write groups: a producer that finds its partition idle writes on its own task; those
+//! that arrive while it writes queue behind it and are written together by the next
+//! leader. These tests hold a leader inside its `write` (a gate in the storage layer),
+//! queue producers behind it, and check what happens to them when the write fails, when
+//! producers go away at any point, when the queue is full, and when shutdown arrives.
+mod common;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use common::gate::Gate;
+use kafko_core::{
+    FsyncPolicy, Kafko, KafkoError, Producer, RecordMetadata, Result, SendOptions, TopicConfig,
+};
+
+type SendFuture<'a> = Pin<Box<dyn Future<Output = Result<RecordMetadata>> + Send + 'a>>;
+
+async fn open_gated(dir: &std::path::Path, gate: &Arc<Gate>, fsync: FsyncPolicy) -> Kafko {
+    let k = common::open_interposed(dir, gate.clone()).await;
+    let config = TopicConfig {
+        fsync,
+        ..common::small_segments(1)
+    };
+    k.create_topic_with_config("t", config).await.unwrap();
+    k
+}
+
+/// A send of record `i`, polled once: it is handed over (and queued, while the leader is
+/// held) but not awaited.
+fn queued_send(p: &Producer, i: u64, options: SendOptions) -> SendFuture<'_> {
+    let mut send: SendFuture = Box::pin(async move {
+        let mut sent = p.send_batch_with(vec![common::rec(i)], options).await?;
+        Ok(sent.remove(0))
+    });
+    let mut cx = Context::from_waker(Waker::noop());
+    assert!(
+        send.as_mut().poll(&mut cx).is_pending(),
+        "send {i} was not queued"
+    );
+    send
+}
+
+/// Starts a send of record `i` on a runtime worker and waits until the gate holds it in
+/// its write: from then on the partition has a busy leader.
+fn held_leader(p: &Producer, gate: &Gate, i: u64) -> tokio::task::JoinHandle<Result<u64>> {
+    let p = p.clone();
+    let leader = tokio::spawn(async move { Ok(p.send(None, common::value(i)).await?.offset) });
+    gate.wait_held();
+    leader
+}
+
+fn values(k: &Kafko) -> Vec<Vec<u8>> {
+    common::read_all(k, "t", 0)
+        .into_iter()
+        .map(|r| r.value.unwrap().to_vec())
+        .collect()
+}
+
+fn write_groups(k: &Kafko) -> (u64, u64) {
+    let info = &k.describe_topic("t").unwrap().partitions[0];
+    (info.write_groups, info.appends_written)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn producers_queued_behind_a_leader_share_one_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let gate = Gate::new(0);
+    let k = open_gated(dir.path(), &gate, FsyncPolicy::Never).await;
+    let p = k.producer_for("t").unwrap();
+    gate.hold(1);
+    let leader = held_leader(&p, &gate, 0);
+    let followers: Vec<_> = (1..=16)
+        .map(|i| queued_send(&p, i, SendOptions::default()))
+        .collect();
+    gate.open();
+    assert_eq!(leader.await.unwrap().unwrap(), 0);
+    for (i, f) in (1u64..).zip(followers) {
+        assert_eq!(f.await.unwrap().offset, i);
+    }
+    // The leader's write, then one write for all sixteen that queued behind it.
+    assert_eq!(write_groups(&k), (2, 17));
+    assert_eq!(gate.appends(), 2);
+    k.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_group_write_fails_every_producer_in_it_and_burns_no_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let gate = Gate::new(0);
+    let k = open_gated(dir.path(), &gate, FsyncPolicy::Never).await;
+    let p = k.producer_for("t").unwrap();
+    gate.hold(1);
+    gate.fail(2);
+    let leader = held_leader(&p, &gate, 0);
+    let followers: Vec<_> = (1..=5)
+        .map(|i| queued_send(&p, i, SendOptions::default()))
+        .collect();
+    gate.open();
+    assert_eq!(leader.await.unwrap().unwrap(), 0);
+    // The five were written as one group by the first of them, and that write failed.
+    for f in followers {
+        let e = f.await.unwrap_err();
+        assert!(matches!(e, KafkoError::Io { .. }), "{e}");
+    }
+    // No offset was burnt, and the next group succeeds.
+    assert_eq!(p.send(None, common::value(6)).await.unwrap().offset, 1);
+    assert_eq!(
+        values(&k),
+        vec![common::value(0).to_vec(), common::value(6).to_vec()]
+    );
+    k.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_dropped_while_its_group_waits_for_fsync_leaves_the_others_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let gate = Gate::new(0);
+    let k = open_gated(dir.path(), &gate, FsyncPolicy::Always).await;
+    let p = k.producer_for("t").unwrap();
+    gate.hold(1);
+    // The leader is polled on a thread of its own, once: it writes (held by the gate),
+    // queues its group for the fsync, and its client goes away: the future is dropped.
+    let runtime = tokio::runtime::Handle::current();
+    let leader_thread = {
+        let p = p.clone();
+        std::thread::spawn(move || {
+            let _runtime = runtime.enter();
+            let mut send: SendFuture =
+                Box::pin(async move { p.send(None, common::value(0)).await });
+            let polled = send.as_mut().poll(&mut Context::from_waker(Waker::noop()));
+            assert!(
+                polled.is_pending(),
+                "an fsync=always send waits for its fsync"
+            );
+            drop(send);
+        })
+    };
+    gate.wait_held();
+    let followers: Vec<_> = (1..=4)
+        .map(|i| queued_send(&p, i, SendOptions::default()))
+        .collect();
+    gate.open();
+    leader_thread.join().unwrap();
+    for (i, f) in (1u64..).zip(followers) {
+        assert_eq!(f.await.unwrap().offset, i);
+    }
+    assert_eq!(
+        values(&k).len(),
+        5,
+        "the dropped leader's record was written too"
+    );
+    k.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_producer_gone_before_its_turn_is_written_and_the_queue_moves_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let gate = Gate::new(0);
+    let k = open_gated(dir.path(), &gate, FsyncPolicy::Never).await;
+    let p = k.producer_for("t").unwrap();
+    gate.hold(1);
+    let leader = held_leader(&p, &gate, 0);
+    let first = queued_send(&p, 1, SendOptions::default());
+    let rest: Vec<_> = (2..=4)
+        .map(|i| queued_send(&p, i, SendOptions::default()))
+        .collect();
+    // The producer at the head of the queue goes away before the token reaches it.
+    drop(first);
+    gate.open();
+    assert_eq!(leader.await.unwrap().unwrap(), 0);
+    for (i, f) in (2u64..).zip(rest) {
+        assert_eq!(f.await.unwrap().offset, i);
+    }
+    // Handed over is written: the gone producer's record is there.
+    assert_eq!(values(&k).len(), 5);
+    k.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_producer_dropped_holding_the_token_leads_in_its_drop() {
+    let dir = tempfile::tempdir().unwrap();
+    let gate = Gate::new(0);
+    let k = open_gated(dir.path(), &gate, FsyncPolicy::Never).await;
+    let p = k.producer_for("t").unwrap();
+    gate.hold(1);
+    let leader = held_leader(&p, &gate, 0);
+    let first = queued_send(&p, 1, SendOptions::default());
+    let mut rest: Vec<_> = (2..=3)
+        .map(|i| queued_send(&p, i, SendOptions::default()))
+        .collect();
+    gate.open();
+    // The leader passed the token to `first`, which nobody polls: the others wait.
+    assert_eq!(leader.await.unwrap().unwrap(), 0);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let mut cx = Context::from_waker(Waker::noop());
+    assert!(rest[0].as_mut().poll(&mut cx).is_pending());
+    // Dropped with the token unread, it writes its own record and theirs.
+    drop(first);
+    for (i, f) in (2u64..).zip(rest) {
+        assert_eq!(f.await.unwrap().offset, i);
+    }
+    assert_eq!(values(&k).len(), 4);
+    k.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_queue_refuses_no_wait_sends_and_queues_waiting_ones_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let gate = Gate::new(0);
+    let k = open_gated(dir.path(), &gate, FsyncPolicy::Never).await;
+    let p = k.producer_for("t").unwrap();
+    let no_wait = SendOptions {
+        no_wait: true,
+        ..Default::default()
+    };
+    gate.hold(1);
+    let leader = held_leader(&p, &gate, 0);
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut accepted: Vec<SendFuture> = Vec::new();
+    loop {
+        let i = accepted.len() as u64 + 1;
+        assert!(i < 100_000, "the queue never filled");
+        let mut send: SendFuture = Box::pin({
+            let p = &p;
+            async move {
+                Ok(p.send_batch_with(vec![common::rec(i)], no_wait)
+                    .await?
+                    .remove(0))
+            }
+        });
+        match send.as_mut().poll(&mut cx) {
+            Poll::Pending => accepted.push(send),
+            Poll::Ready(Err(KafkoError::Backpressure { topic, partition })) => {
+                assert_eq!((topic.as_str(), partition), ("t", 0));
+                break;
+            }
+            Poll::Ready(other) => panic!("send {i} finished while the leader was held: {other:?}"),
+        }
+    }
+    let full_at = accepted.len() as u64;
+    assert!(full_at > 0);
+    // Waiting sends wait for room instead of failing; a later no-wait send is refused
+    // again and does not take a waiter's turn.
+    let waiting: Vec<SendFuture> = (0..8)
+        .map(|j| {
+            let p = &p;
+            let mut send: SendFuture = Box::pin(async move {
+                Ok(p.send_batch(vec![common::rec(full_at + 1 + j)])
+                    .await?
+                    .remove(0))
+            });
+            assert!(send.as_mut().poll(&mut cx).is_pending());
+            send
+        })
+        .collect();
+    let mut late: SendFuture = Box::pin(async {
+        Ok(p.send_batch_with(vec![common::rec(u64::MAX)], no_wait)
+            .await?
+            .remove(0))
+    });
+    assert!(matches!(
+        late.as_mut().poll(&mut cx),
+        Poll::Ready(Err(KafkoError::Backpressure { .. }))
+    ));
+    gate.open();
+    assert_eq!(leader.await.unwrap().unwrap(), 0);
+    for (expected, send) in (1u64..).zip(accepted.into_iter().chain(waiting)) {
+        assert_eq!(send.await.unwrap().offset, expected);
+    }
+    let records = values(&k);
+    assert_eq!(records.len() as u64, full_at + 9);
+    for (i, r) in (0u64..).zip(&records) {
+        assert_eq!(r, &common::value(i).to_vec());
+    }
+    k.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_while_a_group_forms_writes_what_was_queued_and_refuses_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let gate = Gate::new(0);
+    let k = open_gated(dir.path(), &gate, FsyncPolicy::Never).await;
+    let p = k.producer_for("t").unwrap();
+    gate.hold(1);
+    let leader = held_leader(&p, &gate, 0);
+    let queued: Vec<_> = (1..=3)
+        .map(|i| queued_send(&p, i, SendOptions::default()))
+        .collect();
+    let shutdown = tokio::spawn({
+        let k = k.clone();
+        async move { k.shutdown().await }
+    });
+    // Once shutdown has begun, a new send is refused at once. (One handed over before
+    // that is queued, and written although its future is dropped.)
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut handed_over = 0;
+    let refused = loop {
+        let mut late: SendFuture = Box::pin(async { p.send(None, common::value(99)).await });
+        if let Poll::Ready(result) = late.as_mut().poll(&mut cx) {
+            break result;
+        }
+        handed_over += 1;
+        drop(late);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    assert!(
+        matches!(refused, Err(KafkoError::ShuttingDown)),
+        "{refused:?}"
+    );
+    gate.open();
+    assert_eq!(leader.await.unwrap().unwrap(), 0);
+    for (i, f) in (1u64..).zip(queued) {
+        assert_eq!(f.await.unwrap().offset, i);
+    }
+    shutdown.await.unwrap().unwrap();
+    drop(p);
+    drop(k);
+    // Everything handed over before shutdown is there after a restart.
+    let k = common::open(dir.path()).await;
+    assert_eq!(values(&k).len(), 4 + handed_over);
+    k.shutdown().await.unwrap();
+}
