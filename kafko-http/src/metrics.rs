@@ -195,9 +195,10 @@ impl Metrics {
         }
         let _ = writeln!(
             out,
-            "# HELP kafko_partition_queue_depth Appends waiting in the partition writer's inbox.\n# TYPE kafko_partition_queue_depth gauge"
+            "# HELP kafko_partition_queue_depth Appends waiting in the partition's write queue.\n# TYPE kafko_partition_queue_depth gauge"
         );
         let mut hw = String::new();
+        let mut groups = String::new();
         for topic in kafko.list_topics() {
             let Ok(d) = kafko.describe_topic(&topic) else {
                 continue;
@@ -214,8 +215,17 @@ impl Metrics {
                     "kafko_partition_high_watermark{{{labels}}} {}",
                     p.high_watermark
                 );
+                let _ = writeln!(
+                    groups,
+                    "kafko_partition_write_groups_total{{{labels}}} {}\nkafko_partition_appends_written_total{{{labels}}} {}",
+                    p.write_groups, p.appends_written
+                );
             }
         }
+        let _ = write!(
+            out,
+            "# HELP kafko_partition_write_groups_total Writes of a write group: each holds the appends queued while the previous one was written.\n# TYPE kafko_partition_write_groups_total counter\n# HELP kafko_partition_appends_written_total Appends written; divided by the write groups, the mean group size.\n# TYPE kafko_partition_appends_written_total counter\n{groups}"
+        );
         let _ = writeln!(
             out,
             "# HELP kafko_group_lag Records between a group's committed offset and the high watermark.\n# TYPE kafko_group_lag gauge"

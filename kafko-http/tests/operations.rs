@@ -29,6 +29,9 @@ async fn probes_metrics_and_openapi() {
         "kafko_records_out_total{topic=\"m\"} 2",
         "kafko_partition_queue_depth{topic=\"m\",partition=\"0\"} 0",
         "kafko_partition_high_watermark{topic=\"m\",partition=\"0\"} 2",
+        // One send of two records: one append, written as one group.
+        "kafko_partition_write_groups_total{topic=\"m\",partition=\"0\"} 1",
+        "kafko_partition_appends_written_total{topic=\"m\",partition=\"0\"} 1",
         "# TYPE kafko_http_request_duration_seconds histogram",
         "kafko_http_request_duration_seconds_count{method=\"POST\",route=\"/v1/topics/{topic}/records\"} 1",
     ] {
