@@ -13,7 +13,13 @@ futex calls, an extra syscall as writes) where user-space instruction counts
 Usage (after `cargo build --release -p kafko-http -p kafko-bench-noop`):
 
     bench/ab_http.py [--rounds 3] [--conns 16] [--secs 5] [--fsync never] [--size 256]
-                     [--noop target/release/kafko-bench-noop] NAME=BINARY [NAME=BINARY ...]
+                     [--beside-batches 0] [--noop target/release/kafko-bench-noop]
+                     NAME=BINARY [NAME=BINARY ...]
+
+`--beside-batches N` adds N connections posting 1,000 × 1 KiB JSON batches to the same
+partition during every run (the no-op gets them too): the mixed load, whose headline is
+the single-record p99. Each kafko run also reports its mean write-group size (appends per
+`write`, from `/metrics`) when the build exports it.
 
 Each NAME=BINARY is a kafko-http binary (copy builds aside to compare them); a topic
 `bench` with one partition is created on a fresh data directory for every run. The
@@ -35,7 +41,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from http_bench import Server, http, run_oha, value  # noqa: E402
+from http_bench import Server, batch_body, http, run_oha, value  # noqa: E402
 
 EVENTS = {
     "context-switches": "cs",
@@ -82,37 +88,80 @@ def one_run(name: str, argv: list[str], is_kafko: bool, args, tmp: str) -> dict:
         with open(body, "wb") as f:
             f.write(value(args.size, 0))
         result: dict = {}
+        batches: dict = {}
+        url = srv.url("/v1/topics/bench/records")
 
         def load():
             result.update(run_oha(
-                args.oha, srv.url("/v1/topics/bench/records"), args.conns, args.secs,
+                args.oha, url, args.conns, args.secs,
                 ["-m", "POST", "-D", body, "-H", "content-type: application/octet-stream"],
             ))
 
-        loader = threading.Thread(target=load)
-        loader.start()
+        def batch_load():
+            batch = os.path.join(data, "batch")
+            with open(batch, "wb") as f:
+                f.write(batch_body(1000, 1024))
+            batches.update(run_oha(
+                args.oha, url, args.beside_batches, args.secs,
+                ["-m", "POST", "-D", batch, "-H", "content-type: application/json"],
+            ))
+
+        loaders = [threading.Thread(target=load)]
+        if args.beside_batches:
+            loaders.append(threading.Thread(target=batch_load))
+        for loader in loaders:
+            loader.start()
         time.sleep(1)
         window = max(args.secs - 2, 1)
         t0, c0 = time.monotonic(), cpu_seconds(srv.proc.pid)
         counts = perf_counts(srv.proc.pid, window)
         t1, c1 = time.monotonic(), cpu_seconds(srv.proc.pid)
-        loader.join()
+        for loader in loaders:
+            loader.join()
         requests = result["requests_per_s"] * (t1 - t0)
-        return {
+        out = {
             "name": name,
             "rps": result["requests_per_s"],
+            "p99_ms": result["p99_ms"] or 0.0,
             "failed": result["failed"],
             "cpu_us": (c1 - c0) * 1e6 / requests if requests else 0.0,
             **{k: v / requests for k, v in counts.items()},
         }
+        if args.beside_batches:
+            out["batch_rps"] = batches.get("requests_per_s", 0.0)
+        if is_kafko:
+            group = mean_group_size(srv)
+            if group is not None:
+                out["group"] = group
+        return out
     finally:
         srv.stop()
         shutil.rmtree(data, ignore_errors=True)
 
 
+def mean_group_size(srv) -> float | None:
+    """Appends per write group of partition 0, from `/metrics` (None if not exported)."""
+    _, text = http("GET", srv.url("/metrics"))
+    found = {}
+    for line in text.decode().splitlines():
+        for name in ("kafko_partition_write_groups_total", "kafko_partition_appends_written_total"):
+            if line.startswith(name + '{topic="bench",partition="0"}'):
+                found[name] = float(line.rsplit(" ", 1)[1])
+    groups = found.get("kafko_partition_write_groups_total")
+    if not groups:
+        return None
+    return found["kafko_partition_appends_written_total"] / groups
+
+
 def fmt(r: dict) -> str:
     extra = " ".join(f"{k}={r[k]:.3f}" for k in EVENTS.values() if k in r)
-    return f"{r['name']:>12}: {r['rps']:>9,.0f} req/s  cpu {r['cpu_us']:5.1f} µs/req  {extra}"
+    more = f"  p99 {r['p99_ms']:6.2f} ms"
+    if "batch_rps" in r:
+        more += f"  batches {r['batch_rps']:6,.0f}/s"
+    if "group" in r:
+        more += f"  group {r['group']:5.2f}"
+    return (f"{r['name']:>12}: {r['rps']:>9,.0f} req/s{more}  cpu {r['cpu_us']:5.1f} µs/req"
+            f"  {extra}")
 
 
 def main() -> int:
@@ -125,6 +174,7 @@ def main() -> int:
     ap.add_argument("--secs", type=int, default=5)
     ap.add_argument("--size", type=int, default=256)
     ap.add_argument("--fsync", default="never", choices=["never", "always"])
+    ap.add_argument("--beside-batches", type=int, default=0, metavar="N")
     args = ap.parse_args()
     if args.secs < 3:
         ap.error("--secs must be at least 3 (1 s warm-up, then the counted window)")
@@ -153,7 +203,8 @@ def main() -> int:
     print(f"\nmedians over {args.rounds} rounds ({args.conns} connections, "
           f"{args.size} B, fsync {args.fsync}):")
     for name, rs in runs.items():
-        med = {k: statistics.median(r[k] for r in rs) for k in rs[0] if k != "name"}
+        keys = {k for r in rs for k in r if k != "name"}
+        med = {k: statistics.median(r[k] for r in rs if k in r) for k in keys}
         lo, hi = min(r["rps"] for r in rs), max(r["rps"] for r in rs)
         share = f"  {med['rps'] / ceiling:4.0%} of the no-op" if name != "no-op" else ""
         print(f"{fmt({'name': name, **med})}  (req/s {lo:,.0f}–{hi:,.0f}){share}")

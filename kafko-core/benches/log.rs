@@ -402,9 +402,18 @@ fn alternated_ratio(
     run(1);
     run(16);
     let (mut ones, mut sixteens, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    let write_groups = || {
+        let info = &k.describe_topic("t").expect("describe").partitions[0];
+        (info.write_groups, info.appends_written)
+    };
+    let (mut groups, mut appends) = (0, 0);
     for _ in 0..ROUNDS {
         let one = run(1);
+        let before = write_groups();
         let sixteen = run(16);
+        let after = write_groups();
+        groups += after.0 - before.0;
+        appends += after.1 - before.1;
         ones.push(one);
         sixteens.push(sixteen);
         ratios.push(sixteen / one);
@@ -423,6 +432,11 @@ fn alternated_ratio(
          records/s medians 1: {one:.0}, 16: {sixteen:.0}",
         ratios[0],
         ratios[ROUNDS - 1]
+    );
+    println!(
+        "{label} write groups under 16 producers: {appends} appends in {groups} writes, \
+         mean group size {:.2}",
+        appends as f64 / groups.max(1) as f64
     );
 }
 
