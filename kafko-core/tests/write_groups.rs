@@ -323,3 +323,32 @@ async fn shutdown_while_a_group_forms_writes_what_was_queued_and_refuses_the_res
     assert_eq!(values(&k).len(), 4 + handed_over);
     k.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_interval_policy_fsyncs_an_idle_partition_by_its_deadline() {
+    let dir = tempfile::tempdir().unwrap();
+    // Counts fsyncs (the fault is set beyond reach).
+    let syncs = common::faulty::Faulty::new(common::faulty::Op::Sync, u64::MAX / 8);
+    let k = common::open_interposed(dir.path(), syncs.clone()).await;
+    let config = TopicConfig {
+        fsync: FsyncPolicy::IntervalMs { interval_ms: 50 },
+        ..common::small_segments(1)
+    };
+    k.create_topic_with_config("t", config).await.unwrap();
+    let p = k.producer_for("t").unwrap();
+    let before = syncs.count();
+    for i in 0..3 {
+        p.send(None, common::value(i)).await.unwrap();
+    }
+    // Written, not yet fsynced: no group waits for it.
+    assert_eq!(syncs.count(), before);
+    // Nothing else is sent: the timer alone fsyncs them, once.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while syncs.count() == before {
+        assert!(std::time::Instant::now() < deadline, "no fsync by the deadline");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(syncs.count(), before + 1, "one fsync for the idle partition");
+    k.shutdown().await.unwrap();
+}

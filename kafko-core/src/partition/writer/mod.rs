@@ -176,8 +176,10 @@ pub(crate) struct Writer {
     pipeline: SyncPipeline,
     buffered_max_ts: i64,
     sync_requested: bool,
-    /// Whether a timer will run the interval policy's fsync.
+    /// Whether the interval policy needs a timer started (`take_interval_timer`).
     interval_timer: bool,
+    /// Whether a started timer has yet to fire: one at a time.
+    timer_armed: bool,
     /// The seal of the previously active segment, while it runs (see `roll`).
     sealing: Option<roll::Sealing>,
 }
@@ -208,6 +210,7 @@ impl Writer {
             buffered_max_ts: i64::MIN,
             sync_requested: false,
             interval_timer: false,
+            timer_armed: false,
             sealing: None,
         }
     }
@@ -381,7 +384,7 @@ impl Writer {
         if let FsyncPolicy::IntervalMs { interval_ms } = self.config.fsync {
             if self.pipeline.since_sync() >= Duration::from_millis(interval_ms) {
                 self.pipeline.request_sync();
-            } else {
+            } else if !self.timer_armed {
                 self.interval_timer = true;
             }
         }
@@ -394,6 +397,7 @@ impl Writer {
         }
         match self.config.fsync {
             FsyncPolicy::IntervalMs { interval_ms } => {
+                self.timer_armed = true;
                 Some(Duration::from_millis(interval_ms).saturating_sub(self.pipeline.since_sync()))
             }
             _ => None,
@@ -403,6 +407,7 @@ impl Writer {
     /// The timer's deadline passed: fsync what is still unsynced (a poisoned partition
     /// never fsyncs again).
     pub(crate) fn on_interval_deadline(&mut self) {
+        self.timer_armed = false;
         if self.poison.get().is_none() && self.pipeline.is_dirty() {
             self.pipeline.request_sync();
         }
