@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use common::failing_appends::{FailingAppends, enospc};
+use common::failing_appends::{enospc, failing_appends};
 use common::interposed::Hook;
 use kafko_core::storage::StorageFile;
 use kafko_core::{ErrorKind, KafkoError};
@@ -27,11 +27,7 @@ impl Hook for FullDisk {
         Ok(())
     }
     fn file(&self, inner: Arc<dyn StorageFile>) -> Arc<dyn StorageFile> {
-        Arc::new(FailingAppends {
-            inner,
-            on: self.0.clone(),
-            error: enospc,
-        })
+        Arc::new(failing_appends(inner, self.0.clone(), enospc))
     }
 }
 

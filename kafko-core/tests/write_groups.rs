@@ -28,6 +28,22 @@ async fn open_gated(dir: &std::path::Path, gate: &Arc<Gate>, fsync: FsyncPolicy)
     k
 }
 
+/// Topic `t` whose first append the gate will hold, and a producer for it.
+async fn gated_topic(fsync: FsyncPolicy) -> (tempfile::TempDir, Arc<Gate>, Kafko, Producer) {
+    let dir = tempfile::tempdir().unwrap();
+    let gate = Gate::new(0);
+    let k = open_gated(dir.path(), &gate, fsync).await;
+    let p = k.producer_for("t").unwrap();
+    gate.hold(1);
+    (dir, gate, k, p)
+}
+
+/// Sends of records `ids`, each polled once (queued behind a held leader).
+fn queued_sends(p: &Producer, ids: std::ops::RangeInclusive<u64>) -> Vec<SendFuture<'_>> {
+    ids.map(|i| queued_send(p, i, SendOptions::default()))
+        .collect()
+}
+
 /// A send of record `i`, polled once: it is handed over (and queued, while the leader is
 /// held) but not awaited.
 fn queued_send(p: &Producer, i: u64, options: SendOptions) -> SendFuture<'_> {
@@ -66,15 +82,9 @@ fn write_groups(k: &Kafko) -> (u64, u64) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn producers_queued_behind_a_leader_share_one_write() {
-    let dir = tempfile::tempdir().unwrap();
-    let gate = Gate::new(0);
-    let k = open_gated(dir.path(), &gate, FsyncPolicy::Never).await;
-    let p = k.producer_for("t").unwrap();
-    gate.hold(1);
+    let (_dir, gate, k, p) = gated_topic(FsyncPolicy::Never).await;
     let leader = held_leader(&p, &gate, 0);
-    let followers: Vec<_> = (1..=16)
-        .map(|i| queued_send(&p, i, SendOptions::default()))
-        .collect();
+    let followers = queued_sends(&p, 1..=16);
     gate.open();
     assert_eq!(leader.await.unwrap().unwrap(), 0);
     for (i, f) in (1u64..).zip(followers) {
@@ -88,16 +98,10 @@ async fn producers_queued_behind_a_leader_share_one_write() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_group_write_fails_every_producer_in_it_and_burns_no_offset() {
-    let dir = tempfile::tempdir().unwrap();
-    let gate = Gate::new(0);
-    let k = open_gated(dir.path(), &gate, FsyncPolicy::Never).await;
-    let p = k.producer_for("t").unwrap();
-    gate.hold(1);
+    let (_dir, gate, k, p) = gated_topic(FsyncPolicy::Never).await;
     gate.fail(2);
     let leader = held_leader(&p, &gate, 0);
-    let followers: Vec<_> = (1..=5)
-        .map(|i| queued_send(&p, i, SendOptions::default()))
-        .collect();
+    let followers = queued_sends(&p, 1..=5);
     gate.open();
     assert_eq!(leader.await.unwrap().unwrap(), 0);
     // The five were written as one group by the first of them, and that write failed.
@@ -116,11 +120,7 @@ async fn a_failed_group_write_fails_every_producer_in_it_and_burns_no_offset() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leader_dropped_while_its_group_waits_for_fsync_leaves_the_others_written() {
-    let dir = tempfile::tempdir().unwrap();
-    let gate = Gate::new(0);
-    let k = open_gated(dir.path(), &gate, FsyncPolicy::Always).await;
-    let p = k.producer_for("t").unwrap();
-    gate.hold(1);
+    let (_dir, gate, k, p) = gated_topic(FsyncPolicy::Always).await;
     // The leader is polled on a thread of its own, once: it writes (held by the gate),
     // queues its group for the fsync, and its client goes away: the future is dropped.
     let runtime = tokio::runtime::Handle::current();
@@ -139,9 +139,7 @@ async fn a_leader_dropped_while_its_group_waits_for_fsync_leaves_the_others_writ
         })
     };
     gate.wait_held();
-    let followers: Vec<_> = (1..=4)
-        .map(|i| queued_send(&p, i, SendOptions::default()))
-        .collect();
+    let followers = queued_sends(&p, 1..=4);
     gate.open();
     leader_thread.join().unwrap();
     for (i, f) in (1u64..).zip(followers) {
@@ -157,16 +155,10 @@ async fn a_leader_dropped_while_its_group_waits_for_fsync_leaves_the_others_writ
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_producer_gone_before_its_turn_is_written_and_the_queue_moves_on() {
-    let dir = tempfile::tempdir().unwrap();
-    let gate = Gate::new(0);
-    let k = open_gated(dir.path(), &gate, FsyncPolicy::Never).await;
-    let p = k.producer_for("t").unwrap();
-    gate.hold(1);
+    let (_dir, gate, k, p) = gated_topic(FsyncPolicy::Never).await;
     let leader = held_leader(&p, &gate, 0);
     let first = queued_send(&p, 1, SendOptions::default());
-    let rest: Vec<_> = (2..=4)
-        .map(|i| queued_send(&p, i, SendOptions::default()))
-        .collect();
+    let rest = queued_sends(&p, 2..=4);
     // The producer at the head of the queue goes away before the token reaches it.
     drop(first);
     gate.open();
@@ -181,11 +173,7 @@ async fn a_producer_gone_before_its_turn_is_written_and_the_queue_moves_on() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_producer_dropped_holding_the_token_leads_in_its_drop() {
-    let dir = tempfile::tempdir().unwrap();
-    let gate = Gate::new(0);
-    let k = open_gated(dir.path(), &gate, FsyncPolicy::Never).await;
-    let p = k.producer_for("t").unwrap();
-    gate.hold(1);
+    let (_dir, gate, k, p) = gated_topic(FsyncPolicy::Never).await;
     let leader = held_leader(&p, &gate, 0);
     let first = queued_send(&p, 1, SendOptions::default());
     let mut rest: Vec<_> = (2..=3)
@@ -280,15 +268,9 @@ async fn a_full_queue_refuses_no_wait_sends_and_queues_waiting_ones_in_order() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_while_a_group_forms_writes_what_was_queued_and_refuses_the_rest() {
-    let dir = tempfile::tempdir().unwrap();
-    let gate = Gate::new(0);
-    let k = open_gated(dir.path(), &gate, FsyncPolicy::Never).await;
-    let p = k.producer_for("t").unwrap();
-    gate.hold(1);
+    let (dir, gate, k, p) = gated_topic(FsyncPolicy::Never).await;
     let leader = held_leader(&p, &gate, 0);
-    let queued: Vec<_> = (1..=3)
-        .map(|i| queued_send(&p, i, SendOptions::default()))
-        .collect();
+    let queued = queued_sends(&p, 1..=3);
     let shutdown = tokio::spawn({
         let k = k.clone();
         async move { k.shutdown().await }
@@ -345,10 +327,17 @@ async fn the_interval_policy_fsyncs_an_idle_partition_by_its_deadline() {
     // Nothing else is sent: the timer alone fsyncs them, once.
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     while syncs.count() == before {
-        assert!(std::time::Instant::now() < deadline, "no fsync by the deadline");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no fsync by the deadline"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     tokio::time::sleep(Duration::from_millis(200)).await;
-    assert_eq!(syncs.count(), before + 1, "one fsync for the idle partition");
+    assert_eq!(
+        syncs.count(),
+        before + 1,
+        "one fsync for the idle partition"
+    );
     k.shutdown().await.unwrap();
 }

@@ -20,19 +20,16 @@ pub fn enospc() -> io::Error {
     io::Error::from_raw_os_error(28)
 }
 
-/// A file whose appends fail with `error()` while `on` is set; everything else passes
-/// through.
-pub struct FailingAppends {
+/// A file whose appends first pass `check` (its error fails the append, nothing
+/// written); everything else passes through.
+pub struct CheckedAppends {
     pub inner: Arc<dyn StorageFile>,
-    pub on: Arc<AtomicBool>,
-    pub error: fn() -> io::Error,
+    pub check: Box<dyn Fn() -> io::Result<()> + Send + Sync>,
 }
 
-impl StorageFile for FailingAppends {
+impl StorageFile for CheckedAppends {
     fn append(&self, buf: &[u8]) -> io::Result<()> {
-        if self.on.load(Ordering::SeqCst) {
-            return Err((self.error)());
-        }
+        (self.check)()?;
         self.inner.append(buf)
     }
     fn read_at(&self, buf: &mut [u8], pos: u64) -> io::Result<usize> {
@@ -47,6 +44,28 @@ impl StorageFile for FailingAppends {
     fn truncate(&self, len: u64) -> io::Result<()> {
         self.inner.truncate(len)
     }
+}
+
+/// `inner`, its appends failing with `error()` while `on` is set.
+pub fn failing_appends(
+    inner: Arc<dyn StorageFile>,
+    on: Arc<AtomicBool>,
+    error: fn() -> io::Error,
+) -> CheckedAppends {
+    CheckedAppends {
+        inner,
+        check: Box::new(move || match on.load(Ordering::SeqCst) {
+            true => Err(error()),
+            false => Ok(()),
+        }),
+    }
+}
+
+/// Whether `path` is a file of partition directory `partition` (of any topic).
+pub fn in_partition(path: &Path, partition: u32) -> bool {
+    path.parent()
+        .and_then(Path::file_name)
+        .is_some_and(|d| d == partition.to_string().as_str())
 }
 
 /// Fails every append to a file in partition directory `partition` (of any topic) with
@@ -71,17 +90,9 @@ impl Hook for FailPartition {
         Ok(())
     }
     fn file_at(&self, path: &Path, file: Arc<dyn StorageFile>) -> Arc<dyn StorageFile> {
-        let in_partition = path
-            .parent()
-            .and_then(Path::file_name)
-            .is_some_and(|d| d == self.partition.to_string().as_str());
-        if !in_partition {
+        if !in_partition(path, self.partition) {
             return file;
         }
-        Arc::new(FailingAppends {
-            inner: file,
-            on: self.on.clone(),
-            error: injected,
-        })
+        Arc::new(failing_appends(file, self.on.clone(), injected))
     }
 }

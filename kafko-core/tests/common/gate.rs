@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use kafko_core::storage::StorageFile;
 
+use super::failing_appends::{CheckedAppends, in_partition};
 use super::interposed::Hook;
 
 #[derive(Default)]
@@ -25,7 +26,7 @@ struct GateState {
 
 /// Holds (or fails) chosen appends to the files of one partition directory.
 pub struct Gate {
-    partition: String,
+    partition: u32,
     state: Mutex<GateState>,
     changed: Condvar,
 }
@@ -34,7 +35,7 @@ impl Gate {
     /// A gate on partition `partition`'s files, holding and failing nothing yet.
     pub fn new(partition: u32) -> Arc<Self> {
         Arc::new(Gate {
-            partition: partition.to_string(),
+            partition,
             state: Mutex::default(),
             changed: Condvar::new(),
         })
@@ -88,45 +89,18 @@ impl Gate {
     }
 }
 
-struct GatedFile {
-    inner: Arc<dyn StorageFile>,
-    gate: Arc<Gate>,
-}
-
-impl StorageFile for GatedFile {
-    fn append(&self, buf: &[u8]) -> io::Result<()> {
-        self.gate.enter()?;
-        self.inner.append(buf)
-    }
-    fn read_at(&self, buf: &mut [u8], pos: u64) -> io::Result<usize> {
-        self.inner.read_at(buf, pos)
-    }
-    fn sync_data(&self) -> io::Result<()> {
-        self.inner.sync_data()
-    }
-    fn len(&self) -> io::Result<u64> {
-        self.inner.len()
-    }
-    fn truncate(&self, len: u64) -> io::Result<()> {
-        self.inner.truncate(len)
-    }
-}
-
 impl Hook for Arc<Gate> {
     fn before(&self, _op: &str, _path: &Path) -> io::Result<()> {
         Ok(())
     }
     fn file_at(&self, path: &Path, file: Arc<dyn StorageFile>) -> Arc<dyn StorageFile> {
-        let in_partition = path
-            .parent()
-            .and_then(Path::file_name)
-            .is_some_and(|d| d.to_str() == Some(self.partition.as_str()));
-        if !in_partition {
+        if !in_partition(path, self.partition) {
             return file;
         }
-        Arc::new(GatedFile {
+        let gate = self.clone();
+        Arc::new(CheckedAppends {
             inner: file,
-            gate: self.clone(),
+            check: Box::new(move || gate.enter()),
         })
     }
 }
