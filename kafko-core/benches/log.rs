@@ -469,7 +469,9 @@ fn sequential_read(c: &mut Criterion) {
                 while at < RECORDS {
                     let f = k
                         .topic("t")
-                        .and_then(|t| t.partition(0)?.read(at, 1000, 4 << 20))
+                        .expect("topic")
+                        .partition(0)
+                        .and_then(|p| p.read(at, 1000, 4 << 20))
                         .expect("fetch");
                     at = f.next_offset;
                 }

@@ -40,9 +40,9 @@ use std::sync::Arc;
 
 use crate::broker::Kafko;
 use crate::config::TopicConfig;
-use crate::error::{KafkoError, Result};
+use crate::error::{AdminError, KafkoError, Result};
 use crate::naming::segment_file;
-use crate::partition::command::SegmentSwap;
+use crate::partition::command::{SegmentSwap, SwapOutcome};
 use crate::partition::handle::PartitionHandle;
 use crate::record::now_ms;
 use crate::segment::Segment;
@@ -111,15 +111,20 @@ struct IdleState {
 impl Kafko {
     /// Compacts every partition of `topic` now, whatever the background cleaner last saw.
     /// The topic must have a compacting cleanup policy.
-    pub async fn compact_now(&self, topic: &str) -> Result<CompactionOutcome> {
+    ///
+    /// # Errors
+    /// [`AdminError::NotCompacted`] for a topic that does not compact,
+    /// `TopicNotFound`/`TopicDeleted`, `ShuttingDown` (the pass stops between two
+    /// swaps), and the storage failures of the rewrite or the swap.
+    pub async fn compact_now(&self, topic: &str) -> Result<CompactionOutcome, AdminError> {
         let t = self.resolve(topic)?;
         if !t.config().cleanup_policy.compacts() {
-            return Err(KafkoError::InvalidRequest {
-                reason: format!("topic '{topic}' is not compacted (cleanup_policy = delete)"),
+            return Err(AdminError::NotCompacted {
+                topic: topic.to_owned(),
             });
         }
         let mut idle = self.inner.cleaner.idle.lock().await;
-        compact_topic(self, &t, &mut idle, true).await
+        Ok(compact_topic(self, &t, &mut idle, true).await?)
     }
 }
 
@@ -245,14 +250,16 @@ async fn compact_partition(
             summary: w.summary,
             index: w.index,
         };
-        match handle.swap(swap).await {
-            Ok(()) => {}
-            // Retention removed part of the range meanwhile: the next pass replans.
-            Err(KafkoError::InvalidRequest { reason }) => {
-                tracing::debug!(%reason, "compaction swap skipped");
+        match handle.swap(swap).await? {
+            SwapOutcome::Installed => {}
+            SwapOutcome::SegmentsChanged => {
+                // Retention removed part of the range meanwhile: the next pass replans.
+                tracing::debug!(
+                    partition,
+                    "compaction swap skipped: the segments changed during the pass"
+                );
                 break;
             }
-            Err(e) => return Err(e),
         }
         outcome.segments_replaced += plan.groups[i].len();
         outcome.segments_written += 1;
@@ -265,11 +272,7 @@ async fn compact_partition(
 }
 
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| KafkoError::InvalidRequest {
-            reason: format!("compaction task failed: {e}"),
-        })?
+    crate::storage::blocking("compaction", f).await
 }
 
 /// Chooses the cleanable range, builds the key map over it and groups its segments.
@@ -309,7 +312,7 @@ fn plan(segments: &[Arc<Segment>], config: &TopicConfig, now: i64, log_start: u6
                     }
                 }
             }
-            Ok(())
+            Ok::<(), KafkoError>(())
         })?;
         mapped += 1;
         if map_bytes >= MAX_MAP_BYTES {

@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::error::{KafkoError, Result};
+use crate::error::FetchError;
 use crate::record::Record;
 use crate::topic::Topic;
 
@@ -54,7 +54,10 @@ impl Consumer {
     }
 
     /// Moves every partition to `to`.
-    pub fn seek_all(&mut self, to: SeekTo) -> Result<()> {
+    ///
+    /// # Errors
+    /// As [`seek_partition`](Self::seek_partition).
+    pub fn seek_all(&mut self, to: SeekTo) -> Result<(), FetchError> {
         for p in 0..self.positions.len() as u32 {
             self.seek_partition(p, to)?;
         }
@@ -62,7 +65,11 @@ impl Consumer {
     }
 
     /// Moves one partition to `to`.
-    pub fn seek_partition(&mut self, partition: u32, to: SeekTo) -> Result<()> {
+    ///
+    /// # Errors
+    /// [`FetchError::PartitionNotFound`], [`FetchError::TopicDeleted`], or a storage
+    /// failure reading the time index (for [`SeekTo::Timestamp`]).
+    pub fn seek_partition(&mut self, partition: u32, to: SeekTo) -> Result<(), FetchError> {
         let log = &self.topic.partition(partition)?.log;
         let offset = match to {
             SeekTo::Earliest => log.log_start(),
@@ -83,7 +90,11 @@ impl Consumer {
     }
 
     /// Fetches what is available now from all partitions (round robin), up to `max`.
-    pub fn poll_now(&mut self, max: usize) -> Result<Vec<Record>> {
+    ///
+    /// # Errors
+    /// [`FetchError::OffsetOutOfRange`] for a position past the high watermark,
+    /// [`FetchError::TopicDeleted`], or a storage failure reading.
+    pub fn poll_now(&mut self, max: usize) -> Result<Vec<Record>, FetchError> {
         let mut out = Vec::new();
         while out.len() < max
             && let Some(r) = self.buffer.pop_front()
@@ -99,7 +110,7 @@ impl Consumer {
             let log = &self.topic.partition(p as u32)?.log;
             let mut pos = self.positions[p].max(log.log_start());
             if pos > log.high_watermark() {
-                return Err(KafkoError::OffsetOutOfRange {
+                return Err(FetchError::OffsetOutOfRange {
                     requested: pos,
                     log_start_offset: log.log_start(),
                     high_watermark: log.high_watermark(),
@@ -115,7 +126,10 @@ impl Consumer {
     }
 
     /// Waits up to `timeout` for records, returning at most `max` (possibly none).
-    pub async fn poll(&mut self, max: usize, timeout: Duration) -> Result<Vec<Record>> {
+    ///
+    /// # Errors
+    /// As [`poll_now`](Self::poll_now).
+    pub async fn poll(&mut self, max: usize, timeout: Duration) -> Result<Vec<Record>, FetchError> {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             let activity = self.topic.activity.clone();
@@ -133,7 +147,10 @@ impl Consumer {
     }
 
     /// The next record, waiting as long as it takes.
-    pub async fn next_record(&mut self) -> Result<Record> {
+    ///
+    /// # Errors
+    /// As [`poll_now`](Self::poll_now).
+    pub async fn next_record(&mut self) -> Result<Record, FetchError> {
         loop {
             if let Some(r) = self.buffer.pop_front() {
                 return Ok(r);

@@ -1,8 +1,8 @@
 //! Handles: a topic resolved once by name ([`TopicHandle`]) and one of its partitions
 //! ([`PartitionReader`]). A handle is bound to the topic it was resolved from: once that
 //! topic is deleted every call on it fails with
-//! [`KafkoError::TopicDeleted`](crate::KafkoError::TopicDeleted), even after a topic of
-//! the same name is created again.
+//! `TopicDeleted` (of its operation's error), even after a topic of the same name is
+//! created again.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 use crate::consumer::Consumer;
-use crate::error::{KafkoError, Result};
+use crate::error::{AdminError, FetchError, ProduceError};
 use crate::partition::FetchedRecords;
 use crate::producer::Producer;
 use crate::record::{ProducerRecord, RecordMetadata};
@@ -48,8 +48,8 @@ impl Offsets {
     }
 
     /// The error for a read position outside this range.
-    pub fn out_of_range(&self, requested: u64) -> KafkoError {
-        KafkoError::OffsetOutOfRange {
+    pub fn out_of_range(&self, requested: u64) -> FetchError {
+        FetchError::OffsetOutOfRange {
             requested,
             log_start_offset: self.log_start,
             high_watermark: self.high_watermark,
@@ -84,13 +84,19 @@ impl TopicHandle {
     }
 
     /// Config and per-partition facts.
-    pub fn describe(&self) -> Result<TopicDescription> {
+    ///
+    /// # Errors
+    /// [`AdminError::TopicDeleted`].
+    pub fn describe(&self) -> Result<TopicDescription, AdminError> {
         self.topic.check_live()?;
         Ok(self.topic.describe())
     }
 
     /// A reader of one partition.
-    pub fn partition(&self, partition: u32) -> Result<PartitionReader> {
+    ///
+    /// # Errors
+    /// [`FetchError::PartitionNotFound`], [`FetchError::TopicDeleted`].
+    pub fn partition(&self, partition: u32) -> Result<PartitionReader, FetchError> {
         self.topic.partition(partition)?;
         Ok(PartitionReader {
             topic: self.topic.clone(),
@@ -99,11 +105,14 @@ impl TopicHandle {
     }
 
     /// Appends records (see [`Producer::send_batch_with`]).
+    ///
+    /// # Errors
+    /// As [`Producer::send_batch_with`].
     pub async fn produce(
         &self,
         records: Vec<ProducerRecord>,
         options: SendOptions,
-    ) -> Result<Vec<RecordMetadata>> {
+    ) -> Result<Vec<RecordMetadata>, ProduceError> {
         self.topic.send(records, options).await
     }
 
@@ -164,12 +173,15 @@ impl PartitionReader {
         self.partition
     }
 
-    fn log(&self) -> Result<&crate::partition::PartitionLog> {
+    fn log(&self) -> Result<&crate::partition::PartitionLog, FetchError> {
         Ok(&self.topic.partition(self.partition)?.log)
     }
 
     /// The partition's log start offset and high watermark.
-    pub fn offsets(&self) -> Result<Offsets> {
+    ///
+    /// # Errors
+    /// [`FetchError::TopicDeleted`].
+    pub fn offsets(&self) -> Result<Offsets, FetchError> {
         let log = self.log()?;
         Ok(Offsets {
             log_start: log.log_start(),
@@ -179,24 +191,31 @@ impl PartitionReader {
 
     /// Reads from `offset`: at most `max_records`, and at most `max_bytes` of keys,
     /// values and headers (but at least one record when one exists).
+    ///
+    /// # Errors
+    /// [`FetchError::OffsetOutOfRange`] outside `log_start..=high_watermark`,
+    /// [`FetchError::TopicDeleted`], or a storage failure (damaged data, I/O) reading it.
     pub fn read(
         &self,
         offset: u64,
         max_records: usize,
         max_bytes: usize,
-    ) -> Result<FetchedRecords> {
-        self.log()?.read(offset, max_records, max_bytes)
+    ) -> Result<FetchedRecords, FetchError> {
+        Ok(self.log()?.read(offset, max_records, max_bytes)?)
     }
 
     /// [`read`](Self::read), waiting up to `wait` for a record at `offset` when none is
-    /// there yet. Fails with `TopicDeleted` as soon as the topic is deleted.
+    /// there yet.
+    ///
+    /// # Errors
+    /// As [`read`](Self::read); `TopicDeleted` as soon as the topic is deleted.
     pub async fn read_wait(
         &self,
         offset: u64,
         max_records: usize,
         max_bytes: usize,
         wait: Duration,
-    ) -> Result<FetchedRecords> {
+    ) -> Result<FetchedRecords, FetchError> {
         // Subscribed before the liveness check: a delete after it still wakes us.
         let mut rx = self.topic.partitions[self.partition as usize]
             .log
@@ -220,7 +239,10 @@ impl PartitionReader {
     }
 
     /// The first offset whose record timestamp (ms) is at or after `timestamp`, if any.
-    pub fn offset_for_timestamp(&self, timestamp: i64) -> Result<Option<u64>> {
-        self.log()?.offset_for_timestamp(timestamp)
+    ///
+    /// # Errors
+    /// [`FetchError::TopicDeleted`], or a storage failure reading the time index.
+    pub fn offset_for_timestamp(&self, timestamp: i64) -> Result<Option<u64>, FetchError> {
+        Ok(self.log()?.offset_for_timestamp(timestamp)?)
     }
 }

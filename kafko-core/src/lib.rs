@@ -80,7 +80,10 @@ pub use config::{
     CleanupPolicy, Compression, FsyncPolicy, LogConfig, TopicConfig, TopicConfigUpdate,
 };
 pub use consumer::{Consumer, SeekTo};
-pub use error::{ErrorKind, KafkoError, Result};
+pub use error::{
+    AdminError, ErrorKind, FetchError, GroupError, InternalError, KafkoError, OpenError,
+    ProduceError, Result, StorageError,
+};
 pub use group::{
     Delivery, GroupConfig, GroupDescription, GroupHandle, GroupListing, GroupMemberDescription,
     GroupPartitionDescription, GroupPoll, GroupPollOptions, GroupTopicDescription, MemberRef,

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use crate::error::Result;
+use crate::error::ProduceError;
 use crate::record::{ProducerRecord, RecordMetadata};
 use crate::send::SendBatch;
 use crate::topic::{SendOptions, Topic};
@@ -17,7 +17,14 @@ pub struct Producer {
 
 impl Producer {
     /// Appends one record (`key` routes it) and returns where it landed.
-    pub async fn send(&self, key: Option<Bytes>, value: Bytes) -> Result<RecordMetadata> {
+    ///
+    /// # Errors
+    /// As [`send_record`](Self::send_record).
+    pub async fn send(
+        &self,
+        key: Option<Bytes>,
+        value: Bytes,
+    ) -> Result<RecordMetadata, ProduceError> {
         self.send_record(ProducerRecord {
             key,
             value: Some(value),
@@ -27,8 +34,17 @@ impl Producer {
     }
 
     /// Appends one fully specified record.
-    pub async fn send_record(&self, record: ProducerRecord) -> Result<RecordMetadata> {
-        self.topic.send_one(record, SendOptions::default()).await
+    ///
+    /// # Errors
+    /// A refused record (`RecordTooLarge`, `KeyRequired`, `PartitionNotFound`),
+    /// `TopicDeleted`, a partition that cannot take writes (`PartitionReadOnly`,
+    /// `PartitionPanicked`, `ShuttingDown`), or the write's storage failure: the record
+    /// was not appended.
+    pub async fn send_record(
+        &self,
+        record: ProducerRecord,
+    ) -> Result<RecordMetadata, ProduceError> {
+        Ok(self.topic.send_one(record, SendOptions::default()).await?)
     }
 
     /// A send to build record by record: each record is routed and encoded as it is
@@ -40,21 +56,34 @@ impl Producer {
 
     /// Appends records, all partitions at once; each partition's records are appended
     /// together at consecutive offsets, or not at all.
-    pub async fn send_batch(&self, records: Vec<ProducerRecord>) -> Result<Vec<RecordMetadata>> {
+    ///
+    /// # Errors
+    /// As [`SendBatch::send`].
+    pub async fn send_batch(
+        &self,
+        records: Vec<ProducerRecord>,
+    ) -> Result<Vec<RecordMetadata>, ProduceError> {
         self.topic.send(records, SendOptions::default()).await
     }
 
     /// [`send_batch`](Self::send_batch) with explicit options (fsync, no-wait backpressure).
+    ///
+    /// # Errors
+    /// As [`SendBatch::send`].
     pub async fn send_batch_with(
         &self,
         records: Vec<ProducerRecord>,
         options: SendOptions,
-    ) -> Result<Vec<RecordMetadata>> {
+    ) -> Result<Vec<RecordMetadata>, ProduceError> {
         self.topic.send(records, options).await
     }
 
     /// fsyncs every partition of the topic.
-    pub async fn sync(&self) -> Result<()> {
+    ///
+    /// # Errors
+    /// The first partition whose fsync failed (storage, or already `PartitionReadOnly`)
+    /// or whose writer is gone (`ShuttingDown`, `PartitionPanicked`).
+    pub async fn sync(&self) -> Result<(), ProduceError> {
         for p in &self.topic.partitions {
             p.sync().await?;
         }

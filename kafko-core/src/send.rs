@@ -14,7 +14,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::error::{KafkoError, Result};
+use crate::error::{KafkoError, ProduceError, Result};
 use crate::partition::command::Batches;
 use crate::record::{Header, ProducerRecord, RecordMetadata, now_ms};
 use crate::segment::batch::{self, BatchEncoder, EncodedBatch, RecordFields};
@@ -87,7 +87,7 @@ pub struct PartitionFailure {
     /// Records of the send that were routed to it; none of them was appended.
     pub record_count: u64,
     /// Why the partition refused them.
-    pub error: KafkoError,
+    pub error: ProduceError,
 }
 
 /// Where every record of a send landed.
@@ -207,7 +207,12 @@ impl<'t> SendBatch<'t> {
     /// Checks a record against the topic's rules, routes it (explicit partition, else by
     /// key, else the send's one partition for keyless records) and encodes it. A record
     /// refused here leaves the batch as it was.
-    pub fn push(&mut self, record: RecordRef<'_>) -> Result<()> {
+    ///
+    /// # Errors
+    /// The record is refused: `RecordTooLarge`, `KeyRequired` (a compacted topic),
+    /// `PartitionNotFound` (an explicit partition), `TopicDeleted`, or `InvalidBatch`
+    /// (a batch past the format's cap).
+    pub fn push(&mut self, record: RecordRef<'_>) -> Result<(), ProduceError> {
         let partition = self.topic.route(self.rules, &record, || self.sticky)?;
         let timestamp = record.timestamp.unwrap_or(self.now);
         let mut fields = RecordFields {
@@ -244,12 +249,18 @@ impl<'t> SendBatch<'t> {
 
     /// Appends every record added, all partitions at once (see the module doc). A full
     /// write queue (with `no_wait`) fails the send with nothing appended; a send some of whose
-    /// partitions fail after others appended is [`KafkoError::PartiallyAppended`]; one
+    /// partitions fail after others appended is [`ProduceError::PartiallyAppended`]; one
     /// whose partitions all fail is the first partition's error.
-    pub async fn send(self, options: SendOptions) -> Result<SendReceipt> {
+    ///
+    /// # Errors
+    /// `InvalidBatch` for an empty send, `TopicDeleted`, `Backpressure` (nothing
+    /// appended), `PartiallyAppended`, or, when no partition appended, the first
+    /// partition's failure (storage, `PartitionReadOnly`, `PartitionPanicked`,
+    /// `ShuttingDown`).
+    pub async fn send(self, options: SendOptions) -> Result<SendReceipt, ProduceError> {
         self.topic.check_live()?;
         if self.is_empty() {
-            return Err(KafkoError::InvalidRequest {
+            return Err(ProduceError::InvalidBatch {
                 reason: "a send needs at least one record".into(),
             });
         }
@@ -284,7 +295,7 @@ impl<'t> SendBatch<'t> {
                 Err(error) => failed.push(PartitionFailure {
                     partition,
                     record_count,
-                    error,
+                    error: error.into(),
                 }),
             }
         }
@@ -295,7 +306,7 @@ impl<'t> SendBatch<'t> {
                 positions,
             }),
             _ if appended.is_empty() => Err(failed.swap_remove(0).error),
-            _ => Err(KafkoError::PartiallyAppended(Box::new(PartialSend {
+            _ => Err(ProduceError::PartiallyAppended(Box::new(PartialSend {
                 appended,
                 failed,
                 positions,

@@ -6,7 +6,7 @@ use std::path::Path;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::error::{KafkoError, Result};
+use crate::error::{InternalError, KafkoError, Result};
 use crate::storage::{Storage, replace_file};
 
 const MAGIC: &[u8; 4] = b"KSTF";
@@ -50,7 +50,8 @@ pub(crate) fn decode(data: &[u8]) -> std::result::Result<&[u8], String> {
 
 /// Atomically writes `value` as JSON into a framed state file.
 pub(crate) fn write<T: Serialize>(storage: &dyn Storage, path: &Path, value: &T) -> Result<()> {
-    let body = serde_json::to_vec(value).map_err(|e| KafkoError::InvalidRequest {
+    let body = serde_json::to_vec(value).map_err(|e| InternalError::Serialize {
+        path: path.to_path_buf(),
         reason: e.to_string(),
     })?;
     replace_file(storage, path, &encode(&body)).map_err(|e| KafkoError::io("replacing", path, e))

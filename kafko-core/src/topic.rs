@@ -7,7 +7,7 @@ use std::sync::{Arc, RwLock};
 use tokio::sync::Notify;
 
 use crate::config::{Compression, TopicConfig};
-use crate::error::{KafkoError, Result};
+use crate::error::{KafkoError, ProduceError, Result};
 use crate::partition::handle::PartitionHandle;
 use crate::record::{ProducerRecord, RecordMetadata, now_ms};
 use crate::routing::partition_for_key;
@@ -233,7 +233,7 @@ impl Topic {
         &self,
         records: Vec<ProducerRecord>,
         opts: SendOptions,
-    ) -> Result<Vec<RecordMetadata>> {
+    ) -> Result<Vec<RecordMetadata>, ProduceError> {
         let records = match <[ProducerRecord; 1]>::try_from(records) {
             // One record (most REST calls, a `send_batch` of one) skips the batch grouping.
             Ok([record]) => return Ok(vec![self.send_one(record, opts).await?]),

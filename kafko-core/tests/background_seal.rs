@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use common::faulty::{Faulty, Op};
 use common::interposed::Interposed;
-use kafko_core::{Kafko, KafkoError};
+use kafko_core::{AdminError, Kafko, OpenError, ProduceError, StorageError};
 
 /// Fills partition 0 of topic `t` over at least four 4 KiB segments, shuts down cleanly
 /// and returns the segment log files (oldest first).
@@ -83,7 +83,9 @@ fn crash_before_seal_of(dir: &Path, log: &Path) {
 /// Opens `dir`, which must fail with `Corruption`; returns its file and position.
 async fn expect_corruption(dir: &Path) -> (PathBuf, u64) {
     match Kafko::open(dir).await {
-        Err(KafkoError::Corruption { file, position, .. }) => (file, position),
+        Err(OpenError::Storage(StorageError::Corruption { file, position, .. })) => {
+            (file, position)
+        }
         Err(e) => panic!("expected corruption, got {e}"),
         Ok(_) => panic!("a damaged log opened"),
     }
@@ -257,18 +259,18 @@ async fn a_failed_seal_fsync_makes_the_partition_read_only() {
     assert!(
         matches!(
             err,
-            KafkoError::Io { .. } | KafkoError::PartitionReadOnly { .. }
+            ProduceError::Storage(StorageError::Io { .. }) | ProduceError::PartitionReadOnly { .. }
         ),
         "{err}"
     );
     let next = p.send(None, "refused".into()).await.unwrap_err();
     assert!(
-        matches!(next, KafkoError::PartitionReadOnly { .. }),
+        matches!(next, ProduceError::PartitionReadOnly { .. }),
         "{next}"
     );
     assert!(matches!(
         k.sync().await,
-        Err(KafkoError::PartitionReadOnly { .. })
+        Err(AdminError::PartitionReadOnly { .. })
     ));
     // Everything acknowledged is still readable.
     assert_eq!(common::read_all(&k, "t", 0).len() as u64, acked);

@@ -204,7 +204,8 @@ async fn a_crash_at_every_step_of_the_swap_recovers() {
         let k = open(&root).await;
         let hw = k
             .topic("t")
-            .and_then(|t| t.partition(0)?.offsets())
+            .map_err(kafko_core::KafkoError::from)
+            .and_then(|t| Ok(t.partition(0)?.offsets()?))
             .unwrap()
             .high_watermark;
         assert_eq!(send(&k, "t", keyed("k0", Some("after crash"))).await, hw);

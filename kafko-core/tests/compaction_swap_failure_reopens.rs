@@ -20,8 +20,11 @@ async fn fill(k: &Kafko, latest: &mut BTreeMap<String, (u64, Vec<u8>)>, from: u6
         let value = format!("{i:04}-{}", "v".repeat(300)).into_bytes();
         let r = ProducerRecord::new(value.clone()).with_key(key.clone());
         let sent = match k.topic("c") {
-            Ok(t) => t.produce(vec![r], SendOptions::default()).await,
-            Err(e) => Err(e),
+            Ok(t) => t
+                .produce(vec![r], SendOptions::default())
+                .await
+                .map_err(kafko_core::KafkoError::from),
+            Err(e) => Err(e.into()),
         };
         if let Ok(m) = sent {
             latest.insert(key, (m[0].offset, value));

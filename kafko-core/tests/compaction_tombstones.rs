@@ -7,7 +7,7 @@ mod gc_support;
 use std::time::Duration;
 
 use gc_support::{compacted, keyed, open, read_all, seal_marker, send};
-use kafko_core::{Bytes, ErrorKind, Kafko, KafkoError, TopicConfigUpdate};
+use kafko_core::{Bytes, ErrorKind, Kafko, ProduceError, TopicConfigUpdate};
 
 fn now() -> i64 {
     std::time::SystemTime::now()
@@ -97,7 +97,7 @@ async fn compaction_lag_holds_fresh_segments_and_keyless_records_are_rejected() 
 
     let p = k.producer_for("t").unwrap();
     let err = p.send(None, Bytes::from("no key")).await.unwrap_err();
-    assert!(matches!(err, KafkoError::KeyRequired { .. }));
+    assert!(matches!(err, ProduceError::KeyRequired { .. }));
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
     k.shutdown().await.unwrap();
 }

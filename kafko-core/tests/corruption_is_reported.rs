@@ -3,7 +3,7 @@
 //! rather than silently dropping the good records.
 mod common;
 
-use kafko_core::{Kafko, KafkoError};
+use kafko_core::{Kafko, KafkoError, OpenError, StorageError};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bit_flip_in_a_sealed_segment_fails_the_read_not_the_data() {
@@ -25,7 +25,8 @@ async fn bit_flip_in_a_sealed_segment_fails_the_read_not_the_data() {
     for offset in 0..200u64 {
         match k
             .topic("t")
-            .and_then(|t| t.partition(0)?.read(offset, 1, 1 << 20))
+            .map_err(kafko_core::KafkoError::from)
+            .and_then(|t| Ok(t.partition(0)?.read(offset, 1, 1 << 20)?))
         {
             Ok(f) => {
                 for r in f.records {
@@ -44,7 +45,8 @@ async fn bit_flip_in_a_sealed_segment_fails_the_read_not_the_data() {
     // Records in other segments are still readable.
     let last = k
         .topic("t")
-        .and_then(|t| t.partition(0)?.read(199, 1, 1 << 20))
+        .map_err(kafko_core::KafkoError::from)
+        .and_then(|t| Ok(t.partition(0)?.read(199, 1, 1 << 20)?))
         .unwrap();
     assert_eq!(last.records[0].value.as_ref().unwrap(), &common::value(199));
     k.shutdown().await.unwrap();
@@ -67,7 +69,7 @@ async fn bad_batch_followed_by_valid_ones_refuses_to_open() {
     std::fs::write(&log, &bytes).unwrap();
     let err = Kafko::open(dir.path()).await.err().expect("must refuse");
     match err {
-        KafkoError::Corruption { file, position, .. } => {
+        OpenError::Storage(StorageError::Corruption { file, position, .. }) => {
             assert_eq!(file, log);
             assert!(position <= 100);
         }

@@ -44,7 +44,7 @@ fn remove_indexes(log: &Path) {
 
 /// Opens `dir`, which must be refused with `Corruption`; returns file, position, reason.
 async fn refused(dir: &Path) -> (PathBuf, u64, String) {
-    match Kafko::open(dir).await {
+    match Kafko::open(dir).await.map_err(KafkoError::from) {
         Err(KafkoError::Corruption {
             file,
             position,

@@ -1,14 +1,14 @@
 //! A second open of the same data directory fails fast; the lock is released by shutdown.
 mod common;
 
-use kafko_core::{Kafko, KafkoError};
+use kafko_core::{AdminError, Kafko, OpenError, ProduceError};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn second_open_fails_until_the_first_shuts_down() {
     let dir = tempfile::tempdir().unwrap();
     let k = common::open(dir.path()).await;
     let second = Kafko::open(dir.path()).await;
-    assert!(matches!(second, Err(KafkoError::AlreadyOpen { .. })));
+    assert!(matches!(second, Err(OpenError::AlreadyOpen { .. })));
     assert_eq!(
         second.err().unwrap().kind(),
         kafko_core::ErrorKind::Unavailable
@@ -27,11 +27,11 @@ async fn operations_after_shutdown_are_typed_errors() {
     k.shutdown().await.unwrap();
     assert!(matches!(
         p.send(None, "late".into()).await,
-        Err(KafkoError::ShuttingDown)
+        Err(ProduceError::ShuttingDown)
     ));
     assert!(matches!(
         k.create_topic("u").await,
-        Err(KafkoError::ShuttingDown)
+        Err(AdminError::ShuttingDown)
     ));
 }
 
@@ -45,7 +45,7 @@ async fn deleting_the_lock_file_does_not_let_a_second_open_in() {
     std::fs::remove_file(dir.path().join("kafko.lock")).unwrap();
     let second = Kafko::open(dir.path()).await;
     assert!(
-        matches!(second, Err(KafkoError::AlreadyOpen { .. })),
+        matches!(second, Err(OpenError::AlreadyOpen { .. })),
         "a second open of a live directory: {:?}",
         second.as_ref().map(|_| "opened")
     );

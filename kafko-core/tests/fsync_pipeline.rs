@@ -14,8 +14,8 @@ use std::time::Duration;
 use common::interposed::{Hook, Interposed};
 use kafko_core::storage::StorageFile;
 use kafko_core::{
-    Bytes, FsyncPolicy, Kafko, KafkoError, Producer, ProducerRecord, RecordMetadata, SendOptions,
-    TopicConfig,
+    Bytes, FsyncPolicy, Kafko, ProduceError, Producer, ProducerRecord, RecordMetadata, SendOptions,
+    StorageError, TopicConfig,
 };
 use tempfile::TempDir;
 use tokio::task::JoinHandle;
@@ -130,7 +130,10 @@ async fn gated(fsync: FsyncPolicy, first: &'static str) -> (TempDir, Arc<Gate>, 
 }
 
 /// Sends `value` on a task of its own, so the test can watch it wait.
-fn spawn_send(p: &Producer, value: &'static str) -> JoinHandle<kafko_core::Result<RecordMetadata>> {
+fn spawn_send(
+    p: &Producer,
+    value: &'static str,
+) -> JoinHandle<Result<RecordMetadata, ProduceError>> {
     let p = p.clone();
     tokio::spawn(async move { p.send(None, value.into()).await })
 }
@@ -157,7 +160,7 @@ async fn send_held(
     gate: &Gate,
     p: &Producer,
     value: &'static str,
-) -> JoinHandle<kafko_core::Result<RecordMetadata>> {
+) -> JoinHandle<Result<RecordMetadata, ProduceError>> {
     gate.hold();
     let sending = spawn_send(p, value);
     eventually("an fsync is held", || gate.holding()).await;
@@ -166,7 +169,8 @@ async fn send_held(
 
 fn high_watermark(k: &Kafko) -> u64 {
     k.topic("t")
-        .and_then(|t| t.partition(0)?.offsets())
+        .map_err(kafko_core::KafkoError::from)
+        .and_then(|t| Ok(t.partition(0)?.offsets()?))
         .unwrap()
         .high_watermark
 }
@@ -260,12 +264,15 @@ async fn a_failed_fsync_fails_every_group_waiting_for_it() {
 
     for waiting in [first, second] {
         let e = waiting.await.unwrap().unwrap_err();
-        assert!(matches!(e, KafkoError::Io { .. }), "{e}");
+        assert!(
+            matches!(e, ProduceError::Storage(StorageError::Io { .. })),
+            "{e}"
+        );
     }
     // Nothing of the failed groups was ever visible, and the partition takes no more.
     assert_eq!(high_watermark(&k), 1);
     let e = p.send(None, "refused".into()).await.unwrap_err();
-    assert!(matches!(e, KafkoError::PartitionReadOnly { .. }), "{e}");
+    assert!(matches!(e, ProduceError::PartitionReadOnly { .. }), "{e}");
     let records = common::read_all(&k, "t", 0);
     assert_eq!(records.len(), 1);
     assert_eq!(records[0].value.as_ref().unwrap(), "kept");

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use common::failing_appends::{enospc, failing_appends};
 use common::interposed::Hook;
 use kafko_core::storage::StorageFile;
-use kafko_core::{ErrorKind, KafkoError};
+use kafko_core::{ErrorKind, ProduceError, StorageError};
 
 /// The real filesystem, full while `full` is set: no new file, no small-file write, no
 /// append. Reads, renames, removals and fsyncs of what exists still work.
@@ -64,7 +64,8 @@ async fn a_restart_on_a_full_disk_serves_reads_and_refuses_writes() {
     );
     let at = k
         .topic("t")
-        .and_then(|t| t.partition(0)?.read(n / 2, 1, 1 << 20))
+        .map_err(kafko_core::KafkoError::from)
+        .and_then(|t| Ok(t.partition(0)?.read(n / 2, 1, 1 << 20)?))
         .unwrap();
     assert_eq!(
         at.records[0].offset,
@@ -73,7 +74,10 @@ async fn a_restart_on_a_full_disk_serves_reads_and_refuses_writes() {
     );
     let p = k.producer_for("t").unwrap();
     let err = p.send(None, "refused".into()).await.unwrap_err();
-    assert!(matches!(err, KafkoError::StorageFull { .. }), "{err}");
+    assert!(
+        matches!(err, ProduceError::Storage(StorageError::Full { .. })),
+        "{err}"
+    );
     assert_eq!(err.kind(), ErrorKind::StorageFull);
     assert_eq!(
         k.describe_topic("t").unwrap().partitions[0].high_watermark,

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use common::interposed::{Hook, Interposed};
 use kafko_core::{
-    ErrorKind, GroupPollOptions, Kafko, KafkoError, PartitionOffset, ProducerRecord, TopicConfig,
+    ErrorKind, GroupError, GroupPollOptions, Kafko, PartitionOffset, ProducerRecord, TopicConfig,
 };
 
 fn opts(max_records: usize) -> GroupPollOptions {
@@ -100,7 +100,6 @@ async fn an_undelivered_poll_puts_its_records_back() {
     // Leaving commits what the member was delivered.
     let m = g
         .join(&t, Some("m1"), std::time::Duration::from_secs(30))
-        .await
         .unwrap();
     g.seek(
         &t,
@@ -188,7 +187,7 @@ async fn only_joins_polls_commits_seeks_and_configs_create_groups() {
     with_records(&k, 3).await;
     let t = k.topic("t").unwrap();
     let ghost = k.group("ghost").unwrap();
-    let not_found = |e: KafkoError| matches!(e, KafkoError::GroupNotFound { .. });
+    let not_found = |e: kafko_core::GroupError| matches!(e, GroupError::GroupNotFound { .. });
     assert!(not_found(ghost.leave(&t, "m").await.unwrap_err()));
     assert!(not_found(ghost.describe().unwrap_err()));
     assert!(not_found(ghost.delete().await.unwrap_err()));
@@ -198,7 +197,7 @@ async fn only_joins_polls_commits_seeks_and_configs_create_groups() {
         generation: 1,
     };
     let err = ghost.poll(&t, Some(&stranger), &opts(1)).await.unwrap_err();
-    assert!(matches!(err, KafkoError::UnknownMember { .. }), "{err}");
+    assert!(matches!(err, GroupError::UnknownMember { .. }), "{err}");
     let err = ghost
         .commit(
             &t,
@@ -210,7 +209,7 @@ async fn only_joins_polls_commits_seeks_and_configs_create_groups() {
         )
         .await
         .unwrap_err();
-    assert!(matches!(err, KafkoError::OffsetOutOfRange { .. }), "{err}");
+    assert!(matches!(err, GroupError::OffsetOutOfRange { .. }), "{err}");
     assert!(k.list_groups().is_empty(), "{:?}", k.list_groups());
 
     // A known group and an unknown member: 409, and the topic entry is not created.
@@ -221,7 +220,7 @@ async fn only_joins_polls_commits_seeks_and_configs_create_groups() {
         .await
         .unwrap();
     let err = g.leave(&other, "m").await.unwrap_err();
-    assert!(matches!(err, KafkoError::UnknownMember { .. }), "{err}");
+    assert!(matches!(err, GroupError::UnknownMember { .. }), "{err}");
     let listed = k.list_groups();
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].topics, ["t"]);

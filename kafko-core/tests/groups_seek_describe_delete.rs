@@ -6,7 +6,9 @@ mod gc_support;
 use std::time::Duration;
 
 use gc_support::{GroupOps, open, small};
-use kafko_core::{Bytes, GroupPollOptions, KafkoError, PartitionOffset, ProducerRecord, SeekTo};
+use kafko_core::{
+    Bytes, GroupError, GroupPollOptions, KafkoError, PartitionOffset, ProducerRecord, SeekTo,
+};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn seek_describe_list_and_delete() {
@@ -96,7 +98,7 @@ async fn seek_describe_list_and_delete() {
     k.delete_group("g").await.unwrap();
     assert!(matches!(
         k.group("g").and_then(|g| g.describe()),
-        Err(KafkoError::GroupNotFound { .. })
+        Err(GroupError::GroupNotFound { .. })
     ));
     assert!(matches!(
         k.delete_group("g").await,

@@ -1,7 +1,7 @@
 //! Names that could escape the data directory are rejected before touching a path.
 mod common;
 
-use kafko_core::{ErrorKind, KafkoError};
+use kafko_core::{AdminError, ErrorKind};
 
 /// The data directory path, with the `path()` accessor the other tests use.
 struct DataDir(std::path::PathBuf);
@@ -36,7 +36,7 @@ async fn hostile_topic_names_are_invalid_and_create_nothing() {
         "/abs",
     ] {
         let e = k.create_topic(name).await.unwrap_err();
-        assert!(matches!(e, KafkoError::InvalidName { .. }), "{name:?}: {e}");
+        assert!(matches!(e, AdminError::InvalidName { .. }), "{name:?}: {e}");
         assert_eq!(e.kind(), ErrorKind::InvalidInput);
     }
     assert!(k.list_topics().is_empty());

@@ -11,7 +11,8 @@ async fn lookups_are_right(k: &Kafko) {
     for offset in (0..600u64).step_by(37) {
         let f = k
             .topic("t")
-            .and_then(|t| t.partition(0)?.read(offset, 1, 1 << 20))
+            .map_err(kafko_core::KafkoError::from)
+            .and_then(|t| Ok(t.partition(0)?.read(offset, 1, 1 << 20)?))
             .unwrap();
         assert_eq!(f.records[0].offset, offset);
         assert_eq!(f.records[0].value.as_ref().unwrap(), &common::value(offset));
@@ -19,9 +20,10 @@ async fn lookups_are_right(k: &Kafko) {
     for offset in (0..600u64).step_by(53) {
         assert_eq!(
             k.topic("t")
-                .and_then(|t| t
+                .map_err(kafko_core::KafkoError::from)
+                .and_then(|t| Ok(t
                     .partition(0)?
-                    .offset_for_timestamp(1_000_000 + offset as i64))
+                    .offset_for_timestamp(1_000_000 + offset as i64)?))
                 .unwrap(),
             Some(offset)
         );

@@ -19,7 +19,7 @@ mod sim;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use kafko_core::{Kafko, KafkoError, ProducerRecord, SendOptions};
+use kafko_core::{Kafko, ProduceError, ProducerRecord, SendOptions};
 use sim::model::{Model, Step, open};
 use sim::{Fault, FaultHit, Op, Rng, SimFs};
 
@@ -143,7 +143,7 @@ async fn run(workload: u64, fault: Option<Fault>) -> Result<(Outcome, BTreeMap<O
                 .produce(vec![r], SendOptions::default())
                 .await
                 .expect_err("a write was accepted after a failed fsync");
-            if !matches!(err, KafkoError::PartitionReadOnly { .. }) {
+            if !matches!(err, ProduceError::PartitionReadOnly { .. }) {
                 return Err(format!("after a failed fsync of {topic}/{p}: {err}"));
             }
             out.read_only_checked = true;

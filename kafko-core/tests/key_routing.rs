@@ -2,7 +2,7 @@
 //! an explicit partition wins, and a batch is atomic per partition.
 mod common;
 
-use kafko_core::{ProducerRecord, TopicConfig, routing::partition_for_key};
+use kafko_core::{ProduceError, ProducerRecord, TopicConfig, routing::partition_for_key};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn same_key_same_partition_and_explicit_partition_wins() {
@@ -49,7 +49,7 @@ async fn same_key_same_partition_and_explicit_partition_wins() {
         .await;
     assert!(matches!(
         bad,
-        Err(kafko_core::KafkoError::PartitionNotFound {
+        Err(ProduceError::PartitionNotFound {
             partition: 9,
             partitions: 4,
             ..

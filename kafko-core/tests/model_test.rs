@@ -89,7 +89,8 @@ fn run(steps: Vec<Step>, codec: Compression) {
                     let offset = (o.len() * offset_pct as usize / 255) as u64;
                     let f = k
                         .topic("t")
-                        .and_then(|t| t.partition(partition)?.read(offset, max, 1 << 20))
+                        .map_err(kafko_core::KafkoError::from)
+                        .and_then(|t| Ok(t.partition(partition)?.read(offset, max, 1 << 20)?))
                         .unwrap();
                     let want = o.len().saturating_sub(offset as usize).min(max);
                     assert_eq!(f.records.len(), want);
@@ -108,7 +109,8 @@ fn run(steps: Vec<Step>, codec: Compression) {
                     for p in 0..2 {
                         assert_eq!(
                             k.topic("t")
-                                .and_then(|t| t.partition(p)?.offsets())
+                                .map_err(kafko_core::KafkoError::from)
+                                .and_then(|t| Ok(t.partition(p)?.offsets()?))
                                 .unwrap()
                                 .high_watermark,
                             oracle[p as usize].len() as u64

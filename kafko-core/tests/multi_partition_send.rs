@@ -17,11 +17,11 @@ use common::failing_appends::FailPartition;
 use common::gate::Gate;
 use common::on_disk::batches_on_disk;
 use kafko_core::{
-    Kafko, KafkoError, Producer, ProducerRecord, RecordMetadata, RecordRef, Result, SendOptions,
-    TopicConfig,
+    Kafko, ProduceError, Producer, ProducerRecord, RecordMetadata, RecordRef, Result, SendOptions,
+    StorageError, TopicConfig,
 };
 
-type Send<'a> = Pin<Box<dyn Future<Output = Result<Vec<RecordMetadata>>> + 'a>>;
+type Send<'a> = Pin<Box<dyn Future<Output = Result<Vec<RecordMetadata>, ProduceError>> + 'a>>;
 
 fn no_wait() -> SendOptions {
     SendOptions {
@@ -39,7 +39,8 @@ fn spread(per_partition: u64) -> Vec<ProducerRecord> {
 
 fn high_watermark(k: &Kafko, partition: u32) -> u64 {
     k.topic("t")
-        .and_then(|t| t.partition(partition)?.offsets())
+        .map_err(kafko_core::KafkoError::from)
+        .and_then(|t| Ok(t.partition(partition)?.offsets()?))
         .unwrap()
         .high_watermark
 }
@@ -70,14 +71,17 @@ async fn a_full_queue_on_the_second_partition_appends_nothing() {
         let mut send: Send = Box::pin(p.send_batch_with(vec![record], no_wait()));
         match send.as_mut().poll(&mut cx) {
             Poll::Pending => queued.push(send),
-            Poll::Ready(Err(KafkoError::Backpressure { .. })) => break,
+            Poll::Ready(Err(ProduceError::Backpressure { .. })) => break,
             Poll::Ready(other) => panic!("a send finished while the leader was held: {other:?}"),
         }
     }
 
     let refused = p.send_batch_with(spread(2), no_wait()).await;
     assert!(
-        matches!(refused, Err(KafkoError::Backpressure { partition: 1, .. })),
+        matches!(
+            refused,
+            Err(ProduceError::Backpressure { partition: 1, .. })
+        ),
         "{refused:?}"
     );
     gate.open();
@@ -123,7 +127,7 @@ async fn a_write_fault_on_the_second_of_three_partitions_is_reported_per_partiti
         .send_batch_with(records.clone(), no_wait())
         .await
         .unwrap_err();
-    let KafkoError::PartiallyAppended(partial) = err else {
+    let ProduceError::PartiallyAppended(partial) = err else {
         panic!("expected a per-partition answer, got {err:?}");
     };
     let appended: Vec<_> = partial
@@ -140,7 +144,10 @@ async fn a_write_fault_on_the_second_of_three_partitions_is_reported_per_partiti
     assert_eq!(partial.failed[0].partition, 1);
     assert_eq!(partial.failed[0].record_count, 4);
     assert!(
-        matches!(partial.failed[0].error, KafkoError::Io { .. }),
+        matches!(
+            partial.failed[0].error,
+            ProduceError::Storage(StorageError::Io { .. })
+        ),
         "{}",
         partial.failed[0].error
     );
@@ -189,7 +196,10 @@ async fn a_fault_on_every_partition_is_the_plain_error() {
     armed.store(true, Ordering::SeqCst);
     let only_one: Vec<_> = (0..5).map(|i| common::rec(i).with_partition(1)).collect();
     let err = p.send_batch_with(only_one, no_wait()).await.unwrap_err();
-    assert!(matches!(err, KafkoError::Io { .. }), "{err:?}");
+    assert!(
+        matches!(err, ProduceError::Storage(StorageError::Io { .. })),
+        "{err:?}"
+    );
     k.shutdown().await.unwrap();
 }
 
@@ -232,7 +242,8 @@ async fn a_large_send_is_stored_as_bounded_batches() {
     // A read of 10 records inside the range sees them in order.
     let mid = k
         .topic("t")
-        .and_then(|t| t.partition(0)?.read(12_345, 10, 1 << 20))
+        .map_err(kafko_core::KafkoError::from)
+        .and_then(|t| Ok(t.partition(0)?.read(12_345, 10, 1 << 20)?))
         .unwrap();
     assert_eq!(mid.records.first().map(|r| r.offset), Some(12_345));
     k.shutdown().await.unwrap();
@@ -248,7 +259,10 @@ async fn the_batches_of_one_partition_fail_together() {
     armed.store(true, Ordering::SeqCst);
     // 10,000 records: three batches, one append; the failed write stores none of them.
     let err = p.send_batch(records(10_000)).await.unwrap_err();
-    assert!(matches!(err, KafkoError::Io { .. }), "{err:?}");
+    assert!(
+        matches!(err, ProduceError::Storage(StorageError::Io { .. })),
+        "{err:?}"
+    );
     assert_eq!(high_watermark(&k, 1), 0);
     assert!(batches_on_disk(dir.path(), "t", 1).is_empty());
     armed.store(false, Ordering::SeqCst);

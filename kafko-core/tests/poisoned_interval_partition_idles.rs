@@ -7,7 +7,7 @@ mod sim;
 use std::path::Path;
 use std::time::Duration;
 
-use kafko_core::{FsyncPolicy, KafkoError, TopicConfig};
+use kafko_core::{FsyncPolicy, ProduceError, TopicConfig};
 use sim::{Fault, Op, SimFs};
 
 #[test]
@@ -40,7 +40,10 @@ fn a_poisoned_interval_partition_stops_trying_to_fsync() {
                 "the interval fsync ran and failed"
             );
             let err = p.send(None, "b".into()).await.unwrap_err();
-            assert!(matches!(err, KafkoError::PartitionReadOnly { .. }), "{err}");
+            assert!(
+                matches!(err, ProduceError::PartitionReadOnly { .. }),
+                "{err}"
+            );
         });
         let _ = done.send(());
     });

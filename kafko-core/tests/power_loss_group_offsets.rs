@@ -13,7 +13,9 @@ mod sim;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use kafko_core::{FsyncPolicy, KafkoError, PartitionOffset, ProducerRecord, TopicConfig};
+use kafko_core::{
+    FsyncPolicy, GroupError, KafkoError, PartitionOffset, ProducerRecord, TopicConfig,
+};
 use sim::model::open;
 use sim::{Reorder, Rng, SimFs};
 
@@ -72,7 +74,7 @@ async fn run_seed(seed: u64) -> Result<Outcome, String> {
         if rng.chance(1, 8) {
             let group = format!("g{}", rng.below(GROUPS));
             match k.group(&group).map_err(|e| e.to_string())?.delete().await {
-                Ok(()) | Err(KafkoError::GroupNotFound { .. }) if !fs.crashed() => {
+                Ok(()) | Err(GroupError::GroupNotFound { .. }) if !fs.crashed() => {
                     for partition in 0..PARTITIONS {
                         let key = (group.clone(), partition);
                         acked.remove(&key);
@@ -143,7 +145,7 @@ async fn run_seed(seed: u64) -> Result<Outcome, String> {
                 .flat_map(|t| &t.partitions)
                 .find(|p| p.partition == *partition)
                 .and_then(|p| p.committed),
-            Err(KafkoError::GroupNotFound { .. }) => None,
+            Err(GroupError::GroupNotFound { .. }) => None,
             Err(e) => return Err(format!("describe {group}: {e}")),
         };
         let key = (group.clone(), *partition);

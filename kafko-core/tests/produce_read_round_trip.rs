@@ -41,7 +41,8 @@ async fn every_field_round_trips_for_every_codec() {
         );
         let got = k
             .topic(&topic)
-            .and_then(|t| t.partition(0)?.read(0, 10, 1 << 20))
+            .map_err(kafko_core::KafkoError::from)
+            .and_then(|t| Ok(t.partition(0)?.read(0, 10, 1 << 20)?))
             .unwrap();
         assert_eq!(got.records.len(), 3);
         assert_eq!(got.next_offset, 3);
@@ -59,7 +60,8 @@ async fn every_field_round_trips_for_every_codec() {
         // Reading from the middle starts at the requested offset.
         let mid = k
             .topic(&topic)
-            .and_then(|t| t.partition(0)?.read(1, 1, 1 << 20))
+            .map_err(kafko_core::KafkoError::from)
+            .and_then(|t| Ok(t.partition(0)?.read(1, 1, 1 << 20)?))
             .unwrap();
         assert_eq!(mid.records.len(), 1);
         assert_eq!(mid.records[0].offset, 1);
@@ -89,7 +91,8 @@ async fn offsets_are_dense_across_many_sends_and_segments() {
     // max_bytes bounds a read but always returns at least one record.
     let one = k
         .topic("t")
-        .and_then(|t| t.partition(0)?.read(10, 100, 1))
+        .map_err(kafko_core::KafkoError::from)
+        .and_then(|t| Ok(t.partition(0)?.read(10, 100, 1)?))
         .unwrap();
     assert_eq!(one.records.len(), 1);
     k.shutdown().await.unwrap();
@@ -107,7 +110,8 @@ async fn reads_outside_the_log_are_out_of_range() {
         .unwrap();
     let err = k
         .topic("t")
-        .and_then(|t| t.partition(0)?.read(5, 10, 100))
+        .map_err(kafko_core::KafkoError::from)
+        .and_then(|t| Ok(t.partition(0)?.read(5, 10, 100)?))
         .unwrap_err();
     assert!(matches!(
         err,
@@ -119,18 +123,22 @@ async fn reads_outside_the_log_are_out_of_range() {
     ));
     assert!(
         k.topic("t")
-            .and_then(|t| t.partition(0)?.read(1, 10, 100))
+            .map_err(kafko_core::KafkoError::from)
+            .and_then(|t| Ok(t.partition(0)?.read(1, 10, 100)?))
             .unwrap()
             .records
             .is_empty()
     );
     assert!(matches!(
-        k.topic("t").and_then(|t| t.partition(3)?.read(0, 10, 100)),
+        k.topic("t")
+            .map_err(kafko_core::KafkoError::from)
+            .and_then(|t| Ok(t.partition(3)?.read(0, 10, 100)?)),
         Err(kafko_core::KafkoError::PartitionNotFound { .. })
     ));
     assert!(matches!(
         k.topic("nope")
-            .and_then(|t| t.partition(0)?.read(0, 10, 100)),
+            .map_err(kafko_core::KafkoError::from)
+            .and_then(|t| Ok(t.partition(0)?.read(0, 10, 100)?)),
         Err(kafko_core::KafkoError::TopicNotFound { .. })
     ));
     k.shutdown().await.unwrap();

@@ -2,7 +2,7 @@
 //! without shutdown, and after an unclean stop (no marker) that forces a scan.
 mod common;
 
-use kafko_core::{Compression, FsyncPolicy, Kafko, TopicConfig};
+use kafko_core::{AdminError, Compression, FsyncPolicy, Kafko, TopicConfig};
 
 fn config() -> TopicConfig {
     TopicConfig {
@@ -105,7 +105,7 @@ async fn topic_lifecycle_is_persisted() {
         .await;
     assert!(matches!(
         differs,
-        Err(kafko_core::KafkoError::TopicAlreadyExists { .. })
+        Err(AdminError::TopicAlreadyExists { .. })
     ));
     k.create_topic("b").await.unwrap();
     let update = kafko_core::TopicConfigUpdate {
@@ -117,7 +117,7 @@ async fn topic_lifecycle_is_persisted() {
     k.delete_topic("a").await.unwrap();
     assert!(matches!(
         k.producer_for("a"),
-        Err(kafko_core::KafkoError::TopicNotFound { .. })
+        Err(AdminError::TopicNotFound { .. })
     ));
     k.shutdown().await.unwrap();
     let k = common::open(dir.path()).await;

@@ -32,7 +32,8 @@ async fn retention_by_size_keeps_at_least_the_limit() {
     assert_eq!(after.high_watermark, 1000);
     let err = k
         .topic("t")
-        .and_then(|t| t.partition(0)?.read(0, 1, 100))
+        .map_err(kafko_core::KafkoError::from)
+        .and_then(|t| Ok(t.partition(0)?.read(0, 1, 100)?))
         .unwrap_err();
     assert!(
         matches!(err, KafkoError::OffsetOutOfRange { log_start_offset, .. } if log_start_offset == after.log_start_offset)
@@ -46,7 +47,8 @@ async fn retention_by_size_keeps_at_least_the_limit() {
     let k = common::open(dir.path()).await;
     let offsets = k
         .topic("t")
-        .and_then(|t| t.partition(0)?.offsets())
+        .map_err(kafko_core::KafkoError::from)
+        .and_then(|t| Ok(t.partition(0)?.offsets()?))
         .unwrap();
     assert_eq!(
         (offsets.log_start, offsets.high_watermark),
@@ -80,7 +82,8 @@ async fn retention_by_age_uses_the_newest_timestamp_of_each_segment() {
         high_watermark: hw,
     } = k
         .topic("t")
-        .and_then(|t| t.partition(0)?.offsets())
+        .map_err(kafko_core::KafkoError::from)
+        .and_then(|t| Ok(t.partition(0)?.offsets()?))
         .unwrap();
     assert_eq!(hw, 600);
     assert!(
@@ -117,7 +120,8 @@ async fn interrupted_retention_does_not_resurrect_segments() {
         log_start: start, ..
     } = k
         .topic("t")
-        .and_then(|t| t.partition(0)?.offsets())
+        .map_err(kafko_core::KafkoError::from)
+        .and_then(|t| Ok(t.partition(0)?.offsets()?))
         .unwrap();
     k.shutdown().await.unwrap();
     // Crash between the checkpoint and the unlink: the old segment is still there.
@@ -126,7 +130,8 @@ async fn interrupted_retention_does_not_resurrect_segments() {
     let k = common::open(dir.path()).await;
     assert_eq!(
         k.topic("t")
-            .and_then(|t| t.partition(0)?.offsets())
+            .map_err(kafko_core::KafkoError::from)
+            .and_then(|t| Ok(t.partition(0)?.offsets()?))
             .unwrap()
             .log_start,
         start

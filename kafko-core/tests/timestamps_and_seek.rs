@@ -15,7 +15,7 @@ async fn offset_for_timestamp_finds_the_first_record_at_or_after() {
             .await
             .unwrap();
     }
-    let partition = k.topic("t").and_then(|t| t.partition(0)).unwrap();
+    let partition = k.topic("t").unwrap().partition(0).unwrap();
     for (timestamp, first) in [
         (0, Some(0)),
         (1, Some(1)),

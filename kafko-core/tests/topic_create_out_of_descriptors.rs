@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use common::interposed::Hook;
-use kafko_core::{ErrorKind, KafkoError, TopicConfig};
+use kafko_core::{AdminError, ErrorKind, StorageError, TopicConfig};
 
 /// Fails every open of a segment of partition 3 or above with EMFILE while armed.
 struct OutOfDescriptors(Arc<AtomicBool>);
@@ -42,7 +42,10 @@ async fn emfile_on_create_is_unavailable_and_leaves_nothing() {
         .await
         .unwrap_err();
     assert!(
-        matches!(err, KafkoError::TooManyOpenFiles { .. }),
+        matches!(
+            err,
+            AdminError::Storage(StorageError::TooManyOpenFiles { .. })
+        ),
         "expected TooManyOpenFiles, got {err}"
     );
     assert_eq!(err.kind(), ErrorKind::Unavailable);

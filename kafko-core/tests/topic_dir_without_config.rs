@@ -5,7 +5,7 @@ mod common;
 
 use std::path::Path;
 
-use kafko_core::{ErrorKind, Kafko, KafkoError};
+use kafko_core::{ErrorKind, Kafko, OpenError, StorageError};
 
 /// Writes 50 records to topic `t` (two partitions) and shuts down cleanly.
 async fn fifty_records(dir: &Path) {
@@ -37,9 +37,9 @@ fn bytes_under(path: &Path) -> u64 {
 
 async fn expect_refused(dir: &Path, config: &Path) {
     match Kafko::open(dir).await {
-        Err(e @ KafkoError::Corruption { .. }) => {
+        Err(e @ OpenError::Storage(StorageError::Corruption { .. })) => {
             assert_eq!(e.kind(), ErrorKind::Corruption);
-            let KafkoError::Corruption { file, .. } = &e else {
+            let OpenError::Storage(StorageError::Corruption { file, .. }) = &e else {
                 unreachable!()
             };
             assert_eq!(file, config, "{e}");

@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use kafko_core::{KafkoError, ProducerRecord, SendOptions};
+use kafko_core::{FetchError, KafkoError, ProducerRecord, SendOptions};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn handles_of_a_deleted_topic_fail_and_its_waiting_readers_wake() {
@@ -36,7 +36,7 @@ async fn handles_of_a_deleted_topic_fail_and_its_waiting_readers_wake() {
         .expect("the delete did not wake the waiting reader")
         .unwrap();
     assert!(
-        matches!(woken, Err(KafkoError::TopicDeleted { .. })),
+        matches!(woken, Err(FetchError::TopicDeleted { .. })),
         "{woken:?}"
     );
 
@@ -48,12 +48,14 @@ async fn handles_of_a_deleted_topic_fail_and_its_waiting_readers_wake() {
         .unwrap();
     assert!(old.is_deleted());
     for err in [
-        reader.read(0, 10, 1 << 20).unwrap_err(),
-        reader.offsets().unwrap_err(),
-        old.describe().unwrap_err(),
-        old.produce(vec![ProducerRecord::new("lost")], SendOptions::default())
-            .await
-            .unwrap_err(),
+        reader.read(0, 10, 1 << 20).unwrap_err().into(),
+        reader.offsets().unwrap_err().into(),
+        old.describe().unwrap_err().into(),
+        KafkoError::from(
+            old.produce(vec![ProducerRecord::new("lost")], SendOptions::default())
+                .await
+                .unwrap_err(),
+        ),
     ] {
         assert!(matches!(err, KafkoError::TopicDeleted { .. }), "{err}");
     }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use common::faulty::{Faulty, Op};
 use common::interposed::Interposed;
-use kafko_core::{ErrorKind, FsyncPolicy, Kafko, KafkoError, TopicConfig};
+use kafko_core::{ErrorKind, FsyncPolicy, Kafko, ProduceError, StorageError, TopicConfig};
 
 async fn open_faulty(dir: &std::path::Path, faults: Arc<Faulty>) -> Kafko {
     Kafko::builder(dir)
@@ -29,7 +29,10 @@ async fn failed_write_burns_no_offset_at_every_n() {
         for i in 0..8u64 {
             match p.send(None, common::value(i)).await {
                 Ok(m) => acked.push((m.offset, i)),
-                Err(e) => assert!(matches!(e, KafkoError::Io { .. }), "{e}"),
+                Err(e) => assert!(
+                    matches!(e, ProduceError::Storage(StorageError::Io { .. })),
+                    "{e}"
+                ),
             }
         }
         assert_eq!(acked.len(), 7, "exactly one write failed (n={n})");
@@ -67,17 +70,21 @@ async fn fsync_failure_makes_the_partition_read_only() {
     p.send(None, "ok".into()).await.unwrap();
     faults.arm();
     let first = p.send(None, "lost".into()).await.unwrap_err();
-    assert!(matches!(first, KafkoError::Io { .. }), "{first}");
+    assert!(
+        matches!(first, ProduceError::Storage(StorageError::Io { .. })),
+        "{first}"
+    );
     let second = p.send(None, "refused".into()).await.unwrap_err();
     assert!(
-        matches!(second, KafkoError::PartitionReadOnly { .. }),
+        matches!(second, ProduceError::PartitionReadOnly { .. }),
         "{second}"
     );
     assert_eq!(second.kind(), ErrorKind::Unavailable);
     // Reads keep working.
     assert_eq!(
         k.topic("t")
-            .and_then(|t| t.partition(0)?.read(0, 10, 1000))
+            .map_err(kafko_core::KafkoError::from)
+            .and_then(|t| Ok(t.partition(0)?.read(0, 10, 1000)?))
             .unwrap()
             .records[0]
             .value
@@ -112,7 +119,8 @@ async fn disk_full_is_storage_full_and_writes_resume() {
     }
     assert_eq!(
         k.topic("t")
-            .and_then(|t| t.partition(0)?.read(0, 10, 1000))
+            .map_err(kafko_core::KafkoError::from)
+            .and_then(|t| Ok(t.partition(0)?.read(0, 10, 1000)?))
             .unwrap()
             .records
             .len(),
@@ -136,10 +144,10 @@ async fn panicking_writer_is_a_typed_error_not_a_hang() {
         .unwrap()
         .unwrap_err();
     assert!(
-        matches!(e, KafkoError::PartitionPanicked { partition: 0, .. }),
+        matches!(e, ProduceError::PartitionPanicked { partition: 0, .. }),
         "{e}"
     );
     let e = p.send(None, "c".into()).await.unwrap_err();
-    assert!(matches!(e, KafkoError::PartitionPanicked { .. }), "{e}");
+    assert!(matches!(e, ProduceError::PartitionPanicked { .. }), "{e}");
     assert!(k.shutdown().await.is_err());
 }

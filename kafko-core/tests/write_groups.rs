@@ -13,10 +13,12 @@ use std::time::Duration;
 
 use common::gate::Gate;
 use kafko_core::{
-    FsyncPolicy, Kafko, KafkoError, Producer, RecordMetadata, Result, SendOptions, TopicConfig,
+    FsyncPolicy, Kafko, ProduceError, Producer, RecordMetadata, Result, SendOptions, StorageError,
+    TopicConfig,
 };
 
-type SendFuture<'a> = Pin<Box<dyn Future<Output = Result<RecordMetadata>> + Send + 'a>>;
+type SendFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<RecordMetadata, ProduceError>> + Send + 'a>>;
 
 async fn open_gated(dir: &std::path::Path, gate: &Arc<Gate>, fsync: FsyncPolicy) -> Kafko {
     let k = common::open_interposed(dir, gate.clone()).await;
@@ -107,7 +109,10 @@ async fn a_failed_group_write_fails_every_producer_in_it_and_burns_no_offset() {
     // The five were written as one group by the first of them, and that write failed.
     for f in followers {
         let e = f.await.unwrap_err();
-        assert!(matches!(e, KafkoError::Io { .. }), "{e}");
+        assert!(
+            matches!(e, ProduceError::Storage(StorageError::Io { .. })),
+            "{e}"
+        );
     }
     // No offset was burnt, and the next group succeeds.
     assert_eq!(p.send(None, common::value(6)).await.unwrap().offset, 1);
@@ -221,7 +226,7 @@ async fn a_full_queue_refuses_no_wait_sends_and_queues_waiting_ones_in_order() {
         });
         match send.as_mut().poll(&mut cx) {
             Poll::Pending => accepted.push(send),
-            Poll::Ready(Err(KafkoError::Backpressure { topic, partition })) => {
+            Poll::Ready(Err(ProduceError::Backpressure { topic, partition })) => {
                 assert_eq!((topic.as_str(), partition), ("t", 0));
                 break;
             }
@@ -251,7 +256,7 @@ async fn a_full_queue_refuses_no_wait_sends_and_queues_waiting_ones_in_order() {
     });
     assert!(matches!(
         late.as_mut().poll(&mut cx),
-        Poll::Ready(Err(KafkoError::Backpressure { .. }))
+        Poll::Ready(Err(ProduceError::Backpressure { .. }))
     ));
     gate.open();
     assert_eq!(leader.await.unwrap().unwrap(), 0);
@@ -289,7 +294,7 @@ async fn shutdown_while_a_group_forms_writes_what_was_queued_and_refuses_the_res
         tokio::time::sleep(Duration::from_millis(5)).await;
     };
     assert!(
-        matches!(refused, Err(KafkoError::ShuttingDown)),
+        matches!(refused, Err(ProduceError::ShuttingDown)),
         "{refused:?}"
     );
     gate.open();

@@ -1,10 +1,13 @@
 //! Errors: [`ApiError`], every failed request as `application/problem+json` (RFC 9457)
-//! with a stable `code`, the one place where [`KafkoError`] becomes an HTTP status, and
+//! with a stable `code`, the one place where a core error becomes an HTTP status (each
+//! operation's error through the union [`KafkoError`], so one table decides), and
 //! [`ServerError`] for start-up failures.
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use kafko_core::{ErrorKind, KafkoError};
+use kafko_core::{
+    AdminError, ErrorKind, FetchError, GroupError, KafkoError, OpenError, ProduceError,
+};
 use serde_json::{Map, Value, json};
 
 use crate::dto::Problem;
@@ -18,11 +21,11 @@ pub(crate) const PROBLEM_JSON: &str = "application/problem+json";
 pub enum ServerError {
     /// The log could not be opened.
     #[error("opening the data directory: {0}")]
-    Open(#[source] KafkoError),
+    Open(#[source] OpenError),
     /// The log's shutdown failed (it could not drain, fsync or mark the directory
     /// clean); the next open recovers as after a crash.
     #[error("shutting down the data directory: {0}")]
-    Shutdown(#[source] KafkoError),
+    Shutdown(#[source] AdminError),
     /// The listen address could not be bound.
     #[error("binding {addr}: {source}")]
     Bind {
@@ -143,6 +146,8 @@ impl From<KafkoError> for ApiError {
                 return ApiError::new(StatusCode::CONFLICT, "group_has_members", detail)
                     .with("members", json!(members));
             }
+            // A bug or a panic: logged in full below, `internal` to the client.
+            KafkoError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
             // Out of range like `offset_out_of_range`; the remedy is a seek.
             KafkoError::NoValidOffset { partition, .. } => {
                 return ApiError::new(StatusCode::RANGE_NOT_SATISFIABLE, "no_valid_offset", detail)
@@ -183,12 +188,24 @@ impl From<KafkoError> for ApiError {
     }
 }
 
+/// Each operation's error maps through the union type, so one table decides.
+macro_rules! via_kafko_error {
+    ($($op:ty),*) => {$(
+        impl From<$op> for ApiError {
+            fn from(e: $op) -> Self {
+                KafkoError::from(e).into()
+            }
+        }
+    )*};
+}
+via_kafko_error!(OpenError, AdminError, ProduceError, FetchError, GroupError);
+
 impl ApiError {
     /// A name check's failure under the code of what was named (`invalid_group_name`,
     /// `invalid_member_id`); the core reports every bad name as `InvalidName`.
-    pub(crate) fn invalid_name(e: KafkoError, code: &'static str) -> Self {
-        match e {
-            KafkoError::InvalidName { .. } => ApiError::bad_request(code, e.to_string()),
+    pub(crate) fn invalid_name(e: impl Into<KafkoError>, code: &'static str) -> Self {
+        match e.into() {
+            e @ KafkoError::InvalidName { .. } => ApiError::bad_request(code, e.to_string()),
             other => other.into(),
         }
     }

@@ -81,9 +81,9 @@ impl AppState {
     pub(crate) async fn auto_created_producer(
         &self,
         topic: &str,
-    ) -> kafko_core::Result<kafko_core::Producer> {
+    ) -> Result<kafko_core::Producer, kafko_core::AdminError> {
         let crate::AutoCreate::Enabled(config) = &self.config.auto_create else {
-            return Err(kafko_core::KafkoError::TopicNotFound {
+            return Err(kafko_core::AdminError::TopicNotFound {
                 topic: topic.to_owned(),
             });
         };
@@ -92,7 +92,7 @@ impl AppState {
             .create_topic_with_config(topic, config.clone())
             .await
         {
-            Ok(_) | Err(kafko_core::KafkoError::TopicAlreadyExists { .. }) => {}
+            Ok(_) | Err(kafko_core::AdminError::TopicAlreadyExists { .. }) => {}
             Err(e) => return Err(e),
         }
         self.kafko.producer_for(topic)

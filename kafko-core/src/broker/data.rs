@@ -1,7 +1,7 @@
 //! The data plane of a [`Kafko`]: topics resolved by name into handles (produce, read,
 //! wait through [`TopicHandle`]), explicit sync and retention.
 
-use crate::error::Result;
+use crate::error::AdminError;
 use crate::handle::TopicHandle;
 use crate::partition::command::RetentionOutcome;
 use crate::producer::Producer;
@@ -11,18 +11,29 @@ use super::Kafko;
 
 impl Kafko {
     /// The topic `name`, resolved once: produce, describe, and read its partitions
-    /// through the handle. Fails with `TopicNotFound` when it does not exist.
-    pub fn topic(&self, name: &str) -> Result<TopicHandle> {
+    /// through the handle.
+    ///
+    /// # Errors
+    /// [`AdminError::TopicNotFound`] when it does not exist, `ShuttingDown` once
+    /// shutdown began.
+    pub fn topic(&self, name: &str) -> Result<TopicHandle, AdminError> {
         Ok(TopicHandle::new(self.resolve(name)?))
     }
 
     /// A producer for the topic `name`: `topic(name)?.producer()`.
-    pub fn producer_for(&self, name: &str) -> Result<Producer> {
+    ///
+    /// # Errors
+    /// As [`topic`](Self::topic).
+    pub fn producer_for(&self, name: &str) -> Result<Producer, AdminError> {
         Ok(self.topic(name)?.producer())
     }
 
     /// fsyncs every partition of every topic.
-    pub async fn sync(&self) -> Result<()> {
+    ///
+    /// # Errors
+    /// The first partition whose fsync failed (a storage error, or a partition already
+    /// read-only), or whose writer is gone (`ShuttingDown`, `PartitionPanicked`).
+    pub async fn sync(&self) -> Result<(), AdminError> {
         for t in self.all_topics() {
             for p in &t.partitions {
                 p.sync().await?;
@@ -32,7 +43,11 @@ impl Kafko {
     }
 
     /// Runs retention on every partition now.
-    pub async fn enforce_retention(&self) -> Result<RetentionOutcome> {
+    ///
+    /// # Errors
+    /// The first partition whose retention failed to delete (storage), or whose writer
+    /// is gone (`ShuttingDown`, `PartitionPanicked`).
+    pub async fn enforce_retention(&self) -> Result<RetentionOutcome, AdminError> {
         let mut total = RetentionOutcome::default();
         let now = now_ms();
         for t in self.all_topics() {

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use crate::error::Result;
+use crate::error::OpenError;
 use crate::storage::{StdStorage, Storage, blocking};
 
 use super::recover::recover_directory;
@@ -46,14 +46,21 @@ impl KafkoOptions {
     }
 
     /// Opens the directory (creating it), recovering every topic.
-    pub async fn open(self) -> Result<Kafko> {
+    ///
+    /// # Errors
+    /// [`OpenError::AlreadyOpen`] when another instance holds the directory; a storage
+    /// failure (or damage recovery cannot repair) while locking or recovering it.
+    pub async fn open(self) -> Result<Kafko, OpenError> {
         Kafko::open_with(self).await
     }
 }
 
 impl Kafko {
     /// Opens (or creates) the data directory at `dir` with default options.
-    pub async fn open(dir: impl AsRef<Path>) -> Result<Kafko> {
+    ///
+    /// # Errors
+    /// As [`KafkoOptions::open`].
+    pub async fn open(dir: impl AsRef<Path>) -> Result<Kafko, OpenError> {
         KafkoOptions::new(dir).open().await
     }
 
@@ -62,7 +69,7 @@ impl Kafko {
         KafkoOptions::new(dir)
     }
 
-    async fn open_with(options: KafkoOptions) -> Result<Kafko> {
+    async fn open_with(options: KafkoOptions) -> Result<Kafko, OpenError> {
         let storage = options.storage.clone();
         let dir = options.dir.clone();
         let recovered = blocking("recovering", move || recover_directory(&storage, &dir)).await?;

@@ -4,7 +4,7 @@
 
 use std::sync::atomic::Ordering;
 
-use crate::error::Result;
+use crate::error::{AdminError, Result};
 use crate::record::now_ms;
 use crate::state_file;
 use crate::storage::blocking;
@@ -14,8 +14,12 @@ use super::{CLEAN_MARKER, Inner, Kafko};
 impl Kafko {
     /// Stops intake, drains and fsyncs every partition, writes the clean-shutdown
     /// marker and releases the directory lock. Idempotent.
-    pub async fn shutdown(&self) -> Result<()> {
-        shutdown_inner(&self.inner).await
+    ///
+    /// # Errors
+    /// The first partition that could not drain or fsync (storage, `PartitionPanicked`),
+    /// or the marker's write: the next open then recovers as after a crash.
+    pub async fn shutdown(&self) -> Result<(), AdminError> {
+        Ok(shutdown_inner(&self.inner).await?)
     }
 
     /// Whether `shutdown` has begun.

@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 
 use crate::config::{TopicConfig, TopicConfigUpdate};
 use crate::disk;
-use crate::error::{KafkoError, Result};
+use crate::error::{AdminError, KafkoError, Result};
 use crate::naming::validate_name;
 use crate::record::now_ms;
 use crate::storage::{Storage, blocking, create_dir_durably};
@@ -20,18 +20,26 @@ use super::{CreateOutcome, Kafko, TOPIC_CONFIG};
 
 impl Kafko {
     /// Creates a topic with the default configuration (idempotent).
-    pub async fn create_topic(&self, name: &str) -> Result<CreateOutcome> {
+    ///
+    /// # Errors
+    /// As [`create_topic_with_config`](Self::create_topic_with_config).
+    pub async fn create_topic(&self, name: &str) -> Result<CreateOutcome, AdminError> {
         self.create_topic_with_config(name, TopicConfig::default())
             .await
     }
 
     /// Creates a topic. Creating it again with the same config is a no-op;
     /// with a different one it is `TopicAlreadyExists`.
+    ///
+    /// # Errors
+    /// [`AdminError::InvalidName`], [`AdminError::InvalidConfig`],
+    /// [`AdminError::TopicAlreadyExists`], `ShuttingDown`, or a storage failure while
+    /// making its directory (nothing of the topic is left behind).
     pub async fn create_topic_with_config(
         &self,
         name: &str,
         config: TopicConfig,
-    ) -> Result<CreateOutcome> {
+    ) -> Result<CreateOutcome, AdminError> {
         validate_name(name)?;
         config.validate()?;
         self.check_open()?;
@@ -40,7 +48,7 @@ impl Kafko {
             return if *existing.config() == config {
                 Ok(CreateOutcome::AlreadyExisted)
             } else {
-                Err(KafkoError::TopicAlreadyExists {
+                Err(AdminError::TopicAlreadyExists {
                     topic: name.to_owned(),
                 })
             };
@@ -82,16 +90,23 @@ impl Kafko {
     }
 
     /// Config and per-partition facts of a topic.
-    pub fn describe_topic(&self, name: &str) -> Result<TopicDescription> {
+    ///
+    /// # Errors
+    /// [`AdminError::TopicNotFound`], `ShuttingDown`.
+    pub fn describe_topic(&self, name: &str) -> Result<TopicDescription, AdminError> {
         Ok(self.resolve(name)?.describe())
     }
 
     /// Changes a topic's mutable configuration; persisted before it takes effect.
+    ///
+    /// # Errors
+    /// [`AdminError::TopicNotFound`], [`AdminError::InvalidConfig`], `ShuttingDown`, or
+    /// a storage failure writing the config (the old one stays in effect).
     pub async fn update_topic_config(
         &self,
         name: &str,
         update: &TopicConfigUpdate,
-    ) -> Result<TopicConfig> {
+    ) -> Result<TopicConfig, AdminError> {
         let _admin = self.inner.admin.lock().await;
         let topic = self.resolve(name)?;
         let next = topic.config().apply(update)?;
@@ -111,7 +126,11 @@ impl Kafko {
     }
 
     /// Deletes a topic and all its data.
-    pub async fn delete_topic(&self, name: &str) -> Result<()> {
+    ///
+    /// # Errors
+    /// [`AdminError::InvalidName`], [`AdminError::TopicNotFound`], `ShuttingDown`, or a
+    /// storage failure moving its directory out (or removing it afterwards).
+    pub async fn delete_topic(&self, name: &str) -> Result<(), AdminError> {
         validate_name(name)?;
         let _admin = self.inner.admin.lock().await;
         let topic = self.resolve(name)?;

@@ -17,7 +17,7 @@ use tokio::time::Instant;
 use super::membership::Members;
 use super::offsets::OffsetStore;
 use super::{GroupConfig, MAX_SESSION_TIMEOUT, MemberRef, OffsetReset, PartitionOffset};
-use crate::error::{KafkoError, Result};
+use crate::error::{GroupError, KafkoError, Result};
 use crate::storage::Storage;
 
 /// Serializes writes of one group's files; `deleted` stops writes after a delete so a
@@ -232,11 +232,8 @@ impl Coordinator {
                 next.clone(),
             );
             // fsync + rename + fsync dir: keep it off the async workers.
-            tokio::task::spawn_blocking(move || store.write_offsets(&g, &t, &body))
-                .await
-                .map_err(|e| KafkoError::InvalidRequest {
-                    reason: format!("offset commit task failed: {e}"),
-                })??;
+            crate::storage::blocking("offset commit", move || store.write_offsets(&g, &t, &body))
+                .await?;
         }
         let mut groups = self.lock();
         let ts = groups
@@ -361,15 +358,9 @@ pub(super) fn start_position(
     }
 }
 
-pub(super) fn validate_session_timeout(timeout: Duration) -> Result<()> {
+pub(super) fn validate_session_timeout(timeout: Duration) -> Result<(), GroupError> {
     if timeout.is_zero() || timeout > MAX_SESSION_TIMEOUT {
-        return Err(KafkoError::InvalidRequest {
-            reason: format!(
-                "session timeout must be between 1 ms and {} s, got {} ms",
-                MAX_SESSION_TIMEOUT.as_secs(),
-                timeout.as_millis()
-            ),
-        });
+        return Err(GroupError::InvalidSessionTimeout { timeout });
     }
     Ok(())
 }

@@ -23,7 +23,7 @@ use super::{
 };
 use crate::broker::Kafko;
 use crate::consumer::SeekTo;
-use crate::error::{KafkoError, Result};
+use crate::error::{GroupError, KafkoError, Result};
 use crate::handle::TopicHandle;
 use crate::naming::validate_name;
 use crate::partition::record_bytes;
@@ -67,7 +67,10 @@ struct Created {
 impl Kafko {
     /// A handle on the group `name` (validated, not created: a join, poll, commit, seek
     /// or configure creates it).
-    pub fn group(&self, name: &str) -> Result<GroupHandle> {
+    ///
+    /// # Errors
+    /// [`GroupError::InvalidName`].
+    pub fn group(&self, name: &str) -> Result<GroupHandle, GroupError> {
         validate_name(name)?;
         Ok(GroupHandle {
             kafko: self.clone(),
@@ -166,7 +169,10 @@ impl GroupHandle {
     }
 
     /// Sets the group's options (creating the group), durably.
-    pub async fn configure(&self, config: GroupConfig) -> Result<()> {
+    ///
+    /// # Errors
+    /// `ShuttingDown`, or a storage failure writing them (the old options stay).
+    pub async fn configure(&self, config: GroupConfig) -> Result<(), GroupError> {
         self.check_not_closing()?;
         let name = &*self.name;
         let persist = self
@@ -182,11 +188,7 @@ impl GroupHandle {
             name.to_owned(),
             config.clone(),
         );
-        tokio::task::spawn_blocking(move || store.write_config(&group, &c))
-            .await
-            .map_err(|e| KafkoError::InvalidRequest {
-                reason: format!("group config task failed: {e}"),
-            })??;
+        crate::storage::blocking("group config", move || store.write_config(&group, &c)).await?;
         if let Some(g) = self.coordinator().lock().get_mut(name) {
             g.config = config;
         }
@@ -196,12 +198,16 @@ impl GroupHandle {
     /// Joins the group on `topic` (creating the group). Without `member_id` a new id is
     /// generated; joining again with a live member's id is a heartbeat that returns its
     /// current assignment without a rebalance. A new member starts a new generation.
-    pub async fn join(
+    ///
+    /// # Errors
+    /// [`GroupError::InvalidSessionTimeout`], [`GroupError::InvalidName`] (the member
+    /// id), `TopicDeleted`.
+    pub fn join(
         &self,
         topic: &TopicHandle,
         member_id: Option<&str>,
         session_timeout: std::time::Duration,
-    ) -> Result<Membership> {
+    ) -> Result<Membership, GroupError> {
         validate_session_timeout(session_timeout)?;
         if let Some(id) = member_id {
             validate_name(id)?;
@@ -247,7 +253,11 @@ impl GroupHandle {
 
     /// Removes a member after committing what it was delivered with auto-commit; its
     /// partitions move to the others (a new generation).
-    pub async fn leave(&self, topic: &TopicHandle, member_id: &str) -> Result<()> {
+    ///
+    /// # Errors
+    /// [`GroupError::GroupNotFound`], [`GroupError::UnknownMember`], `TopicDeleted`, or a
+    /// storage failure committing its delivered records (it stays a member).
+    pub async fn leave(&self, topic: &TopicHandle, member_id: &str) -> Result<(), GroupError> {
         let t = topic.inner();
         let n = t.partitions.len() as u32;
         let group = &*self.name;
@@ -280,7 +290,7 @@ impl GroupHandle {
                 .await?;
         }
         if !left {
-            return Err(unknown());
+            return Err(unknown().into());
         }
         tracing::info!(group, topic = %t.name, member = member_id, "member left");
         Ok(())
@@ -291,13 +301,19 @@ impl GroupHandle {
     /// `GroupHasMembers` while members are joined). With `options.auto_commit` it first
     /// commits what the caller's previous delivered poll returned. Waits up to
     /// `options.wait` when nothing is available. See [`GroupHandle`] for the delivery
-    /// rule; a member polling in an old generation fails with `StaleGeneration`.
+    /// rule.
+    ///
+    /// # Errors
+    /// A member not in the group's current generation (`UnknownMember`,
+    /// `StaleGeneration`), `GroupHasMembers` for the implicit member, `NoValidOffset`
+    /// (reset policy `error`), `TopicDeleted`, `ShuttingDown`, or a storage failure
+    /// (reading, or the auto-commit's write): the group is then where it was.
     pub async fn poll(
         &self,
         topic: &TopicHandle,
         member: Option<&MemberRef>,
         options: &GroupPollOptions,
-    ) -> Result<GroupPoll> {
+    ) -> Result<GroupPoll, GroupError> {
         let deadline = Instant::now() + options.wait;
         let activity = topic.activity();
         let mut committed = Vec::new();
@@ -419,12 +435,17 @@ impl GroupHandle {
     /// Commits offsets durably (creating the group). `offsets: None` commits the
     /// caller's delivered positions. A member may only commit partitions it owns, in its
     /// current generation. If the write fails, nothing changes.
+    ///
+    /// # Errors
+    /// `UnknownMember`, `StaleGeneration`, `GroupHasMembers` (implicit member),
+    /// `NotAssigned`, `PartitionNotFound`, `OffsetOutOfRange` (past the high watermark),
+    /// `TopicDeleted`, `ShuttingDown`, or the write's storage failure.
     pub async fn commit(
         &self,
         topic: &TopicHandle,
         member: Option<&MemberRef>,
         offsets: Option<&[PartitionOffset]>,
-    ) -> Result<Vec<PartitionOffset>> {
+    ) -> Result<Vec<PartitionOffset>, GroupError> {
         self.check_not_closing()?;
         let t = topic.inner();
         let n = t.partitions.len() as u32;
@@ -469,20 +490,24 @@ impl GroupHandle {
             .await;
         if let Err(e) = published {
             self.undo(created, &t.name);
-            return Err(e);
+            return Err(e.into());
         }
         Ok(wanted)
     }
 
     /// Moves the group (one partition, or every partition the caller owns) to `to`, and
     /// commits the result durably so the next poll of any member starts there.
+    ///
+    /// # Errors
+    /// As [`commit`](Self::commit); `OffsetOutOfRange` for an offset outside the log,
+    /// and a storage failure reading the time index for [`SeekTo::Timestamp`].
     pub async fn seek(
         &self,
         topic: &TopicHandle,
         member: Option<&MemberRef>,
         partition: Option<u32>,
         to: SeekTo,
-    ) -> Result<Vec<PartitionOffset>> {
+    ) -> Result<Vec<PartitionOffset>, GroupError> {
         let t = topic.inner();
         let n = t.partitions.len() as u32;
         let group = &*self.name;
@@ -528,13 +553,16 @@ impl GroupHandle {
             Ok(offsets) => self.commit(topic, member, Some(&offsets)).await,
             Err(e) => {
                 self.undo(created, &t.name);
-                Err(e)
+                Err(e.into())
             }
         }
     }
 
     /// Members, assignment, committed offsets, high watermarks and lag of the group.
-    pub fn describe(&self) -> Result<GroupDescription> {
+    ///
+    /// # Errors
+    /// [`GroupError::GroupNotFound`].
+    pub fn describe(&self) -> Result<GroupDescription, GroupError> {
         let group = &*self.name;
         let topics: HashMap<String, Arc<Topic>> = self
             .kafko
@@ -563,7 +591,11 @@ impl GroupHandle {
     }
 
     /// Deletes the group and its committed offsets. Refused while it has live members.
-    pub async fn delete(&self) -> Result<()> {
+    ///
+    /// # Errors
+    /// [`GroupError::GroupNotFound`], [`GroupError::GroupHasMembers`], `ShuttingDown`,
+    /// or a storage failure removing its files.
+    pub async fn delete(&self) -> Result<(), GroupError> {
         self.check_not_closing()?;
         let group = &*self.name;
         let persist = {
@@ -581,7 +613,7 @@ impl GroupHandle {
                 .iter()
                 .find(|(_, ts)| !ts.members.members.is_empty())
             {
-                return Err(KafkoError::GroupHasMembers {
+                return Err(GroupError::GroupHasMembers {
                     group: group.to_owned(),
                     topic: topic.clone(),
                     members: ts.members.members.len(),
@@ -593,11 +625,7 @@ impl GroupHandle {
         persist.deleted.store(true, Ordering::Release);
         self.coordinator().lock().remove(group);
         let (store, name) = (self.coordinator().store.clone(), group.to_owned());
-        tokio::task::spawn_blocking(move || store.remove_group(&name))
-            .await
-            .map_err(|e| KafkoError::InvalidRequest {
-                reason: format!("group delete task failed: {e}"),
-            })??;
+        crate::storage::blocking("group delete", move || store.remove_group(&name)).await?;
         tracing::info!(group, "deleted group");
         Ok(())
     }

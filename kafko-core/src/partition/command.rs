@@ -28,6 +28,16 @@ pub(crate) struct SegmentSwap {
     pub(crate) index: SparseIndex,
 }
 
+/// What became of a [`SegmentSwap`] handed to the writer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SwapOutcome {
+    /// The cleaned segment replaced the run.
+    Installed,
+    /// The run is no longer in the log as it was planned (retention removed part of
+    /// it): the cleaned file was discarded, and the next pass plans again.
+    SegmentsChanged,
+}
+
 /// The batches of one append. A send is split into batches of bounded size (so a read
 /// decodes a bounded batch), and the batches of one partition of one send are appended
 /// together: all of them or none of them.

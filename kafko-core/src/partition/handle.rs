@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use tokio::sync::oneshot;
 
 use super::PartitionLog;
-use super::command::{Batches, RetentionOutcome, SegmentSwap};
+use super::command::{Batches, RetentionOutcome, SegmentSwap, SwapOutcome};
 use super::write_queue::{AppendWait, WriteQueue};
 use super::writer::{Entry, Writer};
 use crate::config::TopicConfig;
@@ -69,7 +69,7 @@ impl PartitionHandle {
     }
 
     /// Installs a compacted segment.
-    pub(crate) async fn swap(&self, swap: SegmentSwap) -> Result<()> {
+    pub(crate) async fn swap(&self, swap: SegmentSwap) -> Result<SwapOutcome> {
         self.queue
             .job(move |w| Box::pin(w.install_swap(swap)))
             .await

@@ -114,20 +114,15 @@ pub trait Storage: Send + Sync + 'static {
 /// Runs storage work that may wait for the device — fsync, rename, unlink, a directory
 /// fsync, file creation, a recovery scan — on tokio's blocking pool, never on an async
 /// worker, where it would stall every task queued behind it. `what` names the work if
-/// the task itself fails (a panic).
+/// the task itself fails: a panic is an [`InternalError`](crate::error::InternalError),
+/// not an I/O failure.
 pub(crate) async fn blocking<T: Send + 'static>(
     what: &'static str,
     work: impl FnOnce() -> crate::error::Result<T> + Send + 'static,
 ) -> crate::error::Result<T> {
     tokio::task::spawn_blocking(work)
         .await
-        .unwrap_or_else(|join| {
-            Err(crate::error::KafkoError::Io {
-                op: what,
-                path: PathBuf::new(),
-                source: io::Error::other(join.to_string()),
-            })
-        })
+        .unwrap_or_else(|join| Err(crate::error::InternalError::task(what, &join).into()))
 }
 
 /// Replaces a small file atomically: write `<path>.tmp`, fsync, rename, fsync the directory.

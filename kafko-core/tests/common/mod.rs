@@ -78,14 +78,16 @@ pub fn read_all(k: &Kafko, topic: &str, partition: u32) -> Vec<Record> {
         high_watermark: hw,
     } = k
         .topic(topic)
-        .and_then(|t| t.partition(partition)?.offsets())
+        .map_err(kafko_core::KafkoError::from)
+        .and_then(|t| Ok(t.partition(partition)?.offsets()?))
         .unwrap();
     let mut out = Vec::new();
     let mut at = start;
     while at < hw {
         let f = k
             .topic(topic)
-            .and_then(|t| t.partition(partition)?.read(at, 1000, 1 << 20))
+            .map_err(kafko_core::KafkoError::from)
+            .and_then(|t| Ok(t.partition(partition)?.read(at, 1000, 1 << 20)?))
             .unwrap();
         assert!(f.next_offset > at, "read made no progress at {at}");
         at = f.next_offset;

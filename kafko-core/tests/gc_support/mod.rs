@@ -40,14 +40,16 @@ pub fn compacted(partitions: u32) -> TopicConfig {
 pub fn read_all(k: &Kafko, topic: &str, partition: u32) -> Vec<Record> {
     let offsets = k
         .topic(topic)
-        .and_then(|t| t.partition(partition)?.offsets())
+        .map_err(kafko_core::KafkoError::from)
+        .and_then(|t| Ok(t.partition(partition)?.offsets()?))
         .unwrap();
     let (mut offset, hw) = (offsets.log_start, offsets.high_watermark);
     let mut out = Vec::new();
     while offset < hw {
         let got = k
             .topic(topic)
-            .and_then(|t| t.partition(partition)?.read(offset, 1000, 1 << 20))
+            .map_err(kafko_core::KafkoError::from)
+            .and_then(|t| Ok(t.partition(partition)?.read(offset, 1000, 1 << 20)?))
             .unwrap();
         assert!(
             got.next_offset > offset,
@@ -137,9 +139,9 @@ pub trait GroupOps {
         offsets: Option<&[kafko_core::PartitionOffset]>,
     ) -> kafko_core::Result<Vec<kafko_core::PartitionOffset>> {
         let k = self.log();
-        k.group(group)?
+        Ok(k.group(group)?
             .commit(&k.topic(topic)?, member, offsets)
-            .await
+            .await?)
     }
     async fn seek_group(
         &self,
@@ -150,9 +152,9 @@ pub trait GroupOps {
         to: kafko_core::SeekTo,
     ) -> kafko_core::Result<Vec<kafko_core::PartitionOffset>> {
         let k = self.log();
-        k.group(group)?
+        Ok(k.group(group)?
             .seek(&k.topic(topic)?, member, partition, to)
-            .await
+            .await?)
     }
     async fn join_group(
         &self,
@@ -162,23 +164,22 @@ pub trait GroupOps {
         session_timeout: Duration,
     ) -> kafko_core::Result<kafko_core::Membership> {
         let k = self.log();
-        k.group(group)?
-            .join(&k.topic(topic)?, member_id, session_timeout)
-            .await
+        Ok(k.group(group)?
+            .join(&k.topic(topic)?, member_id, session_timeout)?)
     }
     async fn leave_group(&self, group: &str, topic: &str, member: &str) -> kafko_core::Result<()> {
         let k = self.log();
-        k.group(group)?.leave(&k.topic(topic)?, member).await
+        Ok(k.group(group)?.leave(&k.topic(topic)?, member).await?)
     }
     async fn delete_group(&self, group: &str) -> kafko_core::Result<()> {
-        self.log().group(group)?.delete().await
+        Ok(self.log().group(group)?.delete().await?)
     }
     async fn set_group_config(
         &self,
         group: &str,
         config: kafko_core::GroupConfig,
     ) -> kafko_core::Result<()> {
-        self.log().group(group)?.configure(config).await
+        Ok(self.log().group(group)?.configure(config).await?)
     }
 }
 

@@ -56,7 +56,7 @@ pub fn small_compacted_topic() -> kafko_core::TopicConfig {
 
 /// Partition 0 of `topic` in one read from its log start, and its high watermark.
 pub fn read_partition_zero(k: &kafko_core::Kafko, topic: &str) -> (Vec<kafko_core::Record>, u64) {
-    let partition = k.topic(topic).and_then(|t| t.partition(0)).unwrap();
+    let partition = k.topic(topic).unwrap().partition(0).unwrap();
     let offsets = partition.offsets().unwrap();
     let records = partition
         .read(offsets.log_start, 10_000, 1 << 24)

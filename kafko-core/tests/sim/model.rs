@@ -134,11 +134,11 @@ pub fn topic_config(name: &str, rng: &mut Rng) -> TopicConfig {
 /// Options every simulated open uses: no background maintenance (the test runs
 /// retention and compaction itself, so a seed replays exactly).
 pub async fn open(fs: &super::SimFs) -> kafko_core::Result<Kafko> {
-    Kafko::builder("/data")
+    Ok(Kafko::builder("/data")
         .storage(fs.storage())
         .retention_check_interval(Duration::from_secs(10 * 365 * 24 * 3600))
         .open()
-        .await
+        .await?)
 }
 
 impl Model {
@@ -240,7 +240,11 @@ impl Model {
         let mut out = BTreeMap::new();
         for (name, t) in &self.topics {
             for p in 0..t.config.partitions {
-                if let Ok(o) = k.topic(name).and_then(|t| t.partition(p)?.offsets()) {
+                if let Ok(o) = k
+                    .topic(name)
+                    .map_err(kafko_core::KafkoError::from)
+                    .and_then(|t| Ok(t.partition(p)?.offsets()?))
+                {
                     out.insert((name.clone(), p), (o.log_start, o.high_watermark));
                 }
             }
@@ -314,8 +318,8 @@ impl Model {
                 let sync = rng.chance(1, 4);
                 let p = k.producer_for(&topic);
                 let res = match p {
-                    Ok(p) => {
-                        p.send_batch_with(
+                    Ok(p) => p
+                        .send_batch_with(
                             records.clone(),
                             SendOptions {
                                 sync,
@@ -323,8 +327,8 @@ impl Model {
                             },
                         )
                         .await
-                    }
-                    Err(e) => Err(e),
+                        .map_err(KafkoError::from),
+                    Err(e) => Err(e.into()),
                 };
                 self.record_send(&topic, &records, sync, &res);
                 Step::Batch
@@ -430,7 +434,8 @@ impl Model {
                     high_watermark: hw,
                 } = k
                     .topic(&name)
-                    .and_then(|t| t.partition(p)?.offsets())
+                    .map_err(kafko_core::KafkoError::from)
+                    .and_then(|t| Ok(t.partition(p)?.offsets()?))
                     .map_err(|e| format!("offsets {name}/{p}: {e}"))?;
                 if start < pm.log_start {
                     return Err(format!(
@@ -443,7 +448,8 @@ impl Model {
                 while at < hw {
                     let f = k
                         .topic(&name)
-                        .and_then(|t| t.partition(p)?.read(at, 1000, 1 << 20))
+                        .map_err(kafko_core::KafkoError::from)
+                        .and_then(|t| Ok(t.partition(p)?.read(at, 1000, 1 << 20)?))
                         .map_err(|e| format!("{name}/{p}: read at {at} failed: {e}"))?;
                     if f.next_offset <= at {
                         return Err(format!("{name}/{p}: read made no progress at {at}"));
@@ -603,5 +609,5 @@ async fn produce(
     records: Vec<ProducerRecord>,
     options: SendOptions,
 ) -> kafko_core::Result<Vec<kafko_core::RecordMetadata>> {
-    k.topic(topic)?.produce(records, options).await
+    Ok(k.topic(topic)?.produce(records, options).await?)
 }

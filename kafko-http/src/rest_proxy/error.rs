@@ -184,6 +184,23 @@ impl From<ApiError> for ProxyError {
     }
 }
 
+/// Each operation's error maps through the union type, so one table decides.
+macro_rules! via_kafko_error {
+    ($($op:ty),*) => {$(
+        impl From<$op> for ProxyError {
+            fn from(e: $op) -> Self {
+                KafkoError::from(e).into()
+            }
+        }
+    )*};
+}
+via_kafko_error!(
+    kafko_core::AdminError,
+    kafko_core::ProduceError,
+    kafko_core::FetchError,
+    kafko_core::GroupError
+);
+
 impl From<KafkoError> for ProxyError {
     fn from(e: KafkoError) -> Self {
         let message = e.to_string();

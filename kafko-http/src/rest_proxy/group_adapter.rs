@@ -11,8 +11,8 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use kafko_core::{
-    GroupConfig, GroupHandle, GroupPoll, GroupPollOptions, Kafko, KafkoError, Membership,
-    OffsetReset, PartitionOffset, SeekTo, TopicHandle,
+    GroupConfig, GroupError, GroupHandle, GroupPoll, GroupPollOptions, Kafko, KafkoError,
+    Membership, OffsetReset, PartitionOffset, SeekTo, TopicHandle,
 };
 
 /// Longest member session kafko accepts.
@@ -70,20 +70,21 @@ impl<'a> GroupAdapter<'a> {
             .configure(GroupConfig {
                 offset_reset: reset,
             })
-            .await
+            .await?;
+        Ok(())
     }
 
     /// Joins (or heartbeats on) `topic`.
     pub(crate) async fn join(&self, topic: &str) -> kafko_core::Result<Membership> {
         let (g, t) = self.handles(topic)?;
-        g.join(&t, Some(self.member_id), self.session).await
+        Ok(g.join(&t, Some(self.member_id), self.session)?)
     }
 
     /// Leaves `topic` (committing what auto-commit owes); a member that is already gone
     /// (expired, or its topic deleted) is not an error.
     pub(crate) async fn leave(&self, topic: &str) -> kafko_core::Result<()> {
         let left = match self.handles(topic) {
-            Ok((g, t)) => g.leave(&t, self.member_id).await,
+            Ok((g, t)) => g.leave(&t, self.member_id).await.map_err(KafkoError::from),
             Err(e) => Err(e),
         };
         match left {
@@ -113,10 +114,14 @@ impl<'a> GroupAdapter<'a> {
             auto_commit,
         };
         let (g, t) = self.handles(&member.topic)?;
-        match g.poll(&t, Some(&member.member_ref()), &options).await {
+        match g
+            .poll(&t, Some(&member.member_ref()), &options)
+            .await
+            .map_err(KafkoError::from)
+        {
             Err(e) if needs_rejoin(&e) => {
-                *member = g.join(&t, Some(self.member_id), self.session).await?;
-                g.poll(&t, Some(&member.member_ref()), &options).await
+                *member = g.join(&t, Some(self.member_id), self.session)?;
+                Ok(g.poll(&t, Some(&member.member_ref()), &options).await?)
             }
             other => other,
         }
@@ -129,10 +134,14 @@ impl<'a> GroupAdapter<'a> {
         offsets: Option<&[PartitionOffset]>,
     ) -> kafko_core::Result<Vec<PartitionOffset>> {
         let (g, t) = self.handles(&member.topic)?;
-        match g.commit(&t, Some(&member.member_ref()), offsets).await {
+        match g
+            .commit(&t, Some(&member.member_ref()), offsets)
+            .await
+            .map_err(KafkoError::from)
+        {
             Err(e) if needs_rejoin(&e) => {
-                *member = g.join(&t, Some(self.member_id), self.session).await?;
-                g.commit(&t, Some(&member.member_ref()), offsets).await
+                *member = g.join(&t, Some(self.member_id), self.session)?;
+                Ok(g.commit(&t, Some(&member.member_ref()), offsets).await?)
             }
             other => other,
         }
@@ -149,11 +158,12 @@ impl<'a> GroupAdapter<'a> {
         match g
             .seek(&t, Some(&member.member_ref()), Some(partition), to)
             .await
+            .map_err(KafkoError::from)
         {
             Err(e) if needs_rejoin(&e) => {
-                *member = g.join(&t, Some(self.member_id), self.session).await?;
-                g.seek(&t, Some(&member.member_ref()), Some(partition), to)
-                    .await
+                *member = g.join(&t, Some(self.member_id), self.session)?;
+                Ok(g.seek(&t, Some(&member.member_ref()), Some(partition), to)
+                    .await?)
             }
             other => other,
         }
@@ -168,15 +178,15 @@ impl<'a> GroupAdapter<'a> {
         offsets: &[PartitionOffset],
     ) -> kafko_core::Result<Vec<PartitionOffset>> {
         let (g, t) = self.handles(topic)?;
-        g.commit(&t, None, Some(offsets)).await
+        Ok(g.commit(&t, None, Some(offsets)).await?)
     }
 
     /// The group's committed offsets (next offset to read) on `topic`, by partition.
     pub(crate) fn committed(&self, topic: &str) -> kafko_core::Result<HashMap<u32, u64>> {
         let described = match self.kafko.group(self.group)?.describe() {
             Ok(d) => d,
-            Err(KafkoError::GroupNotFound { .. }) => return Ok(HashMap::new()),
-            Err(e) => return Err(e),
+            Err(GroupError::GroupNotFound { .. }) => return Ok(HashMap::new()),
+            Err(e) => return Err(e.into()),
         };
         Ok(described
             .topics

@@ -360,10 +360,10 @@ pub(crate) async fn producer_for(
     state: &AppState,
     topic: &str,
 ) -> Result<kafko_core::Producer, ProxyError> {
-    use kafko_core::KafkoError;
+    use kafko_core::AdminError;
     match state.kafko.producer_for(topic) {
-        Err(KafkoError::TopicNotFound { .. }) => Ok(state.auto_created_producer(topic).await?),
-        Err(KafkoError::InvalidName { .. }) => Err(ProxyError::topic_not_found(topic)),
+        Err(AdminError::TopicNotFound { .. }) => Ok(state.auto_created_producer(topic).await?),
+        Err(AdminError::InvalidName { .. }) => Err(ProxyError::topic_not_found(topic)),
         other => Ok(other?),
     }
 }

@@ -289,8 +289,7 @@ pub(crate) async fn join(
     let membership = state
         .kafko
         .group(&group)?
-        .join(&t, body.member_id.as_deref(), timeout)
-        .await?;
+        .join(&t, body.member_id.as_deref(), timeout)?;
     Ok((StatusCode::CREATED, axum::Json(membership.into())))
 }
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::Writer;
 use crate::error::{KafkoError, Result};
 use crate::naming::segment_file;
-use crate::partition::command::SegmentSwap;
+use crate::partition::command::{SegmentSwap, SwapOutcome};
 use crate::segment::Segment;
 use crate::storage::{Storage, blocking};
 
@@ -24,7 +24,7 @@ impl Writer {
     /// `.cleaned` → `.swap` (commit point) → delete old → `.swap` → `.log`).
     /// Waits for a pending seal first: it may cover a segment this replaces (a failed
     /// seal poisons the partition, refused just below).
-    pub(crate) async fn install_swap(&mut self, swap: SegmentSwap) -> Result<()> {
+    pub(crate) async fn install_swap(&mut self, swap: SegmentSwap) -> Result<SwapOutcome> {
         let _ = self.finish_seal().await;
         if let Some(reason) = self.poison.get().or(self.swap_unfinished.as_deref()) {
             let err = self.read_only_error(reason);
@@ -45,9 +45,7 @@ impl Writer {
         });
         let Some(first) = first.filter(|_| still_same) else {
             self.discard_cleaned(swap.cleaned_path).await;
-            return Err(KafkoError::InvalidRequest {
-                reason: "segments changed during compaction".into(),
-            });
+            return Ok(SwapOutcome::SegmentsChanged);
         };
         let end = first + swap.replaced.len();
         // The cleaned segment must cover exactly the replaced range: recovery of an
@@ -95,7 +93,7 @@ impl Writer {
         next.push(cleaned);
         next.extend(segments[end..].iter().cloned());
         self.log.set_segments(next);
-        Ok(())
+        Ok(SwapOutcome::Installed)
     }
 
     /// Removes a cleaned segment that will not be installed (best effort: the next open

@@ -57,7 +57,7 @@ pub(crate) struct Source<'a> {
 
 impl Source<'_> {
     fn reader(&self, (topic, partition): &Partition) -> kafko_core::Result<PartitionReader> {
-        self.kafko.topic(topic)?.partition(*partition)
+        Ok(self.kafko.topic(topic)?.partition(*partition)?)
     }
 
     /// Where `auto.offset.reset` puts a partition without a usable position.
@@ -141,7 +141,7 @@ impl Assignment {
             };
             let (from, fetched) = match reader.read(from, max_records - count, budget) {
                 // Retention passed the position: start again where the policy says.
-                Err(KafkoError::OffsetOutOfRange { .. }) => {
+                Err(kafko_core::FetchError::OffsetOutOfRange { .. }) => {
                     let from = source.reset_to(tp, reader.offsets()?)?;
                     (from, reader.read(from, max_records - count, budget)?)
                 }

@@ -962,7 +962,10 @@ pub(crate) async fn assign(
     let mut partitions = Vec::with_capacity(req.partitions.len());
     for tp in req.partitions {
         let topic = match state.kafko.topic(&tp.topic) {
-            Err(KafkoError::TopicNotFound { .. } | KafkoError::InvalidName { .. }) => {
+            Err(
+                kafko_core::AdminError::TopicNotFound { .. }
+                | kafko_core::AdminError::InvalidName { .. },
+            ) => {
                 return Err(ProxyError::topic_not_found(&tp.topic));
             }
             other => other?,

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use axum::extract::State;
 use axum::response::Response;
-use kafko_core::{CleanupPolicy, Compression, KafkoError, TopicConfig, TopicDescription};
+use kafko_core::{AdminError, CleanupPolicy, Compression, TopicConfig, TopicDescription};
 use serde::Serialize;
 
 use super::v2_json;
@@ -23,7 +23,7 @@ pub(crate) const BROKER_ID: u32 = 0;
 /// A topic's description; an unknown or invalid name is 40401.
 pub(crate) fn describe(state: &AppState, topic: &str) -> ProxyResult<TopicDescription> {
     state.kafko.describe_topic(topic).map_err(|e| match e {
-        KafkoError::TopicNotFound { .. } | KafkoError::InvalidName { .. } => {
+        AdminError::TopicNotFound { .. } | AdminError::InvalidName { .. } => {
             ProxyError::topic_not_found(topic)
         }
         other => other.into(),

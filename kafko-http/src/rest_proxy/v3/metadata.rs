@@ -4,7 +4,7 @@
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use kafko_core::{CleanupPolicy, Compression, KafkoError, TopicConfig, TopicDescription};
+use kafko_core::{AdminError, CleanupPolicy, Compression, TopicConfig, TopicDescription};
 use serde::{Deserialize, Serialize};
 
 use super::{ListMeta, Related, ResourceMeta, Urls, check_cluster};
@@ -40,7 +40,7 @@ pub(crate) fn topic_not_found(topic: &str) -> ProxyError {
 /// The topic's description, or v3's 404.
 pub(crate) fn describe(state: &AppState, topic: &str) -> ProxyResult<TopicDescription> {
     state.kafko.describe_topic(topic).map_err(|e| match e {
-        KafkoError::TopicNotFound { .. } | KafkoError::InvalidName { .. } => topic_not_found(topic),
+        AdminError::TopicNotFound { .. } | AdminError::InvalidName { .. } => topic_not_found(topic),
         other => ProxyError::from(other).v3(),
     })
 }
@@ -347,7 +347,7 @@ pub(crate) async fn create_topic(
             .await
         {
             Ok(_) => {}
-            Err(KafkoError::TopicAlreadyExists { .. }) => {
+            Err(AdminError::TopicAlreadyExists { .. }) => {
                 return Err(bad_topic(format!(
                     "Topic '{}' already exists.",
                     req.topic_name
@@ -380,7 +380,7 @@ pub(crate) async fn delete_topic(
             state.metrics.forget_topic(&topic);
             Ok(StatusCode::NO_CONTENT)
         }
-        Err(KafkoError::TopicNotFound { .. } | KafkoError::InvalidName { .. }) => {
+        Err(AdminError::TopicNotFound { .. } | AdminError::InvalidName { .. }) => {
             Err(topic_not_found(&topic))
         }
         Err(e) => Err(ProxyError::from(e).v3()),

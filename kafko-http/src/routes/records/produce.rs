@@ -14,7 +14,8 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use bytes::Bytes;
 use kafko_core::{
-    Header, KafkoError, PartialSend, Producer, RecordMetadata, RecordRef, SendOptions, SendReceipt,
+    AdminError, Header, KafkoError, PartialSend, ProduceError, Producer, RecordMetadata, RecordRef,
+    SendOptions, SendReceipt,
 };
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
@@ -90,7 +91,7 @@ pub(crate) async fn produce(
             state.metrics.produced(&topic, totals.records, totals.bytes);
             Ok(created(&receipt, per_record))
         }
-        Err(KafkoError::PartiallyAppended(partial)) => {
+        Err(ProduceError::PartiallyAppended(partial)) => {
             let stored = partial.appended.iter().map(|a| a.record_count).sum::<u64>();
             // Bytes are counted for whole requests only; the records count is exact.
             state.metrics.produced(&topic, stored as usize, 0);
@@ -193,7 +194,7 @@ impl FromRequestParts<AppState> for BodyShape {
 /// refused for its body, not for the topic).
 async fn producer(state: &AppState, topic: &str, input: &Input<'_>) -> ApiResult<Producer> {
     match state.kafko.producer_for(topic) {
-        Err(KafkoError::TopicNotFound { .. }) => {
+        Err(AdminError::TopicNotFound { .. }) => {
             input.for_each(|_| Ok(()))?;
             Ok(state.auto_created_producer(topic).await?)
         }

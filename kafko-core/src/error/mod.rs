@@ -1,12 +1,38 @@
-//! The one error type of `kafko-core`, and the coarse [`ErrorKind`] a caller (such as the
-//! HTTP layer) maps to its own vocabulary.
+//! Errors, one type per operation, as the log's callers meet them:
+//! [`OpenError`] (opening a data directory), [`AdminError`] (topics, maintenance,
+//! shutdown), [`ProduceError`], [`FetchError`] and [`GroupError`]. Each holds only the
+//! failures its operation can have, plus [`StorageError`] (the disk said no) and
+//! [`InternalError`] (a bug or a panic), and each has a coarse [`ErrorKind`].
+//!
+//! [`KafkoError`] is the union of them all, for callers who want one type: every
+//! operation error converts into it (`?` works). Inside the crate, the shared layers
+//! (segments, partitions, storage) fail with `KafkoError`; each public method turns that
+//! into its operation's error, by an exhaustive match (`classify!`), so a failure an
+//! operation cannot have shows up as [`InternalError::Unexpected`], never as a
+//! plausible-looking answer.
+
+mod admin;
+mod fetch;
+mod group;
+mod open;
+mod produce;
+mod shared;
 
 use std::path::PathBuf;
+
+pub use admin::AdminError;
+pub use fetch::FetchError;
+pub use group::GroupError;
+pub use open::OpenError;
+pub use produce::ProduceError;
+pub use shared::{InternalError, StorageError};
 
 /// Result alias used throughout the crate.
 pub type Result<T, E = KafkoError> = std::result::Result<T, E>;
 
-/// Everything that can go wrong in the log, with enough structure to act on.
+/// Every failure of the log, with enough structure to act on: the union of the
+/// operation errors ([`OpenError`], [`AdminError`], [`ProduceError`], [`FetchError`],
+/// [`GroupError`]), each of which converts into it.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum KafkoError {
@@ -162,6 +188,15 @@ pub enum KafkoError {
         #[source]
         source: std::io::Error,
     },
+    /// A compaction was asked of a topic whose cleanup policy does not compact.
+    #[error("topic '{topic}' is not compacted (cleanup_policy = delete)")]
+    NotCompacted {
+        /// Topic name.
+        topic: String,
+    },
+    /// A bug or a panic: nothing the caller did or can fix by retrying.
+    #[error(transparent)]
+    Internal(InternalError),
     /// The consumer group does not exist.
     #[error("consumer group '{group}' does not exist")]
     GroupNotFound {
@@ -243,7 +278,7 @@ pub enum ErrorKind {
     StorageFull,
     /// Data failed verification.
     Corruption,
-    /// Anything else: a bug or an environment failure.
+    /// A bug, a panic, or an I/O failure with no better name.
     Internal,
 }
 
@@ -259,6 +294,7 @@ impl KafkoError {
             KafkoError::InvalidName { .. }
             | KafkoError::InvalidConfig { .. }
             | KafkoError::KeyRequired { .. }
+            | KafkoError::NotCompacted { .. }
             | KafkoError::InvalidRequest { .. } => ErrorKind::InvalidInput,
             KafkoError::RecordTooLarge { .. } => ErrorKind::TooLarge,
             KafkoError::OffsetOutOfRange { .. } | KafkoError::NoValidOffset { .. } => {
@@ -276,7 +312,7 @@ impl KafkoError {
             | KafkoError::AlreadyOpen { .. } => ErrorKind::Unavailable,
             KafkoError::StorageFull { .. } => ErrorKind::StorageFull,
             KafkoError::Corruption { .. } => ErrorKind::Corruption,
-            KafkoError::Io { .. } => ErrorKind::Internal,
+            KafkoError::Io { .. } | KafkoError::Internal(_) => ErrorKind::Internal,
             // Classified by what the failed partitions met.
             KafkoError::PartiallyAppended(p) => p
                 .failed
@@ -316,7 +352,9 @@ impl KafkoError {
         }
     }
 
-    /// A cheap, lossy copy used to fail every waiter of one failed write with the same cause.
+    /// A copy used to fail every waiter of one failed write with the same cause. Lossy
+    /// only where a field cannot be copied: an OS error keeps its kind and message, and
+    /// a partial send (which no writer produces) keeps its description.
     pub(crate) fn duplicate(&self) -> Self {
         match self {
             KafkoError::Io { op, path, source } => KafkoError::Io {
@@ -351,9 +389,172 @@ impl KafkoError {
                 reason: reason.clone(),
             },
             KafkoError::ShuttingDown => KafkoError::ShuttingDown,
-            other => KafkoError::InvalidRequest {
-                reason: other.to_string(),
+            KafkoError::Internal(e) => KafkoError::Internal(e.clone()),
+            KafkoError::AlreadyOpen { path } => KafkoError::AlreadyOpen { path: path.clone() },
+            KafkoError::TopicNotFound { topic } => KafkoError::TopicNotFound {
+                topic: topic.clone(),
+            },
+            KafkoError::TopicDeleted { topic } => KafkoError::TopicDeleted {
+                topic: topic.clone(),
+            },
+            KafkoError::TopicAlreadyExists { topic } => KafkoError::TopicAlreadyExists {
+                topic: topic.clone(),
+            },
+            KafkoError::InvalidName { name, reason } => KafkoError::InvalidName {
+                name: name.clone(),
+                reason,
+            },
+            KafkoError::InvalidConfig { reason } => KafkoError::InvalidConfig {
+                reason: reason.clone(),
+            },
+            KafkoError::PartitionNotFound {
+                topic,
+                partition,
+                partitions,
+            } => KafkoError::PartitionNotFound {
+                topic: topic.clone(),
+                partition: *partition,
+                partitions: *partitions,
+            },
+            KafkoError::OffsetOutOfRange {
+                requested,
+                log_start_offset,
+                high_watermark,
+            } => KafkoError::OffsetOutOfRange {
+                requested: *requested,
+                log_start_offset: *log_start_offset,
+                high_watermark: *high_watermark,
+            },
+            KafkoError::RecordTooLarge { size, max } => KafkoError::RecordTooLarge {
+                size: *size,
+                max: *max,
+            },
+            KafkoError::KeyRequired { topic } => KafkoError::KeyRequired {
+                topic: topic.clone(),
+            },
+            KafkoError::InvalidRequest { reason } => KafkoError::InvalidRequest {
+                reason: reason.clone(),
+            },
+            KafkoError::NotCompacted { topic } => KafkoError::NotCompacted {
+                topic: topic.clone(),
+            },
+            KafkoError::PartiallyAppended(p) => KafkoError::Internal(InternalError::Unexpected {
+                operation: "copying a write failure",
+                error: p.to_string(),
+            }),
+            KafkoError::Backpressure { topic, partition } => KafkoError::Backpressure {
+                topic: topic.clone(),
+                partition: *partition,
+            },
+            KafkoError::PartitionPanicked { topic, partition } => KafkoError::PartitionPanicked {
+                topic: topic.clone(),
+                partition: *partition,
+            },
+            KafkoError::GroupNotFound { group } => KafkoError::GroupNotFound {
+                group: group.clone(),
+            },
+            KafkoError::UnknownMember { group, member } => KafkoError::UnknownMember {
+                group: group.clone(),
+                member: member.clone(),
+            },
+            KafkoError::StaleGeneration {
+                group,
+                current,
+                given,
+            } => KafkoError::StaleGeneration {
+                group: group.clone(),
+                current: *current,
+                given: *given,
+            },
+            KafkoError::NotAssigned {
+                topic,
+                partition,
+                member,
+            } => KafkoError::NotAssigned {
+                topic: topic.clone(),
+                partition: *partition,
+                member: member.clone(),
+            },
+            KafkoError::GroupHasMembers {
+                group,
+                topic,
+                members,
+            } => KafkoError::GroupHasMembers {
+                group: group.clone(),
+                topic: topic.clone(),
+                members: *members,
+            },
+            KafkoError::NoValidOffset {
+                group,
+                topic,
+                partition,
+            } => KafkoError::NoValidOffset {
+                group: group.clone(),
+                topic: topic.clone(),
+                partition: *partition,
             },
         }
     }
 }
+
+impl From<StorageError> for KafkoError {
+    fn from(e: StorageError) -> Self {
+        match e {
+            StorageError::Full { op, path } => KafkoError::StorageFull { op, path },
+            StorageError::TooManyOpenFiles { op, path } => {
+                KafkoError::TooManyOpenFiles { op, path }
+            }
+            StorageError::Corruption {
+                file,
+                position,
+                reason,
+            } => KafkoError::Corruption {
+                file,
+                position,
+                reason,
+            },
+            StorageError::Io { op, path, source } => KafkoError::Io { op, path, source },
+        }
+    }
+}
+
+impl From<InternalError> for KafkoError {
+    fn from(e: InternalError) -> Self {
+        KafkoError::Internal(e)
+    }
+}
+
+/// Turns a crate-internal [`KafkoError`] into the error of one operation: `$op` is the
+/// operation's type, `$what` names it for [`InternalError::Unexpected`], the arms map
+/// the failures it can have, and `unexpected:` lists every other variant — by name, so
+/// a new variant must be placed in every operation. Storage and internal failures are
+/// mapped here, the same for every operation.
+macro_rules! classify {
+    (
+        $e:expr, $op:ident, $what:literal,
+        { $($pat:pat => $out:expr,)* }
+        unexpected: $($unexpected:pat_param)|+
+    ) => {{
+        use $crate::error::{InternalError, KafkoError, StorageError};
+        match $e {
+            $($pat => $out,)*
+            KafkoError::StorageFull { op, path } => $op::Storage(StorageError::Full { op, path }),
+            KafkoError::TooManyOpenFiles { op, path } => {
+                $op::Storage(StorageError::TooManyOpenFiles { op, path })
+            }
+            KafkoError::Corruption { file, position, reason } => {
+                $op::Storage(StorageError::Corruption { file, position, reason })
+            }
+            KafkoError::Io { op, path, source } => $op::Storage(StorageError::Io { op, path, source }),
+            KafkoError::Internal(e) => $op::Internal(e),
+            e @ ($($unexpected)|+) => $op::Internal(InternalError::Unexpected {
+                operation: $what,
+                error: e.to_string(),
+            }),
+        }
+    }};
+}
+pub(crate) use classify;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,79 @@
+//! A panic inside the log is an internal error of the operation that met it, never an
+//! I/O failure or a client mistake: here the storage layer panics while a blocking task
+//! writes a group's config, and while one creates a topic's files.
+mod common;
+
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+
+use common::interposed::{Hook, Interposed};
+use kafko_core::{
+    AdminError, ErrorKind, GroupConfig, GroupError, InternalError, Kafko, KafkoError, OffsetReset,
+};
+
+/// Panics on any write or open under a path named `boom`.
+struct PanicsOnBoom;
+
+impl Hook for PanicsOnBoom {
+    fn before(&self, op: &str, path: &Path) -> io::Result<()> {
+        assert!(
+            !path.to_string_lossy().contains("boom"),
+            "injected panic on {op} {}",
+            path.display()
+        );
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicked_blocking_task_is_internal() {
+    let dir = tempfile::tempdir().unwrap();
+    let k = Kafko::builder(dir.path())
+        .storage(Arc::new(Interposed(PanicsOnBoom)))
+        .open()
+        .await
+        .unwrap();
+
+    let config = GroupConfig {
+        offset_reset: OffsetReset::Latest,
+    };
+    let err = k
+        .group("boom")
+        .unwrap()
+        .configure(config)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            GroupError::Internal(InternalError::TaskPanicked { task: "group config", message })
+                if message.contains("panicked")
+        ),
+        "{err:?}"
+    );
+    assert_eq!(err.kind(), ErrorKind::Internal);
+    assert!(matches!(KafkoError::from(err), KafkoError::Internal(_)));
+
+    let err = k.create_topic("boom").await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            AdminError::Internal(InternalError::TaskPanicked {
+                task: "creating topic",
+                ..
+            })
+        ),
+        "{err:?}"
+    );
+    assert_eq!(err.kind(), ErrorKind::Internal);
+
+    // The log goes on: other groups and topics are unaffected.
+    k.group("fine")
+        .unwrap()
+        .configure(GroupConfig::default())
+        .await
+        .unwrap();
+    k.create_topic("fine").await.unwrap();
+    k.shutdown().await.unwrap();
+}
