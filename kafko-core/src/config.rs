@@ -106,6 +106,9 @@ pub const MAX_BATCH_BYTES: u64 = 64 * 1024 * 1024;
 
 impl TopicConfig {
     /// Checks every value is in range.
+    ///
+    /// # Errors
+    /// [`KafkoError::InvalidConfig`] naming the first value out of range.
     pub fn validate(&self) -> Result<()> {
         let bad = |reason: String| Err(KafkoError::InvalidConfig { reason });
         if !(1..=1024).contains(&self.partitions) {
@@ -158,6 +161,10 @@ impl TopicConfig {
     }
 
     /// Applies an update, refusing changes to immutable fields.
+    ///
+    /// # Errors
+    /// [`KafkoError::InvalidConfig`] for a change of `partitions` or a resulting value
+    /// out of range.
     pub fn apply(&self, update: &TopicConfigUpdate) -> Result<TopicConfig> {
         let mut next = self.clone();
         if let Some(p) = update.partitions

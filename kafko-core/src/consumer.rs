@@ -5,6 +5,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::convert::u32_saturating;
 use crate::error::FetchError;
 use crate::record::Record;
 use crate::topic::Topic;
@@ -58,7 +59,7 @@ impl Consumer {
     /// # Errors
     /// As [`seek_partition`](Self::seek_partition).
     pub fn seek_all(&mut self, to: SeekTo) -> Result<(), FetchError> {
-        for p in 0..self.positions.len() as u32 {
+        for p in 0..u32_saturating(self.positions.len()) {
             self.seek_partition(p, to)?;
         }
         Ok(())
@@ -107,7 +108,7 @@ impl Consumer {
                 break;
             }
             let p = (self.next_partition + i) % n;
-            let log = &self.topic.partition(p as u32)?.log;
+            let log = &self.topic.partition(u32_saturating(p))?.log;
             let mut pos = self.positions[p].max(log.log_start());
             if pos > log.high_watermark() {
                 return Err(FetchError::OffsetOutOfRange {

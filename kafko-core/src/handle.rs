@@ -75,7 +75,7 @@ impl TopicHandle {
 
     /// Number of partitions (fixed at creation).
     pub fn partitions(&self) -> u32 {
-        self.topic.partitions.len() as u32
+        self.topic.partition_count()
     }
 
     /// Whether the topic this handle was resolved from has been deleted.

@@ -45,6 +45,17 @@
 #![deny(missing_docs)]
 // I/O and user input fail with a typed error, never a panic (tests may unwrap: clippy.toml).
 #![deny(clippy::unwrap_used, clippy::expect_used)]
+// Curated pedantic lints for library code (tests may cast freely): no silently
+// truncating cast (convert through `convert` or `try_from`), every fallible public fn
+// says how it fails, no `async` without an await.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::cast_possible_truncation,
+        clippy::missing_errors_doc,
+        clippy::unused_async
+    )
+)]
 
 pub mod broker;
 pub mod compaction;
@@ -63,9 +74,11 @@ pub mod storage;
 /// Decoder entry points for the fuzz targets (`fuzz/`); not a supported API.
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
+#[allow(clippy::cast_possible_truncation)] // a test harness: its inputs are small
 pub mod fuzzing;
 
 mod compression;
+mod convert;
 mod disk;
 mod partition;
 mod segment;

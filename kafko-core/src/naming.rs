@@ -7,6 +7,9 @@ use crate::error::{KafkoError, Result};
 pub const MAX_NAME_LEN: usize = 249;
 
 /// Validates a topic or group name: `[a-zA-Z0-9._-]{1,249}`, not `.` or `..`.
+///
+/// # Errors
+/// [`KafkoError::InvalidName`] saying which rule the name breaks.
 pub fn validate_name(name: &str) -> Result<()> {
     let reject = |reason| {
         let shown: String = name.chars().take(64).collect();

@@ -97,6 +97,6 @@ impl Producer {
 
     /// Number of partitions.
     pub fn partitions(&self) -> u32 {
-        self.topic.partitions.len() as u32
+        self.topic.partition_count()
     }
 }

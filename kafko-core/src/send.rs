@@ -14,6 +14,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::convert::usize_saturating;
 use crate::error::{KafkoError, ProduceError, Result};
 use crate::partition::command::Batches;
 use crate::record::{Header, ProducerRecord, RecordMetadata, now_ms};
@@ -196,7 +197,7 @@ impl<'t> SendBatch<'t> {
 
     /// Records added.
     pub fn len(&self) -> usize {
-        self.positions.len as usize
+        usize_saturating(self.positions.len)
     }
 
     /// Whether no record was added.
@@ -328,7 +329,7 @@ pub(crate) fn check_batch_size(b: EncodedBatch) -> Result<EncodedBatch> {
     if b.framed_len() as u64 > crate::config::MAX_BATCH_BYTES {
         return Err(KafkoError::RecordTooLarge {
             size: b.framed_len(),
-            max: crate::config::MAX_BATCH_BYTES as usize,
+            max: usize_saturating(crate::config::MAX_BATCH_BYTES),
         });
     }
     Ok(b)
@@ -385,5 +386,5 @@ fn push_run<T: Copy + PartialEq>(runs: &mut Vec<(T, u64)>, value: T) {
 
 fn expand<T: Copy>(runs: &[(T, u64)]) -> impl Iterator<Item = T> + '_ {
     runs.iter()
-        .flat_map(|&(v, n)| std::iter::repeat_n(v, n as usize))
+        .flat_map(|&(v, n)| std::iter::repeat_n(v, usize_saturating(n)))
 }

@@ -7,6 +7,7 @@ use std::sync::{Arc, RwLock};
 use tokio::sync::Notify;
 
 use crate::config::{Compression, TopicConfig};
+use crate::convert::{u32_saturating, usize_saturating};
 use crate::error::{KafkoError, ProduceError, Result};
 use crate::partition::handle::PartitionHandle;
 use crate::record::{ProducerRecord, RecordMetadata, now_ms};
@@ -108,6 +109,11 @@ impl Topic {
         SendRules::of(&self.config.read().unwrap_or_else(|p| p.into_inner()))
     }
 
+    /// Number of partitions (fixed at creation).
+    pub(crate) fn partition_count(&self) -> u32 {
+        u32_saturating(self.partitions.len())
+    }
+
     pub(crate) fn check_live(&self) -> Result<()> {
         if self.deleted.load(Ordering::Acquire) {
             return Err(KafkoError::TopicDeleted {
@@ -124,7 +130,7 @@ impl Topic {
             .ok_or_else(|| KafkoError::PartitionNotFound {
                 topic: self.name.to_string(),
                 partition,
-                partitions: self.partitions.len() as u32,
+                partitions: self.partition_count(),
             })
     }
 
@@ -166,7 +172,7 @@ impl Topic {
         if size as u64 > rules.max_record_bytes {
             return Err(KafkoError::RecordTooLarge {
                 size,
-                max: rules.max_record_bytes as usize,
+                max: usize_saturating(rules.max_record_bytes),
             });
         }
         if rules.compacts && r.key.is_none() {
@@ -176,7 +182,7 @@ impl Topic {
         }
         match (r.partition, r.key) {
             (Some(p), _) => self.partition(p).map(|_| p),
-            (None, Some(key)) => Ok(partition_for_key(key, self.partitions.len() as u32)),
+            (None, Some(key)) => Ok(partition_for_key(key, self.partition_count())),
             (None, None) => Ok(keyless()),
         }
     }
@@ -193,7 +199,7 @@ impl Topic {
         let partition = self.route(rules, &RecordRef::from(&record), || {
             match self.partitions.len() {
                 1 => 0,
-                n => self.round_robin.fetch_add(1, Ordering::Relaxed) % n as u32,
+                n => self.round_robin.fetch_add(1, Ordering::Relaxed) % u32_saturating(n),
             }
         })?;
         let timestamp = record.timestamp.unwrap_or_else(now_ms);
@@ -222,7 +228,7 @@ impl Topic {
     pub(crate) fn batch(&self) -> SendBatch<'_> {
         let sticky = match self.partitions.len() {
             1 => 0,
-            n => self.round_robin.fetch_add(1, Ordering::Relaxed) % n as u32,
+            n => self.round_robin.fetch_add(1, Ordering::Relaxed) % u32_saturating(n),
         };
         SendBatch::new(self, self.send_rules(), sticky)
     }

@@ -284,11 +284,14 @@ pub(crate) fn integral_floats_as_integers(value: &mut serde_json::Value) -> bool
             let f = n.as_f64().unwrap_or(f64::NAN);
             let integral = f.fract() == 0.0 && f.abs() < 9.007_199_254_740_992e15;
             if integral {
-                *value = if f < 0.0 {
+                // Integral and below 2^53 in magnitude: exact in either integer type.
+                #[allow(clippy::cast_possible_truncation)]
+                let int = if f < 0.0 {
                     Value::from(f as i64)
                 } else {
                     Value::from(f as u64)
                 };
+                *value = int;
             }
             integral
         }

@@ -23,6 +23,13 @@
 // Bad input and I/O failures answer with a problem, never a panic (tests may unwrap:
 // clippy.toml).
 #![deny(clippy::unwrap_used, clippy::expect_used)]
+// Curated pedantic lints: no silently truncating cast, every fallible public fn says
+// how it fails, no `async` without an await.
+#![deny(
+    clippy::cast_possible_truncation,
+    clippy::missing_errors_doc,
+    clippy::unused_async
+)]
 
 pub mod config;
 pub mod openapi;

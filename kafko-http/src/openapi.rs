@@ -135,7 +135,9 @@ fn widen_u64(param: &mut utoipa::openapi::path::Parameter) {
     ) || matches!(object.minimum, Some(utoipa::Number::Float(f)) if f == 0.0);
     if int64 && unsigned {
         object.format = Some(SchemaFormat::Custom("uint64".into()));
-        object.maximum = Some(utoipa::Number::UInt(u64::MAX as usize));
+        object.maximum = Some(utoipa::Number::UInt(
+            usize::try_from(u64::MAX).unwrap_or(usize::MAX),
+        ));
     }
 }
 

@@ -12,6 +12,10 @@ pub type ProbeError = String;
 
 /// Probes `GET /healthz` on `bind`; `Ok` when the server answers 200 within `timeout`
 /// (per step: connect, write, read).
+///
+/// # Errors
+/// The step that failed (resolving `bind`, connecting, writing, reading), or the
+/// status when it was not 200, in words.
 pub fn healthz(bind: &str, timeout: Duration) -> Result<(), ProbeError> {
     let addr = target(bind)?;
     let mut stream =

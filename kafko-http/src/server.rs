@@ -57,7 +57,11 @@ impl From<&ServerConfig> for ServeOptions {
 }
 
 /// Serves until shutdown is requested, then shuts the log down. Returns once the log is
-/// closed; the error is the log's shutdown failure, if any.
+/// closed.
+///
+/// # Errors
+/// [`ServerError::Shutdown`] when the log's shutdown fails (the next open recovers as
+/// after a crash).
 pub async fn serve(listener: TcpListener, state: AppState) -> Result<(), ServerError> {
     let router = app(state.clone());
     let options = ServeOptions::from(&state.config);
@@ -179,7 +183,7 @@ async fn accept_loop(listener: TcpListener, router: Router, options: ServeOption
     drop(listener);
     let grace = options.shutdown_grace;
     tracing::info!(
-        grace_ms = grace.as_millis() as u64,
+        grace_ms = u64::try_from(grace.as_millis()).unwrap_or(u64::MAX),
         "stopped accepting; finishing in-flight requests"
     );
     if tokio::time::timeout(grace, connections.all_closed())

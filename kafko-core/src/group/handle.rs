@@ -23,6 +23,7 @@ use super::{
 };
 use crate::broker::Kafko;
 use crate::consumer::SeekTo;
+use crate::convert::{millis, usize_saturating};
 use crate::error::{GroupError, KafkoError, Result};
 use crate::handle::TopicHandle;
 use crate::naming::validate_name;
@@ -138,7 +139,7 @@ impl GroupHandle {
         }
         created.topic = !g.topics.contains_key(&*topic.name);
         let ts = g.topics.entry(topic.name.to_string()).or_default();
-        expire(ts, topic.partitions.len() as u32, Instant::now());
+        expire(ts, topic.partition_count(), Instant::now());
         let out = f(&g.config, ts);
         drop(groups);
         match out {
@@ -213,7 +214,7 @@ impl GroupHandle {
             validate_name(id)?;
         }
         let t = topic.inner();
-        let n = t.partitions.len() as u32;
+        let n = t.partition_count();
         let group = &*self.name;
         let (membership, _) = self.with_state(t, true, |_, ts| {
             let now = Instant::now();
@@ -259,7 +260,7 @@ impl GroupHandle {
     /// storage failure committing its delivered records (it stays a member).
     pub async fn leave(&self, topic: &TopicHandle, member_id: &str) -> Result<(), GroupError> {
         let t = topic.inner();
-        let n = t.partitions.len() as u32;
+        let n = t.partition_count();
         let group = &*self.name;
         let unknown = || KafkoError::UnknownMember {
             group: group.to_owned(),
@@ -343,7 +344,7 @@ impl GroupHandle {
     ) -> Result<GroupPoll> {
         self.check_not_closing()?;
         let t = topic.inner();
-        let n = t.partitions.len() as u32;
+        let n = t.partition_count();
         let group = &*self.name;
         let caller = Caller::of(member);
         let (to_commit, created) = self.with_state(t, true, |_, ts| {
@@ -448,7 +449,7 @@ impl GroupHandle {
     ) -> Result<Vec<PartitionOffset>, GroupError> {
         self.check_not_closing()?;
         let t = topic.inner();
-        let n = t.partitions.len() as u32;
+        let n = t.partition_count();
         let group = &*self.name;
         let caller = Caller::of(member);
         let (wanted, created) = self.with_state(t, true, |_, ts| {
@@ -509,7 +510,7 @@ impl GroupHandle {
         to: SeekTo,
     ) -> Result<Vec<PartitionOffset>, GroupError> {
         let t = topic.inner();
-        let n = t.partitions.len() as u32;
+        let n = t.partition_count();
         let group = &*self.name;
         let caller = Caller::of(member);
         // Resolve the target offsets first: a timestamp lookup reads segments.
@@ -583,7 +584,7 @@ impl GroupHandle {
         for (name, ts) in g.topics.iter_mut() {
             let topic = topics.get(name);
             if let Some(t) = topic {
-                expire(ts, t.partitions.len() as u32, now);
+                expire(ts, t.partition_count(), now);
             }
             out.topics.push(describe_topic(name, ts, topic, now));
         }
@@ -719,7 +720,8 @@ fn read_leased(
     let rotate = if starts.is_empty() {
         0
     } else {
-        (crate::record::now_ms() as usize) % starts.len()
+        // A rotation by the clock, below `starts.len()`, so it fits a usize.
+        usize_saturating(crate::record::now_ms().unsigned_abs() % starts.len() as u64)
     };
     let mut out = Vec::with_capacity(starts.len());
     for i in 0..starts.len() {
@@ -757,8 +759,8 @@ fn describe_topic(
         .map(|(id, m)| GroupMemberDescription {
             member_id: id.clone(),
             assignment: m.assignment.clone(),
-            session_timeout_ms: m.session_timeout.as_millis() as u64,
-            idle_ms: now.saturating_duration_since(m.last_seen).as_millis() as u64,
+            session_timeout_ms: millis(m.session_timeout),
+            idle_ms: millis(now.saturating_duration_since(m.last_seen)),
         })
         .collect();
     let partitions: Vec<GroupPartitionDescription> = topic

@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::convert::u32_saturating;
+
 /// One live member.
 #[derive(Debug, Clone)]
 pub(crate) struct Member {
@@ -56,14 +58,14 @@ impl Members {
     /// sorted member ids, contiguous ranges, the first `n % m` members one partition more.
     pub(crate) fn rebalance(&mut self, partitions: u32) {
         self.generation += 1;
-        let m = self.members.len() as u32;
+        let m = u32_saturating(self.members.len());
         if m == 0 {
             return;
         }
         let (per, extra) = (partitions / m, partitions % m);
         let mut next = 0;
         for (i, member) in self.members.values_mut().enumerate() {
-            let count = per + u32::from((i as u32) < extra);
+            let count = per + u32::from(u32_saturating(i) < extra);
             member.assignment = (next..next + count).collect();
             next += count;
         }

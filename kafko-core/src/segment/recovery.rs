@@ -4,8 +4,9 @@
 use std::path::Path;
 
 use super::batch::{BatchHeader, HEADER_LEN, crc_matches};
-use super::index::{SegmentSummary, SparseIndex};
+use super::index::{self, SegmentSummary, SparseIndex};
 use super::reader::{BatchFault, BatchIter, read_full};
+use crate::convert::usize_saturating;
 use crate::error::{KafkoError, Result};
 use crate::storage::StorageFile;
 
@@ -57,8 +58,8 @@ pub(crate) fn scan(file: &dyn StorageFile, path: &Path, base_offset: u64) -> Res
                     ));
                 }
                 index.observe(
-                    (h.base_offset - base_offset) as u32,
-                    batch.position as u32,
+                    index::narrow(h.base_offset - base_offset),
+                    index::narrow(batch.position),
                     h.framed_len() as u64,
                     h.max_timestamp,
                 );
@@ -129,7 +130,7 @@ fn valid_batch_after(
     if start + HEADER_LEN as u64 > file_len {
         return Ok(None);
     }
-    let mut rest = vec![0u8; (file_len - start) as usize];
+    let mut rest = vec![0u8; usize_saturating(file_len - start)];
     let got = read_full(file, &mut rest, start)
         .map_err(|e| KafkoError::io("scanning", Path::new("segment"), e))?;
     rest.truncate(got);

@@ -75,7 +75,7 @@ impl<'a> GroupAdapter<'a> {
     }
 
     /// Joins (or heartbeats on) `topic`.
-    pub(crate) async fn join(&self, topic: &str) -> kafko_core::Result<Membership> {
+    pub(crate) fn join(&self, topic: &str) -> kafko_core::Result<Membership> {
         let (g, t) = self.handles(topic)?;
         Ok(g.join(&t, Some(self.member_id), self.session)?)
     }

@@ -53,6 +53,7 @@ pub(crate) const MAX_GROUP_BYTES: u64 = 4 * 1024 * 1024;
 /// Write buffer allocated up front.
 const INITIAL_BUFFER: usize = 64 * 1024;
 /// Largest write buffer kept between groups (an append may be larger than a group).
+#[allow(clippy::cast_possible_truncation)] // 8 MiB: fits the usize of every target.
 const MAX_RETAINED_BUFFER: usize = 2 * MAX_GROUP_BYTES as usize;
 
 /// Name of the per-partition log start checkpoint.

@@ -149,7 +149,12 @@ fn as_u64(v: &Value, what: &str) -> ProxyResult<u64> {
         Value::Number(n) => n.as_u64().or_else(|| {
             n.as_f64()
                 .filter(|f| f.fract() == 0.0 && *f >= 0.0)
-                .map(|f| f as u64)
+                // Integral and non-negative; a float-to-int `as` saturates above u64::MAX.
+                .map(|f| {
+                    #[allow(clippy::cast_possible_truncation)]
+                    let n = f as u64;
+                    n
+                })
         }),
         Value::String(s) => s.trim().parse().ok(),
         _ => None,
@@ -167,7 +172,7 @@ fn generated_name() -> String {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
     format!(
         "rest-consumer-{nanos:x}-{}",
         NEXT.fetch_add(1, Ordering::Relaxed)
@@ -374,18 +379,18 @@ pub(crate) async fn subscribe(
     let mut topics = sub.topics;
     topics.dedup();
     inst.subscription = topics;
-    join_subscribed(&state, &mut inst).await?;
+    join_subscribed(&state, &mut inst)?;
     Ok(StatusCode::NO_CONTENT)
 }
 
 /// Joins the group on every subscribed topic that exists and is not joined yet.
-async fn join_subscribed(state: &AppState, inst: &mut Instance) -> ProxyResult<()> {
+fn join_subscribed(state: &AppState, inst: &mut Instance) -> ProxyResult<()> {
     let timeout = state.rest_proxy.timeout();
     for topic in inst.subscription.clone() {
         if inst.members.contains_key(&topic) {
             continue;
         }
-        match inst.groups(&state.kafko, timeout).join(&topic).await {
+        match inst.groups(&state.kafko, timeout).join(&topic) {
             Ok(m) => {
                 inst.members.insert(topic, m);
             }
@@ -491,7 +496,9 @@ pub(crate) async fn records(
     }
     .min(cfg.max_wait);
     let max_bytes = match q.max_bytes {
-        Some(b) if b > 0 => (b as u64).min(cfg.max_fetch_bytes as u64) as usize,
+        Some(b) if b > 0 => usize::try_from(b)
+            .unwrap_or(usize::MAX)
+            .min(cfg.max_fetch_bytes),
         _ => cfg.max_fetch_bytes,
     };
     // An assigned instance commits what its earlier reads delivered, as a group
@@ -500,7 +507,7 @@ pub(crate) async fn records(
         .await;
     let deadline = Instant::now() + wait;
     let batch = loop {
-        join_subscribed(&state, &mut inst).await?;
+        join_subscribed(&state, &mut inst)?;
         let watched = watched_topics(&inst);
         let activity = watched
             .first()
@@ -620,7 +627,7 @@ enum Confirm {
 }
 
 impl Confirm {
-    async fn run(self) {
+    fn run(self) {
         match self {
             Confirm::Deliveries(deliveries) => deliveries.into_iter().for_each(Delivery::confirm),
             Confirm::Positions(handle, moves) => {
@@ -676,7 +683,7 @@ fn delivered_on_send(media: &'static str, body: &[ConsumerRecord], confirm: Conf
     };
     // The connection asks for the next frame only after it took the previous one.
     let confirm = stream::once(async move {
-        confirm.run().await;
+        confirm.run();
         None
     });
     let frames = stream::once(async move { Some(json) })
@@ -922,12 +929,12 @@ pub(crate) async fn assignments(
             .collect();
         return Ok(v2_json(&Partitions { partitions }));
     }
-    join_subscribed(&state, &mut inst).await?;
+    join_subscribed(&state, &mut inst)?;
     let timeout = state.rest_proxy.timeout();
     let mut partitions = Vec::new();
     for topic in inst.members.keys().cloned().collect::<Vec<_>>() {
         // A join with the member's own id is a heartbeat that reports the current assignment.
-        let m = inst.groups(&state.kafko, timeout).join(&topic).await?;
+        let m = inst.groups(&state.kafko, timeout).join(&topic)?;
         partitions.extend(m.assignment.iter().map(|&p| TopicPartition {
             topic: topic.clone(),
             partition: p,
@@ -1031,7 +1038,7 @@ async fn seek_each(
         return Ok(StatusCode::NO_CONTENT);
     }
     let timeout = state.rest_proxy.timeout();
-    join_subscribed(state, inst).await?;
+    join_subscribed(state, inst)?;
     for (topic, partition, to) in targets {
         let Some(mut member) = inst.members.remove(&topic) else {
             return Err(ProxyError::not_assigned(&topic, partition));

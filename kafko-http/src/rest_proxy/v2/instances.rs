@@ -119,11 +119,12 @@ impl Instances {
     }
 
     fn now_ms(&self) -> u64 {
-        self.epoch.elapsed().as_millis() as u64
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
     fn expired(&self, h: &Handle, now: u64) -> bool {
-        now.saturating_sub(h.last_used.load(Ordering::Relaxed)) >= self.timeout.as_millis() as u64
+        now.saturating_sub(h.last_used.load(Ordering::Relaxed))
+            >= u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), Arc<Handle>>> {

@@ -202,7 +202,7 @@ pub(crate) async fn get_topic(
     check_cluster(&state, &cluster_id)?;
     let d = describe(&state, &topic)?;
     let urls = Urls::new(&headers, &state);
-    Ok(ok(&topic_data(&urls, &d.name, d.partitions.len() as u32)))
+    Ok(ok(&topic_data(&urls, &d.name, d.config.partitions)))
 }
 
 /// One topic setting of a creation.

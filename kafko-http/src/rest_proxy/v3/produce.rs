@@ -184,7 +184,7 @@ async fn produce_one(
         .map_err(|e| record_error(422, format!("Unprocessable record: {e}")))?;
     let partition = match r.partition_id {
         None => None,
-        Some(p) if p >= 0 && p < i64::from(producer.partitions()) => Some(p as u32),
+        Some(p) if p >= 0 && p < i64::from(producer.partitions()) => u32::try_from(p).ok(),
         Some(_) => return Err(record_error(PARTITION_NOT_FOUND, "Partition not found.")),
     };
     let timestamp = match &r.timestamp {

@@ -94,7 +94,9 @@ pub(crate) async fn produce(
         Err(ProduceError::PartiallyAppended(partial)) => {
             let stored = partial.appended.iter().map(|a| a.record_count).sum::<u64>();
             // Bytes are counted for whole requests only; the records count is exact.
-            state.metrics.produced(&topic, stored as usize, 0);
+            state
+                .metrics
+                .produced(&topic, usize::try_from(stored).unwrap_or(usize::MAX), 0);
             Ok(multi_status(*partial, per_record))
         }
         Err(e) => Err(e.into()),
@@ -283,7 +285,9 @@ fn form_decode(text: &[u8]) -> Vec<u8> {
     let mut i = 0;
     while i < text.len() {
         let escaped = match (text[i], text.get(i + 1), text.get(i + 2)) {
-            (b'%', Some(&h), Some(&l)) => hex(h).zip(hex(l)).map(|(h, l)| (h * 16 + l) as u8),
+            (b'%', Some(&h), Some(&l)) => hex(h)
+                .zip(hex(l))
+                .and_then(|(h, l)| u8::try_from(h * 16 + l).ok()),
             _ => None,
         };
         match (escaped, text[i]) {
