@@ -277,11 +277,12 @@ impl<'t> SendBatch<'t> {
             let handle = &self.topic.partitions[partition as usize];
             slots.push(handle.reserve(!options.no_wait).await?);
         }
+        let alone = parts.len() == 1;
         let pending: Vec<_> = slots
             .into_iter()
             .zip(parts)
             .map(|(slot, (partition, count, batches))| {
-                (partition, count, slot.append(batches, options.sync))
+                (partition, count, slot.append(batches, options.sync, alone))
             })
             .collect();
         let mut appended = Vec::with_capacity(pending.len());

@@ -346,3 +346,33 @@ async fn the_interval_policy_fsyncs_an_idle_partition_by_its_deadline() {
     );
     k.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn producers_taking_turns_on_one_worker_still_share_writes() {
+    // On one worker a leader's write never overlaps another producer: groups form only
+    // because a producer that finds the partition idle, after others queued, lets the
+    // runnable ones join before it writes.
+    let dir = tempfile::tempdir().unwrap();
+    let (k, p) = common::open_topic(dir.path(), common::small_segments(1)).await;
+    let tasks: Vec<_> = (0..16u64)
+        .map(|w| {
+            let p = p.clone();
+            tokio::spawn(async move {
+                for i in 0..50 {
+                    p.send(None, common::value(w * 1000 + i)).await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let (groups, appends) = write_groups(&k);
+    assert_eq!(appends, 800);
+    assert!(
+        appends >= 4 * groups,
+        "{appends} appends in {groups} writes: mean group size below 4"
+    );
+    assert_eq!(values(&k).len(), 800);
+    k.shutdown().await.unwrap();
+}

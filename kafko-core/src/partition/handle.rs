@@ -40,7 +40,7 @@ impl PartitionHandle {
     pub(crate) async fn append(&self, batch: EncodedBatch, sync: bool, wait: bool) -> Result<u64> {
         self.reserve(wait)
             .await?
-            .append(Batches::One(batch), sync)
+            .append(Batches::One(batch), sync, true)
             .reply()
             .await
     }
@@ -127,18 +127,23 @@ pub(crate) struct Slot<'a> {
 
 impl Slot<'_> {
     /// Hands `batches` over (it cannot be refused for room: the room is reserved). When
-    /// the partition is idle this writes them now, on the caller's task.
-    pub(crate) fn append(mut self, batches: Batches, sync: bool) -> PendingAppend {
+    /// the partition is idle this writes them now, on the caller's task. `may_form`: the
+    /// caller awaits this answer next, so it may take a group's forming turn (a send to
+    /// several partitions must not hold one partition's turn while awaiting another).
+    pub(crate) fn append(mut self, batches: Batches, sync: bool, may_form: bool) -> PendingAppend {
         self.used = true;
         let (reply, rx) = oneshot::channel();
         let queue = &self.handle.queue;
-        queue.hand_over(Entry {
-            batches,
-            sync,
-            reply,
-        });
+        let forming = queue.hand_over(
+            Entry {
+                batches,
+                sync,
+                reply,
+            },
+            may_form,
+        );
         PendingAppend {
-            wait: AppendWait::new(queue.clone(), rx),
+            wait: AppendWait::new(queue.clone(), rx, forming),
         }
     }
 }

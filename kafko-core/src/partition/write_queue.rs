@@ -81,6 +81,12 @@ struct QueueState {
     idle: Option<Box<Writer>>,
     waiting: VecDeque<Waiting>,
     closed: Option<Closed>,
+    /// A producer found the partition idle but is letting others join its group first
+    /// (see `hand_over`): the idle token is reserved for it.
+    forming: bool,
+    /// Producers have been arriving while the token was taken: the next one to find it
+    /// idle forms a group instead of writing alone.
+    contended: bool,
 }
 
 /// The write queue of one partition.
@@ -100,6 +106,8 @@ impl WriteQueue {
                 idle: Some(Box::new(writer)),
                 waiting: VecDeque::new(),
                 closed: None,
+                forming: false,
+                contended: false,
             }),
             room: Semaphore::new(QUEUE_CAPACITY),
         })
@@ -160,21 +168,59 @@ impl WriteQueue {
 
     /// Hands an append over (its room already taken): writes it now, on this task, when
     /// the partition is idle; queues it otherwise. Its answer arrives on `entry.reply`.
-    pub(crate) fn hand_over(self: &Arc<Self>, entry: Entry) {
+    ///
+    /// When producers have been queueing (`contended`) and `may_form`, a producer that
+    /// finds the partition idle does not write at once: it queues its append first in
+    /// line, keeps the token for itself (`forming`) and returns `true`; its waiter then
+    /// yields once — so the producers the last group's answers woke can join — and leads
+    /// the group ([`Self::finish_forming`]). Without that turn, producers on the same
+    /// worker run one after another and each writes alone.
+    pub(crate) fn hand_over(self: &Arc<Self>, entry: Entry, may_form: bool) -> bool {
         let mut st = self.lock();
         if let Some(closed) = st.closed {
             drop(st);
             self.release_room(1);
             entry.fail(self.closed_error(closed));
-            return;
+            return false;
         }
-        match st.idle.take() {
-            Some(writer) => {
-                drop(st);
-                self.release_room(1);
-                lead_here(self, writer, vec![entry]);
+        if st.forming || st.idle.is_none() {
+            st.contended = true;
+            st.waiting.push_back(Waiting::Append(entry));
+            return false;
+        }
+        if st.contended && may_form {
+            st.forming = true;
+            st.waiting.push_front(Waiting::Append(entry));
+            return true;
+        }
+        let Some(writer) = st.idle.take() else {
+            return false;
+        };
+        drop(st);
+        self.release_room(1);
+        lead_here(self, writer, vec![entry]);
+        false
+    }
+
+    /// Ends a group's forming turn: takes the reserved token and leads everything queued
+    /// by now (the forming producer's own append first). A turn that nobody joined ends
+    /// the contended spell.
+    pub(crate) fn finish_forming(self: &Arc<Self>) {
+        let writer = {
+            let mut st = self.lock();
+            if !st.forming {
+                return;
             }
-            None => st.waiting.push_back(Waiting::Append(entry)),
+            st.forming = false;
+            if st.waiting.len() <= 1 {
+                st.contended = false;
+            }
+            st.idle.take()
+        };
+        if let Some(writer) = writer {
+            let mut group = Vec::new();
+            self.top_up(&mut group);
+            lead_here(self, writer, group);
         }
     }
 
@@ -256,6 +302,7 @@ impl WriteQueue {
                 return;
             }
             st.idle = None;
+            st.forming = false;
             st.waiting.drain(..).collect()
         };
         self.room.close();
@@ -280,7 +327,9 @@ impl WriteQueue {
                 Some(closed) => return Err(self.closed_error(closed)),
                 None => {}
             }
-            if let Some(writer) = st.idle.take() {
+            if !st.forming
+                && let Some(writer) = st.idle.take()
+            {
                 return Ok(Leadership::new(self, writer));
             }
             let (tx, rx) = oneshot::channel();
@@ -526,18 +575,30 @@ async fn resume(queue: &Arc<WriteQueue>, stopped: Stopped) {
 pub(crate) struct AppendWait {
     queue: Arc<WriteQueue>,
     rx: Option<oneshot::Receiver<Answer>>,
+    /// This producer holds a group's forming turn (see `WriteQueue::hand_over`).
+    forming: bool,
 }
 
 impl AppendWait {
-    pub(crate) fn new(queue: Arc<WriteQueue>, rx: oneshot::Receiver<Answer>) -> Self {
+    pub(crate) fn new(
+        queue: Arc<WriteQueue>,
+        rx: oneshot::Receiver<Answer>,
+        forming: bool,
+    ) -> Self {
         AppendWait {
             queue,
             rx: Some(rx),
+            forming,
         }
     }
 
     /// The append's base offset, or why it was not written.
     pub(crate) async fn answer(mut self) -> Result<u64> {
+        if self.forming {
+            requeue().await;
+            self.forming = false;
+            self.queue.finish_forming();
+        }
         loop {
             let Some(rx) = self.rx.as_mut() else {
                 return Err(self.queue.gone());
@@ -571,6 +632,10 @@ impl AppendWait {
 
 impl Drop for AppendWait {
     fn drop(&mut self) {
+        if self.forming {
+            // Dropped during its forming turn: it leads now, so the group is not stranded.
+            self.queue.finish_forming();
+        }
         let Some(mut rx) = self.rx.take() else {
             return;
         };
@@ -589,4 +654,22 @@ impl Drop for AppendWait {
             lead_here(&self.queue, writer, group);
         }
     }
+}
+
+/// Puts the running task at the back of its worker's run queue once, so tasks already
+/// runnable there (producers woken by the last group's answers) run, and send, first.
+/// Unlike `tokio::task::yield_now`, which defers the task until the worker would park
+/// (an extra `epoll_wait` per yield), this re-queues it directly.
+async fn requeue() {
+    let mut done = false;
+    std::future::poll_fn(|cx| {
+        if done {
+            std::task::Poll::Ready(())
+        } else {
+            done = true;
+            cx.waker().wake_by_ref();
+            std::task::Poll::Pending
+        }
+    })
+    .await;
 }
