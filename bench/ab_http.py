@@ -16,6 +16,8 @@ Usage (after `cargo build --release -p kafko-http -p kafko-bench-noop`):
                      [--beside-batches 0] [--noop target/release/kafko-bench-noop]
                      NAME=BINARY [NAME=BINARY ...]
 
+`--redis` adds Redis `XADD` (AOF everysec, `redis-benchmark`, same connections and
+size) to every round, for the "as fast as Redis on the same box" comparison.
 `--beside-batches N` adds N connections posting 1,000 × 1 KiB JSON batches to the same
 partition during every run (the no-op gets them too): the mixed load, whose headline is
 the single-record p99. Each kafko run also reports its mean write-group size (appends per
@@ -41,7 +43,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from http_bench import Server, batch_body, http, run_oha, value  # noqa: E402
+from http_bench import Bench, Cell, Server, batch_body, http, run_oha, value  # noqa: E402
 
 EVENTS = {
     "context-switches": "cs",
@@ -175,6 +177,7 @@ def main() -> int:
     ap.add_argument("--size", type=int, default=256)
     ap.add_argument("--fsync", default="never", choices=["never", "always"])
     ap.add_argument("--beside-batches", type=int, default=0, metavar="N")
+    ap.add_argument("--redis", action="store_true")
     args = ap.parse_args()
     if args.secs < 3:
         ap.error("--secs must be at least 3 (1 s warm-up, then the counted window)")
@@ -191,11 +194,24 @@ def main() -> int:
         ap.error(f"{args.oha} not found (cargo install oha --locked)")
     tmp = tempfile.mkdtemp(prefix="kafko-ab-")
     runs: dict[str, list[dict]] = {name: [] for name, _, _ in systems}
+    redis = None
+    if args.redis:
+        if not shutil.which("redis-benchmark"):
+            ap.error("redis-benchmark not found (bench/run-http.sh installs it)")
+        redis = Bench(argparse.Namespace(tmp_dir=tmp), {"duration": args.secs})
+        runs["redis"] = []
     try:
         for rnd in range(1, args.rounds + 1):
             for name, argv, is_kafko in systems:
                 r = one_run(name, argv, is_kafko, args, tmp)
                 runs[name].append(r)
+                print(f"round {rnd} {fmt(r)}", flush=True)
+            if redis is not None:
+                cell = Cell("xadd", "xadd", "redis", args.size, args.conns)
+                x = redis.run_redis(cell)
+                r = {"name": "redis XADD", "rps": x["requests_per_s"],
+                     "p99_ms": x.get("p99_ms") or 0.0, "failed": 0, "cpu_us": 0.0}
+                runs["redis"].append(r)
                 print(f"round {rnd} {fmt(r)}", flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
