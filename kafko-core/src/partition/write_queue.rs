@@ -43,6 +43,11 @@ use crate::error::{KafkoError, Result};
 /// Appends that may wait for a partition's token before producers see backpressure.
 pub(crate) const QUEUE_CAPACITY: usize = 1024;
 
+/// Forming turns a partition keeps trying after the last sign of concurrency: a few, so
+/// a lull of one turn does not end grouping, and few, so a producer left alone soon
+/// stops yielding.
+const FORMING_CREDIT: u8 = 8;
+
 /// What a waiter receives: its append's outcome, or the token.
 pub(crate) enum Answer {
     /// The append's base offset, or why it failed.
@@ -84,9 +89,11 @@ struct QueueState {
     /// A producer found the partition idle but is letting others join its group first
     /// (see `hand_over`): the idle token is reserved for it.
     forming: bool,
-    /// Producers have been arriving while the token was taken: the next one to find it
-    /// idle forms a group instead of writing alone.
-    contended: bool,
+    /// Credit for forming turns: refilled when a producer arrives while the token is
+    /// taken, or a forming turn was joined; spent by a turn nobody joined. While it
+    /// lasts, the next producer to find the token idle forms a group instead of writing
+    /// alone.
+    contended: u8,
 }
 
 /// The write queue of one partition.
@@ -107,7 +114,7 @@ impl WriteQueue {
                 waiting: VecDeque::new(),
                 closed: None,
                 forming: false,
-                contended: false,
+                contended: 0,
             }),
             room: Semaphore::new(QUEUE_CAPACITY),
         })
@@ -184,11 +191,11 @@ impl WriteQueue {
             return false;
         }
         if st.forming || st.idle.is_none() {
-            st.contended = true;
+            st.contended = FORMING_CREDIT;
             st.waiting.push_back(Waiting::Append(entry));
             return false;
         }
-        if st.contended && may_form {
+        if st.contended > 0 && may_form {
             st.forming = true;
             st.waiting.push_front(Waiting::Append(entry));
             return true;
@@ -203,8 +210,8 @@ impl WriteQueue {
     }
 
     /// Ends a group's forming turn: takes the reserved token and leads everything queued
-    /// by now (the forming producer's own append first). A turn that nobody joined ends
-    /// the contended spell.
+    /// by now (the forming producer's own append first). A turn that nobody joined
+    /// spends a credit; a joined one refills them.
     pub(crate) fn finish_forming(self: &Arc<Self>) {
         let writer = {
             let mut st = self.lock();
@@ -212,9 +219,10 @@ impl WriteQueue {
                 return;
             }
             st.forming = false;
-            if st.waiting.len() <= 1 {
-                st.contended = false;
-            }
+            st.contended = match st.waiting.len() {
+                0 | 1 => st.contended.saturating_sub(1),
+                _ => FORMING_CREDIT,
+            };
             st.idle.take()
         };
         if let Some(writer) = writer {
