@@ -44,9 +44,9 @@ use crate::error::{AdminError, KafkoError, Result};
 use crate::naming::segment_file;
 use crate::partition::command::{SegmentSwap, SwapOutcome};
 use crate::partition::handle::PartitionHandle;
-use crate::record::now_ms;
+use crate::record::{Record, now_ms};
 use crate::segment::Segment;
-use crate::segment::batch::{self, BatchHeader, RecordFields};
+use crate::segment::batch::{self, BatchHeader, EncodedBatch, RecordFields};
 use crate::segment::index::{self, SegmentSummary, SparseIndex};
 use crate::storage::Storage;
 use crate::topic::Topic;
@@ -374,42 +374,12 @@ fn rewrite(
 ) -> Result<(Option<Written>, i64)> {
     let group = &plan.groups[i];
     let base = group[0].base_offset;
-    let retention = i64::try_from(config.delete_retention_ms).unwrap_or(i64::MAX);
-    let tombstone_horizon = now.saturating_sub(retention);
-    let mut tombstone_wake = i64::MAX;
-    let path = dir.join(segment_file(base, "cleaned"));
-    let file = storage
-        .open(&path)
-        .map_err(|e| KafkoError::io("creating", &path, e))?;
-    file.truncate(0)
-        .map_err(|e| KafkoError::io("truncating", &path, e))?;
-    let mut out = Vec::with_capacity(WRITE_CHUNK + 64 * 1024);
-    let mut position = 0u64;
-    let mut index = SparseIndex::default();
-    let mut max_timestamp = i64::MIN;
-    let mut next_offset = base;
+    let mut tombstones = Tombstones::new(config, now);
+    let mut out = CleanedFile::create(storage, dir.join(segment_file(base, "cleaned")), base)?;
     let mut removed = 0u64;
-    let mut tombstones_removed = 0u64;
     let mut records = Vec::new();
     let last_seg = group.len() - 1;
     let expected_end = group[last_seg].next_offset();
-    let mut emit = |out: &mut Vec<u8>, h: &BatchHeader, framed_len: usize| -> Result<()> {
-        index.observe(
-            index::narrow(h.base_offset - base),
-            index::narrow(position),
-            framed_len as u64,
-            h.max_timestamp,
-        );
-        position += framed_len as u64;
-        max_timestamp = max_timestamp.max(h.max_timestamp);
-        next_offset = h.next_offset();
-        if out.len() >= WRITE_CHUNK {
-            file.append(out)
-                .map_err(|e| KafkoError::io("writing", &path, e))?;
-            out.clear();
-        }
-        Ok(())
-    };
     for (si, seg) in group.iter().enumerate() {
         let seg_end = seg.next_offset();
         seg.batches(0).try_for_each(|batch| {
@@ -417,94 +387,214 @@ fn rewrite(
             let h = batch.header;
             seg.decode(&batch, 0, &mut records)?;
             let before = records.len();
-            records.retain(|r| {
-                let Some(k) = &r.key else { return true };
-                match plan.latest.get(&k[..]) {
-                    Some(&latest) if latest > r.offset => false,
-                    Some(&latest) if latest == r.offset && r.value.is_none() => {
-                        let expired = h.max_timestamp <= tombstone_horizon;
-                        if expired {
-                            tombstones_removed += 1;
-                        } else {
-                            tombstone_wake =
-                                tombstone_wake.min(h.max_timestamp.saturating_add(retention));
-                        }
-                        !expired
-                    }
-                    _ => true,
-                }
-            });
+            records.retain(|r| keeps(plan, &mut tombstones, r, h.max_timestamp));
             removed += (before - records.len()) as u64;
-            let last_of_range = si == last_seg && h.next_offset() == seg_end;
             if records.len() == before {
-                out.extend_from_slice(&batch.bytes);
-                return emit(&mut out, &h, batch.bytes.len());
+                return out.copy(&batch.bytes, &h);
             }
-            let rebuilt = if records.is_empty() {
-                if !last_of_range {
-                    return Ok(());
-                }
-                batch::empty(h.last_offset_delta, h.base_timestamp, h.max_timestamp)
-            } else {
-                let fields = records.iter().map(|r| RecordFields {
-                    offset_delta: index::narrow(r.offset - h.base_offset),
-                    timestamp: r.timestamp,
-                    key: r.key.as_deref(),
-                    value: r.value.as_deref(),
-                    headers: &r.headers,
-                });
-                let mut b = batch::encode(h.codec, fields)
-                    .map_err(|why| KafkoError::corruption(&seg.log_path, batch.position, why))?;
-                // Keep the batch's offset range and timestamp bound (FORMAT.md).
-                b.last_offset_delta = h.last_offset_delta;
-                b.max_timestamp = h.max_timestamp;
-                b
-            };
-            let start = out.len();
-            batch::frame(&mut out, h.base_offset, &rebuilt);
-            let framed_len = out.len() - start;
-            let header = BatchHeader::parse(&out[start..]).map_err(|e| {
-                KafkoError::corruption(&path, batch.position, format!("re-encoded batch: {e:?}"))
-            })?;
-            emit(&mut out, &header, framed_len)
+            let last_of_range = si == last_seg && h.next_offset() == seg_end;
+            if records.is_empty() && !last_of_range {
+                return Ok(());
+            }
+            let rebuilt = rebuild(&records, &h)
+                .map_err(|why| KafkoError::corruption(&seg.log_path, batch.position, why))?;
+            out.frame(&h, &rebuilt, batch.position)
         })?;
     }
-
-    let unchanged = removed == 0 && group.len() == 1;
-    if unchanged {
-        drop(file);
-        let _ = storage.remove_file(&path);
-        return Ok((None, tombstone_wake));
+    if removed == 0 && group.len() == 1 {
+        out.discard(storage);
+        return Ok((None, tombstones.wake));
     }
-    file.append(&out)
-        .map_err(|e| KafkoError::io("writing", &path, e))?;
-    file.sync_data()
-        .map_err(|e| KafkoError::io("fsyncing", &path, e))?;
-    if next_offset != expected_end {
-        // Cannot happen by construction (the last batch is always kept); refuse to swap
-        // rather than leave a range that recovery would not recognise.
-        let _ = storage.remove_file(&path);
-        return Err(KafkoError::corruption(
-            &path,
-            position,
-            format!(
-                "cleaned segment of partition {partition} ends at {next_offset}, expected {expected_end}"
-            ),
+    let written = out.finish(
+        storage,
+        partition,
+        expected_end,
+        removed,
+        tombstones.removed,
+    )?;
+    Ok((Some(written), tombstones.wake))
+}
+
+/// The tombstone rule of one rewrite: a tombstone that is the latest of its key goes
+/// once its batch is `delete_retention_ms` old; `wake` is when the earliest kept one
+/// expires.
+struct Tombstones {
+    retention: i64,
+    horizon: i64,
+    wake: i64,
+    removed: u64,
+}
+
+impl Tombstones {
+    fn new(config: &TopicConfig, now: i64) -> Self {
+        let retention = i64::try_from(config.delete_retention_ms).unwrap_or(i64::MAX);
+        Tombstones {
+            retention,
+            horizon: now.saturating_sub(retention),
+            wake: i64::MAX,
+            removed: 0,
+        }
+    }
+}
+
+/// Whether record `r` (of a batch whose newest timestamp is `batch_max_ts`) survives:
+/// it has no key, or it is the latest of its key and not an expired tombstone.
+fn keeps(plan: &Plan, tombstones: &mut Tombstones, r: &Record, batch_max_ts: i64) -> bool {
+    let Some(k) = &r.key else { return true };
+    match plan.latest.get(&k[..]) {
+        Some(&latest) if latest > r.offset => false,
+        Some(&latest) if latest == r.offset && r.value.is_none() => {
+            let expired = batch_max_ts <= tombstones.horizon;
+            if expired {
+                tombstones.removed += 1;
+            } else {
+                let expires = batch_max_ts.saturating_add(tombstones.retention);
+                tombstones.wake = tombstones.wake.min(expires);
+            }
+            !expired
+        }
+        _ => true,
+    }
+}
+
+/// The batch `h` re-encoded with only `kept` of its records (none: an empty batch),
+/// keeping its offset range and timestamp bound (FORMAT.md).
+fn rebuild(kept: &[Record], h: &BatchHeader) -> std::result::Result<EncodedBatch, String> {
+    if kept.is_empty() {
+        return Ok(batch::empty(
+            h.last_offset_delta,
+            h.base_timestamp,
+            h.max_timestamp,
         ));
     }
-    Ok((
-        Some(Written {
+    let fields = kept.iter().map(|r| RecordFields {
+        offset_delta: index::narrow(r.offset - h.base_offset),
+        timestamp: r.timestamp,
+        key: r.key.as_deref(),
+        value: r.value.as_deref(),
+        headers: &r.headers,
+    });
+    let mut b = batch::encode(h.codec, fields)?;
+    b.last_offset_delta = h.last_offset_delta;
+    b.max_timestamp = h.max_timestamp;
+    Ok(b)
+}
+
+/// A `.cleaned` file being written: batches are buffered and appended in chunks, and
+/// its sparse index and summary are built as they go.
+struct CleanedFile {
+    path: PathBuf,
+    file: Arc<dyn crate::storage::StorageFile>,
+    base: u64,
+    out: Vec<u8>,
+    position: u64,
+    index: SparseIndex,
+    max_timestamp: i64,
+    next_offset: u64,
+}
+
+impl CleanedFile {
+    fn create(storage: &dyn Storage, path: PathBuf, base: u64) -> Result<Self> {
+        let file = storage
+            .open(&path)
+            .map_err(|e| KafkoError::io("creating", &path, e))?;
+        file.truncate(0)
+            .map_err(|e| KafkoError::io("truncating", &path, e))?;
+        Ok(CleanedFile {
             path,
+            file,
+            base,
+            out: Vec::with_capacity(WRITE_CHUNK + 64 * 1024),
+            position: 0,
+            index: SparseIndex::default(),
+            max_timestamp: i64::MIN,
+            next_offset: base,
+        })
+    }
+
+    /// Appends a batch unchanged.
+    fn copy(&mut self, framed: &[u8], h: &BatchHeader) -> Result<()> {
+        self.out.extend_from_slice(framed);
+        self.emit(h, framed.len())
+    }
+
+    /// Frames and appends a re-encoded batch (`position`: the original's, for errors).
+    fn frame(&mut self, h: &BatchHeader, rebuilt: &EncodedBatch, position: u64) -> Result<()> {
+        let start = self.out.len();
+        batch::frame(&mut self.out, h.base_offset, rebuilt);
+        let framed_len = self.out.len() - start;
+        let header = BatchHeader::parse(&self.out[start..]).map_err(|e| {
+            KafkoError::corruption(&self.path, position, format!("re-encoded batch: {e:?}"))
+        })?;
+        self.emit(&header, framed_len)
+    }
+
+    /// Accounts for the batch just buffered, and writes the buffer out once it is full.
+    fn emit(&mut self, h: &BatchHeader, framed_len: usize) -> Result<()> {
+        self.index.observe(
+            index::narrow(h.base_offset - self.base),
+            index::narrow(self.position),
+            framed_len as u64,
+            h.max_timestamp,
+        );
+        self.position += framed_len as u64;
+        self.max_timestamp = self.max_timestamp.max(h.max_timestamp);
+        self.next_offset = h.next_offset();
+        if self.out.len() >= WRITE_CHUNK {
+            self.file
+                .append(&self.out)
+                .map_err(|e| KafkoError::io("writing", &self.path, e))?;
+            self.out.clear();
+        }
+        Ok(())
+    }
+
+    /// Removes a file that would not change anything (best effort).
+    fn discard(self, storage: &dyn Storage) {
+        drop(self.file);
+        let _ = storage.remove_file(&self.path);
+    }
+
+    /// Writes the rest, fsyncs, and checks the file ends where the replaced range did.
+    fn finish(
+        self,
+        storage: &dyn Storage,
+        partition: u32,
+        expected_end: u64,
+        removed: u64,
+        tombstones_removed: u64,
+    ) -> Result<Written> {
+        let path = &self.path;
+        self.file
+            .append(&self.out)
+            .map_err(|e| KafkoError::io("writing", path, e))?;
+        self.file
+            .sync_data()
+            .map_err(|e| KafkoError::io("fsyncing", path, e))?;
+        if self.next_offset != expected_end {
+            // Cannot happen by construction (the last batch is always kept); refuse to
+            // swap rather than leave a range that recovery would not recognise.
+            let _ = storage.remove_file(path);
+            return Err(KafkoError::corruption(
+                path,
+                self.position,
+                format!(
+                    "cleaned segment of partition {partition} ends at {}, expected {expected_end}",
+                    self.next_offset
+                ),
+            ));
+        }
+        Ok(Written {
             summary: SegmentSummary {
-                base_offset: base,
-                log_length: position,
-                next_offset,
-                max_timestamp,
+                base_offset: self.base,
+                log_length: self.position,
+                next_offset: self.next_offset,
+                max_timestamp: self.max_timestamp,
             },
-            index,
+            index: self.index,
+            path: self.path,
             removed,
             tombstones_removed,
-        }),
-        tombstone_wake,
-    ))
+        })
+    }
 }

@@ -83,6 +83,7 @@ impl ApiError {
 }
 
 impl From<KafkoError> for ApiError {
+    // Long by design: the one status-and-code table, an arm per error variant.
     fn from(e: KafkoError) -> Self {
         let detail = e.to_string();
         let (status, code) = match &e {
@@ -168,23 +169,30 @@ impl From<KafkoError> for ApiError {
             },
         };
         if status.is_server_error() {
-            // Details (paths, OS errors) go to the log, not to the client.
-            tracing::error!(error = %e, code, "request failed");
-            let public = match status {
-                StatusCode::INSUFFICIENT_STORAGE => "the server is out of disk space",
-                StatusCode::SERVICE_UNAVAILABLE if code == "too_many_open_files" => {
-                    "the server is out of file descriptors; retry later"
-                }
-                StatusCode::SERVICE_UNAVAILABLE => "the partition is temporarily unavailable",
-                _ => "internal error; see the server log",
-            };
-            let mut err = ApiError::new(status, code, public);
-            if status == StatusCode::SERVICE_UNAVAILABLE {
-                err = err.retry_after(5);
-            }
-            return err;
+            return ApiError::server_side(status, code, &e);
         }
         ApiError::new(status, code, detail)
+    }
+}
+
+impl ApiError {
+    /// A server-side failure: logged in full (paths, OS errors), answered with a
+    /// generic detail.
+    fn server_side(status: StatusCode, code: &'static str, e: &KafkoError) -> Self {
+        tracing::error!(error = %e, code, "request failed");
+        let public = match status {
+            StatusCode::INSUFFICIENT_STORAGE => "the server is out of disk space",
+            StatusCode::SERVICE_UNAVAILABLE if code == "too_many_open_files" => {
+                "the server is out of file descriptors; retry later"
+            }
+            StatusCode::SERVICE_UNAVAILABLE => "the partition is temporarily unavailable",
+            _ => "internal error; see the server log",
+        };
+        let err = ApiError::new(status, code, public);
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            return err.retry_after(5);
+        }
+        err
     }
 }
 

@@ -168,6 +168,14 @@ impl Metrics {
     /// The Prometheus text exposition (format 0.0.4).
     pub(crate) fn render(&self, kafko: &Kafko) -> String {
         let mut out = String::new();
+        let hw = self.render_log(&mut out, kafko);
+        self.render_http(&mut out, &hw);
+        out
+    }
+
+    /// The log's families: per-topic counters, partition gauges and counters, group
+    /// lag. Returns the high watermark lines, which the exposition lists later.
+    fn render_log(&self, out: &mut String, kafko: &Kafko) -> String {
         let topics = self
             .topics
             .lock()
@@ -246,6 +254,11 @@ impl Metrics {
                 }
             }
         }
+        hw
+    }
+
+    /// The HTTP server's families, after the partitions' high watermarks (`hw`).
+    fn render_http(&self, out: &mut String, hw: &str) {
         let _ = writeln!(
             out,
             "# HELP kafko_partition_high_watermark One past the last offset.\n# TYPE kafko_partition_high_watermark gauge\n{hw}# HELP kafko_http_requests_in_flight Requests being handled.\n# TYPE kafko_http_requests_in_flight gauge\nkafko_http_requests_in_flight {}\n# HELP kafko_http_requests_abandoned_total Requests whose client closed the connection before the response.\n# TYPE kafko_http_requests_abandoned_total counter\nkafko_http_requests_abandoned_total {}",
@@ -304,6 +317,5 @@ impl Metrics {
             let _ = writeln!(out, "{name}_sum{{{labels}}} {}", h.sum);
             let _ = writeln!(out, "{name}_count{{{labels}}} {}", h.count);
         }
-        out
     }
 }

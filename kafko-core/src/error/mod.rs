@@ -355,6 +355,7 @@ impl KafkoError {
     /// A copy used to fail every waiter of one failed write with the same cause. Lossy
     /// only where a field cannot be copied: an OS error keeps its kind and message, and
     /// a partial send (which no writer produces) keeps its description.
+    // Long by design: one arm per variant, so a new variant must say how it is copied.
     pub(crate) fn duplicate(&self) -> Self {
         match self {
             KafkoError::Io { op, path, source } => KafkoError::Io {

@@ -344,12 +344,42 @@ impl GroupHandle {
     ) -> Result<GroupPoll> {
         self.check_not_closing()?;
         let t = topic.inner();
-        let n = t.partition_count();
-        let group = &*self.name;
         let caller = Caller::of(member);
+        let (committed, created) = self
+            .commit_delivered(t, caller, options.auto_commit)
+            .await?;
+        let id = NEXT_LEASE.fetch_add(1, Ordering::Relaxed);
+        let (starts, generation) = self.lease_owned(t, caller, id, options.auto_commit, created)?;
+        let read = read_leased(t, &starts, options);
+        let kept = self.settle(t, read, &starts, id);
+        if kept.released {
+            t.activity.notify_waiters();
+        }
+        let mut positions = kept.positions;
+        positions.sort_by_key(|p| p.partition);
+        Ok(GroupPoll {
+            records: kept.records?,
+            generation,
+            positions,
+            committed,
+            delivery: self.delivery(t, caller, kept.leases),
+        })
+    }
+
+    /// A poll's first step: checks the caller may poll (creating the group and topic
+    /// entries), then, with auto-commit, durably commits what its previous confirmed
+    /// poll returned. Returns what it committed and which entries it created.
+    async fn commit_delivered(
+        &self,
+        t: &Topic,
+        caller: Caller<'_>,
+        auto_commit: bool,
+    ) -> Result<(Vec<PartitionOffset>, Created)> {
+        let group = &*self.name;
+        let n = t.partition_count();
         let (to_commit, created) = self.with_state(t, true, |_, ts| {
             authorize(group, &t.name, ts, caller, n, Instant::now())?;
-            Ok(if options.auto_commit {
+            Ok(if auto_commit {
                 ts.pending_of(caller.key())
             } else {
                 Vec::new()
@@ -362,75 +392,71 @@ impl GroupHandle {
                 })
                 .await?;
         }
-        let id = NEXT_LEASE.fetch_add(1, Ordering::Relaxed);
+        Ok((to_commit, created))
+    }
+
+    /// Leases (as lease `id`) every partition the caller owns that has records past its
+    /// start and no lease yet; returns each owned partition's start and whether this
+    /// poll leased it, and the caller's generation. On failure, removes the entries the
+    /// poll `created`.
+    #[allow(clippy::type_complexity)]
+    fn lease_owned(
+        &self,
+        t: &Topic,
+        caller: Caller<'_>,
+        id: u64,
+        auto_commit: bool,
+        created: Created,
+    ) -> Result<(Vec<(u32, u64, bool)>, u64)> {
+        let group = &*self.name;
+        let n = t.partition_count();
         let leased = self.with_state(t, true, |config, ts| {
             let (owned, generation) = authorize(group, &t.name, ts, caller, n, Instant::now())?;
-            let mut starts = Vec::with_capacity(owned.len());
-            for p in owned {
-                if let Some(lease) = ts.leases.get(&p) {
-                    starts.push((p, lease.start, false));
-                    continue;
-                }
-                let log = &t.partition(p)?.log;
-                let hw = log.high_watermark();
-                let start = start_position(group, &t.name, config, ts, p, log.log_start(), hw)?;
-                let lease = start < hw;
-                if lease {
-                    ts.leases.insert(
-                        p,
-                        Lease {
-                            id,
-                            start,
-                            auto_commit: options.auto_commit,
-                        },
-                    );
-                    ts.positions.insert(p, start);
-                }
-                starts.push((p, start, lease));
-            }
+            let lease = Lease {
+                id,
+                start: 0,
+                auto_commit,
+            };
+            let starts = lease_partitions(group, t, config, ts, owned, lease)?;
             Ok((starts, generation))
         });
-        let ((starts, generation), _) = match leased {
-            Ok(v) => v,
+        match leased {
+            Ok((leased, _)) => Ok(leased),
             Err(e) => {
                 self.undo(created, &t.name);
-                return Err(e);
+                Err(e)
             }
-        };
-        let read = read_leased(t, &starts, options);
-        let kept = {
-            let mut groups = self.coordinator().lock();
-            let ts = groups
-                .get_mut(group)
-                .and_then(|g| g.topics.get_mut(&*t.name));
-            keep_leases(ts, read, &starts, id)
-        };
-        let Kept {
-            records,
-            leases,
-            mut positions,
-            released,
-        } = kept;
-        if released {
-            t.activity.notify_waiters();
         }
-        let (records, leases) = (records?, leases);
-        positions.sort_by_key(|p| p.partition);
-        Ok(GroupPoll {
-            records,
-            generation,
-            positions,
-            committed: to_commit,
-            delivery: Delivery {
-                groups: self.coordinator().groups.clone(),
-                group: group.to_owned(),
-                topic: t.name.to_string(),
-                member: caller.key().to_owned(),
-                leases,
-                activity: t.activity.clone(),
-                settled: false,
-            },
-        })
+    }
+
+    /// Settles a poll's leases after its read, under the groups' lock (see
+    /// [`keep_leases`]).
+    #[allow(clippy::type_complexity)]
+    fn settle(
+        &self,
+        t: &Topic,
+        read: Result<Vec<(u32, u64, bool, Option<(Vec<Record>, u64)>)>>,
+        starts: &[(u32, u64, bool)],
+        id: u64,
+    ) -> Kept {
+        let mut groups = self.coordinator().lock();
+        let ts = groups
+            .get_mut(&*self.name)
+            .and_then(|g| g.topics.get_mut(&*t.name));
+        keep_leases(ts, read, starts, id)
+    }
+
+    /// The handle that confirms (or, dropped, puts back) a poll's `leases`.
+    fn delivery(&self, t: &Topic, caller: Caller<'_>, leases: Vec<(u32, u64)>) -> Delivery {
+        Delivery {
+            groups: self.coordinator().groups.clone(),
+            group: self.name.to_string(),
+            topic: t.name.to_string(),
+            member: caller.key().to_owned(),
+            leases,
+            activity: t.activity.clone(),
+            settled: false,
+        }
     }
 
     /// Commits offsets durably (creating the group). `offsets: None` commits the
@@ -630,6 +656,37 @@ impl GroupHandle {
         tracing::info!(group, "deleted group");
         Ok(())
     }
+}
+
+/// Leases each partition of `owned` that has no lease and has records past its start
+/// position (`template` gives the lease's id and auto-commit, its start is the
+/// partition's), moving the position there; returns `(partition, start, leased)` for
+/// every owned partition (a partition leased by another poll reports that lease's start).
+fn lease_partitions(
+    group: &str,
+    t: &Topic,
+    config: &GroupConfig,
+    ts: &mut TopicState,
+    owned: Vec<u32>,
+    template: Lease,
+) -> Result<Vec<(u32, u64, bool)>> {
+    let mut starts = Vec::with_capacity(owned.len());
+    for p in owned {
+        if let Some(lease) = ts.leases.get(&p) {
+            starts.push((p, lease.start, false));
+            continue;
+        }
+        let log = &t.partition(p)?.log;
+        let hw = log.high_watermark();
+        let start = start_position(group, &t.name, config, ts, p, log.log_start(), hw)?;
+        let lease = start < hw;
+        if lease {
+            ts.leases.insert(p, Lease { start, ..template });
+            ts.positions.insert(p, start);
+        }
+        starts.push((p, start, lease));
+    }
+    Ok(starts)
 }
 
 /// What a poll keeps after reading: the records of the partitions whose leases it still

@@ -19,6 +19,25 @@ pub(crate) struct Scanned {
     pub(crate) torn_tail: Option<(u64, String)>,
 }
 
+/// Refuses a batch that does not start at or past the offset the previous one ended at,
+/// or that lies beyond the index's 32-bit reach from the segment's base.
+fn check_follows(
+    path: &Path,
+    position: u64,
+    batch_base: u64,
+    next_offset: u64,
+    segment_base: u64,
+) -> Result<()> {
+    if batch_base < next_offset || batch_base - segment_base > u64::from(u32::MAX) {
+        return Err(KafkoError::corruption(
+            path,
+            position,
+            format!("batch base offset {batch_base} does not follow {next_offset}"),
+        ));
+    }
+    Ok(())
+}
+
 /// Scans a whole segment file. Errors with `Corruption` when a bad batch is followed by a
 /// valid one, since cutting there would silently drop acknowledged records.
 pub(crate) fn scan(file: &dyn StorageFile, path: &Path, base_offset: u64) -> Result<Scanned> {
@@ -46,17 +65,13 @@ pub(crate) fn scan(file: &dyn StorageFile, path: &Path, base_offset: u64) -> Res
                 } else if !h.continued {
                     open_append = None;
                 }
-                if h.base_offset < next_offset || h.base_offset - base_offset > u64::from(u32::MAX)
-                {
-                    return Err(KafkoError::corruption(
-                        path,
-                        batch.position,
-                        format!(
-                            "batch base offset {} does not follow {}",
-                            h.base_offset, next_offset
-                        ),
-                    ));
-                }
+                check_follows(
+                    path,
+                    batch.position,
+                    h.base_offset,
+                    next_offset,
+                    base_offset,
+                )?;
                 index.observe(
                     index::narrow(h.base_offset - base_offset),
                     index::narrow(batch.position),
