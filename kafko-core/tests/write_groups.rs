@@ -376,3 +376,43 @@ async fn producers_taking_turns_on_one_worker_still_share_writes() {
     assert_eq!(values(&k).len(), 800);
     k.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_written_while_an_fsync_fails_is_failed_not_stranded() {
+    let (_dir, gate, k, p) = gated_topic(FsyncPolicy::Always).await;
+    // The first fsync (for record 0) fails only once the next leader has checked that
+    // the partition is writable and is inside its write.
+    gate.hold(2);
+    gate.fail_sync_once_held(2);
+    let first = tokio::spawn({
+        let p = p.clone();
+        async move { p.send(None, common::value(0)).await.map(|m| m.offset) }
+    });
+    while gate.appends() < 1 {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let second = held_leader(&p, &gate, 1);
+    // The failed fsync fails the first group and poisons the partition while the second
+    // leader is still inside its write.
+    gate.wait_sync_failed();
+    let wait = Duration::from_secs(5);
+    let first = tokio::time::timeout(wait, first).await.unwrap().unwrap();
+    assert!(
+        matches!(first, Err(ProduceError::Storage(StorageError::Io { .. }))),
+        "{first:?}"
+    );
+    gate.open();
+    // No fsync will come for the second group: it fails instead of waiting forever.
+    let second = tokio::time::timeout(wait, second)
+        .await
+        .expect("the second group waits for an fsync that never comes")
+        .unwrap();
+    assert!(
+        matches!(
+            second,
+            Err(kafko_core::KafkoError::PartitionReadOnly { .. })
+        ),
+        "{second:?}"
+    );
+    drop(k);
+}

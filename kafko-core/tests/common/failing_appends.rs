@@ -20,11 +20,16 @@ pub fn enospc() -> io::Error {
     io::Error::from_raw_os_error(28)
 }
 
+/// A check run before a file operation: its error fails the operation untouched.
+pub type Check = Box<dyn Fn() -> io::Result<()> + Send + Sync>;
+
 /// A file whose appends first pass `check` (its error fails the append, nothing
-/// written); everything else passes through.
+/// written), and whose fsyncs pass `sync_check` when there is one; everything else
+/// passes through.
 pub struct CheckedAppends {
     pub inner: Arc<dyn StorageFile>,
-    pub check: Box<dyn Fn() -> io::Result<()> + Send + Sync>,
+    pub check: Check,
+    pub sync_check: Option<Check>,
 }
 
 impl StorageFile for CheckedAppends {
@@ -36,6 +41,9 @@ impl StorageFile for CheckedAppends {
         self.inner.read_at(buf, pos)
     }
     fn sync_data(&self) -> io::Result<()> {
+        if let Some(check) = &self.sync_check {
+            check()?;
+        }
         self.inner.sync_data()
     }
     fn len(&self) -> io::Result<u64> {
@@ -58,6 +66,7 @@ pub fn failing_appends(
             true => Err(error()),
             false => Ok(()),
         }),
+        sync_check: None,
     }
 }
 

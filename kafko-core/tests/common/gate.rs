@@ -22,6 +22,10 @@ struct GateState {
     fail: Option<u64>,
     /// Whether an append is being held.
     holding: bool,
+    /// The first fsync waits until this append (1-based) is held, then fails.
+    fail_sync_once_held: Option<u64>,
+    /// Whether that fsync has failed.
+    sync_failed: bool,
 }
 
 /// Holds (or fails) chosen appends to the files of one partition directory.
@@ -49,6 +53,35 @@ impl Gate {
     /// Fails the `n`-th append.
     pub fn fail(&self, n: u64) {
         self.state.lock().unwrap().fail = Some(n);
+    }
+
+    /// Makes the first fsync wait until append `n` is held inside its write, and fail.
+    pub fn fail_sync_once_held(&self, n: u64) {
+        self.state.lock().unwrap().fail_sync_once_held = Some(n);
+    }
+
+    fn sync(&self) -> io::Result<()> {
+        let mut st = self.state.lock().unwrap();
+        let Some(n) = st.fail_sync_once_held.take() else {
+            return Ok(());
+        };
+        st = self
+            .changed
+            .wait_while(st, |s| !(s.holding && s.appends >= n))
+            .unwrap();
+        st.sync_failed = true;
+        self.changed.notify_all();
+        Err(io::Error::other("injected fsync failure"))
+    }
+
+    /// Waits until the fsync armed by [`Gate::fail_sync_once_held`] has failed.
+    pub fn wait_sync_failed(&self) {
+        let st = self.state.lock().unwrap();
+        let (_st, timeout) = self
+            .changed
+            .wait_timeout_while(st, Duration::from_secs(10), |s| !s.sync_failed)
+            .unwrap();
+        assert!(!timeout.timed_out(), "the armed fsync never ran");
     }
 
     /// Lets the held append go on.
@@ -97,10 +130,11 @@ impl Hook for Arc<Gate> {
         if !in_partition(path, self.partition) {
             return file;
         }
-        let gate = self.clone();
+        let (gate, sync_gate) = (self.clone(), self.clone());
         Arc::new(CheckedAppends {
             inner: file,
             check: Box::new(move || gate.enter()),
+            sync_check: Some(Box::new(move || sync_gate.sync())),
         })
     }
 }

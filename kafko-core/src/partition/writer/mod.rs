@@ -102,7 +102,7 @@ pub(crate) struct PendingReply {
 }
 
 impl PendingReply {
-    fn fail(self, error: KafkoError) {
+    pub(crate) fn fail(self, error: KafkoError) {
         let _ = self.reply.send(Answer::Done(Err(error)));
     }
 }

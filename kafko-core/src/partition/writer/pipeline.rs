@@ -122,6 +122,20 @@ impl SyncPipeline {
     ) {
         let mut st = self.shared.lock();
         st.written = end.len;
+        if let Some(reason) = self.shared.poison.get() {
+            // An fsync failed while this group was being written (the leader checked
+            // before it began): no fsync will come for it, so it is not acknowledged.
+            let log = &self.shared.log;
+            for p in replies.drain(..) {
+                p.fail(KafkoError::PartitionReadOnly {
+                    topic: log.topic.to_string(),
+                    partition: log.partition,
+                    reason: reason.to_owned(),
+                });
+            }
+            observations.clear();
+            return;
+        }
         if must_sync || !st.waiting.is_empty() {
             st.waiting.push_back(WrittenGroup {
                 end,
