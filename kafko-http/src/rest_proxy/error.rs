@@ -225,15 +225,28 @@ impl From<KafkoError> for ProxyError {
             KafkoError::Backpressure { .. } | KafkoError::ShuttingDown => {
                 Self::new(StatusCode::SERVICE_UNAVAILABLE, KAFKA_RETRIABLE, message)
             }
-            _ => match e.kind() {
-                ErrorKind::Unavailable => {
-                    Self::new(StatusCode::SERVICE_UNAVAILABLE, KAFKA_RETRIABLE, message)
+            // Server-side failures: logged in full (paths, OS errors, panic text), answered
+            // with a generic message, as `/v1` does.
+            _ => {
+                tracing::error!(error = %e, "REST Proxy request failed");
+                match e.kind() {
+                    ErrorKind::Unavailable => Self::new(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        KAFKA_RETRIABLE,
+                        "the partition is temporarily unavailable",
+                    ),
+                    ErrorKind::StorageFull => Self::new(
+                        StatusCode::INSUFFICIENT_STORAGE,
+                        KAFKA_ERROR,
+                        "the server is out of disk space",
+                    ),
+                    _ => Self::new(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        KAFKA_ERROR,
+                        "internal error; see the server log",
+                    ),
                 }
-                ErrorKind::StorageFull => {
-                    Self::new(StatusCode::INSUFFICIENT_STORAGE, KAFKA_ERROR, message)
-                }
-                _ => Self::new(StatusCode::INTERNAL_SERVER_ERROR, KAFKA_ERROR, message),
-            },
+            }
         }
     }
 }
@@ -262,5 +275,16 @@ mod tests {
             let p = ProxyError::from(e);
             assert_eq!((p.status.as_u16(), p.error_code), (status, code));
         }
+    }
+
+    #[test]
+    fn a_server_side_failure_answers_a_generic_message() {
+        let e = KafkoError::Internal(kafko_core::InternalError::TaskPanicked {
+            task: "group offsets",
+            message: "secret panic text at /data/groups".into(),
+        });
+        let p = ProxyError::from(e);
+        assert_eq!((p.status.as_u16(), p.error_code), (500, KAFKA_ERROR));
+        assert_eq!(p.message, "internal error; see the server log");
     }
 }
