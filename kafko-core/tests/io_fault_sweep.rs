@@ -133,7 +133,11 @@ async fn run(workload: u64, fault: Option<Fault>) -> Result<(Outcome, BTreeMap<O
             && h.op == Op::Sync
             && let Some((topic, p)) = partition_of(&h.path)
         {
-            // The fsync of a segment failed: that partition must refuse writes now.
+            // The fsync of a segment failed: that partition must refuse writes now. Such
+            // an fsync may run on a blocking thread (the interval policy's, a seal's):
+            // give that thread the moment between the storage's failure and the log's
+            // reaction to it, which the storage's record of the fault does not wait for.
+            std::thread::sleep(std::time::Duration::from_millis(20));
             let r = ProducerRecord::new("after-fsync-failure")
                 .with_key("k")
                 .with_partition(p);

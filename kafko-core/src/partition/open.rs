@@ -65,6 +65,42 @@ pub(crate) fn open_partition(
         return Ok((log, seg));
     }
     log_start = log_start.max(bases[0]);
+    let segments = load_chain(s, &dir, &bases, clean, recovery_point, (&topic, partition))?;
+    let active = segments[segments.len() - 1].clone();
+    let hw = active.next_offset();
+    if let Some(durable) = recovery_point.filter(|&rp| rp > hw) {
+        return Err(lost_offsets(
+            &dir,
+            &active.log_path,
+            active.len(),
+            hw,
+            durable,
+        ));
+    }
+    let log_start = log_start.min(hw);
+    let place = PartitionPlace {
+        topic,
+        partition,
+        dir,
+        storage: storage.clone(),
+        activity,
+    };
+    let log = Arc::new(PartitionLog::new(place, segments, log_start, hw));
+    Ok((log, active))
+}
+
+/// Loads the segments of `bases` in order into a gap-free chain: drops the empty file of
+/// a failed roll, ends the log where a sealed segment lost its unsynced tail (dropping
+/// the later segments), refuses any other gap as corruption, and rewrites the index
+/// files that a scan rebuilt for the segments that stay sealed.
+fn load_chain(
+    s: &dyn Storage,
+    dir: &Path,
+    bases: &[u64],
+    clean: bool,
+    recovery_point: Option<u64>,
+    (topic, partition): (&Arc<str>, u32),
+) -> Result<Vec<Arc<Segment>>> {
     let mut segments: Vec<Arc<Segment>> = Vec::with_capacity(bases.len());
     // Sealed segments whose indexes were rebuilt by a scan: their index files are
     // rewritten once it is known which segment ends up active.
@@ -80,14 +116,14 @@ pub(crate) fn open_partition(
             unsealed,
         } = load_segment(
             s,
-            &dir,
+            dir,
             base,
             Known {
                 next_base: bases.get(i + 1).copied(),
                 clean,
                 recovery_point,
             },
-            (&topic, partition),
+            (topic, partition),
         )?;
         if let Some(prev) = segments.last() {
             if seg.base_offset < prev.next_offset() && seg.len() == 0 {
@@ -95,9 +131,9 @@ pub(crate) fn open_partition(
                 // to the previous segment, past this one's base. It holds nothing.
                 tracing::warn!(%topic, partition, path = %seg.log_path.display(), "removing the empty segment of a failed roll");
                 drop(seg);
-                remove_segment_files(s, &dir, base)?;
-                s.sync_dir(&dir)
-                    .map_err(|e| KafkoError::io("syncing directory", &dir, e))?;
+                remove_segment_files(s, dir, base)?;
+                s.sync_dir(dir)
+                    .map_err(|e| KafkoError::io("syncing directory", dir, e))?;
                 continue;
             }
             if seg.base_offset != prev.next_offset() {
@@ -106,7 +142,7 @@ pub(crate) fn open_partition(
                     // (FORMAT.md, recovery rule 7): the log ends there.
                     tracing::warn!(%topic, partition, path = %prev.log_path.display(), dropped_segments = bases.len() - i, "a sealed segment lost its tail; dropping the segments after it");
                     drop(seg);
-                    drop_segments(s, &dir, &bases[i..])?;
+                    drop_segments(s, dir, &bases[i..])?;
                     break;
                 }
                 return Err(KafkoError::corruption(
@@ -130,7 +166,7 @@ pub(crate) fn open_partition(
             // was lost: every later segment would follow a gap. The log ends here, and
             // this segment takes writes again (FORMAT.md, recovery rule 7).
             tracing::warn!(%topic, partition, path = %segments[segments.len() - 1].log_path.display(), dropped_segments = last - i, "a sealed segment lost its tail; dropping the segments after it");
-            drop_segments(s, &dir, &bases[i + 1..])?;
+            drop_segments(s, dir, &bases[i + 1..])?;
             break;
         }
     }
@@ -143,27 +179,7 @@ pub(crate) fn open_partition(
             tracing::warn!(%topic, partition, path = %segments[at].log_path.display(), error = %e, "could not write a rebuilt index; keeping it in memory");
         }
     }
-    let active = segments[segments.len() - 1].clone();
-    let hw = active.next_offset();
-    if let Some(durable) = recovery_point.filter(|&rp| rp > hw) {
-        return Err(lost_offsets(
-            &dir,
-            &active.log_path,
-            active.len(),
-            hw,
-            durable,
-        ));
-    }
-    let log_start = log_start.min(hw);
-    let place = PartitionPlace {
-        topic,
-        partition,
-        dir,
-        storage: storage.clone(),
-        activity,
-    };
-    let log = Arc::new(PartitionLog::new(place, segments, log_start, hw));
-    Ok((log, active))
+    Ok(segments)
 }
 
 fn list_segments(s: &dyn Storage, dir: &Path) -> Result<Vec<u64>> {
