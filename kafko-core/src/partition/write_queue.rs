@@ -63,6 +63,17 @@ pub(crate) struct Promoted {
     sync: bool,
 }
 
+impl Promoted {
+    /// The append again, answered on `reply` (a closed one when its producer is gone).
+    fn into_entry(self, reply: oneshot::Sender<Answer>) -> Entry {
+        Entry {
+            batches: self.batches,
+            sync: self.sync,
+            reply,
+        }
+    }
+}
+
 /// A queued party.
 enum Waiting {
     Append(Entry),
@@ -280,11 +291,7 @@ impl WriteQueue {
                         Err((back, Some(p))) => {
                             // Its producer is gone; its append was handed over, so it
                             // is written all the same.
-                            let entry = Entry {
-                                batches: p.batches,
-                                sync: p.sync,
-                                reply: oneshot::channel().0,
-                            };
+                            let entry = p.into_entry(oneshot::channel().0);
                             return Some((back, entry));
                         }
                         Err((back, None)) => writer = back,
@@ -619,14 +626,7 @@ impl AppendWait {
                 Ok(Answer::Lead(writer, promoted)) => {
                     let (reply, rx) = oneshot::channel();
                     self.rx = Some(rx);
-                    let group = promoted
-                        .map(|p| Entry {
-                            batches: p.batches,
-                            sync: p.sync,
-                            reply,
-                        })
-                        .into_iter()
-                        .collect();
+                    let group = promoted.map(|p| p.into_entry(reply)).into_iter().collect();
                     lead_here(&self.queue, writer, group);
                 }
                 Err(_) => {
@@ -652,11 +652,7 @@ impl Drop for AppendWait {
         rx.close();
         if let Ok(Answer::Lead(writer, promoted)) = rx.try_recv() {
             let group = promoted
-                .map(|p| Entry {
-                    batches: p.batches,
-                    sync: p.sync,
-                    reply: oneshot::channel().0,
-                })
+                .map(|p| p.into_entry(oneshot::channel().0))
                 .into_iter()
                 .collect();
             lead_here(&self.queue, writer, group);
