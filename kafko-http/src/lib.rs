@@ -43,6 +43,7 @@ mod error;
 mod extract;
 mod metrics;
 mod middleware;
+mod on_sent;
 mod rest_proxy;
 mod router;
 mod routes;

@@ -24,7 +24,7 @@ use axum::Router;
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::{StatusCode, header};
-use axum::routing::{get, post};
+use axum::routing::{MethodRouter, delete, get, post};
 use bytes::Bytes;
 use serde::de::DeserializeOwned;
 use serde_json::error::Category;
@@ -36,78 +36,104 @@ pub(crate) use v2::instances::Instances;
 
 /// Every REST Proxy route, to merge into the application router.
 pub(crate) fn routes() -> Router<AppState> {
-    let instance = "/consumers/{group}/instances/{instance}";
     Router::new()
-        .route("/topics", get(v2::metadata::list_topics))
-        .route(
-            "/topics/{topic}",
-            get(v2::metadata::get_topic).post(v2::produce::produce_to_topic),
-        )
-        .route(
-            "/topics/{topic}/partitions",
-            get(v2::metadata::list_partitions),
-        )
-        .route(
-            "/topics/{topic}/partitions/{partition}",
-            get(v2::metadata::get_partition).post(v2::produce::produce_to_partition),
-        )
-        .route(
-            "/topics/{topic}/partitions/{partition}/offsets",
-            get(v2::metadata::partition_offsets),
-        )
-        .route("/brokers", get(v2::metadata::brokers))
-        .route("/consumers/{group}", post(v2::consumers::create))
-        .route(instance, axum::routing::delete(v2::consumers::delete))
-        .route(
-            &format!("{instance}/subscription"),
-            post(v2::consumers::subscribe)
-                .get(v2::consumers::subscription)
-                .delete(v2::consumers::unsubscribe),
-        )
-        .route(&format!("{instance}/records"), get(v2::consumers::records))
-        .route(
-            &format!("{instance}/offsets"),
-            post(v2::consumers::commit).get(v2::consumers::committed),
-        )
-        .route(
-            &format!("{instance}/assignments"),
-            get(v2::consumers::assignments).post(v2::consumers::assign),
-        )
-        .route(&format!("{instance}/positions"), post(v2::consumers::seek))
-        .route(
-            &format!("{instance}/positions/beginning"),
-            post(v2::consumers::seek_to_beginning),
-        )
-        .route(
-            &format!("{instance}/positions/end"),
-            post(v2::consumers::seek_to_end),
-        )
-        .route("/v3/clusters", get(v3::metadata::list_clusters))
-        .route("/v3/clusters/{cluster}", get(v3::metadata::get_cluster))
-        .route(
-            "/v3/clusters/{cluster}/topics",
-            get(v3::metadata::list_topics).post(v3::metadata::create_topic),
-        )
-        .route(
-            "/v3/clusters/{cluster}/topics/{topic}",
-            get(v3::metadata::get_topic).delete(v3::metadata::delete_topic),
-        )
-        .route(
-            "/v3/clusters/{cluster}/topics/{topic}/partitions",
-            get(v3::metadata::list_partitions),
-        )
-        .route(
-            "/v3/clusters/{cluster}/topics/{topic}/partitions/{partition}",
-            get(v3::metadata::get_partition),
-        )
-        .route(
-            "/v3/clusters/{cluster}/topics/{topic}/partitions/{partition}/offset",
-            get(v3::metadata::partition_offset),
-        )
-        .route(
-            "/v3/clusters/{cluster}/topics/{topic}/records",
-            post(v3::produce::produce),
-        )
+        .merge(v2_routes())
+        .merge(consumer_routes())
+        .merge(v3_routes())
+}
+
+/// v2 metadata and produce.
+fn v2_routes() -> Router<AppState> {
+    use v2::{metadata, produce};
+    under(
+        "/topics",
+        vec![
+            ("", get(metadata::list_topics)),
+            (
+                "/{topic}",
+                get(metadata::get_topic).post(produce::produce_to_topic),
+            ),
+            ("/{topic}/partitions", get(metadata::list_partitions)),
+            (
+                "/{topic}/partitions/{partition}",
+                get(metadata::get_partition).post(produce::produce_to_partition),
+            ),
+            (
+                "/{topic}/partitions/{partition}/offsets",
+                get(metadata::partition_offsets),
+            ),
+        ],
+    )
+    .route("/brokers", get(metadata::brokers))
+}
+
+/// v2 consumer instances.
+fn consumer_routes() -> Router<AppState> {
+    use v2::consumers::{assignments, lifecycle, offsets, positions, records, subscription};
+    under(
+        "/consumers/{group}/instances/{instance}",
+        vec![
+            ("", delete(lifecycle::delete)),
+            (
+                "/subscription",
+                post(subscription::subscribe)
+                    .get(subscription::subscription)
+                    .delete(subscription::unsubscribe),
+            ),
+            ("/records", get(records::records)),
+            ("/offsets", post(offsets::commit).get(offsets::committed)),
+            (
+                "/assignments",
+                get(assignments::assignments).post(assignments::assign),
+            ),
+            ("/positions", post(positions::seek)),
+            ("/positions/beginning", post(positions::seek_to_beginning)),
+            ("/positions/end", post(positions::seek_to_end)),
+        ],
+    )
+    .route("/consumers/{group}", post(lifecycle::create))
+}
+
+/// v3: the cluster, its topics and partitions, produce.
+fn v3_routes() -> Router<AppState> {
+    use v3::{metadata, produce};
+    under(
+        "/v3/clusters",
+        vec![
+            ("", get(metadata::list_clusters)),
+            ("/{cluster}", get(metadata::get_cluster)),
+            (
+                "/{cluster}/topics",
+                get(metadata::list_topics).post(metadata::create_topic),
+            ),
+            (
+                "/{cluster}/topics/{topic}",
+                get(metadata::get_topic).delete(metadata::delete_topic),
+            ),
+            (
+                "/{cluster}/topics/{topic}/partitions",
+                get(metadata::list_partitions),
+            ),
+            (
+                "/{cluster}/topics/{topic}/partitions/{partition}",
+                get(metadata::get_partition),
+            ),
+            (
+                "/{cluster}/topics/{topic}/partitions/{partition}/offset",
+                get(metadata::partition_offset),
+            ),
+            ("/{cluster}/topics/{topic}/records", post(produce::produce)),
+        ],
+    )
+}
+
+/// A router of `routes`, each path under `prefix`.
+fn under(prefix: &str, routes: Vec<(&str, MethodRouter<AppState>)>) -> Router<AppState> {
+    routes
+        .into_iter()
+        .fold(Router::new(), |router, (path, methods)| {
+            router.route(&format!("{prefix}{path}"), methods)
+        })
 }
 
 /// Whether `req` is a consumer instance's records read that may wait for records
@@ -132,11 +158,13 @@ pub(crate) fn is_waiting_read(req: &Request) -> bool {
         v2::metadata::list_topics, v2::metadata::get_topic, v2::metadata::list_partitions,
         v2::metadata::get_partition, v2::metadata::partition_offsets, v2::metadata::brokers,
         v2::produce::produce_to_topic, v2::produce::produce_to_partition,
-        v2::consumers::create, v2::consumers::delete, v2::consumers::subscribe,
-        v2::consumers::subscription, v2::consumers::unsubscribe, v2::consumers::records,
-        v2::consumers::commit, v2::consumers::committed, v2::consumers::assignments,
-        v2::consumers::assign, v2::consumers::seek, v2::consumers::seek_to_beginning,
-        v2::consumers::seek_to_end,
+        v2::consumers::lifecycle::create, v2::consumers::lifecycle::delete,
+        v2::consumers::subscription::subscribe, v2::consumers::subscription::subscription,
+        v2::consumers::subscription::unsubscribe, v2::consumers::records::records,
+        v2::consumers::offsets::commit, v2::consumers::offsets::committed,
+        v2::consumers::assignments::assignments, v2::consumers::assignments::assign,
+        v2::consumers::positions::seek, v2::consumers::positions::seek_to_beginning,
+        v2::consumers::positions::seek_to_end,
         v3::metadata::list_clusters, v3::metadata::get_cluster, v3::metadata::list_topics,
         v3::metadata::create_topic, v3::metadata::get_topic, v3::metadata::delete_topic,
         v3::metadata::list_partitions, v3::metadata::get_partition,

@@ -18,15 +18,12 @@
 //! between attempts the handler sleeps on the topic's activity notifier, so shutdown can
 //! end the wait between attempts.
 
-use std::convert::Infallible;
 use std::time::Duration;
 
-use axum::body::Body;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use futures_util::{StreamExt, stream};
 use kafko_core::{Delivery, GroupPollOptions, MemberRef, PartitionOffset, SeekTo};
 use tokio::time::Instant;
 
@@ -180,17 +177,9 @@ fn delivered_on_send(body: &GroupPollResponse, delivery: Delivery) -> Response {
             .into_response();
         }
     };
-    // The connection asks for the next frame only after it took the previous one.
-    let confirm = stream::once(async move {
-        delivery.confirm();
-        None
-    });
-    let frames = stream::once(async move { Some(json) })
-        .chain(confirm)
-        .filter_map(|frame| async move { frame.map(Ok::<_, Infallible>) });
     (
         [(header::CONTENT_TYPE, "application/json")],
-        Body::from_stream(frames),
+        crate::on_sent::body(json, move || delivery.confirm()),
     )
         .into_response()
 }

@@ -94,7 +94,8 @@ impl Instance {
 pub(crate) struct Handle {
     /// Milliseconds since the registry's epoch.
     last_used: AtomicU64,
-    pub(crate) state: tokio::sync::Mutex<Instance>,
+    /// Shared, so that a request can hold the lock as an owned guard.
+    pub(crate) state: Arc<tokio::sync::Mutex<Instance>>,
 }
 
 /// Every live consumer instance.
@@ -150,7 +151,7 @@ impl Instances {
         }
         let handle = Arc::new(Handle {
             last_used: AtomicU64::new(now),
-            state: tokio::sync::Mutex::new(instance),
+            state: Arc::new(tokio::sync::Mutex::new(instance)),
         });
         map.insert(key, handle.clone());
         (Some(handle), swept)

@@ -8,6 +8,7 @@ pub(crate) mod produce;
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
 use serde::Serialize;
 
 use super::content_type::V2_JSON;
@@ -23,18 +24,24 @@ pub(crate) fn json_as<T: Serialize>(
     media: &'static str,
     value: &T,
 ) -> Response {
-    match serde_json::to_vec(value) {
+    match to_json(value) {
         Ok(body) => (
             status,
             [(header::CONTENT_TYPE, HeaderValue::from_static(media))],
             body,
         )
             .into_response(),
-        Err(e) => super::error::ProxyError::new(
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `value` rendered as JSON; a value that cannot be is a 500.
+pub(crate) fn to_json<T: Serialize>(value: &T) -> Result<Bytes, super::error::ProxyError> {
+    serde_json::to_vec(value).map(Bytes::from).map_err(|e| {
+        super::error::ProxyError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             super::error::KAFKA_ERROR,
             format!("could not render the answer: {e}"),
         )
-        .into_response(),
-    }
+    })
 }

@@ -160,6 +160,28 @@ async fn produce(
     body: &[u8],
 ) -> ProxyResult<Response> {
     let format = produce_format(headers)?;
+    let request = checked_request(body)?;
+    let mut records = Vec::with_capacity(request.records.len());
+    for r in request.records {
+        records.push(ProducerRecord {
+            key: decode(r.key, format, "key")?,
+            value: decode(r.value, format, "value")?,
+            headers: Vec::new(),
+            timestamp: None,
+            partition: partition.or(r.partition),
+        });
+    }
+    let offsets = send(state, topic, records).await?;
+    Ok(v2_json(&ProduceResponse {
+        offsets,
+        key_schema_id: None,
+        value_schema_id: None,
+    }))
+}
+
+/// The body as a produce request: no schema fields (42205: no schema registry), at
+/// least one record, partition ids that are int32s (as Kafka's are).
+fn checked_request(body: &[u8]) -> ProxyResult<ProduceRequest> {
     let request: ProduceRequest = parse_body(body)?;
     if request.key_schema.is_some()
         || request.value_schema.is_some()
@@ -174,7 +196,6 @@ async fn produce(
             "records may not be empty",
         ));
     }
-    // Kafka's partition ids are int32s (the document says so).
     if let Some(p) = request
         .records
         .iter()
@@ -186,19 +207,18 @@ async fn produce(
             format!("partition {p} is out of range (an int32)"),
         ));
     }
-    let mut records = Vec::with_capacity(request.records.len());
-    for r in request.records {
-        records.push(ProducerRecord {
-            key: decode(r.key, format, "key")?,
-            value: decode(r.value, format, "value")?,
-            headers: Vec::new(),
-            timestamp: None,
-            partition: partition.or(r.partition),
-        });
-    }
+    Ok(request)
+}
+
+/// Appends the records and says where each went, in order. A record for a partition
+/// that does not exist fails alone, inside the 200; the others are appended together.
+async fn send(
+    state: &AppState,
+    topic: &str,
+    records: Vec<ProducerRecord>,
+) -> ProxyResult<Vec<PartitionOffset>> {
     let producer = producer_for(state, topic).await?;
     let partitions = producer.partitions();
-    // Records for partitions that do not exist fail alone, inside the 200.
     let (good, bad): (Vec<_>, Vec<_>) = records
         .into_iter()
         .enumerate()
@@ -233,9 +253,5 @@ async fn produce(
             });
         }
     }
-    Ok(v2_json(&ProduceResponse {
-        offsets: offsets.into_iter().flatten().collect(),
-        key_schema_id: None,
-        value_schema_id: None,
-    }))
+    Ok(offsets.into_iter().flatten().collect())
 }

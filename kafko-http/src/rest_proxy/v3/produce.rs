@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use axum::body::Body;
+use axum::body::{Body, BodyDataStream};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -182,43 +182,7 @@ async fn produce_one(
     }
     let r: RecordIn = serde_json::from_value(record)
         .map_err(|e| record_error(422, format!("Unprocessable record: {e}")))?;
-    let partition = match r.partition_id {
-        None => None,
-        Some(p) if p >= 0 && p < i64::from(producer.partitions()) => u32::try_from(p).ok(),
-        Some(_) => return Err(record_error(PARTITION_NOT_FOUND, "Partition not found.")),
-    };
-    let timestamp = match &r.timestamp {
-        None => None,
-        Some(t) => Some(
-            parse_ms(t)
-                .ok_or_else(|| record_error(400, format!("'{t}' is not an ISO-8601 timestamp")))?,
-        ),
-    };
-    let key = r.key.map(|k| encode(k, "key")).transpose()?;
-    let value = r.value.map(|v| encode(v, "value")).transpose()?;
-    let headers = r
-        .headers
-        .into_iter()
-        .map(|h| {
-            let value = match h.value {
-                None => Bytes::new(),
-                Some(v) => Bytes::from(STANDARD.decode(v.as_bytes()).map_err(|e| {
-                    record_error(400, format!("Header '{}' is not valid base64: {e}", h.name))
-                })?),
-            };
-            Ok(Header {
-                name: h.name,
-                value,
-            })
-        })
-        .collect::<Result<Vec<_>, ErrorBody>>()?;
-    let record = ProducerRecord {
-        key: key.as_ref().map(|(b, _)| b.clone()),
-        value: value.as_ref().map(|(b, _)| b.clone()),
-        headers,
-        timestamp,
-        partition,
-    };
+    let (record, key, value) = to_producer_record(r, producer.partitions())?;
     let size = record.size();
     if size > state.config.max_record_bytes {
         return Err(record_error(
@@ -241,15 +205,72 @@ async fn produce_one(
         partition_id: meta.partition,
         offset: meta.offset,
         timestamp: format_ms(meta.timestamp),
-        key: key.map(|(b, kind)| DataReceipt {
-            kind,
-            size: b.len(),
-        }),
-        value: value.map(|(b, kind)| DataReceipt {
-            kind,
-            size: b.len(),
-        }),
+        key,
+        value,
     })
+}
+
+/// The record to append (its partition below `partitions`, its timestamp ISO-8601, its
+/// key, value and headers decoded), with what the receipt says of its key and value.
+fn to_producer_record(
+    r: RecordIn,
+    partitions: u32,
+) -> Result<(ProducerRecord, Option<DataReceipt>, Option<DataReceipt>), ErrorBody> {
+    let partition = match r.partition_id {
+        None => None,
+        Some(p) if p >= 0 && p < i64::from(partitions) => u32::try_from(p).ok(),
+        Some(_) => return Err(record_error(PARTITION_NOT_FOUND, "Partition not found.")),
+    };
+    let timestamp = match &r.timestamp {
+        None => None,
+        Some(t) => Some(
+            parse_ms(t)
+                .ok_or_else(|| record_error(400, format!("'{t}' is not an ISO-8601 timestamp")))?,
+        ),
+    };
+    let (key, key_receipt) = split_receipt(r.key.map(|k| encode(k, "key")).transpose()?);
+    let (value, value_receipt) = split_receipt(r.value.map(|v| encode(v, "value")).transpose()?);
+    let record = ProducerRecord {
+        key,
+        value,
+        headers: decode_headers(r.headers)?,
+        timestamp,
+        partition,
+    };
+    Ok((record, key_receipt, value_receipt))
+}
+
+/// An encoded key or value, and its receipt.
+fn split_receipt(data: Option<(Bytes, &'static str)>) -> (Option<Bytes>, Option<DataReceipt>) {
+    match data {
+        None => (None, None),
+        Some((bytes, kind)) => {
+            let receipt = DataReceipt {
+                kind,
+                size: bytes.len(),
+            };
+            (Some(bytes), Some(receipt))
+        }
+    }
+}
+
+/// Headers with their base64 values decoded (an absent value is empty).
+fn decode_headers(headers: Vec<HeaderIn>) -> Result<Vec<Header>, ErrorBody> {
+    headers
+        .into_iter()
+        .map(|h| {
+            let value = match h.value {
+                None => Bytes::new(),
+                Some(v) => Bytes::from(STANDARD.decode(v.as_bytes()).map_err(|e| {
+                    record_error(400, format!("Header '{}' is not valid base64: {e}", h.name))
+                })?),
+            };
+            Ok(Header {
+                name: h.name,
+                value,
+            })
+        })
+        .collect()
 }
 
 /// What the next bytes of the buffer hold.
@@ -302,24 +323,7 @@ pub(crate) async fn produce(
     body: Body,
 ) -> Result<Response, ProxyError> {
     check_cluster(&state, &cluster_id)?;
-    let media = crate::extract::media_type(&headers);
-    if !(media.is_empty() || crate::extract::is_json(&media)) {
-        return Err(ProxyError::plain(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            format!("HTTP 415 Unsupported Media Type: records are application/json, not '{media}'"),
-        )
-        .v3());
-    }
-    if headers
-        .get(header::CONTENT_ENCODING)
-        .is_some_and(|v| !v.as_bytes().eq_ignore_ascii_case(b"identity"))
-    {
-        return Err(ProxyError::plain(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "compressed request bodies are not accepted",
-        )
-        .v3());
-    }
+    check_media(&headers)?;
     let producer = producer_for(&state, &topic).await.map_err(|e| {
         if e.error_code == crate::rest_proxy::error::TOPIC_NOT_FOUND {
             topic_not_found(&topic)
@@ -329,63 +333,7 @@ pub(crate) async fn produce(
     })?;
     let mut chunks = body.into_data_stream();
     let idle = state.config.request_timeout;
-    // Wait for the first whole record: an empty body or one that does not start with
-    // JSON is refused with a status, as on the proxy; after that the answer is the stream.
-    let mut buf = BytesMut::new();
-    loop {
-        match next_value(&buf) {
-            Next::Value(..) => break,
-            Next::Invalid(e) => {
-                return Err(ProxyError::plain(
-                    StatusCode::BAD_REQUEST,
-                    format!("Invalid JSON: {e}"),
-                )
-                .v3());
-            }
-            Next::More if buf.len() > state.config.max_body_bytes => {
-                return Err(ProxyError::plain(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    format!(
-                        "A record exceeds the limit of {} bytes",
-                        state.config.max_body_bytes
-                    ),
-                )
-                .v3());
-            }
-            Next::More => {}
-        }
-        match tokio::time::timeout(idle, chunks.next()).await {
-            Ok(Some(Ok(chunk))) => buf.extend_from_slice(&chunk),
-            Ok(Some(Err(e))) => {
-                return Err(ProxyError::plain(
-                    StatusCode::BAD_REQUEST,
-                    format!("reading the body: {e}"),
-                )
-                .v3());
-            }
-            Ok(None) if buf.iter().all(u8::is_ascii_whitespace) => {
-                return Err(ProxyError::unprocessable(
-                    INVALID_PAYLOAD,
-                    "Payload error. Request body is empty. Data is required.",
-                )
-                .v3());
-            }
-            Ok(None) => {
-                return Err(ProxyError::plain(
-                    StatusCode::BAD_REQUEST,
-                    "Invalid JSON: the body ended inside a record",
-                )
-                .v3());
-            }
-            Err(_) => {
-                return Err(ProxyError::plain(
-                    StatusCode::REQUEST_TIMEOUT,
-                    "no record arrived in time",
-                )
-                .v3());
-            }
-        }
-    }
+    let buf = first_record(&mut chunks, idle, state.config.max_body_bytes).await?;
     let (tx, rx) = mpsc::channel::<Bytes>(RECEIPTS_AHEAD);
     tokio::spawn(pump(
         state, producer, cluster_id, topic, buf, chunks, tx, idle,
@@ -403,6 +351,81 @@ pub(crate) async fn produce(
         .into_response())
 }
 
+/// Records are JSON, not compressed: 415 otherwise.
+fn check_media(headers: &HeaderMap) -> Result<(), ProxyError> {
+    let media = crate::extract::media_type(headers);
+    if !(media.is_empty() || crate::extract::is_json(&media)) {
+        return Err(ProxyError::plain(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            format!("HTTP 415 Unsupported Media Type: records are application/json, not '{media}'"),
+        )
+        .v3());
+    }
+    if headers
+        .get(header::CONTENT_ENCODING)
+        .is_some_and(|v| !v.as_bytes().eq_ignore_ascii_case(b"identity"))
+    {
+        return Err(ProxyError::plain(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "compressed request bodies are not accepted",
+        )
+        .v3());
+    }
+    Ok(())
+}
+
+/// Reads the body until it holds a whole first record. An empty body or one that does
+/// not start with JSON is refused with a status, as on the proxy; once a record came,
+/// the answer is the stream of receipts.
+async fn first_record(
+    chunks: &mut BodyDataStream,
+    idle: Duration,
+    limit: usize,
+) -> Result<BytesMut, ProxyError> {
+    let refused = |status, message: String| Err(ProxyError::plain(status, message).v3());
+    let mut buf = BytesMut::new();
+    loop {
+        match next_value(&buf) {
+            Next::Value(..) => return Ok(buf),
+            Next::Invalid(e) => {
+                return refused(StatusCode::BAD_REQUEST, format!("Invalid JSON: {e}"));
+            }
+            Next::More if buf.len() > limit => {
+                return refused(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!("A record exceeds the limit of {limit} bytes"),
+                );
+            }
+            Next::More => {}
+        }
+        match tokio::time::timeout(idle, chunks.next()).await {
+            Ok(Some(Ok(chunk))) => buf.extend_from_slice(&chunk),
+            Ok(Some(Err(e))) => {
+                return refused(StatusCode::BAD_REQUEST, format!("reading the body: {e}"));
+            }
+            Ok(None) if buf.iter().all(u8::is_ascii_whitespace) => {
+                return Err(ProxyError::unprocessable(
+                    INVALID_PAYLOAD,
+                    "Payload error. Request body is empty. Data is required.",
+                )
+                .v3());
+            }
+            Ok(None) => {
+                return refused(
+                    StatusCode::BAD_REQUEST,
+                    "Invalid JSON: the body ended inside a record".to_owned(),
+                );
+            }
+            Err(_) => {
+                return refused(
+                    StatusCode::REQUEST_TIMEOUT,
+                    "no record arrived in time".to_owned(),
+                );
+            }
+        }
+    }
+}
+
 /// Reads records off the body as they arrive and sends one receipt per record.
 #[allow(clippy::too_many_arguments)]
 async fn pump(
@@ -411,7 +434,7 @@ async fn pump(
     cluster_id: String,
     topic: String,
     mut buf: BytesMut,
-    mut chunks: axum::body::BodyDataStream,
+    mut chunks: BodyDataStream,
     tx: mpsc::Sender<Bytes>,
     idle: Duration,
 ) {

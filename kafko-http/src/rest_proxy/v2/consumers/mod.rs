@@ -1,0 +1,122 @@
+//! v2 consumer instances, `/consumers/{group}/instances/{instance}/…`. Each instance is
+//! a kafko group member on each subscribed topic (see `group_adapter`); reads long-poll
+//! up to `timeout` ms (default the instance's `consumer.request.timeout.ms`) and count
+//! as delivered once their answer went out in full (at-least-once; with auto-commit the
+//! next read commits them).
+//!
+//! - `lifecycle`: creating an instance from its settings, and deleting it.
+//! - `subscription`: subscribing to topics, and joining their groups.
+//! - `records`: the waiting records read, and confirming it once delivered.
+//! - `offsets`: committing, and reading the group's committed offsets.
+//! - `assignments`: the owned partitions, and manual assignment.
+//! - `positions`: seeks to offsets, timestamps, the beginning or the end.
+//!
+//! This module: [`InstanceAt`], how every request finds and locks its instance.
+
+pub(crate) mod assignments;
+pub(crate) mod lifecycle;
+pub(crate) mod offsets;
+pub(crate) mod positions;
+pub(crate) mod records;
+pub(crate) mod subscription;
+
+use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use tokio::sync::OwnedMutexGuard;
+
+use super::instances::{self, Handle, Instance};
+use crate::rest_proxy::ProxyPath;
+use crate::rest_proxy::error::{ProxyError, ProxyResult};
+use crate::state::AppState;
+
+/// The consumer instance a request's path names, beside the server's state.
+/// Extracting it looks nothing up: a handler parses its body first (a bad body is
+/// refused before an unknown instance, as on the proxy), then calls [`InstanceAt::lock`].
+pub(crate) struct InstanceAt {
+    pub(crate) state: AppState,
+    group: String,
+    name: String,
+}
+
+impl FromRequestParts<AppState> for InstanceAt {
+    type Rejection = ProxyError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ProxyResult<Self> {
+        let ProxyPath((group, name)) =
+            ProxyPath::<(String, String)>::from_request_parts(parts, state).await?;
+        Ok(InstanceAt {
+            state: state.clone(),
+            group,
+            name,
+        })
+    }
+}
+
+impl InstanceAt {
+    /// The live instance, locked: 40403 if it is unknown, deleted or expired (an
+    /// expired one is closed), or was closed while this request waited for the lock.
+    pub(crate) async fn lock(&self) -> ProxyResult<Locked> {
+        let registry = &self.state.rest_proxy;
+        let handle = match registry.get(&self.group, &self.name) {
+            Ok(h) => h,
+            Err(expired) => {
+                if let Some(h) = expired {
+                    instances::close(&self.state.kafko, registry.timeout(), vec![h]).await;
+                }
+                return Err(ProxyError::instance_not_found());
+            }
+        };
+        let guard = handle.state.clone().lock_owned().await;
+        if guard.closed {
+            return Err(ProxyError::instance_not_found());
+        }
+        Ok(Locked { handle, guard })
+    }
+
+    /// Removes the instance and closes it (it leaves its groups): 40403 if unknown.
+    pub(crate) async fn remove(&self) -> ProxyResult<()> {
+        let handle = self
+            .state
+            .rest_proxy
+            .remove(&self.group, &self.name)
+            .ok_or_else(ProxyError::instance_not_found)?;
+        instances::close(&self.state.kafko, self.timeout(), vec![handle]).await;
+        Ok(())
+    }
+
+    /// How long an idle instance lives, also its group members' session timeout.
+    pub(crate) fn timeout(&self) -> Duration {
+        self.state.rest_proxy.timeout()
+    }
+}
+
+/// A locked live instance: the request has it to itself until this is dropped.
+pub(crate) struct Locked {
+    handle: Arc<Handle>,
+    guard: OwnedMutexGuard<Instance>,
+}
+
+impl Locked {
+    /// The instance's registry entry (to mark it used, or to confirm a read later).
+    pub(crate) fn handle(&self) -> &Arc<Handle> {
+        &self.handle
+    }
+}
+
+impl Deref for Locked {
+    type Target = Instance;
+
+    fn deref(&self) -> &Instance {
+        &self.guard
+    }
+}
+
+impl DerefMut for Locked {
+    fn deref_mut(&mut self) -> &mut Instance {
+        &mut self.guard
+    }
+}

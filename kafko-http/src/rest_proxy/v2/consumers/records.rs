@@ -1,0 +1,347 @@
+//! Reading records (`GET …/records`): a read waits up to its timeout for records of the
+//! subscribed topics (or the assigned partitions), and counts as delivered only once its
+//! answer went out in full.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use kafko_core::{Delivery, GroupPoll, KafkoError, Record};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::time::Instant;
+
+use super::InstanceAt;
+use super::subscription::join_subscribed;
+use crate::config::ServerConfig;
+use crate::rest_proxy::ProxyQuery;
+use crate::rest_proxy::api_doc::{InstanceNotFound, InstancePath};
+use crate::rest_proxy::content_type::{EmbeddedFormat, check_accept};
+use crate::rest_proxy::error::{ErrorBody, JSON_CONVERSION, ProxyError, ProxyResult};
+use crate::rest_proxy::v2::assignment;
+use crate::rest_proxy::v2::instances::{Handle, Instance};
+use crate::rest_proxy::v2::to_json;
+use crate::state::AppState;
+
+/// How often a waiting read looks again at topics other than the first subscribed one.
+const RECHECK: Duration = Duration::from_millis(50);
+
+/// Query of a records read.
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct RecordsQuery {
+    /// Longest wait for records, ms (default: the instance's consumer.request.timeout.ms).
+    timeout: Option<i64>,
+    /// Most bytes of keys and values returned (at least one record is).
+    max_bytes: Option<i64>,
+}
+
+/// A consumed record.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = ProxyV2ConsumerRecord)]
+pub(crate) struct ConsumerRecord {
+    topic: String,
+    /// Binary: base64; json: the JSON value.
+    key: Value,
+    value: Value,
+    partition: u32,
+    offset: u64,
+}
+
+fn render(bytes: Option<&kafko_core::Bytes>, format: EmbeddedFormat) -> Result<Value, String> {
+    match (bytes, format) {
+        (None, _) => Ok(Value::Null),
+        (Some(b), EmbeddedFormat::Json) => serde_json::from_slice(b).map_err(|e| e.to_string()),
+        (Some(b), _) => Ok(Value::String(STANDARD.encode(b))),
+    }
+}
+
+/// Reads the next records of the instance's subscription.
+#[utoipa::path(get, path = "/consumers/{group}/instances/{instance}/records", tag = "rest-proxy-v2",
+    params(InstancePath, RecordsQuery),
+    responses(
+        (status = 400, description = "A query parameter is not a number", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        (status = 200, description = "Records (possibly none), in the instance's embedded format", 
+            content((Vec<ConsumerRecord> = "application/vnd.kafka.binary.v2+json"), (Vec<ConsumerRecord> = "application/vnd.kafka.json.v2+json"))),
+        InstanceNotFound,
+        (status = 406, description = "error_code 40601: Accept does not match the instance's format", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        (status = 422, description = "error_code 42203: a json instance read bytes that are not JSON", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        (status = 429, description = "error_code 429: the server's limit of waiting requests is reached (a read with timeout=0 is not counted); Retry-After says when to retry", body = ErrorBody, content_type = "application/vnd.kafka.v2+json",
+            headers(("Retry-After" = u32, description = "Seconds to wait before retrying"))),
+    ))]
+pub(crate) async fn records(
+    at: InstanceAt,
+    ProxyQuery(q): ProxyQuery<RecordsQuery>,
+    headers: HeaderMap,
+) -> ProxyResult<Response> {
+    let mut inst = at.lock().await?;
+    let state = &at.state;
+    check_accept(&headers, inst.format)?;
+    let (wait, max_bytes) = limits(&q, &inst, &state.config);
+    // An assigned instance commits what its earlier reads delivered, as a group
+    // member's next poll does.
+    inst.auto_commit_assigned(&state.kafko, at.timeout()).await;
+    let batch = wait_for_records(state, &mut inst, max_bytes, Instant::now() + wait).await?;
+    state.rest_proxy.touch(inst.handle());
+    let format = inst.format;
+    let (by_topic, confirm) = batch.into_parts(inst.handle().clone());
+    let out = rendered(state, format, by_topic)?;
+    Ok(delivered_on_send(format.media_type(), &out, confirm))
+}
+
+/// How long a read may wait and how many bytes it may return: the query's values (a
+/// negative or absent one means the default), within the server's limits.
+fn limits(q: &RecordsQuery, inst: &Instance, cfg: &ServerConfig) -> (Duration, usize) {
+    let wait = match q.timeout {
+        Some(ms) if ms >= 0 => Duration::from_millis(ms as u64),
+        _ => inst.request_wait,
+    }
+    .min(cfg.max_wait);
+    let max_bytes = match q.max_bytes {
+        Some(b) if b > 0 => usize::try_from(b)
+            .unwrap_or(usize::MAX)
+            .min(cfg.max_fetch_bytes),
+        _ => cfg.max_fetch_bytes,
+    };
+    (wait, max_bytes)
+}
+
+/// Reads until records come, the deadline passes or the server shuts down. A produce
+/// to the first watched topic wakes the read at once; the others are looked at again
+/// every [`RECHECK`].
+async fn wait_for_records(
+    state: &AppState,
+    inst: &mut Instance,
+    max_bytes: usize,
+    deadline: Instant,
+) -> ProxyResult<Batch> {
+    loop {
+        join_subscribed(state, inst)?;
+        let watched = watched_topics(inst);
+        let activity = watched
+            .first()
+            .and_then(|t| state.kafko.topic(t).ok())
+            .map(|t| t.activity());
+        let notified = activity.as_ref().map(|a| a.notified());
+        tokio::pin!(notified);
+        if let Some(n) = notified.as_mut().as_pin_mut() {
+            // Registered before looking, so a produce in between still wakes us.
+            n.enable();
+        }
+        let batch = read_once(state, inst, max_bytes).await?;
+        if batch.found() || Instant::now() >= deadline || state.is_shutting_down() {
+            return Ok(batch);
+        }
+        let nap = Instant::now() + RECHECK.min(deadline - Instant::now());
+        match notified.as_mut().as_pin_mut() {
+            Some(n) if watched.len() == 1 => {
+                tokio::select! {
+                    () = n => {}
+                    () = tokio::time::sleep_until(deadline) => {}
+                    () = state.shutdown_requested() => {}
+                }
+            }
+            _ => tokio::time::sleep_until(nap).await,
+        }
+    }
+}
+
+/// The records in the instance's embedded format, counted in the metrics. A json
+/// instance that meets bytes that are not JSON fails the read (42203).
+fn rendered(
+    state: &AppState,
+    format: EmbeddedFormat,
+    by_topic: Vec<(String, Vec<Record>)>,
+) -> ProxyResult<Vec<ConsumerRecord>> {
+    let mut out = Vec::new();
+    for (topic, records) in by_topic {
+        let mut bytes = 0;
+        for r in &records {
+            let rendered = render(r.key.as_ref(), format)
+                .and_then(|k| Ok((k, render(r.value.as_ref(), format)?)));
+            let (key, value) = rendered.map_err(|e| {
+                // The read is dropped unconfirmed: the instance stays before the record.
+                ProxyError::unprocessable(
+                    JSON_CONVERSION,
+                    format!(
+                        "Conversion of JSON to Object failed: record {topic}-{}@{} is not JSON ({e}); the instance stays before it",
+                        r.partition, r.offset
+                    ),
+                )
+            })?;
+            bytes += key_value_bytes(r);
+            out.push(ConsumerRecord {
+                topic: topic.clone(),
+                key,
+                value,
+                partition: r.partition,
+                offset: r.offset,
+            });
+        }
+        if !records.is_empty() {
+            state.metrics.consumed(&topic, records.len(), bytes);
+        }
+    }
+    Ok(out)
+}
+
+/// Bytes of a record's key and value (what `max_bytes` and the metrics count).
+fn key_value_bytes(r: &Record) -> usize {
+    r.key.as_ref().map_or(0, |k| k.len()) + r.value.as_ref().map_or(0, |v| v.len())
+}
+
+/// The topics a waiting read watches: the joined ones, or the assigned ones.
+fn watched_topics(inst: &Instance) -> Vec<String> {
+    if inst.assignment.is_empty() {
+        inst.members.keys().cloned().collect()
+    } else {
+        inst.assignment.topics()
+    }
+}
+
+/// What one zero-wait read of an instance found.
+enum Batch {
+    /// A subscribed instance's group polls, by topic.
+    Group(Vec<(String, GroupPoll)>),
+    /// An assigned instance's partition reads.
+    Assigned(Vec<assignment::Read>),
+}
+
+impl Batch {
+    fn found(&self) -> bool {
+        match self {
+            Batch::Group(polls) => polls.iter().any(|(_, p)| !p.records().is_empty()),
+            Batch::Assigned(reads) => reads.iter().any(|r| !r.records.is_empty()),
+        }
+    }
+
+    /// The records by topic, and what confirms them once delivered.
+    fn into_parts(self, handle: Arc<Handle>) -> (Vec<(String, Vec<Record>)>, Confirm) {
+        match self {
+            Batch::Group(polls) => {
+                let mut deliveries = Vec::with_capacity(polls.len());
+                let mut out = Vec::with_capacity(polls.len());
+                for (topic, poll) in polls {
+                    let (records, delivery) = poll.into_parts();
+                    deliveries.push(delivery);
+                    out.push((topic, records));
+                }
+                (out, Confirm::Deliveries(deliveries))
+            }
+            Batch::Assigned(reads) => {
+                let moves = reads.iter().map(assignment::Read::movement).collect();
+                let out = reads.into_iter().map(|r| (r.topic, r.records)).collect();
+                (out, Confirm::Positions(handle, moves))
+            }
+        }
+    }
+}
+
+/// How a delivered read is confirmed.
+enum Confirm {
+    /// The group polls' leases become reads.
+    Deliveries(Vec<Delivery>),
+    /// The assigned instance's positions move past what it was sent.
+    Positions(Arc<Handle>, Vec<(assignment::Partition, assignment::Move)>),
+}
+
+impl Confirm {
+    fn run(self) {
+        match self {
+            Confirm::Deliveries(deliveries) => deliveries.into_iter().for_each(Delivery::confirm),
+            Confirm::Positions(handle, moves) => {
+                fn advance(
+                    inst: &mut Instance,
+                    moves: &[(assignment::Partition, assignment::Move)],
+                ) {
+                    if !inst.closed {
+                        inst.assignment.advance(moves);
+                    }
+                }
+                // Applied before the answer ends, so the client's next read starts after
+                // it. Another request of the instance holding the lock (a concurrent
+                // read waiting for records) must not hold this answer open: then it is
+                // applied once that request lets go.
+                if let Ok(mut inst) = handle.state.try_lock() {
+                    advance(&mut inst, &moves);
+                    return;
+                }
+                tokio::spawn(async move {
+                    advance(&mut *handle.state.lock().await, &moves);
+                });
+            }
+        }
+    }
+}
+
+/// One zero-wait read: the group polls of a subscribed instance, the partition reads
+/// of an assigned one.
+async fn read_once(state: &AppState, inst: &mut Instance, max_bytes: usize) -> ProxyResult<Batch> {
+    if inst.assignment.is_empty() {
+        return Ok(Batch::Group(poll_all(state, inst, max_bytes).await?));
+    }
+    let (assignment, source) = inst.assigned(&state.kafko, state.rest_proxy.timeout());
+    let read = assignment.read(&source, state.config.max_records_per_fetch, max_bytes)?;
+    Ok(Batch::Assigned(read))
+}
+
+/// A JSON answer whose read is confirmed once its whole body was handed to the
+/// connection; an answer dropped before that (the client went away) leaves the records
+/// to be read again (back in the group, or ahead of the assigned instance's position).
+fn delivered_on_send(media: &'static str, body: &[ConsumerRecord], confirm: Confirm) -> Response {
+    let json = match to_json(&body) {
+        Ok(json) => json,
+        Err(e) => return e.into_response(),
+    };
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, HeaderValue::from_static(media))],
+        crate::on_sent::body(json, move || confirm.run()),
+    )
+        .into_response()
+}
+
+/// One zero-wait poll of every joined topic, sharing the byte budget.
+async fn poll_all(
+    state: &AppState,
+    inst: &mut Instance,
+    max_bytes: usize,
+) -> ProxyResult<Vec<(String, GroupPoll)>> {
+    let timeout = state.rest_proxy.timeout();
+    let max_records = state.config.max_records_per_fetch;
+    let mut out: Vec<(String, GroupPoll)> = Vec::new();
+    let mut budget = max_bytes;
+    let mut count = 0;
+    let topics: Vec<String> = inst.members.keys().cloned().collect();
+    for topic in topics {
+        if budget == 0 || count >= max_records {
+            break;
+        }
+        let Some(mut member) = inst.members.remove(&topic) else {
+            continue;
+        };
+        let polled = inst
+            .groups(&state.kafko, timeout)
+            .poll(&mut member, max_records - count, budget, inst.auto_commit)
+            .await;
+        inst.members.insert(topic.clone(), member);
+        let got = match polled {
+            Ok(got) => got,
+            // Deleted meanwhile: forget it until it comes back.
+            Err(KafkoError::TopicNotFound { .. }) => {
+                inst.members.remove(&topic);
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
+        for r in got.records() {
+            budget = budget.saturating_sub(key_value_bytes(r));
+        }
+        count += got.records().len();
+        out.push((topic, got));
+    }
+    Ok(out)
+}
