@@ -196,17 +196,19 @@ impl ApiError {
     }
 }
 
-/// Each operation's error maps through the union type, so one table decides.
+/// Each operation's error maps through the union type, so one table decides (also
+/// for the REST Proxy's errors).
 macro_rules! via_kafko_error {
-    ($($op:ty),*) => {$(
-        impl From<$op> for ApiError {
+    ($target:ty: $($op:ty),*) => {$(
+        impl From<$op> for $target {
             fn from(e: $op) -> Self {
-                KafkoError::from(e).into()
+                kafko_core::KafkoError::from(e).into()
             }
         }
     )*};
 }
-via_kafko_error!(OpenError, AdminError, ProduceError, FetchError, GroupError);
+pub(crate) use via_kafko_error;
+via_kafko_error!(ApiError: OpenError, AdminError, ProduceError, FetchError, GroupError);
 
 impl ApiError {
     /// A name check's failure under the code of what was named (`invalid_group_name`,

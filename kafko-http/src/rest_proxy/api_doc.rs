@@ -61,27 +61,15 @@ pub(crate) struct V3PartitionPath {
 
 /// A v2 body that is not JSON.
 #[derive(IntoResponses)]
-#[response(
-    status = 400,
-    description = "Body is not JSON",
-    content_type = "application/vnd.kafka.v2+json"
-)]
+#[response(status = 400, description = "Body is not JSON")]
 pub(crate) struct V2NotJson(ErrorBody);
 
 /// A v2 body that is not JSON, or JSON of the wrong shape.
 #[derive(IntoResponses)]
 pub(crate) enum V2BadBody {
-    #[response(
-        status = 400,
-        description = "Body is not JSON",
-        content_type = "application/vnd.kafka.v2+json"
-    )]
+    #[response(status = 400, description = "Body is not JSON")]
     NotJson(ErrorBody),
-    #[response(
-        status = 422,
-        description = "Body of the wrong shape",
-        content_type = "application/vnd.kafka.v2+json"
-    )]
+    #[response(status = 422, description = "Body of the wrong shape")]
     WrongShape(ErrorBody),
 }
 
@@ -89,86 +77,55 @@ pub(crate) enum V2BadBody {
 /// not binary or json v2, a retriable failure of the log.
 #[derive(IntoResponses)]
 pub(crate) enum V2ProduceRefusals {
-    #[response(
-        status = 413,
-        description = "Body or record too large",
-        content_type = "application/vnd.kafka.v2+json"
-    )]
+    #[response(status = 413, description = "Body or record too large")]
     TooLarge(ErrorBody),
-    #[response(
-        status = 415,
-        description = "Not a binary or json v2 media type",
-        content_type = "application/vnd.kafka.v2+json"
-    )]
+    #[response(status = 415, description = "Not a binary or json v2 media type")]
     MediaType(ErrorBody),
-    #[response(
-        status = 503,
-        description = "error_code 50003: retriable",
-        content_type = "application/vnd.kafka.v2+json"
-    )]
+    #[response(status = 503, description = "error_code 50003: retriable")]
     Retriable(ErrorBody),
 }
 
 /// An unknown, deleted or expired consumer instance.
 #[derive(IntoResponses)]
-#[response(
-    status = 404,
-    description = "error_code 40403",
-    content_type = "application/vnd.kafka.v2+json"
-)]
+#[response(status = 404, description = "error_code 40403")]
 pub(crate) struct InstanceNotFound(ErrorBody);
 
 /// A seek to a partition the instance does not own.
 #[derive(IntoResponses)]
 #[response(
     status = 409,
-    description = "error_code 40903: a partition the instance does not own",
-    content_type = "application/vnd.kafka.v2+json"
+    description = "error_code 40903: a partition the instance does not own"
 )]
 pub(crate) struct NotOwned(ErrorBody);
 
 /// v2's unknown topic.
 #[derive(IntoResponses)]
-#[response(
-    status = 404,
-    description = "error_code 40401: unknown topic",
-    content_type = "application/vnd.kafka.v2+json"
-)]
+#[response(status = 404, description = "error_code 40401: unknown topic")]
 pub(crate) struct V2TopicNotFound(ErrorBody);
 
 /// v2's unknown topic or partition.
 #[derive(IntoResponses)]
 #[response(
     status = 404,
-    description = "error_code 40401 (topic) or 40402 (partition)",
-    content_type = "application/vnd.kafka.v2+json"
+    description = "error_code 40401 (topic) or 40402 (partition)"
 )]
 pub(crate) struct V2PartitionNotFound(ErrorBody);
 
 /// v3's unknown cluster.
 #[derive(IntoResponses)]
-#[response(
-    status = 404,
-    description = "Unknown cluster id",
-    content_type = "application/json"
-)]
+#[response(status = 404, description = "Unknown cluster id")]
 pub(crate) struct ClusterNotFound(ErrorBody);
 
 /// v3's unknown cluster or topic.
 #[derive(IntoResponses)]
-#[response(
-    status = 404,
-    description = "Unknown cluster (404) or topic (40403)",
-    content_type = "application/json"
-)]
+#[response(status = 404, description = "Unknown cluster (404) or topic (40403)")]
 pub(crate) struct V3TopicNotFound(ErrorBody);
 
 /// v3's unknown cluster, topic or partition.
 #[derive(IntoResponses)]
 #[response(
     status = 404,
-    description = "Unknown cluster (404), topic (40403) or partition (40402)",
-    content_type = "application/json"
+    description = "Unknown cluster (404), topic (40403) or partition (40402)"
 )]
 pub(crate) struct V3PartitionNotFound(ErrorBody);
 

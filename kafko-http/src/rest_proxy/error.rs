@@ -184,18 +184,9 @@ impl From<ApiError> for ProxyError {
     }
 }
 
-/// Each operation's error maps through the union type, so one table decides.
-macro_rules! via_kafko_error {
-    ($($op:ty),*) => {$(
-        impl From<$op> for ProxyError {
-            fn from(e: $op) -> Self {
-                KafkoError::from(e).into()
-            }
-        }
-    )*};
-}
-via_kafko_error!(
-    kafko_core::AdminError,
+// Each operation's error maps through `KafkoError`'s table below.
+crate::error::via_kafko_error!(
+    ProxyError: kafko_core::AdminError,
     kafko_core::ProduceError,
     kafko_core::FetchError,
     kafko_core::GroupError

@@ -190,24 +190,23 @@ impl utoipa::Modify for RestProxyPaths {
         // Any status an operation does not list is the proxy's error shape in its API's
         // media type, or the server's problem+json (the middleware's refusals).
         for (path, item) in doc.paths.paths.iter_mut() {
-            let media = if path.starts_with("/v3/") {
-                content_type::V3_JSON
+            let v3 = path.starts_with("/v3/");
+            let (media, prefix) = if v3 {
+                (content_type::V3_JSON, "proxy_v3_")
             } else {
-                content_type::V2_JSON
+                (content_type::V2_JSON, "proxy_v2_")
             };
             let default = ResponseBuilder::new()
                 .description("Any other error: {error_code, message} from the route, or a problem (RFC 9457) from the server around it (auth, overload, timeouts)")
                 .content(media, content_of("ProxyErrorBody"))
                 .content(crate::error::PROBLEM_JSON, content_of("Problem"))
                 .build();
-            let prefix = if path.starts_with("/v3/") {
-                "proxy_v3_"
-            } else {
-                "proxy_v2_"
-            };
             for op in operations(item) {
                 // Unique beside /v1's operations of the same name (`list_topics`…).
                 op.operation_id = op.operation_id.take().map(|id| format!("{prefix}{id}"));
+                if !v3 {
+                    in_v2_media_type(op);
+                }
                 op.responses
                     .responses
                     .entry("default".to_owned())
@@ -215,6 +214,33 @@ impl utoipa::Modify for RestProxyPaths {
             }
         }
         openapi.merge(doc);
+    }
+}
+
+/// v2 answers and reads `application/vnd.kafka.v2+json` wherever an operation names no
+/// other media type: its annotations leave the type out (utoipa's default then is
+/// `application/json`), and this sets v2's.
+fn in_v2_media_type(op: &mut utoipa::openapi::path::Operation) {
+    use utoipa::openapi::{Content, RefOr};
+    fn renamed<M>(content: M) -> M
+    where
+        M: IntoIterator<Item = (String, Content)> + FromIterator<(String, Content)>,
+    {
+        content
+            .into_iter()
+            .map(|(media, c)| match media.as_str() {
+                content_type::V3_JSON => (content_type::V2_JSON.to_owned(), c),
+                _ => (media, c),
+            })
+            .collect()
+    }
+    for response in op.responses.responses.values_mut() {
+        if let RefOr::T(response) = response {
+            response.content = renamed(std::mem::take(&mut response.content));
+        }
+    }
+    if let Some(body) = &mut op.request_body {
+        body.content = renamed(std::mem::take(&mut body.content));
     }
 }
 

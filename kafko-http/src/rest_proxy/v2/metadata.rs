@@ -118,7 +118,7 @@ pub(crate) struct BrokerList {
 
 /// Lists topic names.
 #[utoipa::path(get, path = "/topics", tag = "rest-proxy-v2",
-    responses((status = 200, description = "Topic names", body = Vec<String>, content_type = "application/vnd.kafka.v2+json")))]
+    responses((status = 200, description = "Topic names", body = Vec<String>)))]
 pub(crate) async fn list_topics(State(state): State<AppState>) -> Response {
     v2_json(&state.kafko.list_topics())
 }
@@ -127,7 +127,7 @@ pub(crate) async fn list_topics(State(state): State<AppState>) -> Response {
 #[utoipa::path(get, path = "/topics/{topic}", tag = "rest-proxy-v2",
     params(V2TopicPath),
     responses(
-        (status = 200, description = "The topic", body = TopicMeta, content_type = "application/vnd.kafka.v2+json"),
+        (status = 200, description = "The topic", body = TopicMeta),
         V2TopicNotFound,
     ))]
 pub(crate) async fn get_topic(
@@ -150,7 +150,7 @@ pub(crate) async fn get_topic(
 #[utoipa::path(get, path = "/topics/{topic}/partitions", tag = "rest-proxy-v2",
     params(V2TopicPath),
     responses(
-        (status = 200, description = "Its partitions", body = Vec<PartitionMeta>, content_type = "application/vnd.kafka.v2+json"),
+        (status = 200, description = "Its partitions", body = Vec<PartitionMeta>),
         V2TopicNotFound,
     ))]
 pub(crate) async fn list_partitions(
@@ -184,7 +184,7 @@ pub(crate) fn check_partition(
 #[utoipa::path(get, path = "/topics/{topic}/partitions/{partition}", tag = "rest-proxy-v2",
     params(V2PartitionPath),
     responses(
-        (status = 200, description = "The partition", body = PartitionMeta, content_type = "application/vnd.kafka.v2+json"),
+        (status = 200, description = "The partition", body = PartitionMeta),
         V2PartitionNotFound,
     ))]
 pub(crate) async fn get_partition(
@@ -199,7 +199,7 @@ pub(crate) async fn get_partition(
 #[utoipa::path(get, path = "/topics/{topic}/partitions/{partition}/offsets", tag = "rest-proxy-v2",
     params(V2PartitionPath),
     responses(
-        (status = 200, description = "Beginning and end offsets", body = PartitionOffsets, content_type = "application/vnd.kafka.v2+json"),
+        (status = 200, description = "Beginning and end offsets", body = PartitionOffsets),
         V2PartitionNotFound,
     ))]
 pub(crate) async fn partition_offsets(
@@ -215,7 +215,7 @@ pub(crate) async fn partition_offsets(
 
 /// The brokers: kafko is one, id 0.
 #[utoipa::path(get, path = "/brokers", tag = "rest-proxy-v2",
-    responses((status = 200, description = "Broker ids", body = BrokerList, content_type = "application/vnd.kafka.v2+json")))]
+    responses((status = 200, description = "Broker ids", body = BrokerList)))]
 pub(crate) async fn brokers() -> Response {
     v2_json(&BrokerList {
         brokers: vec![BROKER_ID],

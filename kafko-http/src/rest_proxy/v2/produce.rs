@@ -90,11 +90,11 @@ pub(crate) struct ProduceResponse {
         (ProduceRequest = "application/vnd.kafka.json.v2+json"),
     )),
     responses(
-        (status = 200, description = "One offset (or error) per record, in order", body = ProduceResponse, content_type = "application/vnd.kafka.v2+json"),
+        (status = 200, description = "One offset (or error) per record, in order", body = ProduceResponse),
         V2NotJson,
-        (status = 404, description = "error_code 40401: unknown topic (auto-creation off)", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        (status = 404, description = "error_code 40401: unknown topic (auto-creation off)", body = ErrorBody),
         V2ProduceRefusals,
-        (status = 422, description = "error_code 42205 (schema formats), 42206 (bad payload), or 422 (wrong body shape)", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        (status = 422, description = "error_code 42205 (schema formats), 42206 (bad payload), or 422 (wrong body shape)", body = ErrorBody),
     ))]
 pub(crate) async fn produce_to_topic(
     State(state): State<AppState>,
@@ -113,11 +113,11 @@ pub(crate) async fn produce_to_topic(
         (ProduceRequest = "application/vnd.kafka.json.v2+json"),
     )),
     responses(
-        (status = 200, description = "One offset per record, in order", body = ProduceResponse, content_type = "application/vnd.kafka.v2+json"),
+        (status = 200, description = "One offset per record, in order", body = ProduceResponse),
         V2NotJson,
         V2PartitionNotFound,
         V2ProduceRefusals,
-        (status = 422, description = "error_code 42205, 42206 or 422", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        (status = 422, description = "error_code 42205, 42206 or 422", body = ErrorBody),
     ))]
 pub(crate) async fn produce_to_partition(
     State(state): State<AppState>,

@@ -87,7 +87,7 @@ fn cluster(urls: &Urls) -> ClusterData {
 
 /// Lists the clusters: kafko is one.
 #[utoipa::path(get, path = "/v3/clusters", tag = "rest-proxy-v3",
-    responses((status = 200, description = "The one cluster", body = ClusterList, content_type = "application/json")))]
+    responses((status = 200, description = "The one cluster", body = ClusterList)))]
 pub(crate) async fn list_clusters(State(state): State<AppState>, headers: HeaderMap) -> Response {
     let urls = Urls::new(&headers, &state);
     ok(&ClusterList {
@@ -101,7 +101,7 @@ pub(crate) async fn list_clusters(State(state): State<AppState>, headers: Header
 #[utoipa::path(get, path = "/v3/clusters/{cluster}", tag = "rest-proxy-v3",
     params(("cluster" = String, Path, description = "Cluster id (--cluster-id)")),
     responses(
-        (status = 200, description = "The cluster", body = ClusterData, content_type = "application/json"),
+        (status = 200, description = "The cluster", body = ClusterData),
         ClusterNotFound,
     ))]
 pub(crate) async fn get_cluster(
@@ -160,7 +160,7 @@ fn topic_data(urls: &Urls, name: &str, partitions: u32) -> TopicData {
 #[utoipa::path(get, path = "/v3/clusters/{cluster}/topics", tag = "rest-proxy-v3",
     params(ClusterPath),
     responses(
-        (status = 200, description = "Topics", body = TopicList, content_type = "application/json"),
+        (status = 200, description = "Topics", body = TopicList),
         ClusterNotFound,
     ))]
 pub(crate) async fn list_topics(
@@ -191,7 +191,7 @@ pub(crate) async fn list_topics(
 #[utoipa::path(get, path = "/v3/clusters/{cluster}/topics/{topic}", tag = "rest-proxy-v3",
     params(V3TopicPath),
     responses(
-        (status = 200, description = "The topic", body = TopicData, content_type = "application/json"),
+        (status = 200, description = "The topic", body = TopicData),
         V3TopicNotFound,
     ))]
 pub(crate) async fn get_topic(
@@ -299,12 +299,12 @@ fn apply_configs(config: &mut TopicConfig, entries: &[ConfigEntry]) -> ProxyResu
 /// Creates a topic.
 #[utoipa::path(post, path = "/v3/clusters/{cluster}/topics", tag = "rest-proxy-v3",
     params(ClusterPath),
-    request_body(content = CreateTopicRequest, content_type = "application/json"),
+    request_body(content = CreateTopicRequest),
     responses(
-        (status = 201, description = "Created", body = TopicData, content_type = "application/json"),
-        (status = 400, description = "error_code 40002: exists, invalid name, replication factor or setting; 400: bad JSON", body = ErrorBody, content_type = "application/json"),
+        (status = 201, description = "Created", body = TopicData),
+        (status = 400, description = "error_code 40002: exists, invalid name, replication factor or setting; 400: bad JSON", body = ErrorBody),
         ClusterNotFound,
-        (status = 422, description = "Body of the wrong shape", body = ErrorBody, content_type = "application/json"),
+        (status = 422, description = "Body of the wrong shape", body = ErrorBody),
     ))]
 pub(crate) async fn create_topic(
     State(state): State<AppState>,
@@ -428,7 +428,7 @@ fn partition_data(urls: &Urls, topic: &str, p: u32) -> PartitionData {
 #[utoipa::path(get, path = "/v3/clusters/{cluster}/topics/{topic}/partitions", tag = "rest-proxy-v3",
     params(V3TopicPath),
     responses(
-        (status = 200, description = "Partitions", body = PartitionList, content_type = "application/json"),
+        (status = 200, description = "Partitions", body = PartitionList),
         V3TopicNotFound,
     ))]
 pub(crate) async fn list_partitions(
@@ -468,7 +468,7 @@ fn find_partition(d: &TopicDescription, p: u32) -> ProxyResult<&kafko_core::Part
 #[utoipa::path(get, path = "/v3/clusters/{cluster}/topics/{topic}/partitions/{partition}", tag = "rest-proxy-v3",
     params(V3PartitionPath),
     responses(
-        (status = 200, description = "The partition", body = PartitionData, content_type = "application/json"),
+        (status = 200, description = "The partition", body = PartitionData),
         V3PartitionNotFound,
     ))]
 pub(crate) async fn get_partition(
@@ -503,7 +503,7 @@ pub(crate) struct PartitionWithOffsets {
 #[utoipa::path(get, path = "/v3/clusters/{cluster}/topics/{topic}/partitions/{partition}/offset", tag = "rest-proxy-v3",
     params(V3PartitionPath),
     responses(
-        (status = 200, description = "Offsets", body = PartitionWithOffsets, content_type = "application/json"),
+        (status = 200, description = "Offsets", body = PartitionWithOffsets),
         V3PartitionNotFound,
     ))]
 pub(crate) async fn partition_offset(

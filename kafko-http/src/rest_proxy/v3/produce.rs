@@ -306,15 +306,15 @@ fn line<T: Serialize>(value: &T) -> Bytes {
 /// Produces records to a topic, streaming one receipt per record.
 #[utoipa::path(post, path = "/v3/clusters/{cluster}/topics/{topic}/records", tag = "rest-proxy-v3",
     params(V3TopicPath),
-    request_body(content = RecordIn, content_type = "application/json",
+    request_body(content = RecordIn,
         description = "One record object, or several concatenated (streamed with Transfer-Encoding: chunked)"),
     responses(
-        (status = 200, description = "One line per record, in order: its receipt, or the error of a record that failed", body = Outcome, content_type = "application/json"),
-        (status = 404, description = "Unknown cluster (404) or topic (40403, auto-creation off)", body = ErrorBody, content_type = "application/json"),
-        (status = 400, description = "The body does not start with a JSON record", body = ErrorBody, content_type = "application/json"),
-        (status = 413, description = "The first record exceeds the body limit", body = ErrorBody, content_type = "application/json"),
-        (status = 415, description = "Not application/json", body = ErrorBody, content_type = "application/json"),
-        (status = 422, description = "error_code 42206: empty body", body = ErrorBody, content_type = "application/json"),
+        (status = 200, description = "One line per record, in order: its receipt, or the error of a record that failed", body = Outcome),
+        (status = 404, description = "Unknown cluster (404) or topic (40403, auto-creation off)", body = ErrorBody),
+        (status = 400, description = "The body does not start with a JSON record", body = ErrorBody),
+        (status = 413, description = "The first record exceeds the body limit", body = ErrorBody),
+        (status = 415, description = "Not application/json", body = ErrorBody),
+        (status = 422, description = "error_code 42206: empty body", body = ErrorBody),
     ))]
 pub(crate) async fn produce(
     State(state): State<AppState>,

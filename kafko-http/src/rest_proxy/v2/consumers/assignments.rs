@@ -33,7 +33,7 @@ pub(crate) struct Partitions {
 #[utoipa::path(get, path = "/consumers/{group}/instances/{instance}/assignments", tag = "rest-proxy-v2",
     params(InstancePath),
     responses(
-        (status = 200, description = "Assigned partitions", body = Partitions, content_type = "application/vnd.kafka.v2+json"),
+        (status = 200, description = "Assigned partitions", body = Partitions),
         InstanceNotFound,
     ))]
 pub(crate) async fn assignments(at: InstanceAt) -> ProxyResult<Response> {
@@ -70,12 +70,12 @@ pub(crate) async fn assignments(at: InstanceAt) -> ProxyResult<Response> {
 /// group's committed offsets.
 #[utoipa::path(post, path = "/consumers/{group}/instances/{instance}/assignments", tag = "rest-proxy-v2",
     params(InstancePath),
-    request_body(content = Partitions, content_type = "application/vnd.kafka.v2+json"),
+    request_body(content = Partitions),
     responses(
         V2BadBody,
         (status = 204, description = "Assigned"),
-        (status = 404, description = "error_code 40403 (instance), 40401 (topic) or 40402 (partition)", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
-        (status = 409, description = "error_code 40901: the instance is subscribed to topics", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        (status = 404, description = "error_code 40403 (instance), 40401 (topic) or 40402 (partition)", body = ErrorBody),
+        (status = 409, description = "error_code 40901: the instance is subscribed to topics", body = ErrorBody),
     ))]
 pub(crate) async fn assign(at: InstanceAt, ProxyBody(body): ProxyBody) -> ProxyResult<StatusCode> {
     let req: Partitions = parse_body(&body)?;

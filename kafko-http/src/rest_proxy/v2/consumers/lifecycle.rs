@@ -164,12 +164,12 @@ fn generated_name() -> String {
 /// Creates a consumer instance in a group.
 #[utoipa::path(post, path = "/consumers/{group}", tag = "rest-proxy-v2",
     params(("group" = String, Path, description = "Consumer group")),
-    request_body(content = Option<CreateRequest>, content_type = "application/vnd.kafka.v2+json"),
+    request_body(content = Option<CreateRequest>),
     responses(
         V2NotJson,
-        (status = 200, description = "The instance id and its base URI", body = CreateResponse, content_type = "application/vnd.kafka.v2+json"),
-        (status = 409, description = "error_code 40902: an instance of that name exists", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
-        (status = 422, description = "error_code 42204: invalid configuration (including the schema formats)", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        (status = 200, description = "The instance id and its base URI", body = CreateResponse),
+        (status = 409, description = "error_code 40902: an instance of that name exists", body = ErrorBody),
+        (status = 422, description = "error_code 42204: invalid configuration (including the schema formats)", body = ErrorBody),
     ))]
 pub(crate) async fn create(
     State(state): State<AppState>,
@@ -285,7 +285,7 @@ async fn register(state: &AppState, instance: Instance) -> ProxyResult<()> {
     params(InstancePath),
     responses(
         (status = 204, description = "Deleted"),
-        (status = 404, description = "error_code 40403: unknown or expired instance", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        (status = 404, description = "error_code 40403: unknown or expired instance", body = ErrorBody),
     ))]
 pub(crate) async fn delete(at: InstanceAt) -> ProxyResult<StatusCode> {
     at.remove().await?;

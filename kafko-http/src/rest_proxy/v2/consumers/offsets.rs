@@ -45,11 +45,11 @@ pub(crate) struct CommitRequest {
 /// Commits offsets.
 #[utoipa::path(post, path = "/consumers/{group}/instances/{instance}/offsets", tag = "rest-proxy-v2",
     params(InstancePath),
-    request_body(content = Option<CommitRequest>, content_type = "application/vnd.kafka.v2+json",
+    request_body(content = Option<CommitRequest>,
         description = "Last consumed offsets (the group resumes at offset + 1); an empty body commits everything consumed"),
     responses(
         V2BadBody,
-        (status = 200, description = "Committed", body = Vec<Object>, content_type = "application/vnd.kafka.v2+json"),
+        (status = 200, description = "Committed", body = Vec<Object>),
         InstanceNotFound,
         NotOwned,
     ))]
@@ -141,11 +141,11 @@ pub(crate) struct CommittedOffsets {
 /// body, as on the proxy).
 #[utoipa::path(get, path = "/consumers/{group}/instances/{instance}/offsets", tag = "rest-proxy-v2",
     params(InstancePath),
-    request_body(content = Partitions, content_type = "application/vnd.kafka.v2+json"),
+    request_body(content = Partitions),
     responses(
         V2BadBody,
-        (status = 200, description = "Committed offsets of those partitions that have one", body = CommittedOffsets, content_type = "application/vnd.kafka.v2+json"),
-        (status = 404, description = "error_code 40403 (instance), 40402 (no body)", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        (status = 200, description = "Committed offsets of those partitions that have one", body = CommittedOffsets),
+        (status = 404, description = "error_code 40403 (instance), 40402 (no body)", body = ErrorBody),
     ))]
 pub(crate) async fn committed(at: InstanceAt, ProxyBody(body): ProxyBody) -> ProxyResult<Response> {
     let req: Option<Partitions> = parse_optional_body(&body)?;

@@ -92,13 +92,13 @@ async fn seek_each(
 /// Moves owned partitions to offsets or timestamps (kafko commits the new positions).
 #[utoipa::path(post, path = "/consumers/{group}/instances/{instance}/positions", tag = "rest-proxy-v2",
     params(InstancePath),
-    request_body(content = SeekRequest, content_type = "application/vnd.kafka.v2+json"),
+    request_body(content = SeekRequest),
     responses(
         V2NotJson,
         (status = 204, description = "Moved"),
         InstanceNotFound,
-        (status = 409, description = "error_code 40903: a partition the instance does not own, or an offset outside the log", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
-        (status = 422, description = "Invalid body or timestamp", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        (status = 409, description = "error_code 40903: a partition the instance does not own, or an offset outside the log", body = ErrorBody),
+        (status = 422, description = "Invalid body or timestamp", body = ErrorBody),
     ))]
 pub(crate) async fn seek(at: InstanceAt, ProxyBody(body): ProxyBody) -> ProxyResult<StatusCode> {
     let req: SeekRequest = parse_body(&body)?;
@@ -132,7 +132,7 @@ async fn seek_to(at: InstanceAt, body: &[u8], to: SeekTo) -> ProxyResult<StatusC
 /// Moves owned partitions to their first offset.
 #[utoipa::path(post, path = "/consumers/{group}/instances/{instance}/positions/beginning", tag = "rest-proxy-v2",
     params(InstancePath),
-    request_body(content = Partitions, content_type = "application/vnd.kafka.v2+json"),
+    request_body(content = Partitions),
     responses(
         V2BadBody,
         (status = 204, description = "Moved"),
@@ -149,7 +149,7 @@ pub(crate) async fn seek_to_beginning(
 /// Moves owned partitions to their high watermark.
 #[utoipa::path(post, path = "/consumers/{group}/instances/{instance}/positions/end", tag = "rest-proxy-v2",
     params(InstancePath),
-    request_body(content = Partitions, content_type = "application/vnd.kafka.v2+json"),
+    request_body(content = Partitions),
     responses(
         V2BadBody,
         (status = 204, description = "Moved"),

@@ -63,13 +63,13 @@ fn render(bytes: Option<&kafko_core::Bytes>, format: EmbeddedFormat) -> Result<V
 #[utoipa::path(get, path = "/consumers/{group}/instances/{instance}/records", tag = "rest-proxy-v2",
     params(InstancePath, RecordsQuery),
     responses(
-        (status = 400, description = "A query parameter is not a number", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        (status = 400, description = "A query parameter is not a number", body = ErrorBody),
         (status = 200, description = "Records (possibly none), in the instance's embedded format", 
             content((Vec<ConsumerRecord> = "application/vnd.kafka.binary.v2+json"), (Vec<ConsumerRecord> = "application/vnd.kafka.json.v2+json"))),
         InstanceNotFound,
-        (status = 406, description = "error_code 40601: Accept does not match the instance's format", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
-        (status = 422, description = "error_code 42203: a json instance read bytes that are not JSON", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
-        (status = 429, description = "error_code 429: the server's limit of waiting requests is reached (a read with timeout=0 is not counted); Retry-After says when to retry", body = ErrorBody, content_type = "application/vnd.kafka.v2+json",
+        (status = 406, description = "error_code 40601: Accept does not match the instance's format", body = ErrorBody),
+        (status = 422, description = "error_code 42203: a json instance read bytes that are not JSON", body = ErrorBody),
+        (status = 429, description = "error_code 429: the server's limit of waiting requests is reached (a read with timeout=0 is not counted); Retry-After says when to retry", body = ErrorBody,
             headers(("Retry-After" = u32, description = "Seconds to wait before retrying"))),
     ))]
 pub(crate) async fn records(

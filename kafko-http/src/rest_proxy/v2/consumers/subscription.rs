@@ -30,12 +30,12 @@ pub(crate) struct Subscription {
 /// Subscribes to topics (replacing the current subscription, as Kafka does).
 #[utoipa::path(post, path = "/consumers/{group}/instances/{instance}/subscription", tag = "rest-proxy-v2",
     params(InstancePath),
-    request_body(content = Subscription, content_type = "application/vnd.kafka.v2+json"),
+    request_body(content = Subscription),
     responses(
         V2NotJson,
         (status = 204, description = "Subscribed"),
         InstanceNotFound,
-        (status = 422, description = "error_code 42204 (topic_pattern, no topics) or 422", body = ErrorBody, content_type = "application/vnd.kafka.v2+json"),
+        (status = 422, description = "error_code 42204 (topic_pattern, no topics) or 422", body = ErrorBody),
     ))]
 pub(crate) async fn subscribe(
     at: InstanceAt,
@@ -96,7 +96,7 @@ pub(super) fn join_subscribed(state: &AppState, inst: &mut Instance) -> ProxyRes
 #[utoipa::path(get, path = "/consumers/{group}/instances/{instance}/subscription", tag = "rest-proxy-v2",
     params(InstancePath),
     responses(
-        (status = 200, description = "Topics", body = Subscription, content_type = "application/vnd.kafka.v2+json"),
+        (status = 200, description = "Topics", body = Subscription),
         InstanceNotFound,
     ))]
 pub(crate) async fn subscription(at: InstanceAt) -> ProxyResult<Response> {
