@@ -1,17 +1,10 @@
-//! Each operation error's `kind()`, its agreement with the union's, and the
-//! classification of shared-layer failures (including the ones an operation never has).
+//! Every failure's kind and message, which of them each operation error keeps (with the
+//! same kind and message, there and back), and the classification of the ones an
+//! operation never has.
 
 use std::time::Duration;
 
 use super::*;
-
-fn io() -> StorageError {
-    StorageError::Io {
-        op: "reading",
-        path: "/x".into(),
-        source: std::io::Error::other("boom"),
-    }
-}
 
 fn panicked() -> InternalError {
     InternalError::TaskPanicked {
@@ -20,217 +13,187 @@ fn panicked() -> InternalError {
     }
 }
 
-/// Each error's kind, and the same kind once it is a [`KafkoError`].
-fn check<E: Into<KafkoError>>(cases: Vec<(E, ErrorKind)>, kind: impl Fn(&E) -> ErrorKind) {
-    for (e, expected) in cases {
-        assert_eq!(kind(&e), expected);
-        assert_eq!(e.into().kind(), expected);
+/// One value of each variant of the union (but a partial send, which needs a real send),
+/// with its kind and its message.
+#[rustfmt::skip]
+fn union_cases() -> Vec<(KafkoError, ErrorKind, &'static str)> {
+    use ErrorKind::*;
+    use KafkoError as K;
+    let t = || "t".to_owned();
+    let g = || "g".to_owned();
+    let m = || "m".to_owned();
+    let x = || PathBuf::from("/x");
+    vec![
+        (K::AlreadyOpen { path: "/d".into() }, Unavailable,
+            "data directory /d is already open by another kafko instance"),
+        (K::TopicNotFound { topic: t() }, NotFound, "topic 't' does not exist"),
+        (K::TopicDeleted { topic: t() }, NotFound, "topic 't' was deleted"),
+        (K::TopicAlreadyExists { topic: t() }, AlreadyExists,
+            "topic 't' already exists with a different configuration"),
+        (K::InvalidName { name: "n".into(), reason: "r" }, InvalidInput, "invalid name 'n': r"),
+        (K::InvalidConfig { reason: "r".into() }, InvalidInput, "invalid configuration: r"),
+        (K::PartitionNotFound { topic: t(), partition: 3, partitions: 1 }, NotFound,
+            "topic 't' has 1 partitions; partition 3 does not exist"),
+        (K::OffsetOutOfRange { requested: 9, log_start_offset: 0, high_watermark: 1 }, OutOfRange,
+            "offset 9 is out of range; valid offsets are 0..=1"),
+        (K::RecordTooLarge { size: 2, max: 1 }, TooLarge,
+            "record of 2 bytes exceeds the limit of 1 bytes"),
+        (K::KeyRequired { topic: t() }, InvalidInput,
+            "topic 't' is compacted: every record needs a key"),
+        (K::InvalidRequest { reason: "r".into() }, InvalidInput, "invalid request: r"),
+        (K::Backpressure { topic: t(), partition: 0 }, Unavailable,
+            "partition t-0 is busy; retry later"),
+        (K::PartitionReadOnly { topic: t(), partition: 0, reason: "r".into() }, Unavailable,
+            "partition t-0 is read-only after a storage failure: r"),
+        (K::PartitionPanicked { topic: t(), partition: 0 }, Unavailable,
+            "writer task of partition t-0 panicked"),
+        (K::ShuttingDown, Unavailable, "kafko is shutting down"),
+        (K::StorageFull { op: "writing", path: x() }, StorageFull,
+            "no space left on device while writing /x"),
+        (K::TooManyOpenFiles { op: "opening", path: x() }, Unavailable,
+            "out of file descriptors while opening /x"),
+        (K::Corruption { file: x(), position: 7, reason: "crc".into() }, Corruption,
+            "corruption in /x at byte 7: crc"),
+        (K::Io { op: "reading", path: x(), source: std::io::Error::other("boom") }, Internal,
+            "I/O error while reading /x: boom"),
+        (K::NotCompacted { topic: t() }, InvalidInput,
+            "topic 't' is not compacted (cleanup_policy = delete)"),
+        (K::Internal(panicked()), Internal, "internal error: the t task panicked: boom"),
+        (K::GroupNotFound { group: g() }, NotFound, "consumer group 'g' does not exist"),
+        (K::UnknownMember { group: g(), member: m() }, Conflict,
+            "member 'm' is not part of group 'g'"),
+        (K::StaleGeneration { group: g(), current: 2, given: 1 }, Conflict,
+            "group 'g' is at generation 2; request used generation 1"),
+        (K::NotAssigned { topic: t(), partition: 0, member: m() }, Conflict,
+            "partition 0 of topic 't' is not assigned to member 'm'"),
+        (K::GroupHasMembers { group: g(), topic: t(), members: 2 }, Conflict,
+            "group 'g' has 2 active member(s) on topic 't'; join it or wait for them to leave"),
+        (K::NoValidOffset { group: g(), topic: t(), partition: 0 }, OutOfRange,
+            "group 'g' has no valid offset for t-0 and offset_reset=error"),
+    ]
+}
+
+/// The variant's name, from its `Debug` form.
+fn variant(e: &KafkoError) -> String {
+    format!("{e:?}")
+        .split([' ', '(', '{'])
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[test]
+fn every_failure_has_its_kind_and_message_and_survives_a_copy() {
+    for (e, kind, message) in union_cases() {
+        assert_eq!((e.kind(), e.to_string()), (kind, message.to_owned()));
+        let copy = e.duplicate();
+        assert_eq!((copy.kind(), copy.to_string()), (kind, message.to_owned()));
     }
 }
 
-#[test]
-fn open_errors_have_kinds() {
-    check(
-        vec![
-            (
-                OpenError::AlreadyOpen { path: "/d".into() },
-                ErrorKind::Unavailable,
-            ),
-            (OpenError::Storage(io()), ErrorKind::Internal),
-            (OpenError::Internal(panicked()), ErrorKind::Internal),
-        ],
-        OpenError::kind,
-    );
+/// The failures of the union the operation error `E` keeps, by name: each with the
+/// union's kind and message, in `E` and once back in the union. Every other one must
+/// have become an internal error that names the operation (`what`).
+fn kept<E>(what: &str, kind: impl Fn(&E) -> ErrorKind) -> Vec<String>
+where
+    E: From<KafkoError> + Into<KafkoError> + std::fmt::Display,
+{
+    let mut kept = Vec::new();
+    for (e, expected, message) in union_cases() {
+        let name = variant(&e);
+        let op = E::from(e);
+        let shown = op.to_string();
+        if shown == message {
+            assert_eq!(kind(&op), expected, "{name}");
+            let back: KafkoError = op.into();
+            assert_eq!((back.kind(), back.to_string()), (expected, shown), "{name}");
+            kept.push(name);
+        } else {
+            let unexpected = format!("internal error: {what} failed with an unexpected error: ");
+            assert_eq!(shown, format!("{unexpected}{message}"), "{name}");
+            assert_eq!(kind(&op), ErrorKind::Internal, "{name}");
+        }
+    }
+    kept
+}
+
+const STORAGE: [&str; 4] = ["StorageFull", "TooManyOpenFiles", "Corruption", "Io"];
+
+/// `own` in the union's order, with the storage failures and `Internal` where they
+/// stand there.
+fn with_shared(own: &[&str]) -> Vec<String> {
+    let order: Vec<String> = union_cases().iter().map(|(e, ..)| variant(e)).collect();
+    order
+        .into_iter()
+        .filter(|n| own.contains(&n.as_str()) || STORAGE.contains(&n.as_str()) || n == "Internal")
+        .collect()
 }
 
 #[test]
-fn admin_errors_have_kinds() {
-    let t = || "t".to_owned();
-    check(
-        vec![
-            (
-                AdminError::TopicNotFound { topic: t() },
-                ErrorKind::NotFound,
-            ),
-            (AdminError::TopicDeleted { topic: t() }, ErrorKind::NotFound),
-            (
-                AdminError::TopicAlreadyExists { topic: t() },
-                ErrorKind::AlreadyExists,
-            ),
-            (
-                AdminError::InvalidName {
-                    name: t(),
-                    reason: "r",
-                },
-                ErrorKind::InvalidInput,
-            ),
-            (
-                AdminError::InvalidConfig { reason: t() },
-                ErrorKind::InvalidInput,
-            ),
-            (
-                AdminError::NotCompacted { topic: t() },
-                ErrorKind::InvalidInput,
-            ),
-            (
-                AdminError::PartitionPanicked {
-                    topic: t(),
-                    partition: 0,
-                },
-                ErrorKind::Unavailable,
-            ),
-            (AdminError::ShuttingDown, ErrorKind::Unavailable),
-            (
-                AdminError::Storage(StorageError::Full {
-                    op: "w",
-                    path: "/x".into(),
-                }),
-                ErrorKind::StorageFull,
-            ),
-            (AdminError::Internal(panicked()), ErrorKind::Internal),
-        ],
-        AdminError::kind,
+fn each_operation_keeps_exactly_the_failures_it_can_have() {
+    assert_eq!(
+        kept("opening the data directory", OpenError::kind),
+        with_shared(&["AlreadyOpen"])
     );
+    let admin = [
+        "TopicNotFound",
+        "TopicDeleted",
+        "TopicAlreadyExists",
+        "InvalidName",
+        "InvalidConfig",
+        "NotCompacted",
+        "PartitionReadOnly",
+        "PartitionPanicked",
+        "ShuttingDown",
+    ];
+    assert_eq!(
+        kept("a topic administration call", AdminError::kind),
+        with_shared(&admin)
+    );
+    let produce = [
+        "TopicDeleted",
+        "PartitionNotFound",
+        "RecordTooLarge",
+        "KeyRequired",
+        "InvalidRequest",
+        "Backpressure",
+        "PartitionReadOnly",
+        "PartitionPanicked",
+        "ShuttingDown",
+    ];
+    assert_eq!(kept("a send", ProduceError::kind), with_shared(&produce));
+    let fetch = ["TopicDeleted", "PartitionNotFound", "OffsetOutOfRange"];
+    assert_eq!(kept("a read", FetchError::kind), with_shared(&fetch));
+    let group = [
+        "InvalidName",
+        "GroupNotFound",
+        "UnknownMember",
+        "StaleGeneration",
+        "NotAssigned",
+        "GroupHasMembers",
+        "NoValidOffset",
+        "OffsetOutOfRange",
+        "TopicDeleted",
+        "PartitionNotFound",
+        "ShuttingDown",
+    ];
+    assert_eq!(kept("a group call", GroupError::kind), with_shared(&group));
 }
 
 #[test]
-fn produce_errors_have_kinds() {
-    let t = || "t".to_owned();
-    check(
-        vec![
-            (
-                ProduceError::TopicDeleted { topic: t() },
-                ErrorKind::NotFound,
-            ),
-            (
-                ProduceError::PartitionNotFound {
-                    topic: t(),
-                    partition: 3,
-                    partitions: 1,
-                },
-                ErrorKind::NotFound,
-            ),
-            (
-                ProduceError::RecordTooLarge { size: 2, max: 1 },
-                ErrorKind::TooLarge,
-            ),
-            (
-                ProduceError::KeyRequired { topic: t() },
-                ErrorKind::InvalidInput,
-            ),
-            (
-                ProduceError::InvalidBatch { reason: t() },
-                ErrorKind::InvalidInput,
-            ),
-            (
-                ProduceError::Backpressure {
-                    topic: t(),
-                    partition: 0,
-                },
-                ErrorKind::Unavailable,
-            ),
-            (
-                ProduceError::PartitionReadOnly {
-                    topic: t(),
-                    partition: 0,
-                    reason: t(),
-                },
-                ErrorKind::Unavailable,
-            ),
-            (ProduceError::ShuttingDown, ErrorKind::Unavailable),
-            (
-                ProduceError::Storage(StorageError::TooManyOpenFiles {
-                    op: "o",
-                    path: "/x".into(),
-                }),
-                ErrorKind::Unavailable,
-            ),
-            (ProduceError::Internal(panicked()), ErrorKind::Internal),
-        ],
-        ProduceError::kind,
+fn a_refused_session_timeout_is_invalid_input_and_an_invalid_request_in_the_union() {
+    let e = GroupError::InvalidSessionTimeout {
+        timeout: Duration::ZERO,
+    };
+    let message = "session timeout must be between 1 ms and 3600 s, got 0 ms";
+    assert_eq!(
+        (e.kind(), e.to_string()),
+        (ErrorKind::InvalidInput, message.into())
     );
-}
-
-#[test]
-fn fetch_errors_have_kinds() {
-    check(
-        vec![
-            (
-                FetchError::TopicDeleted { topic: "t".into() },
-                ErrorKind::NotFound,
-            ),
-            (
-                FetchError::OffsetOutOfRange {
-                    requested: 9,
-                    log_start_offset: 0,
-                    high_watermark: 1,
-                },
-                ErrorKind::OutOfRange,
-            ),
-            (
-                FetchError::Storage(StorageError::Corruption {
-                    file: "/x".into(),
-                    position: 0,
-                    reason: "crc".into(),
-                }),
-                ErrorKind::Corruption,
-            ),
-            (FetchError::Internal(panicked()), ErrorKind::Internal),
-        ],
-        FetchError::kind,
-    );
-}
-
-#[test]
-fn group_errors_have_kinds() {
-    let g = || "g".to_owned();
-    check(
-        vec![
-            (
-                GroupError::InvalidName {
-                    name: g(),
-                    reason: "r",
-                },
-                ErrorKind::InvalidInput,
-            ),
-            (
-                GroupError::InvalidSessionTimeout {
-                    timeout: Duration::ZERO,
-                },
-                ErrorKind::InvalidInput,
-            ),
-            (
-                GroupError::GroupNotFound { group: g() },
-                ErrorKind::NotFound,
-            ),
-            (
-                GroupError::UnknownMember {
-                    group: g(),
-                    member: g(),
-                },
-                ErrorKind::Conflict,
-            ),
-            (
-                GroupError::StaleGeneration {
-                    group: g(),
-                    current: 2,
-                    given: 1,
-                },
-                ErrorKind::Conflict,
-            ),
-            (
-                GroupError::NoValidOffset {
-                    group: g(),
-                    topic: g(),
-                    partition: 0,
-                },
-                ErrorKind::OutOfRange,
-            ),
-            (GroupError::ShuttingDown, ErrorKind::Unavailable),
-            (GroupError::Storage(io()), ErrorKind::Internal),
-            (GroupError::Internal(panicked()), ErrorKind::Internal),
-        ],
-        GroupError::kind,
+    let union = KafkoError::from(e);
+    assert!(
+        matches!(&union, KafkoError::InvalidRequest { reason } if reason == message),
+        "{union:?}"
     );
 }
 
@@ -247,6 +210,10 @@ fn shared_failures_keep_their_shape_in_every_operation() {
     assert!(matches!(
         GroupError::from(KafkoError::Internal(panicked())),
         GroupError::Internal(InternalError::TaskPanicked { task: "t", .. })
+    ));
+    assert!(matches!(
+        ProduceError::from(KafkoError::InvalidRequest { reason: "r".into() }),
+        ProduceError::InvalidBatch { .. }
     ));
     assert!(matches!(
         KafkoError::from(FetchError::from(full())),
