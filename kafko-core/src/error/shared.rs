@@ -5,61 +5,10 @@ use std::path::PathBuf;
 
 use super::ErrorKind;
 
-/// The storage layer failed: the device is full, descriptors ran out, data on disk
-/// failed verification, or another I/O call failed.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum StorageError {
-    /// The storage device is full: retry once space is freed.
-    #[error("no space left on device while {op} {path}")]
-    Full {
-        /// The operation that failed.
-        op: &'static str,
-        /// The file involved.
-        path: PathBuf,
-    },
-    /// The process (or the system) has no file descriptor left: retry once descriptors
-    /// are free, or raise the limit (`ulimit -n`).
-    #[error("out of file descriptors while {op} {path}")]
-    TooManyOpenFiles {
-        /// The operation that failed.
-        op: &'static str,
-        /// The file involved.
-        path: PathBuf,
-    },
-    /// Data on disk failed verification.
-    #[error("corruption in {file} at byte {position}: {reason}")]
-    Corruption {
-        /// The damaged file.
-        file: PathBuf,
-        /// Byte position of the damage.
-        position: u64,
-        /// What failed.
-        reason: String,
-    },
-    /// Another I/O call failed.
-    #[error("I/O error while {op} {path}: {source}")]
-    Io {
-        /// The operation that failed.
-        op: &'static str,
-        /// The file involved.
-        path: PathBuf,
-        /// The OS error.
-        #[source]
-        source: std::io::Error,
-    },
-}
-
-impl StorageError {
-    /// The coarse category of this error.
-    pub fn kind(&self) -> ErrorKind {
-        match self {
-            StorageError::Full { .. } => ErrorKind::StorageFull,
-            StorageError::TooManyOpenFiles { .. } => ErrorKind::Unavailable,
-            StorageError::Corruption { .. } => ErrorKind::Corruption,
-            StorageError::Io { .. } => ErrorKind::Internal,
-        }
-    }
+error_enum! {
+    /// The storage layer failed: the device is full, descriptors ran out, data on disk
+    /// failed verification, or another I/O call failed.
+    pub enum StorageError: leaf { Full = StorageFull, TooManyOpenFiles, Corruption, Io }
 }
 
 /// A bug or a panic inside the log: nothing the caller sent caused it, and retrying
