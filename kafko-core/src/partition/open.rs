@@ -13,7 +13,7 @@ use super::writer::{LOG_START_FILE, RECOVERY_POINT_FILE};
 use super::{PartitionLog, PartitionPlace};
 use crate::error::{KafkoError, Result};
 use crate::naming::{parse_segment_file, segment_file};
-use crate::segment::index::SparseIndex;
+use crate::segment::index::{SegmentSummary, SparseIndex};
 use crate::segment::recovery::scan;
 use crate::segment::{Segment, remove_index_files, remove_segment_files};
 use crate::state_file;
@@ -36,36 +36,26 @@ pub(crate) fn open_partition(
     let checkpoint: Option<u64> = state_file::read(s, &dir.join(LOG_START_FILE))?;
     // Every offset below it was fsynced: written after each seal and at clean shutdown.
     let recovery_point: Option<u64> = state_file::read(s, &dir.join(RECOVERY_POINT_FILE))?;
-    let mut log_start = checkpoint.unwrap_or_else(|| bases.first().copied().unwrap_or(0));
+    let log_start = checkpoint.unwrap_or_else(|| bases.first().copied().unwrap_or(0));
     // A retention pass that crashed after the checkpoint leaves segments wholly below it.
     while bases.len() >= 2 && bases[1] <= log_start {
         let stale = bases.remove(0);
         remove_segment_files(s, &dir, stale)?;
         tracing::info!(%topic, partition, base = stale, "removed segment below the log start offset");
     }
-    if bases.is_empty() {
+    let (segments, log_start) = if bases.is_empty() {
         if let Some(durable) = recovery_point.filter(|&rp| rp > log_start) {
             let path = dir.join(segment_file(log_start, "log"));
             return Err(lost_offsets(&dir, &path, 0, log_start, durable));
         }
-        let seg = Arc::new(Segment::create(s, &dir, log_start)?);
-        let place = PartitionPlace {
-            topic,
-            partition,
-            dir,
-            storage: storage.clone(),
-            activity,
-        };
-        let log = Arc::new(PartitionLog::new(
-            place,
-            vec![seg.clone()],
+        (
+            vec![Arc::new(Segment::create(s, &dir, log_start)?)],
             log_start,
-            log_start,
-        ));
-        return Ok((log, seg));
-    }
-    log_start = log_start.max(bases[0]);
-    let segments = load_chain(s, &dir, &bases, clean, recovery_point, (&topic, partition))?;
+        )
+    } else {
+        let segments = load_chain(s, &dir, &bases, clean, recovery_point, (&topic, partition))?;
+        (segments, log_start.max(bases[0]))
+    };
     let active = segments[segments.len() - 1].clone();
     let hw = active.next_offset();
     if let Some(durable) = recovery_point.filter(|&rp| rp > hw) {
@@ -77,7 +67,6 @@ pub(crate) fn open_partition(
             durable,
         ));
     }
-    let log_start = log_start.min(hw);
     let place = PartitionPlace {
         topic,
         partition,
@@ -85,7 +74,7 @@ pub(crate) fn open_partition(
         storage: storage.clone(),
         activity,
     };
-    let log = Arc::new(PartitionLog::new(place, segments, log_start, hw));
+    let log = Arc::new(PartitionLog::new(place, segments, log_start.min(hw), hw));
     Ok((log, active))
 }
 
@@ -109,59 +98,42 @@ fn load_chain(
     let mut prev_unsealed = false;
     let last = bases.len() - 1;
     for (i, &base) in bases.iter().enumerate() {
-        let Loaded {
-            seg,
-            scanned,
-            torn,
-            unsealed,
-        } = load_segment(
-            s,
-            dir,
-            base,
-            Known {
-                next_base: bases.get(i + 1).copied(),
-                clean,
-                recovery_point,
-            },
-            (topic, partition),
-        )?;
-        if let Some(prev) = segments.last() {
-            if seg.base_offset < prev.next_offset() && seg.len() == 0 {
+        let known = Known {
+            next_base: bases.get(i + 1).copied(),
+            clean,
+            recovery_point,
+        };
+        let loaded = load_segment(s, dir, base, known, (topic, partition))?;
+        let joins = match segments.last() {
+            Some(prev) => joins(prev, &loaded.seg, prev_unsealed)?,
+            None => Joins::Follows,
+        };
+        match joins {
+            Joins::Follows => {}
+            Joins::FailedRoll => {
                 // A roll that failed after creating its file: the writer kept appending
                 // to the previous segment, past this one's base. It holds nothing.
-                tracing::warn!(%topic, partition, path = %seg.log_path.display(), "removing the empty segment of a failed roll");
-                drop(seg);
-                remove_segment_files(s, dir, base)?;
-                s.sync_dir(dir)
-                    .map_err(|e| KafkoError::io("syncing directory", dir, e))?;
+                tracing::warn!(%topic, partition, path = %loaded.seg.log_path.display(), "removing the empty segment of a failed roll");
+                drop(loaded);
+                drop_segments(s, dir, &[base])?;
                 continue;
             }
-            if seg.base_offset != prev.next_offset() {
-                if seg.base_offset > prev.next_offset() && prev_unsealed {
-                    // The previous segment lost its unsynced tail at a batch boundary
-                    // (FORMAT.md, recovery rule 7): the log ends there.
-                    tracing::warn!(%topic, partition, path = %prev.log_path.display(), dropped_segments = bases.len() - i, "a sealed segment lost its tail; dropping the segments after it");
-                    drop(seg);
-                    drop_segments(s, dir, &bases[i..])?;
-                    break;
-                }
-                return Err(KafkoError::corruption(
-                    &seg.log_path,
-                    0,
-                    format!(
-                        "segment starts at {} but the previous one ends at {}",
-                        seg.base_offset,
-                        prev.next_offset()
-                    ),
-                ));
+            Joins::AfterLostTail => {
+                // The previous segment lost its unsynced tail at a batch boundary
+                // (FORMAT.md, recovery rule 7): the log ends there.
+                let prev = &segments[segments.len() - 1];
+                tracing::warn!(%topic, partition, path = %prev.log_path.display(), dropped_segments = bases.len() - i, "a sealed segment lost its tail; dropping the segments after it");
+                drop(loaded);
+                drop_segments(s, dir, &bases[i..])?;
+                break;
             }
         }
-        if scanned {
+        if loaded.scanned {
             rescanned.push(segments.len());
         }
-        segments.push(Arc::new(seg));
-        prev_unsealed = unsealed;
-        if torn && i != last {
+        segments.push(Arc::new(loaded.seg));
+        prev_unsealed = loaded.unsealed;
+        if loaded.torn && i != last {
             // The power went before this segment's seal (fsync) completed and its tail
             // was lost: every later segment would follow a gap. The log ends here, and
             // this segment takes writes again (FORMAT.md, recovery rule 7).
@@ -170,7 +142,51 @@ fn load_chain(
             break;
         }
     }
-    for &at in &rescanned {
+    write_rebuilt_indexes(s, &segments, &rescanned, (topic, partition));
+    Ok(segments)
+}
+
+/// How a loaded segment joins the chain after `prev`.
+enum Joins {
+    /// It starts where `prev` ends.
+    Follows,
+    /// It is the empty file of a roll that failed: `prev` went on past its base.
+    FailedRoll,
+    /// It follows a gap left by `prev`, a sealed segment that may have lost its unsynced
+    /// tail (see `Loaded`).
+    AfterLostTail,
+}
+
+/// How `seg` joins the chain after `prev`; any other gap is corruption.
+fn joins(prev: &Segment, seg: &Segment, prev_unsealed: bool) -> Result<Joins> {
+    let end = prev.next_offset();
+    if seg.base_offset < end && seg.len() == 0 {
+        Ok(Joins::FailedRoll)
+    } else if seg.base_offset == end {
+        Ok(Joins::Follows)
+    } else if seg.base_offset > end && prev_unsealed {
+        Ok(Joins::AfterLostTail)
+    } else {
+        Err(KafkoError::corruption(
+            &seg.log_path,
+            0,
+            format!(
+                "segment starts at {} but the previous one ends at {end}",
+                seg.base_offset
+            ),
+        ))
+    }
+}
+
+/// Writes the index files a scan rebuilt (`rescanned` holds positions in `segments`) for
+/// the segments that stay sealed; the active one's are written when it is sealed.
+fn write_rebuilt_indexes(
+    s: &dyn Storage,
+    segments: &[Arc<Segment>],
+    rescanned: &[usize],
+    (topic, partition): (&str, u32),
+) {
+    for &at in rescanned {
         if at + 1 < segments.len()
             && let Err(e) = segments[at].write_indexes(s)
         {
@@ -179,7 +195,6 @@ fn load_chain(
             tracing::warn!(%topic, partition, path = %segments[at].log_path.display(), error = %e, "could not write a rebuilt index; keeping it in memory");
         }
     }
-    Ok(segments)
 }
 
 fn list_segments(s: &dyn Storage, dir: &Path) -> Result<Vec<u64>> {
@@ -282,7 +297,13 @@ struct Known {
     recovery_point: Option<u64>,
 }
 
-/// Deletes the segments with these base offsets (recovery rule 7), then makes it durable.
+impl Known {
+    fn is_active(&self) -> bool {
+        self.next_base.is_none()
+    }
+}
+
+/// Deletes the segments with these base offsets, then makes that durable.
 fn drop_segments(s: &dyn Storage, dir: &Path, bases: &[u64]) -> Result<()> {
     for &base in bases {
         remove_segment_files(s, dir, base)?;
@@ -291,6 +312,9 @@ fn drop_segments(s: &dyn Storage, dir: &Path, bases: &[u64]) -> Result<()> {
         .map_err(|e| KafkoError::io("syncing directory", dir, e))
 }
 
+/// Loads the segment at `base`: from its index files when they can be trusted, else
+/// by a scan of its log that cuts a torn tail, unless the tear lies in bytes that were
+/// durable once.
 fn load_segment(
     s: &dyn Storage,
     dir: &Path,
@@ -298,8 +322,6 @@ fn load_segment(
     known: Known,
     (topic, partition): (&str, u32),
 ) -> Result<Loaded> {
-    let is_active = known.next_base.is_none();
-    let clean = known.clean;
     let log_path = dir.join(segment_file(base, "log"));
     let file = s
         .open(&log_path)
@@ -307,23 +329,8 @@ fn load_segment(
     let len = file
         .len()
         .map_err(|e| KafkoError::io("reading length of", &log_path, e))?;
-    // A sealed segment's index files are written only after its log was fsynced; the
-    // active one only has trustworthy indexes after a clean shutdown.
-    let mut durable_length = None;
-    // Whether this sealed segment is known to have been durable whole: the recovery
-    // point is past it, or an index file was written when it already ended where the
-    // next segment begins (a stale index, written while it was active, ends earlier).
-    let mut whole = known
-        .next_base
-        .is_some_and(|next| known.recovery_point.is_some_and(|rp| rp >= next));
-    if !is_active || clean {
-        let offsets = s
-            .read(&log_path.with_extension("index"))
-            .unwrap_or_default();
-        let times = s
-            .read(&log_path.with_extension("timeindex"))
-            .unwrap_or_default();
-        if let Some((index, summary)) = SparseIndex::decode(&offsets, &times, base, len) {
+    let proof = match read_indexes(s, &log_path, base, len, &known) {
+        Indexes::Valid(index, summary) => {
             return Ok(Loaded {
                 seg: Segment::new(base, log_path, file, summary, index),
                 scanned: false,
@@ -331,13 +338,13 @@ fn load_segment(
                 unsealed: false,
             });
         }
-        let covered = SparseIndex::covered(&offsets, base);
-        durable_length = covered.map(|c| c.log_length);
-        whole |= covered.is_some_and(|c| Some(c.next_offset) == known.next_base);
+        Indexes::Rebuild(proof) => proof,
+    };
+    if proof.consulted {
         tracing::warn!(%topic, partition, path = %log_path.display(), "index missing or invalid; rebuilding from the log");
     }
-    if let Some(durable) = durable_length
-        && !is_active
+    if let Some(durable) = proof.durable_length
+        && !known.is_active()
         && durable > len
     {
         return Err(KafkoError::corruption(
@@ -348,19 +355,7 @@ fn load_segment(
     }
     let scanned = scan(&*file, &log_path, base)?;
     if let Some((position, reason)) = &scanned.torn_tail {
-        let below_recovery_point = known
-            .recovery_point
-            .is_some_and(|rp| scanned.summary.next_offset < rp);
-        if (!is_active
-            && (clean || whole || durable_length.is_some_and(|durable| durable > *position)))
-            || below_recovery_point
-        {
-            // The tear lies in bytes that were durable once: every seal completed before
-            // a clean shutdown, the recovery point or an index file proves the segment
-            // was fsynced past it, or offsets after it were. That is damage, not a power
-            // cut, and what follows it was acknowledged. (An index covering less than the
-            // tear is stale: written when this segment was the active one at a clean
-            // shutdown, before it grew.)
+        if proof.tear_was_durable(&known, *position, scanned.summary.next_offset) {
             return Err(KafkoError::corruption(
                 &log_path,
                 *position,
@@ -376,9 +371,86 @@ fn load_segment(
     let torn = scanned.torn_tail.is_some();
     let seg = Segment::new(base, log_path, file, scanned.summary, scanned.index);
     Ok(Loaded {
-        unsealed: !is_active && !clean && !whole && durable_length.is_none_or(|d| d < seg.len()),
+        unsealed: proof.may_have_lost_tail(&known, seg.len()),
         seg,
         scanned: true,
         torn,
     })
+}
+
+/// A segment's index files, as read at open.
+enum Indexes {
+    /// They can be trusted and match the log: the segment loads from them.
+    Valid(SparseIndex, SegmentSummary),
+    /// The log must be scanned; what they (and the recovery point) prove about it.
+    Rebuild(Durability),
+}
+
+/// What is proven durable about a segment that is scanned.
+struct Durability {
+    /// Whether its index files were read (and were missing or invalid).
+    consulted: bool,
+    /// The log length an index file records: those bytes were fsynced before it was
+    /// written.
+    durable_length: Option<u64>,
+    /// Whether this sealed segment is known to have been durable whole: the recovery
+    /// point is past it, or an index file was written when it already ended where the
+    /// next segment begins (a stale index, written while it was active, ends earlier).
+    whole: bool,
+}
+
+/// Reads the index files of the segment at `log_path` (`len` bytes) where they can be
+/// trusted: a sealed segment's are written only after its log was fsynced; the active
+/// one only has trustworthy indexes after a clean shutdown.
+fn read_indexes(s: &dyn Storage, log_path: &Path, base: u64, len: u64, known: &Known) -> Indexes {
+    let mut proof = Durability {
+        consulted: false,
+        durable_length: None,
+        whole: known
+            .next_base
+            .is_some_and(|next| known.recovery_point.is_some_and(|rp| rp >= next)),
+    };
+    if !known.is_active() || known.clean {
+        let offsets = s
+            .read(&log_path.with_extension("index"))
+            .unwrap_or_default();
+        let times = s
+            .read(&log_path.with_extension("timeindex"))
+            .unwrap_or_default();
+        if let Some((index, summary)) = SparseIndex::decode(&offsets, &times, base, len) {
+            return Indexes::Valid(index, summary);
+        }
+        let covered = SparseIndex::covered(&offsets, base);
+        proof.consulted = true;
+        proof.durable_length = covered.map(|c| c.log_length);
+        proof.whole |= covered.is_some_and(|c| Some(c.next_offset) == known.next_base);
+    }
+    Indexes::Rebuild(proof)
+}
+
+impl Durability {
+    /// Whether a tear at `position` (the scan ending at offset `scanned_end`) lies in bytes
+    /// that were durable once: every seal completed before a clean shutdown, the recovery
+    /// point or an index file proves the segment was fsynced past it, or offsets after it
+    /// were. That is damage, not a power cut, and what follows it was acknowledged. (An
+    /// index covering less than the tear is stale: written when this segment was the
+    /// active one at a clean shutdown, before it grew.)
+    fn tear_was_durable(&self, known: &Known, position: u64, scanned_end: u64) -> bool {
+        let below_recovery_point = known.recovery_point.is_some_and(|rp| scanned_end < rp);
+        let sealed_proof = known.clean
+            || self.whole
+            || self
+                .durable_length
+                .is_some_and(|durable| durable > position);
+        (!known.is_active() && sealed_proof) || below_recovery_point
+    }
+
+    /// Whether the scanned segment, now `len` bytes long, may have lost an unsynced tail
+    /// (see `Loaded`).
+    fn may_have_lost_tail(&self, known: &Known, len: u64) -> bool {
+        !known.is_active()
+            && !known.clean
+            && !self.whole
+            && self.durable_length.is_none_or(|d| d < len)
+    }
 }
