@@ -7,7 +7,7 @@ use axum::response::Response;
 use kafko_core::{AdminError, CleanupPolicy, Compression, TopicConfig, TopicDescription};
 use serde::{Deserialize, Serialize};
 
-use super::{ListMeta, Related, ResourceMeta, Urls, check_cluster};
+use super::{InCluster, ListMeta, Related, ResourceMeta, Urls, check_cluster};
 use crate::AutoCreate;
 use crate::rest_proxy::api_doc::{
     ClusterNotFound, ClusterPath, V3PartitionNotFound, V3PartitionPath, V3TopicNotFound,
@@ -104,13 +104,8 @@ pub(crate) async fn list_clusters(State(state): State<AppState>, headers: Header
         (status = 200, description = "The cluster", body = ClusterData),
         ClusterNotFound,
     ))]
-pub(crate) async fn get_cluster(
-    State(state): State<AppState>,
-    ProxyPath(cluster_id): ProxyPath<String>,
-    headers: HeaderMap,
-) -> ProxyResult<Response> {
-    check_cluster(&state, &cluster_id)?;
-    Ok(ok(&cluster(&Urls::new(&headers, &state))))
+pub(crate) async fn get_cluster(at: InCluster<String>) -> Response {
+    ok(&cluster(&at.urls))
 }
 
 /// A topic.
@@ -163,13 +158,8 @@ fn topic_data(urls: &Urls, name: &str, partitions: u32) -> TopicData {
         (status = 200, description = "Topics", body = TopicList),
         ClusterNotFound,
     ))]
-pub(crate) async fn list_topics(
-    State(state): State<AppState>,
-    ProxyPath(cluster_id): ProxyPath<String>,
-    headers: HeaderMap,
-) -> ProxyResult<Response> {
-    check_cluster(&state, &cluster_id)?;
-    let urls = Urls::new(&headers, &state);
+pub(crate) async fn list_topics(at: InCluster<String>) -> Response {
+    let (state, urls) = (&at.state, &at.urls);
     let data = state
         .kafko
         .list_topics()
@@ -177,14 +167,14 @@ pub(crate) async fn list_topics(
         .filter_map(|t| {
             // A topic deleted between the listing and here is left out.
             let n = state.kafko.topic(&t).ok()?.partitions();
-            Some(topic_data(&urls, &t, n))
+            Some(topic_data(urls, &t, n))
         })
         .collect();
-    Ok(ok(&TopicList {
+    ok(&TopicList {
         kind: "KafkaTopicList",
         metadata: urls.list("/topics"),
         data,
-    }))
+    })
 }
 
 /// One topic.
@@ -194,15 +184,11 @@ pub(crate) async fn list_topics(
         (status = 200, description = "The topic", body = TopicData),
         V3TopicNotFound,
     ))]
-pub(crate) async fn get_topic(
-    State(state): State<AppState>,
-    ProxyPath((cluster_id, topic)): ProxyPath<(String, String)>,
-    headers: HeaderMap,
-) -> ProxyResult<Response> {
-    check_cluster(&state, &cluster_id)?;
-    let d = describe(&state, &topic)?;
-    let urls = Urls::new(&headers, &state);
-    Ok(ok(&topic_data(&urls, &d.name, d.config.partitions)))
+pub(crate) async fn get_topic(at: InCluster<(String, String)>) -> ProxyResult<Response> {
+    let (_, topic) = at.path;
+    let (state, urls) = (&at.state, &at.urls);
+    let d = describe(state, &topic)?;
+    Ok(ok(&topic_data(urls, &d.name, d.config.partitions)))
 }
 
 /// One topic setting of a creation.
@@ -370,11 +356,9 @@ pub(crate) async fn create_topic(
         (status = 204, description = "Deleted"),
         V3TopicNotFound,
     ))]
-pub(crate) async fn delete_topic(
-    State(state): State<AppState>,
-    ProxyPath((cluster_id, topic)): ProxyPath<(String, String)>,
-) -> ProxyResult<StatusCode> {
-    check_cluster(&state, &cluster_id)?;
+pub(crate) async fn delete_topic(at: InCluster<(String, String)>) -> ProxyResult<StatusCode> {
+    let (_, topic) = at.path;
+    let state = &at.state;
     match state.kafko.delete_topic(&topic).await {
         Ok(()) => {
             state.metrics.forget_topic(&topic);
@@ -431,21 +415,17 @@ fn partition_data(urls: &Urls, topic: &str, p: u32) -> PartitionData {
         (status = 200, description = "Partitions", body = PartitionList),
         V3TopicNotFound,
     ))]
-pub(crate) async fn list_partitions(
-    State(state): State<AppState>,
-    ProxyPath((cluster_id, topic)): ProxyPath<(String, String)>,
-    headers: HeaderMap,
-) -> ProxyResult<Response> {
-    check_cluster(&state, &cluster_id)?;
-    let d = describe(&state, &topic)?;
-    let urls = Urls::new(&headers, &state);
+pub(crate) async fn list_partitions(at: InCluster<(String, String)>) -> ProxyResult<Response> {
+    let (_, topic) = at.path;
+    let (state, urls) = (&at.state, &at.urls);
+    let d = describe(state, &topic)?;
     Ok(ok(&PartitionList {
         kind: "KafkaPartitionList",
         metadata: urls.list(&format!("/topics/{topic}/partitions")),
         data: d
             .partitions
             .iter()
-            .map(|p| partition_data(&urls, &topic, p.partition))
+            .map(|p| partition_data(urls, &topic, p.partition))
             .collect(),
     }))
 }
@@ -471,19 +451,12 @@ fn find_partition(d: &TopicDescription, p: u32) -> ProxyResult<&kafko_core::Part
         (status = 200, description = "The partition", body = PartitionData),
         V3PartitionNotFound,
     ))]
-pub(crate) async fn get_partition(
-    State(state): State<AppState>,
-    ProxyPath((cluster_id, topic, partition)): ProxyPath<(String, String, u32)>,
-    headers: HeaderMap,
-) -> ProxyResult<Response> {
-    check_cluster(&state, &cluster_id)?;
-    let d = describe(&state, &topic)?;
+pub(crate) async fn get_partition(at: InCluster<(String, String, u32)>) -> ProxyResult<Response> {
+    let (_, topic, partition) = at.path;
+    let (state, urls) = (&at.state, &at.urls);
+    let d = describe(state, &topic)?;
     find_partition(&d, partition)?;
-    Ok(ok(&partition_data(
-        &Urls::new(&headers, &state),
-        &topic,
-        partition,
-    )))
+    Ok(ok(&partition_data(urls, &topic, partition)))
 }
 
 /// A partition's earliest and latest offsets.
@@ -507,19 +480,17 @@ pub(crate) struct PartitionWithOffsets {
         V3PartitionNotFound,
     ))]
 pub(crate) async fn partition_offset(
-    State(state): State<AppState>,
-    ProxyPath((cluster_id, topic, partition)): ProxyPath<(String, String, u32)>,
-    headers: HeaderMap,
+    at: InCluster<(String, String, u32)>,
 ) -> ProxyResult<Response> {
-    check_cluster(&state, &cluster_id)?;
-    let d = describe(&state, &topic)?;
+    let (_, topic, partition) = at.path;
+    let (state, urls) = (&at.state, &at.urls);
+    let d = describe(state, &topic)?;
     let p = find_partition(&d, partition)?;
-    let urls = Urls::new(&headers, &state);
-    let at = format!("/topics/{topic}/partitions/{partition}/offset");
+    let offset = format!("/topics/{topic}/partitions/{partition}/offset");
     Ok(ok(&PartitionWithOffsets {
         kind: "KafkaPartitionWithOffsets",
         metadata: urls.meta(
-            &at,
+            &offset,
             &format!("/topic={topic}/partition={partition}/offset_type=earliest_and_latest"),
         ),
         cluster_id: urls.id().to_owned(),

@@ -5,11 +5,16 @@
 pub(crate) mod metadata;
 pub(crate) mod produce;
 
-use axum::http::HeaderMap;
-use serde::Serialize;
+use std::collections::HashMap;
 
-use crate::rest_proxy::base_url;
+use axum::extract::FromRequestParts;
+use axum::http::HeaderMap;
+use axum::http::request::Parts;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
 use crate::rest_proxy::error::{ProxyError, ProxyResult};
+use crate::rest_proxy::{ProxyPath, base_url};
 use crate::state::AppState;
 use axum::http::StatusCode;
 
@@ -23,6 +28,31 @@ pub(crate) fn check_cluster(state: &AppState, cluster: &str) -> ProxyResult<()> 
             format!("Cluster {cluster} cannot be found."),
         )
         .v3())
+    }
+}
+
+/// A request under `/v3/clusters/{cluster}`, once its cluster is checked (404 unless
+/// it is this one, after its path parameters parsed): those parameters (all of them,
+/// the cluster's first), the server's state, and the URLs of its answer.
+pub(crate) struct InCluster<T> {
+    pub(crate) path: T,
+    pub(crate) state: AppState,
+    pub(crate) urls: Urls,
+}
+
+impl<T: DeserializeOwned + Send> FromRequestParts<AppState> for InCluster<T> {
+    type Rejection = ProxyError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ProxyResult<Self> {
+        let ProxyPath(path) = ProxyPath::<T>::from_request_parts(parts, state).await?;
+        let ProxyPath(params) =
+            ProxyPath::<HashMap<String, String>>::from_request_parts(parts, state).await?;
+        check_cluster(state, params.get("cluster").map_or("", String::as_str))?;
+        Ok(InCluster {
+            path,
+            state: state.clone(),
+            urls: Urls::new(&parts.headers, state),
+        })
     }
 }
 

@@ -9,7 +9,6 @@
 use std::time::Duration;
 
 use axum::body::{Body, BodyDataStream};
-use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
@@ -21,13 +20,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::check_cluster;
+use super::InCluster;
 use super::metadata::topic_not_found;
 use crate::rest_proxy::api_doc::V3TopicPath;
 use crate::rest_proxy::content_type::V3_JSON;
 use crate::rest_proxy::error::{ErrorBody, INVALID_PAYLOAD, PARTITION_NOT_FOUND, ProxyError};
+use crate::rest_proxy::producer_for;
 use crate::rest_proxy::timestamp::{format_ms, parse_ms};
-use crate::rest_proxy::{ProxyPath, producer_for};
 use crate::state::AppState;
 
 /// Receipts buffered ahead of a slow reader before appends wait for it.
@@ -317,12 +316,12 @@ fn line<T: Serialize>(value: &T) -> Bytes {
         (status = 422, description = "error_code 42206: empty body", body = ErrorBody),
     ))]
 pub(crate) async fn produce(
-    State(state): State<AppState>,
-    ProxyPath((cluster_id, topic)): ProxyPath<(String, String)>,
+    at: InCluster<(String, String)>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ProxyError> {
-    check_cluster(&state, &cluster_id)?;
+    let (_, topic) = at.path;
+    let state = at.state;
     check_media(&headers)?;
     let producer = producer_for(&state, &topic).await.map_err(|e| {
         if e.error_code == crate::rest_proxy::error::TOPIC_NOT_FOUND {
@@ -335,6 +334,7 @@ pub(crate) async fn produce(
     let idle = state.config.request_timeout;
     let buf = first_record(&mut chunks, idle, state.config.max_body_bytes).await?;
     let (tx, rx) = mpsc::channel::<Bytes>(RECEIPTS_AHEAD);
+    let cluster_id = at.urls.id().to_owned();
     tokio::spawn(pump(
         state, producer, cluster_id, topic, buf, chunks, tx, idle,
     ));
