@@ -252,22 +252,12 @@ async fn a_consumer_instance_reads_commits_and_is_deleted() {
     assert_eq!(r.status(), 200);
 
     // A binary Accept on a json instance is 406 / 40601.
-    let wrong = c
-        .get(format!("{base}/records?timeout=100"))
-        .header("accept", BINARY)
-        .send()
-        .await
-        .unwrap();
+    let wrong = read_records(&c, &base, 100, BINARY).await;
     proxy_error(wrong, 406, 40601).await;
 
     let mut got: Vec<Value> = Vec::new();
     for _ in 0..20 {
-        let r = c
-            .get(format!("{base}/records?timeout=500"))
-            .header("accept", JSON)
-            .send()
-            .await
-            .unwrap();
+        let r = read_records(&c, &base, 500, JSON).await;
         assert_eq!(r.status(), 200);
         assert_eq!(r.headers()["content-type"], JSON);
         got.extend(json(r).await.as_array().unwrap().iter().cloned());
@@ -346,14 +336,23 @@ async fn instance(c: &reqwest::Client, s: &Server, group: &str, config: Value) -
     json(r).await["base_uri"].as_str().unwrap().to_owned()
 }
 
-/// One binary read of an instance: `(partition, offset)` of each record, in order.
-async fn read_positions(c: &reqwest::Client, base: &str, timeout_ms: u64) -> Vec<(u64, u64)> {
-    let r = c
-        .get(format!("{base}/records?timeout={timeout_ms}"))
-        .header("accept", BINARY)
+/// A records read of an instance that waits up to `timeout_ms`, accepting `accept`.
+async fn read_records(
+    c: &reqwest::Client,
+    base: &str,
+    timeout_ms: u64,
+    accept: &str,
+) -> reqwest::Response {
+    c.get(format!("{base}/records?timeout={timeout_ms}"))
+        .header("accept", accept)
         .send()
         .await
-        .unwrap();
+        .unwrap()
+}
+
+/// One binary read of an instance: `(partition, offset)` of each record, in order.
+async fn read_positions(c: &reqwest::Client, base: &str, timeout_ms: u64) -> Vec<(u64, u64)> {
+    let r = read_records(c, base, timeout_ms, BINARY).await;
     assert_eq!(r.status(), 200);
     common::partition_offsets(&json(r).await)
 }
@@ -546,12 +545,7 @@ async fn a_record_a_json_instance_cannot_render_stays_in_the_group() {
     .await;
     assert_eq!(r.status(), 200);
     for _ in 0..2 {
-        let r = c
-            .get(format!("{base}/records?timeout=2000"))
-            .header("accept", JSON)
-            .send()
-            .await
-            .unwrap();
+        let r = read_records(&c, &base, 2000, JSON).await;
         proxy_error(r, 422, 42203).await;
     }
     // Still there for a binary reader of the same group: nothing was skipped.
@@ -724,10 +718,12 @@ async fn v3_clusters_and_topics() {
         s.url("/v3/clusters/dev-cluster")
     );
     proxy_error(get(&c, s.url("/v3/clusters/kafko")).await, 404, 404).await;
+    // The cluster's resources.
+    let at = |rest: &str| s.url(&format!("/v3/clusters/dev-cluster{rest}"));
 
     let r = post(
         &c,
-        s.url("/v3/clusters/dev-cluster/topics"),
+        at("/topics"),
         "application/json",
         json!({"topic_name": "t", "partitions_count": 3, "configs": [{"name": "cleanup.policy", "value": "compact"}]}),
     )
@@ -740,33 +736,18 @@ async fn v3_clusters_and_topics() {
     );
     let v1 = get_json(&c, s.url("/v1/topics/t")).await;
     assert_eq!(v1["config"]["cleanup_policy"], "compact");
-    post_error(
-        &c,
-        s.url("/v3/clusters/dev-cluster/topics"),
-        "application/json",
+    // A topic that exists; more replicas than the one broker.
+    for refused in [
         json!({"topic_name": "t"}),
-        400,
-        40002,
-    )
-    .await;
-    post_error(
-        &c,
-        s.url("/v3/clusters/dev-cluster/topics"),
-        "application/json",
         json!({"topic_name": "u", "replication_factor": 3}),
-        400,
-        40002,
-    )
-    .await;
-    let list = get_json(&c, s.url("/v3/clusters/dev-cluster/topics")).await;
+    ] {
+        post_error(&c, at("/topics"), "application/json", refused, 400, 40002).await;
+    }
+    let list = get_json(&c, at("/topics")).await;
     assert_eq!(list["data"].as_array().unwrap().len(), 1);
-    let parts = get_json(&c, s.url("/v3/clusters/dev-cluster/topics/t/partitions")).await;
+    let parts = get_json(&c, at("/topics/t/partitions")).await;
     assert_eq!(parts["data"][2]["partition_id"], 2);
-    let off = get_json(
-        &c,
-        s.url("/v3/clusters/dev-cluster/topics/t/partitions/0/offset"),
-    )
-    .await;
+    let off = get_json(&c, at("/topics/t/partitions/0/offset")).await;
     assert_eq!(
         (
             off["earliest_offset"].as_u64(),
@@ -774,15 +755,10 @@ async fn v3_clusters_and_topics() {
         ),
         (Some(0), Some(0))
     );
-    proxy_error(
-        get(&c, s.url("/v3/clusters/dev-cluster/topics/t/partitions/3")).await,
-        404,
-        40402,
-    )
-    .await;
+    proxy_error(get(&c, at("/topics/t/partitions/3")).await, 404, 40402).await;
     // Auto-creation off: an unknown topic is refused before streaming.
     proxy_error(
-        c.post(s.url("/v3/clusters/dev-cluster/topics/nope/records"))
+        c.post(at("/topics/nope/records"))
             .body("{}")
             .send()
             .await
@@ -791,20 +767,10 @@ async fn v3_clusters_and_topics() {
         40403,
     )
     .await;
-    let r = delete(&c, s.url("/v3/clusters/dev-cluster/topics/t")).await;
+    let r = delete(&c, at("/topics/t")).await;
     assert_eq!(r.status(), 204);
-    proxy_error(
-        get(&c, s.url("/v3/clusters/dev-cluster/topics/t")).await,
-        404,
-        40403,
-    )
-    .await;
-    proxy_error(
-        delete(&c, s.url("/v3/clusters/dev-cluster/topics/t")).await,
-        404,
-        40403,
-    )
-    .await;
+    proxy_error(get(&c, at("/topics/t")).await, 404, 40403).await;
+    proxy_error(delete(&c, at("/topics/t")).await, 404, 40403).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

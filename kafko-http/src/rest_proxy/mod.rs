@@ -21,6 +21,7 @@ pub(crate) mod v2;
 pub(crate) mod v3;
 
 use axum::Router;
+use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::{StatusCode, header};
@@ -190,7 +191,7 @@ impl utoipa::Modify for RestProxyPaths {
         // Any status an operation does not list is the proxy's error shape in its API's
         // media type, or the server's problem+json (the middleware's refusals).
         for (path, item) in doc.paths.paths.iter_mut() {
-            let v3 = path.starts_with("/v3/");
+            let v3 = is_v3(path);
             let (media, prefix) = if v3 {
                 (content_type::V3_JSON, "proxy_v3_")
             } else {
@@ -255,20 +256,38 @@ where
     type Rejection = ProxyError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ProxyError> {
-        axum::extract::Path::<T>::from_request_parts(parts, state)
-            .await
-            .map(|p| ProxyPath(p.0))
-            .map_err(|e| {
-                let e =
-                    ProxyError::plain(StatusCode::NOT_FOUND, format!("HTTP 404 Not Found: {e}"));
-                in_api(parts.uri.path(), e)
-            })
+        let axum::extract::Path(path) = extract(parts, state, |e: PathRejection| {
+            ProxyError::plain(StatusCode::NOT_FOUND, format!("HTTP 404 Not Found: {e}"))
+        })
+        .await?;
+        Ok(ProxyPath(path))
     }
 }
 
-/// An extractor's error in the media type of the API the path belongs to.
-fn in_api(path: &str, e: ProxyError) -> ProxyError {
-    if path.starts_with("/v3/") { e.v3() } else { e }
+/// Runs axum's extractor `E`; its rejection becomes `refused`'s error, in the media
+/// type of the API the path belongs to.
+async fn extract<E>(
+    parts: &mut Parts,
+    state: &AppState,
+    refused: impl FnOnce(E::Rejection) -> ProxyError,
+) -> Result<E, ProxyError>
+where
+    E: FromRequestParts<AppState>,
+{
+    let v3 = is_v3(parts.uri.path());
+    E::from_request_parts(parts, state)
+        .await
+        .map_err(|e| in_api(v3, refused(e)))
+}
+
+/// Whether a path belongs to the v3 API (else v2).
+fn is_v3(path: &str) -> bool {
+    path.starts_with("/v3/")
+}
+
+/// An error in the media type of its API.
+fn in_api(v3: bool, e: ProxyError) -> ProxyError {
+    if v3 { e.v3() } else { e }
 }
 
 /// Query parameters; a bad value is 400.
@@ -281,15 +300,11 @@ where
     type Rejection = ProxyError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ProxyError> {
-        axum::extract::Query::<T>::from_request_parts(parts, state)
-            .await
-            .map(|q| ProxyQuery(q.0))
-            .map_err(|e| {
-                in_api(
-                    parts.uri.path(),
-                    ProxyError::plain(StatusCode::BAD_REQUEST, e.body_text()),
-                )
-            })
+        let axum::extract::Query(query) = extract(parts, state, |e: QueryRejection| {
+            ProxyError::plain(StatusCode::BAD_REQUEST, e.body_text())
+        })
+        .await?;
+        Ok(ProxyQuery(query))
     }
 }
 
@@ -301,14 +316,11 @@ impl FromRequest<AppState> for ProxyBody {
     type Rejection = ProxyError;
 
     async fn from_request(req: Request, state: &AppState) -> Result<Self, ProxyError> {
-        let v3 = req.uri().path().starts_with("/v3/");
+        let v3 = is_v3(req.uri().path());
         crate::extract::Body::from_request(req, state)
             .await
             .map(|b| ProxyBody(b.0))
-            .map_err(|e| {
-                let e = ProxyError::from(e);
-                if v3 { e.v3() } else { e }
-            })
+            .map_err(|e| in_api(v3, ProxyError::from(e)))
     }
 }
 
