@@ -91,6 +91,14 @@ fn partition_meta(partition: u32) -> PartitionMeta {
     }
 }
 
+/// Every partition of a topic.
+fn partitions_meta(d: &TopicDescription) -> Vec<PartitionMeta> {
+    d.partitions
+        .iter()
+        .map(|p| partition_meta(p.partition))
+        .collect()
+}
+
 /// A topic: name, configuration, partitions.
 #[derive(Serialize, utoipa::ToSchema)]
 #[schema(as = ProxyV2TopicMeta)]
@@ -137,11 +145,7 @@ pub(crate) async fn get_topic(
     let d = describe(&state, &topic)?;
     Ok(v2_json(&TopicMeta {
         configs: kafka_configs(&d.config),
-        partitions: d
-            .partitions
-            .iter()
-            .map(|p| partition_meta(p.partition))
-            .collect(),
+        partitions: partitions_meta(&d),
         name: d.name,
     }))
 }
@@ -158,12 +162,7 @@ pub(crate) async fn list_partitions(
     ProxyPath(topic): ProxyPath<String>,
 ) -> ProxyResult<Response> {
     let d = describe(&state, &topic)?;
-    let partitions: Vec<PartitionMeta> = d
-        .partitions
-        .iter()
-        .map(|p| partition_meta(p.partition))
-        .collect();
-    Ok(v2_json(&partitions))
+    Ok(v2_json(&partitions_meta(&d)))
 }
 
 /// Checks that `partition` exists in the topic: 40401 or 40402 otherwise.
