@@ -11,7 +11,7 @@ mod gc_support;
 use std::path::{Path, PathBuf};
 
 use common::on_disk::copy_dir;
-use gc_support::{compacted, keyed, open, read_all, seal_marker, send};
+use gc_support::{compacted, keyed, open, read_all, seal_marker, send, send_keyed_and_seal};
 
 type Rec = (u64, Option<Vec<u8>>, Option<Vec<u8>>);
 
@@ -66,15 +66,7 @@ async fn a_crash_at_every_step_of_the_swap_recovers() {
     }
     send(&k, "t", seal_marker()).await;
     k.compact_now("t").await.unwrap();
-    for i in 0..40u32 {
-        send(
-            &k,
-            "t",
-            keyed(&format!("k{}", i % 3), Some(&format!("new{i:0>90}"))),
-        )
-        .await;
-    }
-    send(&k, "t", seal_marker()).await;
+    send_keyed_and_seal(&k, "t", (40, 3), |i| format!("new{i:0>90}")).await;
     k.shutdown().await.unwrap();
     drop(k);
 
@@ -202,12 +194,7 @@ async fn a_crash_at_every_step_of_the_swap_recovers() {
         }
         // The log stays writable at the right offset, and a clean reopen agrees.
         let k = open(&root).await;
-        let hw = k
-            .topic("t")
-            .map_err(kafko_core::KafkoError::from)
-            .and_then(|t| Ok(t.partition(0)?.offsets()?))
-            .unwrap()
-            .high_watermark;
+        let hw = common::offsets(&k, "t", 0).high_watermark;
         assert_eq!(send(&k, "t", keyed("k0", Some("after crash"))).await, hw);
         k.shutdown().await.unwrap();
         drop(k);

@@ -6,7 +6,7 @@ mod gc_support;
 
 use std::collections::HashMap;
 
-use gc_support::{compacted, keyed, open, read_all, seal_marker, send};
+use gc_support::{compacted, keyed, open, read_all, seal_marker, send, send_keyed_and_seal};
 use kafko_core::{Bytes, Compression, TopicConfig};
 use proptest::prelude::*;
 
@@ -128,15 +128,7 @@ async fn merged_segments_fit_and_reads_skip_the_gaps() {
     let dir = tempfile::tempdir().unwrap();
     let k = open(dir.path()).await;
     k.create_topic_with_config("t", compacted(1)).await.unwrap();
-    for i in 0..600u32 {
-        send(
-            &k,
-            "t",
-            keyed(&format!("k{}", i % 5), Some(&format!("{i:0>100}"))),
-        )
-        .await;
-    }
-    send(&k, "t", seal_marker()).await;
+    send_keyed_and_seal(&k, "t", (600, 5), |i| format!("{i:0>100}")).await;
     let before = k.describe_topic("t").unwrap().partitions[0].clone();
     let mut total = kafko_core::CompactionOutcome::default();
     // The first pass cleans each full segment alone; later passes merge the small results.
@@ -158,11 +150,7 @@ async fn merged_segments_fit_and_reads_skip_the_gaps() {
     let offsets: Vec<u64> = records.iter().map(|r| r.offset).collect();
     assert_eq!(offsets, vec![595, 596, 597, 598, 599, 600]);
     // Reading from inside a gap continues at the next stored record.
-    let got = k
-        .topic("t")
-        .map_err(kafko_core::KafkoError::from)
-        .and_then(|t| Ok(t.partition(0)?.read(17, 10, 1 << 20)?))
-        .unwrap();
+    let got = gc_support::read(&k, ("t", 0), 17, 10, 1 << 20);
     assert_eq!(got.records[0].offset, 595);
     assert_eq!(
         got.records[0].value().unwrap(),

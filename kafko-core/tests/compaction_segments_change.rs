@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use common::interposed::{Hook, Interposed};
-use gc_support::{keyed, read_all, seal_marker, send};
+use gc_support::{keyed, latest, seal_marker, send, send_keyed_and_seal};
 use kafko_core::{CleanupPolicy, Kafko, TopicConfig, TopicConfigUpdate};
 
 /// Holds the first creation of a `.cleaned` file until the test lets it go.
@@ -33,17 +33,6 @@ impl Hook for HoldCleaned {
         }
         Ok(())
     }
-}
-
-fn latest(k: &Kafko) -> Vec<(String, String)> {
-    let mut map = std::collections::BTreeMap::new();
-    for r in read_all(k, "t", 0) {
-        let key = String::from_utf8(r.key().unwrap().to_vec()).unwrap();
-        if key != "~seal" {
-            map.insert(key, String::from_utf8(r.value().unwrap().to_vec()).unwrap());
-        }
-    }
-    map.into_iter().collect()
 }
 
 fn leftovers(dir: &Path) -> Vec<String> {
@@ -87,15 +76,7 @@ async fn retention_under_a_compaction_pass_skips_the_swap() {
         send(&k, "t", r).await;
     }
     send(&k, "t", seal_marker().with_timestamp(old)).await;
-    for i in 0..100u32 {
-        send(
-            &k,
-            "t",
-            keyed(&format!("k{}", i % 6), Some(&format!("new{i:0>80}"))),
-        )
-        .await;
-    }
-    send(&k, "t", seal_marker()).await;
+    send_keyed_and_seal(&k, "t", (100, 6), |i| format!("new{i:0>80}")).await;
     let start_before = k
         .topic("t")
         .unwrap()
@@ -120,7 +101,7 @@ async fn retention_under_a_compaction_pass_skips_the_swap() {
     k.update_topic_config("t", &update).await.unwrap();
     let removed = k.enforce_retention().await.unwrap();
     assert!(removed.segments_deleted > 0, "retention removed nothing");
-    let expected = latest(&k);
+    let expected = latest(&k, "t");
     go_tx.send(()).unwrap();
 
     let outcome = pass
@@ -141,12 +122,12 @@ async fn retention_under_a_compaction_pass_skips_the_swap() {
         .offsets()
         .unwrap();
     assert!(offsets.log_start > start_before);
-    assert_eq!(latest(&k), expected);
+    assert_eq!(latest(&k, "t"), expected);
 
     // The next pass plans again and compacts what retention left.
     let outcome = k.compact_now("t").await.unwrap();
     assert!(outcome.segments_replaced > 0, "{outcome:?}");
-    assert_eq!(latest(&k), expected);
+    assert_eq!(latest(&k, "t"), expected);
     assert!(leftovers(dir.path()).is_empty());
     k.shutdown().await.unwrap();
 }

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use common::interposed::{Hook, Interposed};
-use gc_support::{compacted, keyed, read_all, seal_marker, send};
+use gc_support::{compacted, latest, read_all, send_keyed_and_seal};
 use kafko_core::Kafko;
 
 /// Decides whether an operation (`"open"`, `"rename"`, …) on a path should fail.
@@ -42,17 +42,6 @@ impl Hook for Faulty {
 
 fn ends(path: &Path, suffix: &str) -> bool {
     path.to_string_lossy().ends_with(suffix)
-}
-
-fn latest(k: &Kafko) -> Vec<(String, String)> {
-    let mut map = std::collections::BTreeMap::new();
-    for r in read_all(k, "t", 0) {
-        let key = String::from_utf8(r.key().unwrap().to_vec()).unwrap();
-        if key != "~seal" {
-            map.insert(key, String::from_utf8(r.value().unwrap().to_vec()).unwrap());
-        }
-    }
-    map.into_iter().collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -95,16 +84,8 @@ async fn a_failure_at_each_swap_step_leaves_a_consistent_log() {
         };
         let k = open(faulty.clone()).await;
         k.create_topic_with_config("t", compacted(1)).await.unwrap();
-        for i in 0..200u32 {
-            send(
-                &k,
-                "t",
-                keyed(&format!("k{}", i % 6), Some(&format!("{i:0>80}"))),
-            )
-            .await;
-        }
-        send(&k, "t", seal_marker()).await;
-        let expected = latest(&k);
+        send_keyed_and_seal(&k, "t", (200, 6), |i| format!("{i:0>80}")).await;
+        let expected = latest(&k, "t");
         faulty.arm(rule);
         let err = k.compact_now("t").await;
         assert!(
@@ -112,7 +93,7 @@ async fn a_failure_at_each_swap_step_leaves_a_consistent_log() {
             "step '{name}': the injected failure was not reported"
         );
         assert_eq!(
-            latest(&k),
+            latest(&k, "t"),
             expected,
             "step '{name}': reads changed after the failure"
         );
@@ -125,7 +106,7 @@ async fn a_failure_at_each_swap_step_leaves_a_consistent_log() {
 
         let k = open(Faulty::default()).await;
         assert_eq!(
-            latest(&k),
+            latest(&k, "t"),
             expected,
             "step '{name}': recovery lost a latest value"
         );

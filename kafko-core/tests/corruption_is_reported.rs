@@ -3,7 +3,7 @@
 //! rather than silently dropping the good records.
 mod common;
 
-use kafko_core::{Kafko, KafkoError, OpenError, StorageError};
+use kafko_core::{Kafko, KafkoError, OpenError, StorageError, TopicConfig};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bit_flip_in_a_sealed_segment_fails_the_read_not_the_data() {
@@ -23,11 +23,7 @@ async fn bit_flip_in_a_sealed_segment_fails_the_read_not_the_data() {
     let mut served_bad = false;
     let mut saw_error = false;
     for offset in 0..200u64 {
-        match k
-            .topic("t")
-            .map_err(kafko_core::KafkoError::from)
-            .and_then(|t| Ok(t.partition(0)?.read(offset, 1, 1 << 20)?))
-        {
+        match common::try_read(&k, ("t", 0), offset, 1, 1 << 20) {
             Ok(f) => {
                 for r in f.records {
                     served_bad |= r.value.as_ref() != Some(&common::value(r.offset));
@@ -43,11 +39,7 @@ async fn bit_flip_in_a_sealed_segment_fails_the_read_not_the_data() {
     assert!(saw_error, "the damaged batch must be reported");
     assert!(!served_bad, "no corrupted payload may be served");
     // Records in other segments are still readable.
-    let last = k
-        .topic("t")
-        .map_err(kafko_core::KafkoError::from)
-        .and_then(|t| Ok(t.partition(0)?.read(199, 1, 1 << 20)?))
-        .unwrap();
+    let last = common::read(&k, ("t", 0), 199, 1, 1 << 20);
     assert_eq!(last.records[0].value.as_ref().unwrap(), &common::value(199));
     k.shutdown().await.unwrap();
 }
@@ -55,9 +47,7 @@ async fn bit_flip_in_a_sealed_segment_fails_the_read_not_the_data() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_batch_followed_by_valid_ones_refuses_to_open() {
     let dir = tempfile::tempdir().unwrap();
-    let k = common::open(dir.path()).await;
-    k.create_topic("t").await.unwrap();
-    let p = k.producer_for("t").unwrap();
+    let (k, p) = common::open_topic(dir.path(), TopicConfig::default()).await;
     for i in 0..20 {
         p.send(None, common::value(i)).await.unwrap();
     }

@@ -1,7 +1,7 @@
 //! A second open of the same data directory fails fast; the lock is released by shutdown.
 mod common;
 
-use kafko_core::{AdminError, Kafko, OpenError, ProduceError};
+use kafko_core::{AdminError, Kafko, OpenError, ProduceError, TopicConfig};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn second_open_fails_until_the_first_shuts_down() {
@@ -21,9 +21,7 @@ async fn second_open_fails_until_the_first_shuts_down() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn operations_after_shutdown_are_typed_errors() {
     let dir = tempfile::tempdir().unwrap();
-    let k = common::open(dir.path()).await;
-    k.create_topic("t").await.unwrap();
-    let p = k.producer_for("t").unwrap();
+    let (k, p) = common::open_topic(dir.path(), TopicConfig::default()).await;
     k.shutdown().await.unwrap();
     assert!(matches!(
         p.send(None, "late".into()).await,

@@ -168,11 +168,7 @@ async fn send_held(
 }
 
 fn high_watermark(k: &Kafko) -> u64 {
-    k.topic("t")
-        .map_err(kafko_core::KafkoError::from)
-        .and_then(|t| Ok(t.partition(0)?.offsets()?))
-        .unwrap()
-        .high_watermark
+    common::offsets(k, "t", 0).high_watermark
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

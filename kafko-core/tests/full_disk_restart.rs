@@ -62,11 +62,7 @@ async fn a_restart_on_a_full_disk_serves_reads_and_refuses_writes() {
         (0..n).collect::<Vec<_>>(),
         "every record reads back"
     );
-    let at = k
-        .topic("t")
-        .map_err(kafko_core::KafkoError::from)
-        .and_then(|t| Ok(t.partition(0)?.read(n / 2, 1, 1 << 20)?))
-        .unwrap();
+    let at = common::read(&k, ("t", 0), n / 2, 1, 1 << 20);
     assert_eq!(
         at.records[0].offset,
         n / 2,

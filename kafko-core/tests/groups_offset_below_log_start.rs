@@ -64,11 +64,7 @@ async fn committed_offset_below_log_start_resumes_at_log_start() {
     let kafko_core::Offsets {
         log_start,
         high_watermark: hw,
-    } = k
-        .topic("t")
-        .map_err(kafko_core::KafkoError::from)
-        .and_then(|t| Ok(t.partition(0)?.offsets()?))
-        .unwrap();
+    } = gc_support::offsets(&k, "t", 0);
     assert!(
         log_start > 3,
         "retention must have passed the committed offset"

@@ -9,11 +9,7 @@ type Damage = fn(&std::path::Path);
 
 async fn lookups_are_right(k: &Kafko) {
     for offset in (0..600u64).step_by(37) {
-        let f = k
-            .topic("t")
-            .map_err(kafko_core::KafkoError::from)
-            .and_then(|t| Ok(t.partition(0)?.read(offset, 1, 1 << 20)?))
-            .unwrap();
+        let f = common::read(k, ("t", 0), offset, 1, 1 << 20);
         assert_eq!(f.records[0].offset, offset);
         assert_eq!(f.records[0].value.as_ref().unwrap(), &common::value(offset));
     }

@@ -3,37 +3,15 @@
 //! writes a group's config, and while one creates a topic's files.
 mod common;
 
-use std::io;
-use std::path::Path;
-use std::sync::Arc;
-
-use common::interposed::{Hook, Interposed};
+use common::interposed::PanicsOn;
 use kafko_core::{
-    AdminError, ErrorKind, GroupConfig, GroupError, InternalError, Kafko, KafkoError, OffsetReset,
+    AdminError, ErrorKind, GroupConfig, GroupError, InternalError, KafkoError, OffsetReset,
 };
-
-/// Panics on any write or open under a path named `boom`.
-struct PanicsOnBoom;
-
-impl Hook for PanicsOnBoom {
-    fn before(&self, op: &str, path: &Path) -> io::Result<()> {
-        assert!(
-            !path.to_string_lossy().contains("boom"),
-            "injected panic on {op} {}",
-            path.display()
-        );
-        Ok(())
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panicked_blocking_task_is_internal() {
     let dir = tempfile::tempdir().unwrap();
-    let k = Kafko::builder(dir.path())
-        .storage(Arc::new(Interposed(PanicsOnBoom)))
-        .open()
-        .await
-        .unwrap();
+    let k = common::open_interposed(dir.path(), PanicsOn("boom")).await;
 
     let config = GroupConfig {
         offset_reset: OffsetReset::Latest,

@@ -87,11 +87,7 @@ fn run(steps: Vec<Step>, codec: Compression) {
                 } => {
                     let o = &oracle[partition as usize];
                     let offset = (o.len() * offset_pct as usize / 255) as u64;
-                    let f = k
-                        .topic("t")
-                        .map_err(kafko_core::KafkoError::from)
-                        .and_then(|t| Ok(t.partition(partition)?.read(offset, max, 1 << 20)?))
-                        .unwrap();
+                    let f = common::read(&k, ("t", partition), offset, max, 1 << 20);
                     let want = o.len().saturating_sub(offset as usize).min(max);
                     assert_eq!(f.records.len(), want);
                     for r in &f.records {
@@ -108,11 +104,7 @@ fn run(steps: Vec<Step>, codec: Compression) {
                     k = Kafko::open(dir.path()).await.unwrap();
                     for p in 0..2 {
                         assert_eq!(
-                            k.topic("t")
-                                .map_err(kafko_core::KafkoError::from)
-                                .and_then(|t| Ok(t.partition(p)?.offsets()?))
-                                .unwrap()
-                                .high_watermark,
+                            common::offsets(&k, "t", p).high_watermark,
                             oracle[p as usize].len() as u64
                         );
                     }

@@ -38,11 +38,7 @@ fn spread(per_partition: u64) -> Vec<ProducerRecord> {
 }
 
 fn high_watermark(k: &Kafko, partition: u32) -> u64 {
-    k.topic("t")
-        .map_err(kafko_core::KafkoError::from)
-        .and_then(|t| Ok(t.partition(partition)?.offsets()?))
-        .unwrap()
-        .high_watermark
+    common::offsets(k, "t", partition).high_watermark
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -240,11 +236,7 @@ async fn a_large_send_is_stored_as_bounded_batches() {
         );
     }
     // A read of 10 records inside the range sees them in order.
-    let mid = k
-        .topic("t")
-        .map_err(kafko_core::KafkoError::from)
-        .and_then(|t| Ok(t.partition(0)?.read(12_345, 10, 1 << 20)?))
-        .unwrap();
+    let mid = common::read(&k, ("t", 0), 12_345, 10, 1 << 20);
     assert_eq!(mid.records.first().map(|r| r.offset), Some(12_345));
     k.shutdown().await.unwrap();
 }

@@ -39,11 +39,7 @@ async fn every_field_round_trips_for_every_codec() {
             meta.iter().map(|m| m.offset).collect::<Vec<_>>(),
             vec![0, 1, 2]
         );
-        let got = k
-            .topic(&topic)
-            .map_err(kafko_core::KafkoError::from)
-            .and_then(|t| Ok(t.partition(0)?.read(0, 10, 1 << 20)?))
-            .unwrap();
+        let got = common::read(&k, (&topic, 0), 0, 10, 1 << 20);
         assert_eq!(got.records.len(), 3);
         assert_eq!(got.next_offset, 3);
         assert_eq!(got.high_watermark, 3);
@@ -58,11 +54,7 @@ async fn every_field_round_trips_for_every_codec() {
             vec![Header::new("a", "1"), Header::new("a", "2")]
         );
         // Reading from the middle starts at the requested offset.
-        let mid = k
-            .topic(&topic)
-            .map_err(kafko_core::KafkoError::from)
-            .and_then(|t| Ok(t.partition(0)?.read(1, 1, 1 << 20)?))
-            .unwrap();
+        let mid = common::read(&k, (&topic, 0), 1, 1, 1 << 20);
         assert_eq!(mid.records.len(), 1);
         assert_eq!(mid.records[0].offset, 1);
         assert_eq!(mid.next_offset, 2);
@@ -89,11 +81,7 @@ async fn offsets_are_dense_across_many_sends_and_segments() {
         assert_eq!(r.value.as_ref().unwrap(), &common::value(i as u64));
     }
     // max_bytes bounds a read but always returns at least one record.
-    let one = k
-        .topic("t")
-        .map_err(kafko_core::KafkoError::from)
-        .and_then(|t| Ok(t.partition(0)?.read(10, 100, 1)?))
-        .unwrap();
+    let one = common::read(&k, ("t", 0), 10, 100, 1);
     assert_eq!(one.records.len(), 1);
     k.shutdown().await.unwrap();
 }
@@ -108,11 +96,7 @@ async fn reads_outside_the_log_are_out_of_range() {
         .send(None, "a".into())
         .await
         .unwrap();
-    let err = k
-        .topic("t")
-        .map_err(kafko_core::KafkoError::from)
-        .and_then(|t| Ok(t.partition(0)?.read(5, 10, 100)?))
-        .unwrap_err();
+    let err = common::try_read(&k, ("t", 0), 5, 10, 100).unwrap_err();
     assert!(matches!(
         err,
         kafko_core::KafkoError::OffsetOutOfRange {
@@ -121,24 +105,13 @@ async fn reads_outside_the_log_are_out_of_range() {
             high_watermark: 1
         }
     ));
-    assert!(
-        k.topic("t")
-            .map_err(kafko_core::KafkoError::from)
-            .and_then(|t| Ok(t.partition(0)?.read(1, 10, 100)?))
-            .unwrap()
-            .records
-            .is_empty()
-    );
+    assert!(common::read(&k, ("t", 0), 1, 10, 100).records.is_empty());
     assert!(matches!(
-        k.topic("t")
-            .map_err(kafko_core::KafkoError::from)
-            .and_then(|t| Ok(t.partition(3)?.read(0, 10, 100)?)),
+        common::try_read(&k, ("t", 3), 0, 10, 100),
         Err(kafko_core::KafkoError::PartitionNotFound { .. })
     ));
     assert!(matches!(
-        k.topic("nope")
-            .map_err(kafko_core::KafkoError::from)
-            .and_then(|t| Ok(t.partition(0)?.read(0, 10, 100)?)),
+        common::try_read(&k, ("nope", 0), 0, 10, 100),
         Err(kafko_core::KafkoError::TopicNotFound { .. })
     ));
     k.shutdown().await.unwrap();

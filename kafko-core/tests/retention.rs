@@ -30,11 +30,7 @@ async fn retention_by_size_keeps_at_least_the_limit() {
     assert!(after.size_bytes < before.size_bytes);
     assert!(after.log_start_offset > 0);
     assert_eq!(after.high_watermark, 1000);
-    let err = k
-        .topic("t")
-        .map_err(kafko_core::KafkoError::from)
-        .and_then(|t| Ok(t.partition(0)?.read(0, 1, 100)?))
-        .unwrap_err();
+    let err = common::try_read(&k, ("t", 0), 0, 1, 100).unwrap_err();
     assert!(
         matches!(err, KafkoError::OffsetOutOfRange { log_start_offset, .. } if log_start_offset == after.log_start_offset)
     );
@@ -45,11 +41,7 @@ async fn retention_by_size_keeps_at_least_the_limit() {
     // The log start survives a restart, also an unclean one.
     std::fs::remove_file(dir.path().join("clean-shutdown")).unwrap();
     let k = common::open(dir.path()).await;
-    let offsets = k
-        .topic("t")
-        .map_err(kafko_core::KafkoError::from)
-        .and_then(|t| Ok(t.partition(0)?.offsets()?))
-        .unwrap();
+    let offsets = common::offsets(&k, "t", 0);
     assert_eq!(
         (offsets.log_start, offsets.high_watermark),
         (after.log_start_offset, 1000)
@@ -80,11 +72,7 @@ async fn retention_by_age_uses_the_newest_timestamp_of_each_segment() {
     let kafko_core::Offsets {
         log_start: start,
         high_watermark: hw,
-    } = k
-        .topic("t")
-        .map_err(kafko_core::KafkoError::from)
-        .and_then(|t| Ok(t.partition(0)?.offsets()?))
-        .unwrap();
+    } = common::offsets(&k, "t", 0);
     assert_eq!(hw, 600);
     assert!(
         start > 200 && start <= 300,
@@ -118,24 +106,13 @@ async fn interrupted_retention_does_not_resurrect_segments() {
     k.enforce_retention().await.unwrap();
     let kafko_core::Offsets {
         log_start: start, ..
-    } = k
-        .topic("t")
-        .map_err(kafko_core::KafkoError::from)
-        .and_then(|t| Ok(t.partition(0)?.offsets()?))
-        .unwrap();
+    } = common::offsets(&k, "t", 0);
     k.shutdown().await.unwrap();
     // Crash between the checkpoint and the unlink: the old segment is still there.
     std::fs::write(&first, saved).unwrap();
     std::fs::remove_file(dir.path().join("clean-shutdown")).unwrap();
     let k = common::open(dir.path()).await;
-    assert_eq!(
-        k.topic("t")
-            .map_err(kafko_core::KafkoError::from)
-            .and_then(|t| Ok(t.partition(0)?.offsets()?))
-            .unwrap()
-            .log_start,
-        start
-    );
+    assert_eq!(common::offsets(&k, "t", 0).log_start, start);
     assert!(
         !first.exists(),
         "segment below the log start is removed on open"

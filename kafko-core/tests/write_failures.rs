@@ -82,11 +82,7 @@ async fn fsync_failure_makes_the_partition_read_only() {
     assert_eq!(second.kind(), ErrorKind::Unavailable);
     // Reads keep working.
     assert_eq!(
-        k.topic("t")
-            .map_err(kafko_core::KafkoError::from)
-            .and_then(|t| Ok(t.partition(0)?.read(0, 10, 1000)?))
-            .unwrap()
-            .records[0]
+        common::read(&k, ("t", 0), 0, 10, 1000).records[0]
             .value
             .as_ref()
             .unwrap(),
@@ -117,15 +113,7 @@ async fn disk_full_is_storage_full_and_writes_resume() {
         let e = p.send(None, "c".into()).await.unwrap_err();
         assert_eq!(e.kind(), ErrorKind::StorageFull, "{e}");
     }
-    assert_eq!(
-        k.topic("t")
-            .map_err(kafko_core::KafkoError::from)
-            .and_then(|t| Ok(t.partition(0)?.read(0, 10, 1000)?))
-            .unwrap()
-            .records
-            .len(),
-        2
-    );
+    assert_eq!(common::read(&k, ("t", 0), 0, 10, 1000).records.len(), 2);
     faults.disarm();
     assert_eq!(p.send(None, "d".into()).await.unwrap().offset, 2);
     k.shutdown().await.unwrap();

@@ -70,6 +70,29 @@ fn held_leader(p: &Producer, gate: &Gate, i: u64) -> tokio::task::JoinHandle<Res
     leader
 }
 
+/// A held leader (record 0), then the sends of records 1 (the head of the queue) and
+/// 2..=`last` behind it.
+fn first_of_a_queue<'a>(
+    p: &'a Producer,
+    gate: &Gate,
+    last: u64,
+) -> (
+    tokio::task::JoinHandle<Result<u64>>,
+    SendFuture<'a>,
+    Vec<SendFuture<'a>>,
+) {
+    let leader = held_leader(p, gate, 0);
+    let first = queued_send(p, 1, SendOptions::default());
+    (leader, first, queued_sends(p, 2..=last))
+}
+
+/// Awaits `sends` in order: each was appended at the next offset from `first`.
+async fn assert_offsets_from<'a>(first: u64, sends: impl IntoIterator<Item = SendFuture<'a>>) {
+    for (expected, send) in (first..).zip(sends) {
+        assert_eq!(send.await.unwrap().offset, expected);
+    }
+}
+
 fn values(k: &Kafko) -> Vec<Vec<u8>> {
     common::read_all(k, "t", 0)
         .into_iter()
@@ -89,9 +112,7 @@ async fn producers_queued_behind_a_leader_share_one_write() {
     let followers = queued_sends(&p, 1..=16);
     gate.open();
     assert_eq!(leader.await.unwrap().unwrap(), 0);
-    for (i, f) in (1u64..).zip(followers) {
-        assert_eq!(f.await.unwrap().offset, i);
-    }
+    assert_offsets_from(1, followers).await;
     // The leader's write, then one write for all sixteen that queued behind it.
     assert_eq!(write_groups(&k), (2, 17));
     assert_eq!(gate.appends(), 2);
@@ -147,9 +168,7 @@ async fn a_leader_dropped_while_its_group_waits_for_fsync_leaves_the_others_writ
     let followers = queued_sends(&p, 1..=4);
     gate.open();
     leader_thread.join().unwrap();
-    for (i, f) in (1u64..).zip(followers) {
-        assert_eq!(f.await.unwrap().offset, i);
-    }
+    assert_offsets_from(1, followers).await;
     assert_eq!(
         values(&k).len(),
         5,
@@ -161,16 +180,12 @@ async fn a_leader_dropped_while_its_group_waits_for_fsync_leaves_the_others_writ
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_producer_gone_before_its_turn_is_written_and_the_queue_moves_on() {
     let (_dir, gate, k, p) = gated_topic(FsyncPolicy::Never).await;
-    let leader = held_leader(&p, &gate, 0);
-    let first = queued_send(&p, 1, SendOptions::default());
-    let rest = queued_sends(&p, 2..=4);
+    let (leader, first, rest) = first_of_a_queue(&p, &gate, 4);
     // The producer at the head of the queue goes away before the token reaches it.
     drop(first);
     gate.open();
     assert_eq!(leader.await.unwrap().unwrap(), 0);
-    for (i, f) in (2u64..).zip(rest) {
-        assert_eq!(f.await.unwrap().offset, i);
-    }
+    assert_offsets_from(2, rest).await;
     // Handed over is written: the gone producer's record is there.
     assert_eq!(values(&k).len(), 5);
     k.shutdown().await.unwrap();
@@ -179,11 +194,7 @@ async fn a_producer_gone_before_its_turn_is_written_and_the_queue_moves_on() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_producer_dropped_holding_the_token_leads_in_its_drop() {
     let (_dir, gate, k, p) = gated_topic(FsyncPolicy::Never).await;
-    let leader = held_leader(&p, &gate, 0);
-    let first = queued_send(&p, 1, SendOptions::default());
-    let mut rest: Vec<_> = (2..=3)
-        .map(|i| queued_send(&p, i, SendOptions::default()))
-        .collect();
+    let (leader, first, mut rest) = first_of_a_queue(&p, &gate, 3);
     gate.open();
     // The leader passed the token to `first`, which nobody polls: the others wait.
     assert_eq!(leader.await.unwrap().unwrap(), 0);
@@ -192,9 +203,7 @@ async fn a_producer_dropped_holding_the_token_leads_in_its_drop() {
     assert!(rest[0].as_mut().poll(&mut cx).is_pending());
     // Dropped with the token unread, it writes its own record and theirs.
     drop(first);
-    for (i, f) in (2u64..).zip(rest) {
-        assert_eq!(f.await.unwrap().offset, i);
-    }
+    assert_offsets_from(2, rest).await;
     assert_eq!(values(&k).len(), 4);
     k.shutdown().await.unwrap();
 }
@@ -260,9 +269,7 @@ async fn a_full_queue_refuses_no_wait_sends_and_queues_waiting_ones_in_order() {
     ));
     gate.open();
     assert_eq!(leader.await.unwrap().unwrap(), 0);
-    for (expected, send) in (1u64..).zip(accepted.into_iter().chain(waiting)) {
-        assert_eq!(send.await.unwrap().offset, expected);
-    }
+    assert_offsets_from(1, accepted.into_iter().chain(waiting)).await;
     let records = values(&k);
     assert_eq!(records.len() as u64, full_at + 9);
     for (i, r) in (0u64..).zip(&records) {
@@ -299,9 +306,7 @@ async fn shutdown_while_a_group_forms_writes_what_was_queued_and_refuses_the_res
     );
     gate.open();
     assert_eq!(leader.await.unwrap().unwrap(), 0);
-    for (i, f) in (1u64..).zip(queued) {
-        assert_eq!(f.await.unwrap().offset, i);
-    }
+    assert_offsets_from(1, queued).await;
     shutdown.await.unwrap().unwrap();
     drop(p);
     drop(k);

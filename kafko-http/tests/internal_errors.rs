@@ -3,80 +3,25 @@
 //! file), and the request that ran it gets a problem with code `internal` and no detail.
 //! The server runs in this process, on a loopback port, so the storage can be swapped.
 
-use std::any::Any;
-use std::io;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+mod common;
 
-use kafko_core::Kafko;
-use kafko_core::storage::{StdStorage, Storage, StorageFile};
-use kafko_http::{AppState, ServerConfig};
-
-/// The real filesystem, except that writing anything of the group `boom` panics.
-struct PanicsOnGroupBoom;
-
-impl Storage for PanicsOnGroupBoom {
-    fn create_dir_all(&self, path: &Path) -> io::Result<()> {
-        StdStorage.create_dir_all(path)
-    }
-    fn open(&self, path: &Path) -> io::Result<Arc<dyn StorageFile>> {
-        StdStorage.open(path)
-    }
-    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
-        StdStorage.read(path)
-    }
-    fn write_synced(&self, path: &Path, data: &[u8]) -> io::Result<()> {
-        assert!(
-            !path.to_string_lossy().contains("boom"),
-            "injected panic writing {}",
-            path.display()
-        );
-        StdStorage.write_synced(path, data)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        StdStorage.rename(from, to)
-    }
-    fn remove_file(&self, path: &Path) -> io::Result<()> {
-        StdStorage.remove_file(path)
-    }
-    fn remove_dir_all(&self, path: &Path) -> io::Result<()> {
-        StdStorage.remove_dir_all(path)
-    }
-    fn sync_dir(&self, path: &Path) -> io::Result<()> {
-        StdStorage.sync_dir(path)
-    }
-    fn list_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
-        StdStorage.list_dir(path)
-    }
-    fn exists(&self, path: &Path) -> bool {
-        StdStorage.exists(path)
-    }
-    fn try_lock(&self, path: &Path) -> io::Result<Box<dyn Any + Send + Sync>> {
-        StdStorage.try_lock(path)
-    }
-}
+use common::interposed::{PanicsOn, open_interposed};
+use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panicked_blocking_task_is_500_internal() {
     let dir = tempfile::tempdir().unwrap();
-    let kafko = Kafko::builder(dir.path())
-        .storage(Arc::new(PanicsOnGroupBoom))
-        .open()
-        .await
-        .unwrap();
-    let app = kafko_http::app(AppState::new(kafko.clone(), ServerConfig::default()));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    let kafko = open_interposed(dir.path(), PanicsOn("boom")).await;
+    let base = common::serve_in_process(kafko.clone()).await;
     let client = reqwest::Client::new();
-    let url = |path: &str| format!("http://{addr}{path}");
+    let configure = |group: &str| {
+        client
+            .put(format!("{base}/v1/groups/{group}"))
+            .json(&json!({ "offset_reset": "latest" }))
+            .send()
+    };
 
-    let resp = client
-        .put(url("/v1/groups/boom"))
-        .json(&serde_json::json!({ "offset_reset": "latest" }))
-        .send()
-        .await
-        .unwrap();
+    let resp = configure("boom").await.unwrap();
     assert_eq!(resp.status().as_u16(), 500);
     assert_eq!(
         resp.headers()["content-type"].to_str().unwrap(),
@@ -91,13 +36,7 @@ async fn a_panicked_blocking_task_is_500_internal() {
     );
 
     // The server keeps serving, and the group was not configured.
-    let resp = client
-        .put(url("/v1/groups/fine"))
-        .json(&serde_json::json!({ "offset_reset": "latest" }))
-        .send()
-        .await
-        .unwrap();
+    let resp = configure("fine").await.unwrap();
     assert_eq!(resp.status().as_u16(), 200);
-    server.abort();
     kafko.shutdown().await.unwrap();
 }

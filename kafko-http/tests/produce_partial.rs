@@ -5,13 +5,11 @@
 
 mod common;
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use common::failing_appends::FailPartition;
-use common::interposed::Interposed;
-use kafko_core::{Kafko, TopicConfig};
-use kafko_http::{AppState, ServerConfig};
+use common::interposed::open_interposed;
+use kafko_core::TopicConfig;
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -20,11 +18,7 @@ async fn a_fault_on_the_second_of_three_partitions_is_a_207_naming_the_records_n
     // Writes to partition 1 fail while `armed` is set.
     let hook = FailPartition::new(1);
     let armed = hook.on.clone();
-    let kafko = Kafko::builder(tmp.path())
-        .storage(Arc::new(Interposed(hook)))
-        .open()
-        .await
-        .unwrap();
+    let kafko = open_interposed(tmp.path(), hook).await;
     let three_partitions = TopicConfig {
         partitions: 3,
         ..Default::default()
@@ -33,10 +27,7 @@ async fn a_fault_on_the_second_of_three_partitions_is_a_207_naming_the_records_n
         .create_topic_with_config("t", three_partitions)
         .await
         .unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let state = AppState::new(kafko, ServerConfig::default());
-    tokio::spawn(kafko_http::server::serve(listener, state));
+    let base = common::serve_in_process(kafko).await;
     let c = reqwest::Client::new();
 
     armed.store(true, Ordering::SeqCst);

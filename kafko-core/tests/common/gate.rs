@@ -76,12 +76,7 @@ impl Gate {
 
     /// Waits until the fsync armed by [`Gate::fail_sync_once_held`] has failed.
     pub fn wait_sync_failed(&self) {
-        let st = self.state.lock().unwrap();
-        let (_st, timeout) = self
-            .changed
-            .wait_timeout_while(st, Duration::from_secs(10), |s| !s.sync_failed)
-            .unwrap();
-        assert!(!timeout.timed_out(), "the armed fsync never ran");
+        self.wait_until(|s| s.sync_failed, "the armed fsync never ran");
     }
 
     /// Lets the held append go on.
@@ -92,12 +87,17 @@ impl Gate {
 
     /// Waits until an append is held (panics after 10 s).
     pub fn wait_held(&self) {
+        self.wait_until(|s| s.holding, "no append was held");
+    }
+
+    /// Waits until `done` holds of the state; panics with `never` after 10 s.
+    fn wait_until(&self, done: impl Fn(&GateState) -> bool, never: &str) {
         let st = self.state.lock().unwrap();
-        let (st, timeout) = self
+        let (st, _) = self
             .changed
-            .wait_timeout_while(st, Duration::from_secs(10), |s| !s.holding)
+            .wait_timeout_while(st, Duration::from_secs(10), |s| !done(s))
             .unwrap();
-        assert!(!timeout.timed_out() && st.holding, "no append was held");
+        assert!(done(&st), "{never}");
     }
 
     /// Appends started so far.

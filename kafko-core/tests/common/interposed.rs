@@ -7,6 +7,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use kafko_core::Kafko;
 use kafko_core::storage::{StdStorage, Storage, StorageFile};
 
 /// Operations a hook can fail: `"open"`, `"write"` (a synced small-file write), `"rename"`
@@ -21,6 +22,30 @@ pub trait Hook: Send + Sync + 'static {
     /// Wraps a file just opened at `path` (the default: [`Hook::file`]).
     fn file_at(&self, _path: &Path, file: Arc<dyn StorageFile>) -> Arc<dyn StorageFile> {
         self.file(file)
+    }
+}
+
+/// Opens `dir` over the real filesystem with `hook` in front.
+pub async fn open_interposed(dir: &Path, hook: impl Hook) -> Kafko {
+    Kafko::builder(dir)
+        .storage(Arc::new(Interposed(hook)))
+        .open()
+        .await
+        .expect("open")
+}
+
+/// A bug in the storage layer: panics on every operation a hook sees (see [`Hook`])
+/// under a path that contains this name.
+pub struct PanicsOn(pub &'static str);
+
+impl Hook for PanicsOn {
+    fn before(&self, op: &str, path: &Path) -> io::Result<()> {
+        assert!(
+            !path.to_string_lossy().contains(self.0),
+            "injected panic on {op} {}",
+            path.display()
+        );
+        Ok(())
     }
 }
 

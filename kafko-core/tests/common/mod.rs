@@ -7,27 +7,22 @@ pub mod faulty;
 pub mod gate;
 pub mod interposed;
 pub mod on_disk;
+pub mod reads;
 
 use std::path::Path;
-use std::sync::Arc;
 
-use kafko_core::{Bytes, Kafko, Producer, ProducerRecord, Record, TopicConfig};
+use kafko_core::{Bytes, Kafko, Producer, ProducerRecord, TopicConfig};
 
-use interposed::{Hook, Interposed};
-#[allow(unused_imports)] // each test binary uses some of them
-pub use on_disk::{last_segment, segments};
+// Each test binary uses some of them.
+#[allow(unused_imports)]
+pub use {
+    interposed::open_interposed,
+    on_disk::{last_segment, segments},
+    reads::{offsets, read, read_all, try_read},
+};
 
 pub async fn open(dir: &Path) -> Kafko {
     Kafko::open(dir).await.expect("open")
-}
-
-/// Opens `dir` over the real filesystem with `hook` in front.
-pub async fn open_interposed(dir: &Path, hook: impl Hook) -> Kafko {
-    Kafko::builder(dir)
-        .storage(Arc::new(Interposed(hook)))
-        .open()
-        .await
-        .expect("open")
 }
 
 /// Opens `dir` with topic `t` of `config`, and a producer for it.
@@ -69,31 +64,6 @@ pub fn value(i: u64) -> Bytes {
 
 pub fn rec(i: u64) -> ProducerRecord {
     ProducerRecord::new(value(i))
-}
-
-/// Reads a whole partition from its log start.
-pub fn read_all(k: &Kafko, topic: &str, partition: u32) -> Vec<Record> {
-    let kafko_core::Offsets {
-        log_start: start,
-        high_watermark: hw,
-    } = k
-        .topic(topic)
-        .map_err(kafko_core::KafkoError::from)
-        .and_then(|t| Ok(t.partition(partition)?.offsets()?))
-        .unwrap();
-    let mut out = Vec::new();
-    let mut at = start;
-    while at < hw {
-        let f = k
-            .topic(topic)
-            .map_err(kafko_core::KafkoError::from)
-            .and_then(|t| Ok(t.partition(partition)?.read(at, 1000, 1 << 20)?))
-            .unwrap();
-        assert!(f.next_offset > at, "read made no progress at {at}");
-        at = f.next_offset;
-        out.extend(f.records);
-    }
-    out
 }
 
 /// Frames a small state file (FORMAT.md, "State files") with a JSON body.

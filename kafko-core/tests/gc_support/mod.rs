@@ -6,6 +6,13 @@ use std::time::Duration;
 
 use kafko_core::{CleanupPolicy, Kafko, ProducerRecord, Record, TopicConfig};
 
+// Also loaded by `common`, which some of these tests use as well.
+#[allow(clippy::duplicate_mod)]
+#[path = "../common/reads.rs"]
+mod reads;
+#[allow(unused_imports)] // each test binary uses some of them
+pub use reads::{offsets, read, read_all, try_read};
+
 /// Opens a data directory with the background tick pushed far away, so tests decide
 /// when retention and compaction run (and paused time never jumps to a tick).
 pub async fn open(dir: &Path) -> Kafko {
@@ -36,31 +43,6 @@ pub fn compacted(partitions: u32) -> TopicConfig {
     }
 }
 
-/// Every record of a partition, from the log start to the high watermark.
-pub fn read_all(k: &Kafko, topic: &str, partition: u32) -> Vec<Record> {
-    let offsets = k
-        .topic(topic)
-        .map_err(kafko_core::KafkoError::from)
-        .and_then(|t| Ok(t.partition(partition)?.offsets()?))
-        .unwrap();
-    let (mut offset, hw) = (offsets.log_start, offsets.high_watermark);
-    let mut out = Vec::new();
-    while offset < hw {
-        let got = k
-            .topic(topic)
-            .map_err(kafko_core::KafkoError::from)
-            .and_then(|t| Ok(t.partition(partition)?.read(offset, 1000, 1 << 20)?))
-            .unwrap();
-        assert!(
-            got.next_offset > offset,
-            "read made no progress at {offset}"
-        );
-        offset = got.next_offset;
-        out.extend(got.records);
-    }
-    out
-}
-
 /// A keyed record pinned to partition 0.
 pub fn keyed(key: &str, value: Option<&str>) -> ProducerRecord {
     ProducerRecord {
@@ -79,6 +61,33 @@ pub async fn send(k: &Kafko, topic: &str, record: ProducerRecord) -> u64 {
         .await
         .unwrap()
         .offset
+}
+
+/// Sends `count` records to partition 0 of `topic`, record `i` keyed `k{i % keys}` with
+/// the value `value(i)`, then a [`seal_marker`], so they are all sealed.
+pub async fn send_keyed_and_seal(
+    k: &Kafko,
+    topic: &str,
+    (count, keys): (u32, u32),
+    value: impl Fn(u32) -> String,
+) {
+    for i in 0..count {
+        send(k, topic, keyed(&format!("k{}", i % keys), Some(&value(i)))).await;
+    }
+    send(k, topic, seal_marker()).await;
+}
+
+/// The latest value of each key in partition 0 of `topic` (the seal markers left out),
+/// by key.
+pub fn latest(k: &Kafko, topic: &str) -> Vec<(String, String)> {
+    let mut map = std::collections::BTreeMap::new();
+    for r in read_all(k, topic, 0) {
+        let key = String::from_utf8(r.key().unwrap().to_vec()).unwrap();
+        if key != "~seal" {
+            map.insert(key, String::from_utf8(r.value().unwrap().to_vec()).unwrap());
+        }
+    }
+    map.into_iter().collect()
 }
 
 /// A record large enough to roll a 4 KiB segment by itself, so everything before it is

@@ -222,6 +222,17 @@ pub async fn read_response(sock: &mut tokio::net::TcpStream) -> (u16, String) {
     (status, String::from_utf8(body).unwrap())
 }
 
+/// Serves `kafko` in this process (the real accept loop, default config) on an ephemeral
+/// loopback port, for the tests that give the log a storage with faults; its base URL.
+/// The server lives until the test's runtime ends.
+pub async fn serve_in_process(kafko: kafko_core::Kafko) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let state = kafko_http::AppState::new(kafko, kafko_http::ServerConfig::default());
+    tokio::spawn(kafko_http::server::serve(listener, state));
+    base
+}
+
 /// Creates a topic with a JSON config.
 pub async fn create_topic(c: &reqwest::Client, s: &Server, name: &str, config: serde_json::Value) {
     let r = put_json(c, s, &format!("/v1/topics/{name}"), &config).await;
