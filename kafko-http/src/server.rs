@@ -1,5 +1,5 @@
-//! Serving: the accept loop (connection cap, backoff when out of descriptors; each
-//! connection closed when silent or idle, see `connection`), and the one graceful
+//! Serving: the accept loop (connection cap, backoff when out of descriptors; connections
+//! closed when silent or idle by a sweep of the registry, see `connections`), and the one graceful
 //! shutdown path shared by SIGTERM, SIGINT and `POST /v1/admin/shutdown`: stop
 //! accepting, let in-flight requests finish (bounded by `shutdown_grace`), then
 //! `Kafko::shutdown` (drain and fsync every partition, write the clean marker).
@@ -145,6 +145,10 @@ async fn accept_loop(listener: TcpListener, router: Router, options: ServeOption
         idle: options.idle_timeout,
     };
     let connections = Connections::new(options.max_connections);
+    let sweeper = {
+        let connections = Arc::clone(&connections);
+        AbortOnDrop(tokio::spawn(async move { connections.sweep(limits).await }))
+    };
     let mut backoff = Backoff::default();
     loop {
         let accepted = tokio::select! {
@@ -161,7 +165,7 @@ async fn accept_loop(listener: TcpListener, router: Router, options: ServeOption
                 continue;
             }
         };
-        let activity = Arc::new(Activity::new());
+        let (activity, close) = Activity::new();
         let Some(ticket) = connections.admit(&activity) else {
             refuse(stream);
             events.closed_by(ClosedBy::Refused);
@@ -175,12 +179,13 @@ async fn accept_loop(listener: TcpListener, router: Router, options: ServeOption
         let events = events.clone();
         events.opened();
         tokio::spawn(async move {
-            connection::run(conn, activity, limits, events.clone()).await;
+            connection::run(conn, activity, close, events.clone()).await;
             drop(ticket);
             events.ended();
         });
     }
     drop(listener);
+    connections.shut_down_all();
     let grace = options.shutdown_grace;
     tracing::info!(
         grace_ms = u64::try_from(grace.as_millis()).unwrap_or(u64::MAX),
@@ -191,6 +196,16 @@ async fn accept_loop(listener: TcpListener, router: Router, options: ServeOption
         .is_err()
     {
         tracing::warn!("in-flight requests did not finish within the grace period; closing them");
+    }
+    drop(sweeper);
+}
+
+/// A spawned task that ends when its handle is dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

@@ -1,15 +1,21 @@
 //! One accepted connection from accept to close: what it is doing ([`Activity`]: requests
-//! in flight, when the last one ended), the service that keeps that record, and the
-//! watchdog that closes the connection when no request head completes within the header
-//! timeout of accept (HTTP/1 and h2c alike: hyper's own timer only starts once it knows
-//! the protocol, and a silent socket never tells it), when it has sat idle with nothing
-//! in flight for the idle timeout, when the connection cap evicts it, or on shutdown.
+//! in flight, when the last one ended), the service that keeps that record, and the task
+//! that serves it until it ends or is asked to close ([`run`]). Whoever decides that a
+//! connection must close — the sweep of the registry (no request head within the header
+//! timeout of accept, HTTP/1 and h2c alike, as hyper's own timer only starts once it
+//! knows the protocol; idle with nothing in flight for the idle timeout), the connection
+//! cap evicting it, or shutdown — sends the reason on the connection's one close signal.
+//!
+//! Why one signal and no timer in the connection's task: that task is woken for every
+//! read and write of every request, and each wake-up polls whatever it selects on. A
+//! oneshot receiver costs an atomic load there; a timer, an eviction `Notify` and a
+//! shutdown `watch` each cost more (a `Notify` takes a lock), on the hottest path.
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, ready};
 use std::time::{Duration, Instant};
 
@@ -20,7 +26,7 @@ use hyper::body::{Frame, Incoming, SizeHint};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use tokio::net::TcpStream;
-use tokio::sync::Notify;
+use tokio::sync::oneshot;
 use tower::Service;
 
 use crate::metrics::ClosedBy;
@@ -31,8 +37,8 @@ use super::Events;
 /// being written) once nothing is in flight, before it is dropped.
 const CLOSE_GRACE: Duration = Duration::from_secs(1);
 
-/// What one connection is doing, shared by its service (which counts requests), its
-/// watchdog, and the connection registry (which may evict it).
+/// What one connection is doing, shared by its service (which counts requests), its task,
+/// and the connection registry (which sweeps and may evict it).
 #[derive(Debug)]
 pub(super) struct Activity {
     accepted: Instant,
@@ -42,21 +48,26 @@ pub(super) struct Activity {
     started: AtomicBool,
     /// When the last request ended, in ms after `accepted`.
     last_done_ms: AtomicU64,
-    /// Set by the registry when it closes this connection to make room.
-    evicted: AtomicBool,
-    evict: Notify,
+    /// The close signal's sending side, taken by the first who asks the connection to
+    /// close (so a connection is closed for one reason, once).
+    closer: Mutex<Option<oneshot::Sender<Reason>>>,
 }
 
+/// The connection task's side of its close signal.
+pub(super) type CloseSignal = oneshot::Receiver<Reason>;
+
 impl Activity {
-    pub(super) fn new() -> Self {
-        Activity {
+    /// A connection accepted now, and the signal its task waits on.
+    pub(super) fn new() -> (Arc<Self>, CloseSignal) {
+        let (closer, signal) = oneshot::channel();
+        let activity = Activity {
             accepted: Instant::now(),
             in_flight: AtomicUsize::new(0),
             started: AtomicBool::new(false),
             last_done_ms: AtomicU64::new(0),
-            evicted: AtomicBool::new(false),
-            evict: Notify::new(),
-        }
+            closer: Mutex::new(Some(closer)),
+        };
+        (Arc::new(activity), signal)
     }
 
     /// Whether no request is in flight (a silent socket, a keep-alive wait).
@@ -79,14 +90,20 @@ impl Activity {
         self.started.load(Ordering::Acquire)
     }
 
-    /// Asks the connection to close (idempotent); `false` if it was asked already.
+    /// Asks the connection to close to make room; `false` if it was asked to close already.
     pub(super) fn evict(&self) -> bool {
-        if self.evicted.swap(true, Ordering::AcqRel) {
-            return false;
-        }
-        // `notify_one` keeps the wake-up if the watchdog is not waiting right now.
-        self.evict.notify_one();
-        true
+        self.close(Reason::Evicted)
+    }
+
+    /// Asks the connection to close because the server shuts down.
+    pub(super) fn shut_down(&self) {
+        self.close(Reason::Shutdown);
+    }
+
+    /// Closes the connection if it broke a timeout; `true` if it did.
+    pub(super) fn close_if_overdue(&self, limits: &Timeouts) -> bool {
+        self.overdue(limits)
+            .is_some_and(|reason| self.close(reason))
     }
 
     #[cfg(test)]
@@ -94,43 +111,39 @@ impl Activity {
         self.started.store(true, Ordering::Release);
     }
 
-    fn is_evicted(&self) -> bool {
-        self.evicted.load(Ordering::Acquire)
+    /// Sends `reason` on the close signal; `false` if it was sent already.
+    fn close(&self, reason: Reason) -> bool {
+        let closer = self
+            .closer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        match closer {
+            Some(closer) => {
+                // The task may have ended on its own meanwhile: nothing left to close.
+                let _ = closer.send(reason);
+                true
+            }
+            None => false,
+        }
     }
 
     fn since_accept_ms(&self) -> u64 {
         u64::try_from(self.accepted.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
-    /// When the watchdog must look again, or why the connection must close now.
-    fn next_check(&self, limits: &Timeouts) -> Result<Instant, Reason> {
-        let now = Instant::now();
+    /// Which timeout the connection has broken, if any.
+    fn overdue(&self, limits: &Timeouts) -> Option<Reason> {
         if !self.has_started() {
-            let deadline = self.accepted + limits.header;
-            return if now >= deadline {
-                Err(Reason::NoRequestHead)
-            } else {
-                // Looks again within the idle timeout too: a request that starts and ends
-                // meanwhile makes the idle deadline the one that matters.
-                Ok(deadline.min(now + limits.idle))
-            };
+            return (self.accepted.elapsed() >= limits.header).then_some(Reason::NoRequestHead);
         }
-        if !self.is_idle() {
-            // Busy: nothing to enforce until the last request ends; look again later.
-            return Ok(now + limits.idle);
-        }
-        let idle_since =
-            self.accepted + Duration::from_millis(self.last_done_ms.load(Ordering::Acquire));
-        let deadline = idle_since + limits.idle;
-        if now >= deadline {
-            Err(Reason::Idle)
-        } else {
-            Ok(deadline)
-        }
+        self.idle_for()
+            .is_some_and(|idle| idle >= limits.idle)
+            .then_some(Reason::Idle)
     }
 }
 
-/// The two timeouts the watchdog enforces.
+/// The two timeouts the registry's sweep enforces.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Timeouts {
     /// From accept to the first complete request head.
@@ -139,9 +152,17 @@ pub(super) struct Timeouts {
     pub(super) idle: Duration,
 }
 
+impl Timeouts {
+    /// How often the registry is swept: an eighth of the shorter timeout (so a timeout is
+    /// enforced at most an eighth late), between 10 ms and 1 s.
+    pub(super) fn sweep_every(&self) -> Duration {
+        (self.header.min(self.idle) / 8).clamp(Duration::from_millis(10), Duration::from_secs(1))
+    }
+}
+
 /// Why the server closed a connection.
 #[derive(Debug, Clone, Copy)]
-enum Reason {
+pub(super) enum Reason {
     NoRequestHead,
     Idle,
     Evicted,
@@ -265,25 +286,15 @@ impl hyper::body::Body for TrackedBody {
 pub(super) type Conn =
     auto::UpgradeableConnection<'static, TokioIo<TcpStream>, Tracked, TokioExecutor>;
 
-/// Drives `conn` to its end, closing it for the reasons the module names.
-pub(super) async fn run(conn: Conn, activity: Arc<Activity>, limits: Timeouts, events: Events) {
-    let shutdown = events.shutdown_requested();
+/// Serves `conn` until it ends, or until `close` says why it must close.
+pub(super) async fn run(conn: Conn, activity: Arc<Activity>, close: CloseSignal, events: Events) {
     tokio::pin!(conn);
-    tokio::pin!(shutdown);
-    let reason = loop {
-        let wake = match activity.next_check(&limits) {
-            Ok(at) => at,
-            Err(reason) => break reason,
-        };
-        if activity.is_evicted() {
-            break Reason::Evicted;
-        }
-        tokio::select! {
-            ended = conn.as_mut() => return finished(ended),
-            () = tokio::time::sleep_until(wake.into()) => {}
-            () = activity.evict.notified() => break Reason::Evicted,
-            () = &mut shutdown => break Reason::Shutdown,
-        }
+    let reason = tokio::select! {
+        // The connection first: it is what wakes this task for nearly every request.
+        biased;
+        ended = conn.as_mut() => return finished(ended),
+        // The sender lives in `activity`, held here: it cannot be dropped unsent.
+        reason = close => reason.unwrap_or(Reason::Shutdown),
     };
     tracing::debug!(?reason, "closing connection");
     if let Some(why) = reason.counted() {

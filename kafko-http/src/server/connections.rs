@@ -7,6 +7,10 @@
 //! the oldest one with no request in flight (a silent socket first, else an idle
 //! keep-alive one) and takes its place; only when every open connection is busy is the
 //! newcomer refused.
+//!
+//! The registry is also where the connection timeouts are enforced: one sweep over it,
+//! every [`Timeouts::sweep_every`], closes the connections that broke one, so that no
+//! connection needs a timer of its own.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,7 +19,7 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
-use super::connection::Activity;
+use super::connection::{Activity, Timeouts};
 
 /// Descriptors kept back for the log (segments, indexes, state files) and the process
 /// itself: a quarter of the limit, at least 64, at most half.
@@ -107,6 +111,27 @@ impl Connections {
         evict_oldest_idle(&mut self.lock())
     }
 
+    /// Closes every connection that broke a timeout, every [`Timeouts::sweep_every`],
+    /// for as long as the returned future runs.
+    pub(super) async fn sweep(&self, limits: Timeouts) {
+        let mut ticks = tokio::time::interval(limits.sweep_every());
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticks.tick().await;
+            for activity in self.lock().values() {
+                activity.close_if_overdue(&limits);
+            }
+        }
+    }
+
+    /// Asks every open connection to close (shutdown): each finishes what it has in
+    /// flight first.
+    pub(super) fn shut_down_all(&self) {
+        for activity in self.lock().values() {
+            activity.shut_down();
+        }
+    }
+
     /// Connections open now.
     pub(super) fn len(&self) -> usize {
         self.lock().len()
@@ -173,12 +198,12 @@ mod tests {
     #[test]
     fn the_cap_evicts_a_silent_connection_before_an_idle_keep_alive_one() {
         let registry = Connections::new(2);
-        let keep_alive = Arc::new(Activity::new());
+        let (keep_alive, _keep_alive_signal) = Activity::new();
         keep_alive.mark_started_for_test();
-        let silent = Arc::new(Activity::new());
+        let (silent, _silent_signal) = Activity::new();
         let _a = registry.admit(&keep_alive).unwrap();
         let _b = registry.admit(&silent).unwrap();
-        let newcomer = Arc::new(Activity::new());
+        let (newcomer, _newcomer_signal) = Activity::new();
         assert!(
             registry.admit(&newcomer).is_none(),
             "connections accepted a moment ago are not evicted"
