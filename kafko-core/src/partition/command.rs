@@ -49,14 +49,6 @@ pub(crate) enum Batches {
 }
 
 impl Batches {
-    /// Batches from a list, which must not be empty.
-    pub(crate) fn from_vec(mut batches: Vec<EncodedBatch>) -> Self {
-        match batches.len() {
-            1 => Batches::One(batches.remove(0)),
-            _ => Batches::Many(batches),
-        }
-    }
-
     /// The batches, oldest first.
     pub(crate) fn as_slice(&self) -> &[EncodedBatch] {
         match self {

@@ -9,17 +9,21 @@
 //! same order, so neither can hold what the other waits for). A full queue refuses the
 //! whole send before anything is handed over. Then every partition is handed all its
 //! batches as one append, written in one write (all of them or none) — on this task
-//! when the partition is idle — and the answers are awaited together. When some partitions appended and others failed, the error is a
-//! [`PartialSend`] that names both, so nothing stored is sent again by a blind retry.
+//! when the partition is idle — and the answers are awaited together. When some
+//! partitions appended and others failed, the error is a [`PartialSend`] that names
+//! both, so nothing stored is sent again by a blind retry.
 
-use std::collections::BTreeMap;
+mod positions;
+mod routed;
 
 use crate::convert::usize_saturating;
 use crate::error::{KafkoError, ProduceError, Result};
-use crate::partition::command::Batches;
 use crate::record::{Header, ProducerRecord, RecordMetadata, now_ms};
 use crate::segment::batch::{self, BatchEncoder, EncodedBatch, RecordFields};
 use crate::topic::{SendOptions, SendRules, Topic};
+
+use self::positions::Positions;
+use self::routed::Routed;
 
 /// A batch is closed once its record area reaches this size (Kafka's default
 /// `max.message.bytes` is 1 MiB); one larger record makes a batch of its own.
@@ -172,15 +176,8 @@ pub struct SendBatch<'t> {
     sticky: u32,
     /// The append time of records without a timestamp.
     now: i64,
-    partitions: BTreeMap<u32, PartitionBatches>,
+    partitions: Routed,
     positions: Positions,
-}
-
-/// One partition's records of a send: closed batches and the one being filled.
-struct PartitionBatches {
-    closed: Vec<EncodedBatch>,
-    open: BatchEncoder,
-    records: u64,
 }
 
 impl<'t> SendBatch<'t> {
@@ -190,19 +187,19 @@ impl<'t> SendBatch<'t> {
             rules,
             sticky,
             now: now_ms(),
-            partitions: BTreeMap::new(),
+            partitions: Routed::default(),
             positions: Positions::default(),
         }
     }
 
     /// Records added.
     pub fn len(&self) -> usize {
-        usize_saturating(self.positions.len)
+        usize_saturating(self.positions.len())
     }
 
     /// Whether no record was added.
     pub fn is_empty(&self) -> bool {
-        self.positions.len == 0
+        self.positions.len() == 0
     }
 
     /// Checks a record against the topic's rules, routes it (explicit partition, else by
@@ -224,14 +221,7 @@ impl<'t> SendBatch<'t> {
             headers: record.headers,
         };
         let estimate = batch::encoded_estimate(&fields);
-        let part = self
-            .partitions
-            .entry(partition)
-            .or_insert_with(|| PartitionBatches {
-                closed: Vec::new(),
-                open: BatchEncoder::with_capacity(estimate),
-                records: 0,
-            });
+        let part = self.partitions.entry(partition, estimate);
         let open = &part.open;
         if open.count() >= BATCH_MAX_RECORDS
             || (open.count() > 0 && open.area_len() + estimate > BATCH_TARGET_BYTES)
@@ -265,24 +255,48 @@ impl<'t> SendBatch<'t> {
                 reason: "a send needs at least one record".into(),
             });
         }
-        let mut parts = Vec::with_capacity(self.partitions.len());
-        for (partition, mut p) in self.partitions {
-            p.closed.push(finish(p.open, self.rules)?);
-            parts.push((partition, p.records, Batches::from_vec(p.closed)));
+        let rules = self.rules;
+        let positions = self.positions;
+        let partitions = match self.partitions.into_single() {
+            Ok((partition, part)) => {
+                // One partition: it appends or fails alone, and its failure is the answer.
+                let record_count = part.records;
+                let batches = part.into_batches(|open| finish(open, rules))?;
+                let handle = &self.topic.partitions[partition as usize];
+                let slot = handle.reserve(!options.no_wait).await?;
+                let base_offset = slot.append(batches, options.sync, true).reply().await?;
+                return Ok(SendReceipt {
+                    partitions: vec![PartitionAppend {
+                        partition,
+                        base_offset,
+                        record_count,
+                    }],
+                    positions,
+                });
+            }
+            Err(partitions) => partitions,
+        };
+        let mut parts = Vec::with_capacity(partitions.len());
+        for (partition, p) in partitions.into_sorted() {
+            let record_count = p.records;
+            parts.push((
+                partition,
+                record_count,
+                p.into_batches(|open| finish(open, rules))?,
+            ));
         }
-        // Ascending partition order (the map's): see the module doc. A refusal drops the
-        // slots taken so far, and nothing was handed over.
+        // Ascending partition order: see the module doc. A refusal drops the slots taken
+        // so far, and nothing was handed over.
         let mut slots = Vec::with_capacity(parts.len());
         for &(partition, ..) in &parts {
             let handle = &self.topic.partitions[partition as usize];
             slots.push(handle.reserve(!options.no_wait).await?);
         }
-        let alone = parts.len() == 1;
         let pending: Vec<_> = slots
             .into_iter()
             .zip(parts)
             .map(|(slot, (partition, count, batches))| {
-                (partition, count, slot.append(batches, options.sync, alone))
+                (partition, count, slot.append(batches, options.sync, false))
             })
             .collect();
         let mut appended = Vec::with_capacity(pending.len());
@@ -301,7 +315,6 @@ impl<'t> SendBatch<'t> {
                 }),
             }
         }
-        let positions = self.positions;
         match failed.len() {
             0 => Ok(SendReceipt {
                 partitions: appended,
@@ -334,58 +347,4 @@ pub(crate) fn check_batch_size(b: EncodedBatch) -> Result<EncodedBatch> {
         });
     }
     Ok(b)
-}
-
-/// Each record's partition and timestamp, in the order added, as runs of equal values:
-/// the keyless records of one send share one partition, and records without a timestamp
-/// share the append time, so the usual send costs two runs, not two entries per record.
-#[derive(Debug, Default)]
-struct Positions {
-    partitions: Vec<(u32, u64)>,
-    timestamps: Vec<(i64, u64)>,
-    len: u64,
-}
-
-impl Positions {
-    fn push(&mut self, partition: u32, timestamp: i64) {
-        push_run(&mut self.partitions, partition);
-        push_run(&mut self.timestamps, timestamp);
-        self.len += 1;
-    }
-
-    /// Each record's metadata, or, for a record of a partition missing from `appended`
-    /// (which must be sorted by partition), its partition as the error.
-    fn walk<'a>(
-        &'a self,
-        appended: &'a [PartitionAppend],
-    ) -> impl Iterator<Item = std::result::Result<RecordMetadata, u32>> + 'a {
-        let mut next: BTreeMap<u32, u64> = BTreeMap::new();
-        expand(&self.partitions)
-            .zip(expand(&self.timestamps))
-            .map(move |(partition, timestamp)| {
-                let index = next.entry(partition).or_insert(0);
-                let i = *index;
-                *index += 1;
-                appended
-                    .binary_search_by_key(&partition, |p| p.partition)
-                    .map(|at| RecordMetadata {
-                        partition,
-                        offset: appended[at].base_offset + i,
-                        timestamp,
-                    })
-                    .map_err(|_| partition)
-            })
-    }
-}
-
-fn push_run<T: Copy + PartialEq>(runs: &mut Vec<(T, u64)>, value: T) {
-    match runs.last_mut() {
-        Some((v, n)) if *v == value => *n += 1,
-        _ => runs.push((value, 1)),
-    }
-}
-
-fn expand<T: Copy>(runs: &[(T, u64)]) -> impl Iterator<Item = T> + '_ {
-    runs.iter()
-        .flat_map(|&(v, n)| std::iter::repeat_n(v, usize_saturating(n)))
 }
