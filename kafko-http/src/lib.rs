@@ -41,6 +41,7 @@ mod codec;
 mod dto;
 mod error;
 mod extract;
+mod json;
 mod metrics;
 mod middleware;
 mod on_sent;

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use axum::extract::State;
-use axum::http::{HeaderMap, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::Response;
 
 use kafko_core::{KafkoError, PartitionReader, TopicId};
 
@@ -13,6 +13,7 @@ use crate::config::ServerConfig;
 use crate::dto::{FetchQuery, FetchResponse, FormatQuery, Problem};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Path, Query, check_topic};
+use crate::json;
 use crate::state::AppState;
 
 use super::stream;
@@ -89,14 +90,17 @@ pub(crate) async fn fetch(
         .collect::<ApiResult<Vec<_>>>()?;
     let bytes = fetched.records.iter().map(payload_bytes).sum();
     state.metrics.consumed(&topic, records.len(), bytes);
-    Ok(axum::Json(FetchResponse {
+    // Base64 (the default format) is a third longer than the bytes; then each record's
+    // member names and numbers.
+    let estimate = bytes + bytes / 3 + records.len() * 112 + 160;
+    let answer = FetchResponse {
         records,
         next_offset: fetched.next_offset,
         high_watermark: fetched.high_watermark,
         log_start_offset: fetched.log_start_offset,
         topic_id: reader.topic_id().to_string(),
-    })
-    .into_response())
+    };
+    Ok(json::answer(StatusCode::OK, &answer, estimate))
 }
 
 /// A resolved read: the partition (resolved once), where to start and how much to take.

@@ -9,7 +9,7 @@ use std::convert::Infallible;
 use axum::extract::{FromRequestParts, RawQuery, State};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use bytes::Bytes;
@@ -27,6 +27,7 @@ use crate::dto::{
 };
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Body, Path, Query, check_topic, is_json, media_type};
+use crate::json;
 use crate::state::AppState;
 
 const NDJSON: &str = "application/x-ndjson";
@@ -105,9 +106,19 @@ pub(crate) async fn produce(
 
 /// The 201 answer.
 fn created(receipt: &SendReceipt, per_record: bool) -> Response {
+    let partitions = receipt.partitions();
+    let offsets = per_record.then(|| {
+        let mut offsets = Vec::with_capacity(usize::try_from(receipt.record_count()).unwrap_or(0));
+        offsets.extend(receipt.records().map(position));
+        offsets
+    });
+    let estimate = 32
+        + partitions.len() * PARTITION_JSON_BYTES
+        + offsets
+            .as_ref()
+            .map_or(0, |o| o.len() * POSITION_JSON_BYTES);
     let answer = ProduceResponse {
-        partitions: receipt
-            .partitions()
+        partitions: partitions
             .iter()
             .map(|p| PartitionAppended {
                 partition: p.partition,
@@ -115,10 +126,15 @@ fn created(receipt: &SendReceipt, per_record: bool) -> Response {
                 record_count: p.record_count,
             })
             .collect(),
-        offsets: per_record.then(|| receipt.records().map(position).collect()),
+        offsets,
     };
-    (StatusCode::CREATED, axum::Json(answer)).into_response()
+    json::answer(StatusCode::CREATED, &answer, estimate)
 }
+
+/// Room for one `PartitionAppended` (or `PartitionOutcome` without an error) in JSON.
+const PARTITION_JSON_BYTES: usize = 72;
+/// Room for one `RecordPosition` in JSON (a millisecond timestamp has 13 digits).
+const POSITION_JSON_BYTES: usize = 64;
 
 /// The 207 answer to a request that some partitions appended and others did not.
 fn multi_status(partial: PartialSend, per_record: bool) -> Response {
@@ -153,7 +169,14 @@ fn multi_status(partial: PartialSend, per_record: bool) -> Response {
         failed_records,
         offsets,
     };
-    (StatusCode::MULTI_STATUS, axum::Json(answer)).into_response()
+    let estimate = 64
+        + answer.partitions.len() * (PARTITION_JSON_BYTES + 96)
+        + answer.failed_records.len() * 8
+        + answer
+            .offsets
+            .as_ref()
+            .map_or(0, |o| o.len() * POSITION_JSON_BYTES);
+    json::answer(StatusCode::MULTI_STATUS, &answer, estimate)
 }
 
 fn position(m: RecordMetadata) -> RecordPosition {
