@@ -22,16 +22,21 @@ pub(crate) fn answer(status: StatusCode, value: &impl Serialize, estimate: usize
         )
         .into_response();
     }
+    raw_answer(status, buf)
+}
+
+/// `json`, already serialized, as an `application/json` answer with `status`.
+pub(crate) fn raw_answer(status: StatusCode, mut json: Vec<u8>) -> Response {
     // `Bytes` takes a `Vec` with spare room through a shared header allocated besides;
     // shrunk to its length first, it takes it as it is.
-    buf.shrink_to_fit();
+    json.shrink_to_fit();
     (
         status,
         [(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         )],
-        Bytes::from(buf),
+        Bytes::from(json),
     )
         .into_response()
 }

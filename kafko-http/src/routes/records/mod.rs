@@ -1,7 +1,8 @@
-//! Records: produce (`produce`), JSON fetch and long-poll (`fetch`), NDJSON and SSE
+//! Records: produce (`produce`, its 201 answer `created`), JSON fetch and long-poll (`fetch`), NDJSON and SSE
 //! streams (`stream`), the raw single-record read and offset lookup (`single`), and the
 //! record conversions they share.
 
+mod created;
 pub(crate) mod fetch;
 pub(crate) mod produce;
 pub(crate) mod single;

@@ -15,19 +15,20 @@ use base64::engine::general_purpose::STANDARD;
 use bytes::Bytes;
 use kafko_core::{
     AdminError, Header, KafkoError, PartialSend, ProduceError, Producer, RecordMetadata, RecordRef,
-    SendOptions, SendReceipt,
+    SendOptions,
 };
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
 use crate::codec::{Format, decode_from};
 use crate::dto::{
-    FormatQuery, PartialProduceResponse, PartitionAppended, PartitionError, PartitionOutcome,
-    Problem, ProduceAnswer, ProduceQuery, ProduceRequest, ProduceResponse, RecordIn,
-    RecordPosition,
+    FormatQuery, PartialProduceResponse, PartitionError, PartitionOutcome, Problem, ProduceAnswer,
+    ProduceQuery, ProduceRequest, ProduceResponse, RecordIn, RecordPosition,
 };
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Body, Path, Query, check_topic, is_json, media_type};
 use crate::json;
+
+use super::created::created;
 use crate::state::AppState;
 
 const NDJSON: &str = "application/x-ndjson";
@@ -104,34 +105,7 @@ pub(crate) async fn produce(
     }
 }
 
-/// The 201 answer.
-fn created(receipt: &SendReceipt, per_record: bool) -> Response {
-    let partitions = receipt.partitions();
-    let offsets = per_record.then(|| {
-        let mut offsets = Vec::with_capacity(usize::try_from(receipt.record_count()).unwrap_or(0));
-        offsets.extend(receipt.records().map(position));
-        offsets
-    });
-    let estimate = 32
-        + partitions.len() * PARTITION_JSON_BYTES
-        + offsets
-            .as_ref()
-            .map_or(0, |o| o.len() * POSITION_JSON_BYTES);
-    let answer = ProduceResponse {
-        partitions: partitions
-            .iter()
-            .map(|p| PartitionAppended {
-                partition: p.partition,
-                base_offset: p.base_offset,
-                record_count: p.record_count,
-            })
-            .collect(),
-        offsets,
-    };
-    json::answer(StatusCode::CREATED, &answer, estimate)
-}
-
-/// Room for one `PartitionAppended` (or `PartitionOutcome` without an error) in JSON.
+/// Room for one partition's outcome in a 207's JSON.
 const PARTITION_JSON_BYTES: usize = 72;
 /// Room for one `RecordPosition` in JSON (a millisecond timestamp has 13 digits).
 const POSITION_JSON_BYTES: usize = 64;

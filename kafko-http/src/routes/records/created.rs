@@ -1,0 +1,169 @@
+//! The 201 answer to a produce, written straight from the receipt into the body's
+//! buffer. It is on the path of every produce, and serde's form of it (per-partition
+//! and per-record objects, each key escaped at run time) cost a one-record produce
+//! 2,760 more instructions than this (callgrind, 4.2 k against 1.4 k), 7 % of the
+//! request's user-space work. A test holds the two forms equal, so [`ProduceResponse`]
+//! stays the answer's one contract (and its schema).
+//!
+//! [`ProduceResponse`]: crate::dto::ProduceResponse
+
+use axum::http::StatusCode;
+use axum::response::Response;
+use kafko_core::{PartitionAppend, RecordMetadata, SendReceipt};
+
+use crate::json;
+
+/// The 201 answer to a send: per partition, and with `per_record` every record's position.
+pub(crate) fn created(receipt: &SendReceipt, per_record: bool) -> Response {
+    let records = per_record.then(|| receipt.records());
+    json::raw_answer(StatusCode::CREATED, write(receipt.partitions(), records))
+}
+
+/// Room for one partition's object (or one record's), numbers at their longest.
+const ENTRY_BYTES: usize = 80;
+
+/// `ProduceResponse`'s JSON form.
+fn write(
+    partitions: &[PartitionAppend],
+    records: Option<impl Iterator<Item = RecordMetadata>>,
+) -> Vec<u8> {
+    let record_count: u64 = partitions.iter().map(|p| p.record_count).sum();
+    let per_record = if records.is_some() { record_count } else { 0 };
+    let entries = partitions.len() + usize::try_from(per_record).unwrap_or(0);
+    let mut out = Vec::with_capacity(entries.saturating_mul(ENTRY_BYTES).saturating_add(32));
+    out.extend_from_slice(br#"{"partitions":["#);
+    for (i, p) in partitions.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(br#"{"partition":"#);
+        push_u64(&mut out, u64::from(p.partition));
+        out.extend_from_slice(br#","base_offset":"#);
+        push_u64(&mut out, p.base_offset);
+        out.extend_from_slice(br#","record_count":"#);
+        push_u64(&mut out, p.record_count);
+        out.push(b'}');
+    }
+    out.push(b']');
+    if let Some(records) = records {
+        out.extend_from_slice(br#","offsets":["#);
+        for (i, m) in records.enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(br#"{"partition":"#);
+            push_u64(&mut out, u64::from(m.partition));
+            out.extend_from_slice(br#","offset":"#);
+            push_u64(&mut out, m.offset);
+            out.extend_from_slice(br#","timestamp":"#);
+            if m.timestamp < 0 {
+                out.push(b'-');
+            }
+            push_u64(&mut out, m.timestamp.unsigned_abs());
+            out.push(b'}');
+        }
+        out.push(b']');
+    }
+    out.push(b'}');
+    out
+}
+
+/// Appends `n` in decimal.
+fn push_u64(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        // `n % 10` is below 10: the narrowing cannot lose anything.
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::dto::{PartitionAppended, ProduceResponse, RecordPosition};
+
+    /// What serde makes of the same answer.
+    fn serde_form(partitions: &[PartitionAppend], records: Option<&[RecordMetadata]>) -> Vec<u8> {
+        let answer = ProduceResponse {
+            partitions: partitions
+                .iter()
+                .map(|p| PartitionAppended {
+                    partition: p.partition,
+                    base_offset: p.base_offset,
+                    record_count: p.record_count,
+                })
+                .collect(),
+            offsets: records.map(|r| {
+                r.iter()
+                    .map(|m| RecordPosition {
+                        partition: m.partition,
+                        offset: m.offset,
+                        timestamp: m.timestamp,
+                    })
+                    .collect()
+            }),
+        };
+        serde_json::to_vec(&answer).unwrap()
+    }
+
+    fn check(partitions: &[PartitionAppend], records: Option<&[RecordMetadata]>) {
+        let written = write(partitions, records.map(|r| r.iter().copied()));
+        assert_eq!(
+            String::from_utf8(written).unwrap(),
+            String::from_utf8(serde_form(partitions, records)).unwrap()
+        );
+    }
+
+    fn append(partition: u32, base_offset: u64, record_count: u64) -> PartitionAppend {
+        PartitionAppend {
+            partition,
+            base_offset,
+            record_count,
+        }
+    }
+
+    fn meta(partition: u32, offset: u64, timestamp: i64) -> RecordMetadata {
+        RecordMetadata {
+            partition,
+            offset,
+            timestamp,
+        }
+    }
+
+    #[test]
+    fn the_written_answer_is_the_serde_form_at_the_edges() {
+        check(&[], None);
+        check(&[], Some(&[]));
+        check(&[append(0, 0, 1)], Some(&[meta(0, 0, 0)]));
+        check(
+            &[append(u32::MAX, u64::MAX, u64::MAX), append(9, 10, 99)],
+            Some(&[
+                meta(u32::MAX, u64::MAX, i64::MIN),
+                meta(10, 99, -1),
+                meta(100, 1000, i64::MAX),
+            ]),
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn the_written_answer_is_the_serde_form(
+            partitions in prop::collection::vec((any::<u32>(), any::<u64>(), any::<u64>()), 0..5),
+            records in prop::option::of(prop::collection::vec((any::<u32>(), any::<u64>(), any::<i64>()), 0..20)),
+        ) {
+            let partitions: Vec<_> = partitions.into_iter().map(|(p, b, c)| append(p, b, c)).collect();
+            let records: Option<Vec<_>> =
+                records.map(|r| r.into_iter().map(|(p, o, t)| meta(p, o, t)).collect());
+            check(&partitions, records.as_deref());
+        }
+    }
+}
