@@ -21,16 +21,26 @@ pub(crate) fn created(receipt: &SendReceipt, per_record: bool) -> Response {
 
 /// Room for one partition's object (or one record's), numbers at their longest.
 const ENTRY_BYTES: usize = 80;
+/// Entries the answer's buffer is sized for at most, before it is written.
+const PRESIZED_ENTRIES: usize = 1024;
 
 /// `ProduceResponse`'s JSON form.
 fn write(
     partitions: &[PartitionAppend],
     records: Option<impl Iterator<Item = RecordMetadata>>,
 ) -> Vec<u8> {
-    let record_count: u64 = partitions.iter().map(|p| p.record_count).sum();
-    let per_record = if records.is_some() { record_count } else { 0 };
-    let entries = partitions.len() + usize::try_from(per_record).unwrap_or(0);
-    let mut out = Vec::with_capacity(entries.saturating_mul(ENTRY_BYTES).saturating_add(32));
+    let per_record = match records {
+        Some(_) => partitions
+            .iter()
+            .fold(0u64, |n, p| n.saturating_add(p.record_count)),
+        None => 0,
+    };
+    // Sized for the usual answer; a longer one grows as it is written.
+    let entries = usize::try_from(per_record)
+        .unwrap_or(usize::MAX)
+        .saturating_add(partitions.len())
+        .min(PRESIZED_ENTRIES);
+    let mut out = Vec::with_capacity(32 + entries * ENTRY_BYTES);
     out.extend_from_slice(br#"{"partitions":["#);
     for (i, p) in partitions.iter().enumerate() {
         if i > 0 {
