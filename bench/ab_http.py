@@ -16,6 +16,12 @@ Usage (after `cargo build --release -p kafko-http -p kafko-bench-noop`):
                      [--beside-batches 0] [--noop target/release/kafko-bench-noop]
                      NAME=BINARY [NAME=BINARY ...]
 
+`--workload` picks the load: `single` (default: one raw record per request), `batch`
+(a JSON batch of `--batch-records` records of `--size` bytes per request) or `consume`
+(JSON fetches of 1,000 records from a partition pre-filled with 10,000, each system's
+own directory written once by that system and copied per run). The no-op ceiling gets
+the same requests, except with `consume`, which it does not serve.
+
 `--redis` adds Redis `XADD` (AOF everysec, `redis-benchmark`, same connections and
 size) to every round, for the "as fast as Redis on the same box" comparison.
 `--beside-batches N` adds N connections posting 1,000 × 1 KiB JSON batches to the same
@@ -77,27 +83,65 @@ def perf_counts(pid: int, seconds: float) -> dict[str, float]:
     return counts
 
 
+PREFILL_RECORDS = 10_000
+FETCH_RECORDS = 1_000
+
+
+def create_topic(srv, args) -> None:
+    cfg = {"partitions": 1, "fsync": {"mode": args.fsync}}
+    http("PUT", srv.url("/v1/topics/bench"), json.dumps(cfg).encode())
+
+
+def prefilled(name: str, argv: list[str], args, tmp: str) -> str:
+    """A data directory holding `PREFILL_RECORDS` records in topic `bench`, written by
+    this system itself (once; later runs copy it)."""
+    d = os.path.join(tmp, f"prefilled-{name}")
+    if os.path.isdir(d):
+        return d
+    srv = Server([*argv, "--data-dir", d, "--bind", "127.0.0.1:0"], d + ".log")
+    try:
+        create_topic(srv, args)
+        body = batch_body(1000, args.size)
+        for _ in range(PREFILL_RECORDS // 1000):
+            status, _ = http("POST", srv.url("/v1/topics/bench/records"), body)
+            if status != 201:
+                raise RuntimeError(f"prefill of {name}: {status}")
+    finally:
+        srv.stop()
+    return d
+
+
 def one_run(name: str, argv: list[str], is_kafko: bool, args, tmp: str) -> dict:
     data = tempfile.mkdtemp(prefix="ab-", dir=tmp)
     if is_kafko:
+        if args.workload == "consume":
+            shutil.copytree(prefilled(name, argv, args, tmp), os.path.join(data, "data"))
         argv = [*argv, "--data-dir", os.path.join(data, "data")]
     srv = Server([*argv, "--bind", "127.0.0.1:0"], os.path.join(data, "server.log"))
     try:
-        if is_kafko:
-            cfg = {"partitions": 1, "fsync": {"mode": args.fsync}}
-            http("PUT", srv.url("/v1/topics/bench"), json.dumps(cfg).encode())
+        if is_kafko and args.workload != "consume":
+            create_topic(srv, args)
         body = os.path.join(data, "body")
         with open(body, "wb") as f:
-            f.write(value(args.size, 0))
+            if args.workload == "batch":
+                f.write(batch_body(args.batch_records, args.size))
+            else:
+                f.write(value(args.size, 0))
         result: dict = {}
         batches: dict = {}
         url = srv.url("/v1/topics/bench/records")
+        if args.workload == "consume":
+            # Offsets 0, 1000, …, 9000: every fetch is a full one.
+            query = f"\\?partition=0&offset=[0-9]000&max_records={FETCH_RECORDS}"
+            request = ["--rand-regex-url"]
+            url = url + query
+        elif args.workload == "batch":
+            request = ["-m", "POST", "-D", body, "-H", "content-type: application/json"]
+        else:
+            request = ["-m", "POST", "-D", body, "-H", "content-type: application/octet-stream"]
 
         def load():
-            result.update(run_oha(
-                args.oha, url, args.conns, args.secs,
-                ["-m", "POST", "-D", body, "-H", "content-type: application/octet-stream"],
-            ))
+            result.update(run_oha(args.oha, url, args.conns, args.secs, request))
 
         def batch_load():
             batch = os.path.join(data, "batch")
@@ -176,12 +220,14 @@ def main() -> int:
     ap.add_argument("--secs", type=int, default=5)
     ap.add_argument("--size", type=int, default=256)
     ap.add_argument("--fsync", default="never", choices=["never", "always"])
+    ap.add_argument("--workload", default="single", choices=["single", "batch", "consume"])
+    ap.add_argument("--batch-records", type=int, default=1000)
     ap.add_argument("--beside-batches", type=int, default=0, metavar="N")
     ap.add_argument("--redis", action="store_true")
     args = ap.parse_args()
     if args.secs < 3:
         ap.error("--secs must be at least 3 (1 s warm-up, then the counted window)")
-    systems = [("no-op", [args.noop], False)]
+    systems = [] if args.workload == "consume" else [("no-op", [args.noop], False)]
     for spec in args.systems:
         name, sep, binary = spec.partition("=")
         if not sep or not name or not binary:
@@ -215,14 +261,14 @@ def main() -> int:
                 print(f"round {rnd} {fmt(r)}", flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    ceiling = statistics.median(r["rps"] for r in runs["no-op"])
-    print(f"\nmedians over {args.rounds} rounds ({args.conns} connections, "
+    ceiling = statistics.median(r["rps"] for r in runs.get("no-op", [{"rps": 0.0}]))
+    print(f"\nmedians over {args.rounds} rounds ({args.workload}, {args.conns} connections, "
           f"{args.size} B, fsync {args.fsync}):")
     for name, rs in runs.items():
         keys = {k for r in rs for k in r if k != "name"}
         med = {k: statistics.median(r[k] for r in rs if k in r) for k in keys}
         lo, hi = min(r["rps"] for r in rs), max(r["rps"] for r in rs)
-        share = f"  {med['rps'] / ceiling:4.0%} of the no-op" if name != "no-op" else ""
+        share = f"  {med['rps'] / ceiling:4.0%} of the no-op" if name != "no-op" and ceiling else ""
         print(f"{fmt({'name': name, **med})}  (req/s {lo:,.0f}–{hi:,.0f}){share}")
         if any(r["failed"] for r in rs):
             print(f"{'':>14}failed responses: {[r['failed'] for r in rs]}")

@@ -176,6 +176,14 @@ impl Metrics {
     /// The log's families: per-topic counters, partition gauges and counters, group
     /// lag. Returns the high watermark lines, which the exposition lists later.
     fn render_log(&self, out: &mut String, kafko: &Kafko) -> String {
+        self.render_topic_counters(out);
+        let hw = render_partitions(out, kafko);
+        render_group_lag(out, kafko);
+        hw
+    }
+
+    /// Records and bytes in and out, per topic.
+    fn render_topic_counters(&self, out: &mut String) {
         let topics = self
             .topics
             .lock()
@@ -201,62 +209,72 @@ impl Metrics {
                 let _ = writeln!(out, "{name}{{topic=\"{topic}\"}} {v}");
             }
         }
-        let _ = writeln!(
-            out,
-            "# HELP kafko_partition_queue_depth Appends waiting in the partition's write queue.\n# TYPE kafko_partition_queue_depth gauge"
-        );
-        let mut hw = String::new();
-        let mut groups = String::new();
-        for topic in kafko.list_topics() {
-            let Ok(d) = kafko.describe_topic(&topic) else {
-                continue;
-            };
-            for p in d.partitions {
-                let labels = format!("topic=\"{topic}\",partition=\"{}\"", p.partition);
-                let _ = writeln!(
-                    out,
-                    "kafko_partition_queue_depth{{{labels}}} {}",
-                    p.queue_depth
-                );
-                let _ = writeln!(
-                    hw,
-                    "kafko_partition_high_watermark{{{labels}}} {}",
-                    p.high_watermark
-                );
-                let _ = writeln!(
-                    groups,
-                    "kafko_partition_write_groups_total{{{labels}}} {}\nkafko_partition_appends_written_total{{{labels}}} {}",
-                    p.write_groups, p.appends_written
-                );
-            }
+    }
+}
+
+/// Queue depth and write groups per partition; returns the high watermark lines.
+fn render_partitions(out: &mut String, kafko: &Kafko) -> String {
+    let _ = writeln!(
+        out,
+        "# HELP kafko_partition_queue_depth Appends waiting in the partition's write queue.\n# TYPE kafko_partition_queue_depth gauge"
+    );
+    let mut hw = String::new();
+    let mut groups = String::new();
+    for topic in kafko.list_topics() {
+        let Ok(d) = kafko.describe_topic(&topic) else {
+            continue;
+        };
+        for p in d.partitions {
+            let labels = format!("topic=\"{topic}\",partition=\"{}\"", p.partition);
+            let _ = writeln!(
+                out,
+                "kafko_partition_queue_depth{{{labels}}} {}",
+                p.queue_depth
+            );
+            let _ = writeln!(
+                hw,
+                "kafko_partition_high_watermark{{{labels}}} {}",
+                p.high_watermark
+            );
+            let _ = writeln!(
+                groups,
+                "kafko_partition_write_groups_total{{{labels}}} {}\nkafko_partition_appends_written_total{{{labels}}} {}",
+                p.write_groups, p.appends_written
+            );
         }
-        let _ = write!(
-            out,
-            "# HELP kafko_partition_write_groups_total Writes of a write group: each holds the appends queued while the previous one was written.\n# TYPE kafko_partition_write_groups_total counter\n# HELP kafko_partition_appends_written_total Appends written; divided by the write groups, the mean group size.\n# TYPE kafko_partition_appends_written_total counter\n{groups}"
-        );
-        let _ = writeln!(
-            out,
-            "# HELP kafko_group_lag Records between a group's committed offset and the high watermark.\n# TYPE kafko_group_lag gauge"
-        );
-        for listing in kafko.list_groups() {
-            let Ok(d) = kafko.group(&listing.group).and_then(|g| g.describe()) else {
-                continue;
-            };
-            for t in &d.topics {
-                for p in &t.partitions {
-                    if let Some(lag) = p.lag {
-                        let _ = writeln!(
-                            out,
-                            "kafko_group_lag{{group=\"{}\",topic=\"{}\",partition=\"{}\"}} {lag}",
-                            d.group, t.topic, p.partition
-                        );
-                    }
+    }
+    let _ = write!(
+        out,
+        "# HELP kafko_partition_write_groups_total Writes of a write group: each holds the appends queued while the previous one was written.\n# TYPE kafko_partition_write_groups_total counter\n# HELP kafko_partition_appends_written_total Appends written; divided by the write groups, the mean group size.\n# TYPE kafko_partition_appends_written_total counter\n{groups}"
+    );
+    hw
+}
+
+/// Each group's lag per partition.
+fn render_group_lag(out: &mut String, kafko: &Kafko) {
+    let _ = writeln!(
+        out,
+        "# HELP kafko_group_lag Records between a group's committed offset and the high watermark.\n# TYPE kafko_group_lag gauge"
+    );
+    for listing in kafko.list_groups() {
+        let Ok(d) = kafko.group(&listing.group).and_then(|g| g.describe()) else {
+            continue;
+        };
+        for t in &d.topics {
+            for p in &t.partitions {
+                if let Some(lag) = p.lag {
+                    let _ = writeln!(
+                        out,
+                        "kafko_group_lag{{group=\"{}\",topic=\"{}\",partition=\"{}\"}} {lag}",
+                        d.group, t.topic, p.partition
+                    );
                 }
             }
         }
-        hw
     }
+}
 
+impl Metrics {
     /// The HTTP server's families, after the partitions' high watermarks (`hw`).
     fn render_http(&self, out: &mut String, hw: &str) {
         let _ = writeln!(

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use super::batch::{BatchHeader, HEADER_LEN, crc_matches};
 use super::index::{self, SegmentSummary, SparseIndex};
-use super::reader::{BatchFault, BatchIter, read_full};
+use super::reader::{BatchFault, BatchIter, FramedBatch, read_full};
 use crate::convert::usize_saturating;
 use crate::error::{KafkoError, Result};
 use crate::storage::StorageFile;
@@ -45,48 +45,35 @@ pub(crate) fn scan(file: &dyn StorageFile, path: &Path, base_offset: u64) -> Res
         .len()
         .map_err(|e| KafkoError::io("reading length of", path, e))?;
     let mut iter = BatchIter::new(file, 0, file_len);
-    let mut index = SparseIndex::default();
-    let mut next_offset = base_offset;
-    let mut max_timestamp = i64::MIN;
+    let mut read = ScanState {
+        index: SparseIndex::default(),
+        next_offset: base_offset,
+        max_timestamp: i64::MIN,
+    };
     let mut torn_tail = None;
     // Where the append whose batches are being read began, while more of them follow.
     let mut open_append: Option<AppendStart> = None;
     while let Some(item) = iter.next_batch() {
         match item {
             Ok(batch) => {
-                let h = batch.header;
-                if h.continued && open_append.is_none() {
+                if !batch.header.continued {
+                    open_append = None;
+                } else if open_append.is_none() {
                     open_append = Some(AppendStart {
                         position: batch.position,
-                        next_offset,
-                        max_timestamp,
-                        index: index.clone(),
+                        before: read.clone(),
                     });
-                } else if !h.continued {
-                    open_append = None;
                 }
-                check_follows(
-                    path,
-                    batch.position,
-                    h.base_offset,
-                    next_offset,
-                    base_offset,
-                )?;
-                index.observe(
-                    index::narrow(h.base_offset - base_offset),
-                    index::narrow(batch.position),
-                    h.framed_len() as u64,
-                    h.max_timestamp,
-                );
-                next_offset = h.next_offset();
-                max_timestamp = max_timestamp.max(h.max_timestamp);
+                read.observe(path, &batch, base_offset)?;
             }
             Err(BatchFault::Io(e)) => {
                 return Err(KafkoError::io("scanning", path, std::io::Error::other(e)));
             }
             Err(fault) => {
                 let position = iter.position();
-                if let Some(valid_at) = valid_batch_after(file, position, file_len, next_offset)? {
+                if let Some(valid_at) =
+                    valid_batch_after(file, position, file_len, read.next_offset)?
+                {
                     return Err(KafkoError::corruption(
                         path,
                         position,
@@ -101,36 +88,60 @@ pub(crate) fn scan(file: &dyn StorageFile, path: &Path, base_offset: u64) -> Res
     // The log ends inside an append of several batches: it was never acknowledged
     // (the writer answers once the whole append is written), and it goes whole.
     if let Some(start) = open_append {
+        let ends_at = torn_tail.as_ref().map_or(file_len, |(p, _)| *p);
         torn_tail = Some((
             start.position,
-            format!(
-                "an append of several batches ends at byte {} without its last batch",
-                torn_tail.as_ref().map_or(file_len, |(p, _)| *p)
-            ),
+            format!("an append of several batches ends at byte {ends_at} without its last batch"),
         ));
-        next_offset = start.next_offset;
-        max_timestamp = start.max_timestamp;
-        index = start.index;
+        read = start.before;
     }
-    let log_length = torn_tail.as_ref().map_or(file_len, |(p, _)| *p);
     Ok(Scanned {
         summary: SegmentSummary {
             base_offset,
-            log_length,
-            next_offset,
-            max_timestamp,
+            log_length: torn_tail.as_ref().map_or(file_len, |(p, _)| *p),
+            next_offset: read.next_offset,
+            max_timestamp: read.max_timestamp,
         },
-        index,
+        index: read.index,
         torn_tail,
     })
 }
 
-/// The scan's state before the first batch of an append of several batches.
-struct AppendStart {
-    position: u64,
+/// What a scan has read so far.
+#[derive(Clone)]
+struct ScanState {
+    index: SparseIndex,
     next_offset: u64,
     max_timestamp: i64,
-    index: SparseIndex,
+}
+
+impl ScanState {
+    /// Takes in the next valid batch, which must follow the ones before it.
+    fn observe(&mut self, path: &Path, batch: &FramedBatch, segment_base: u64) -> Result<()> {
+        let h = &batch.header;
+        check_follows(
+            path,
+            batch.position,
+            h.base_offset,
+            self.next_offset,
+            segment_base,
+        )?;
+        self.index.observe(
+            index::narrow(h.base_offset - segment_base),
+            index::narrow(batch.position),
+            h.framed_len() as u64,
+            h.max_timestamp,
+        );
+        self.next_offset = h.next_offset();
+        self.max_timestamp = self.max_timestamp.max(h.max_timestamp);
+        Ok(())
+    }
+}
+
+/// Where an append of several batches began, and what the scan had read before it.
+struct AppendStart {
+    position: u64,
+    before: ScanState,
 }
 
 /// Looks for any CRC-valid batch starting after `from` whose offsets could follow

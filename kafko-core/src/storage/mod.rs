@@ -5,7 +5,7 @@
 //! Dynamic dispatch costs one indirect call per `write`/`fsync` — the writer issues one
 //! `append` per drained group of batches — which is noise next to the syscall itself.
 //!
-//! [`blocking`] is how async code runs the operations that may wait for the device
+//! `blocking` (crate-internal) is how async code runs the operations that may wait for the device
 //! (ARCHITECTURE.md, "The blocking rule").
 
 mod std_fs;
