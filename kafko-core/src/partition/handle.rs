@@ -50,10 +50,20 @@ impl PartitionHandle {
     /// send reserves every partition it needs before it hands anything over.
     pub(crate) async fn reserve(&self, wait: bool) -> Result<Slot<'_>> {
         self.queue.take_room(wait).await?;
-        Ok(Slot {
+        Ok(self.slot())
+    }
+
+    /// Reserves room for one append if the write queue has some now; `None` when full.
+    pub(crate) fn try_reserve(&self) -> Result<Option<Slot<'_>>> {
+        Ok(self.queue.try_take_room()?.then(|| self.slot()))
+    }
+
+    /// A slot for room already taken.
+    fn slot(&self) -> Slot<'_> {
+        Slot {
             handle: self,
             used: false,
-        })
+        }
     }
 
     /// fsyncs everything acknowledged so far.

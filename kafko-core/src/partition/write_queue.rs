@@ -155,23 +155,32 @@ impl WriteQueue {
     /// Takes room for one append. With `wait`, a full queue waits for room; without, it
     /// is `Backpressure`. The room is given back by [`Self::release_room`].
     pub(crate) async fn take_room(&self, wait: bool) -> Result<()> {
-        // `try_acquire` first: it cannot overtake producers already waiting (freed room
-        // goes to the longest waiter first).
-        let permit = match self.room.try_acquire() {
-            Ok(permit) => permit,
-            Err(TryAcquireError::NoPermits) if wait => {
-                self.room.acquire().await.map_err(|_| self.gone())?
-            }
-            Err(TryAcquireError::NoPermits) => {
-                return Err(KafkoError::Backpressure {
-                    topic: self.log.topic.to_string(),
-                    partition: self.log.partition,
-                });
-            }
-            Err(TryAcquireError::Closed) => return Err(self.gone()),
-        };
+        if self.try_take_room()? {
+            return Ok(());
+        }
+        if !wait {
+            return Err(KafkoError::Backpressure {
+                topic: self.log.topic.to_string(),
+                partition: self.log.partition,
+            });
+        }
+        let permit = self.room.acquire().await.map_err(|_| self.gone())?;
         permit.forget();
         Ok(())
+    }
+
+    /// Takes room for one append if there is some now (`false`: the queue is full). It
+    /// cannot overtake producers already waiting: freed room goes to the longest waiter
+    /// first.
+    pub(crate) fn try_take_room(&self) -> Result<bool> {
+        match self.room.try_acquire() {
+            Ok(permit) => {
+                permit.forget();
+                Ok(true)
+            }
+            Err(TryAcquireError::NoPermits) => Ok(false),
+            Err(TryAcquireError::Closed) => Err(self.gone()),
+        }
     }
 
     /// Gives back room taken by [`Self::take_room`].

@@ -18,6 +18,7 @@ mod routed;
 
 use crate::convert::usize_saturating;
 use crate::error::{KafkoError, ProduceError, Result};
+use crate::partition::command::Batches;
 use crate::record::{Header, ProducerRecord, RecordMetadata, now_ms};
 use crate::segment::batch::{self, BatchEncoder, EncodedBatch, RecordFields};
 use crate::topic::{SendOptions, SendRules, Topic};
@@ -248,7 +249,18 @@ impl<'t> SendBatch<'t> {
     /// appended), `PartiallyAppended`, or, when no partition appended, the first
     /// partition's failure (storage, `PartitionReadOnly`, `PartitionPanicked`,
     /// `ShuttingDown`).
-    pub async fn send(self, options: SendOptions) -> Result<SendReceipt, ProduceError> {
+    ///
+    /// The records are closed into their final batches before the returned future is
+    /// first polled; the future holds only those batches and its waits.
+    pub fn send(
+        self,
+        options: SendOptions,
+    ) -> impl Future<Output = Result<SendReceipt, ProduceError>> + 't {
+        hand_over(self.prepare(), options)
+    }
+
+    /// Checks the send and closes every partition's batches.
+    fn prepare(self) -> Result<Prepared<'t>, ProduceError> {
         self.topic.check_live()?;
         if self.is_empty() {
             return Err(ProduceError::InvalidBatch {
@@ -256,77 +268,142 @@ impl<'t> SendBatch<'t> {
             });
         }
         let rules = self.rules;
-        let positions = self.positions;
-        let partitions = match self.partitions.into_single() {
-            Ok((partition, part)) => {
-                // One partition: it appends or fails alone, and its failure is the answer.
-                let record_count = part.records;
-                let batches = part.into_batches(|open| finish(open, rules))?;
-                let handle = &self.topic.partitions[partition as usize];
-                let slot = handle.reserve(!options.no_wait).await?;
-                let base_offset = slot.append(batches, options.sync, true).reply().await?;
-                return Ok(SendReceipt {
-                    partitions: vec![PartitionAppend {
+        let parts = match self.partitions.into_single() {
+            Ok((partition, part)) => Parts::One {
+                partition,
+                record_count: part.records,
+                batches: part.into_batches(|open| finish(open, rules))?,
+            },
+            Err(partitions) => {
+                let mut parts = Vec::with_capacity(partitions.len());
+                for (partition, p) in partitions.into_sorted() {
+                    let record_count = p.records;
+                    parts.push((
                         partition,
-                        base_offset,
                         record_count,
-                    }],
-                    positions,
-                });
+                        p.into_batches(|open| finish(open, rules))?,
+                    ));
+                }
+                Parts::Many(parts)
             }
-            Err(partitions) => partitions,
         };
-        let mut parts = Vec::with_capacity(partitions.len());
-        for (partition, p) in partitions.into_sorted() {
-            let record_count = p.records;
-            parts.push((
+        Ok(Prepared {
+            topic: self.topic,
+            positions: self.positions,
+            parts,
+        })
+    }
+}
+
+/// A send whose batches are closed, ready to be handed to its partitions.
+struct Prepared<'t> {
+    topic: &'t Topic,
+    positions: Positions,
+    parts: Parts,
+}
+
+/// Each partition's records of a send, as closed batches (partition, record count,
+/// batches).
+enum Parts {
+    /// The usual send: one partition, which appends or fails alone.
+    One {
+        partition: u32,
+        record_count: u64,
+        batches: Batches,
+    },
+    /// Several partitions, in ascending order.
+    Many(Vec<(u32, u64, Batches)>),
+}
+
+/// Hands a prepared send to its partitions and awaits their answers.
+async fn hand_over(
+    prepared: Result<Prepared<'_>, ProduceError>,
+    options: SendOptions,
+) -> Result<SendReceipt, ProduceError> {
+    let Prepared {
+        topic,
+        positions,
+        parts,
+    } = prepared?;
+    let (partition, record_count, batches) = match parts {
+        Parts::One {
+            partition,
+            record_count,
+            batches,
+        } => (partition, record_count, batches),
+        // Boxed: its vectors of slots and answers would otherwise make every send's
+        // future as large as a send to many partitions.
+        Parts::Many(parts) => {
+            return Box::pin(hand_over_all(topic, parts, positions, options)).await;
+        }
+    };
+    // One partition: its failure is the answer.
+    let handle = &topic.partitions[partition as usize];
+    let slot = match handle.try_reserve()? {
+        Some(slot) => slot,
+        // Boxed: a full queue is rare, and the wait for room would otherwise be part of
+        // every send's future.
+        None => Box::pin(handle.reserve(!options.no_wait)).await?,
+    };
+    let base_offset = slot.append(batches, options.sync, true).reply().await?;
+    Ok(SendReceipt {
+        partitions: vec![PartitionAppend {
+            partition,
+            base_offset,
+            record_count,
+        }],
+        positions,
+    })
+}
+
+/// Hands a send to several partitions: room in every one first, in ascending order (see
+/// the module doc), then all appends at once, then their answers.
+async fn hand_over_all(
+    topic: &Topic,
+    parts: Vec<(u32, u64, Batches)>,
+    positions: Positions,
+    options: SendOptions,
+) -> Result<SendReceipt, ProduceError> {
+    // A refusal drops the slots taken so far, and nothing was handed over.
+    let mut slots = Vec::with_capacity(parts.len());
+    for &(partition, ..) in &parts {
+        let handle = &topic.partitions[partition as usize];
+        slots.push(handle.reserve(!options.no_wait).await?);
+    }
+    let pending: Vec<_> = slots
+        .into_iter()
+        .zip(parts)
+        .map(|(slot, (partition, count, batches))| {
+            (partition, count, slot.append(batches, options.sync, false))
+        })
+        .collect();
+    let mut appended = Vec::with_capacity(pending.len());
+    let mut failed = Vec::new();
+    for (partition, record_count, reply) in pending {
+        match reply.reply().await {
+            Ok(base_offset) => appended.push(PartitionAppend {
+                partition,
+                base_offset,
+                record_count,
+            }),
+            Err(error) => failed.push(PartitionFailure {
                 partition,
                 record_count,
-                p.into_batches(|open| finish(open, rules))?,
-            ));
-        }
-        // Ascending partition order: see the module doc. A refusal drops the slots taken
-        // so far, and nothing was handed over.
-        let mut slots = Vec::with_capacity(parts.len());
-        for &(partition, ..) in &parts {
-            let handle = &self.topic.partitions[partition as usize];
-            slots.push(handle.reserve(!options.no_wait).await?);
-        }
-        let pending: Vec<_> = slots
-            .into_iter()
-            .zip(parts)
-            .map(|(slot, (partition, count, batches))| {
-                (partition, count, slot.append(batches, options.sync, false))
-            })
-            .collect();
-        let mut appended = Vec::with_capacity(pending.len());
-        let mut failed = Vec::new();
-        for (partition, record_count, reply) in pending {
-            match reply.reply().await {
-                Ok(base_offset) => appended.push(PartitionAppend {
-                    partition,
-                    base_offset,
-                    record_count,
-                }),
-                Err(error) => failed.push(PartitionFailure {
-                    partition,
-                    record_count,
-                    error: error.into(),
-                }),
-            }
-        }
-        match failed.len() {
-            0 => Ok(SendReceipt {
-                partitions: appended,
-                positions,
+                error: error.into(),
             }),
-            _ if appended.is_empty() => Err(failed.swap_remove(0).error),
-            _ => Err(ProduceError::PartiallyAppended(Box::new(PartialSend {
-                appended,
-                failed,
-                positions,
-            }))),
         }
+    }
+    match failed.len() {
+        0 => Ok(SendReceipt {
+            partitions: appended,
+            positions,
+        }),
+        _ if appended.is_empty() => Err(failed.swap_remove(0).error),
+        _ => Err(ProduceError::PartiallyAppended(Box::new(PartialSend {
+            appended,
+            failed,
+            positions,
+        }))),
     }
 }
 

@@ -15,71 +15,81 @@ use crate::json;
 
 /// The 201 answer to a send: per partition, and with `per_record` every record's position.
 pub(crate) fn created(receipt: &SendReceipt, per_record: bool) -> Response {
-    let records = per_record.then(|| receipt.records());
-    json::raw_answer(StatusCode::CREATED, write(receipt.partitions(), records))
+    let records = || per_record.then(|| receipt.records());
+    // Measured first, then written into a buffer of exactly that size: the body takes
+    // it as it is (a buffer with spare room costs `Bytes` a second allocation, or a
+    // shrinking `realloc`, which takes the allocator's arena lock).
+    let mut length = Length(0);
+    write(&mut length, receipt.partitions(), records());
+    let mut json = Vec::with_capacity(length.0);
+    write(&mut json, receipt.partitions(), records());
+    json::raw_answer(StatusCode::CREATED, json)
 }
 
-/// Room for one partition's object (or one record's), numbers at their longest.
-const ENTRY_BYTES: usize = 80;
-/// Entries the answer's buffer is sized for at most, before it is written.
-const PRESIZED_ENTRIES: usize = 1024;
+/// Where the answer is written: a buffer, or a count of its bytes.
+trait Sink {
+    fn put(&mut self, bytes: &[u8]);
+}
+
+impl Sink for Vec<u8> {
+    fn put(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+}
+
+/// Counts the bytes put.
+struct Length(usize);
+
+impl Sink for Length {
+    fn put(&mut self, bytes: &[u8]) {
+        self.0 += bytes.len();
+    }
+}
 
 /// `ProduceResponse`'s JSON form.
 fn write(
+    out: &mut impl Sink,
     partitions: &[PartitionAppend],
     records: Option<impl Iterator<Item = RecordMetadata>>,
-) -> Vec<u8> {
-    let per_record = match records {
-        Some(_) => partitions
-            .iter()
-            .fold(0u64, |n, p| n.saturating_add(p.record_count)),
-        None => 0,
-    };
-    // Sized for the usual answer; a longer one grows as it is written.
-    let entries = usize::try_from(per_record)
-        .unwrap_or(usize::MAX)
-        .saturating_add(partitions.len())
-        .min(PRESIZED_ENTRIES);
-    let mut out = Vec::with_capacity(32 + entries * ENTRY_BYTES);
-    out.extend_from_slice(br#"{"partitions":["#);
+) {
+    out.put(br#"{"partitions":["#);
     for (i, p) in partitions.iter().enumerate() {
         if i > 0 {
-            out.push(b',');
+            out.put(b",");
         }
-        out.extend_from_slice(br#"{"partition":"#);
-        push_u64(&mut out, u64::from(p.partition));
-        out.extend_from_slice(br#","base_offset":"#);
-        push_u64(&mut out, p.base_offset);
-        out.extend_from_slice(br#","record_count":"#);
-        push_u64(&mut out, p.record_count);
-        out.push(b'}');
+        out.put(br#"{"partition":"#);
+        put_u64(out, u64::from(p.partition));
+        out.put(br#","base_offset":"#);
+        put_u64(out, p.base_offset);
+        out.put(br#","record_count":"#);
+        put_u64(out, p.record_count);
+        out.put(b"}");
     }
-    out.push(b']');
+    out.put(b"]");
     if let Some(records) = records {
-        out.extend_from_slice(br#","offsets":["#);
+        out.put(br#","offsets":["#);
         for (i, m) in records.enumerate() {
             if i > 0 {
-                out.push(b',');
+                out.put(b",");
             }
-            out.extend_from_slice(br#"{"partition":"#);
-            push_u64(&mut out, u64::from(m.partition));
-            out.extend_from_slice(br#","offset":"#);
-            push_u64(&mut out, m.offset);
-            out.extend_from_slice(br#","timestamp":"#);
+            out.put(br#"{"partition":"#);
+            put_u64(out, u64::from(m.partition));
+            out.put(br#","offset":"#);
+            put_u64(out, m.offset);
+            out.put(br#","timestamp":"#);
             if m.timestamp < 0 {
-                out.push(b'-');
+                out.put(b"-");
             }
-            push_u64(&mut out, m.timestamp.unsigned_abs());
-            out.push(b'}');
+            put_u64(out, m.timestamp.unsigned_abs());
+            out.put(b"}");
         }
-        out.push(b']');
+        out.put(b"]");
     }
-    out.push(b'}');
-    out
+    out.put(b"}");
 }
 
-/// Appends `n` in decimal.
-fn push_u64(out: &mut Vec<u8>, mut n: u64) {
+/// Puts `n` in decimal.
+fn put_u64(out: &mut impl Sink, mut n: u64) {
     let mut digits = [0u8; 20];
     let mut at = digits.len();
     loop {
@@ -91,7 +101,7 @@ fn push_u64(out: &mut Vec<u8>, mut n: u64) {
             break;
         }
     }
-    out.extend_from_slice(&digits[at..]);
+    out.put(&digits[at..]);
 }
 
 #[cfg(test)]
@@ -126,7 +136,11 @@ mod tests {
     }
 
     fn check(partitions: &[PartitionAppend], records: Option<&[RecordMetadata]>) {
-        let written = write(partitions, records.map(|r| r.iter().copied()));
+        let mut written = Vec::new();
+        write(&mut written, partitions, records.map(|r| r.iter().copied()));
+        let mut length = Length(0);
+        write(&mut length, partitions, records.map(|r| r.iter().copied()));
+        assert_eq!(length.0, written.len(), "the measured length");
         assert_eq!(
             String::from_utf8(written).unwrap(),
             String::from_utf8(serde_form(partitions, records)).unwrap()
