@@ -52,45 +52,72 @@ fn write(
     partitions: &[PartitionAppend],
     records: Option<impl Iterator<Item = RecordMetadata>>,
 ) {
-    out.put(br#"{"partitions":["#);
-    for (i, p) in partitions.iter().enumerate() {
-        if i > 0 {
-            out.put(b",");
-        }
-        out.put(br#"{"partition":"#);
-        put_u64(out, u64::from(p.partition));
-        out.put(br#","base_offset":"#);
-        put_u64(out, p.base_offset);
-        out.put(br#","record_count":"#);
-        put_u64(out, p.record_count);
-        out.put(b"}");
-    }
-    out.put(b"]");
+    out.put(b"{");
+    put_list(
+        out,
+        "partitions",
+        partitions.iter().map(|p| {
+            [
+                ("partition", i128::from(p.partition)),
+                ("base_offset", i128::from(p.base_offset)),
+                ("record_count", i128::from(p.record_count)),
+            ]
+        }),
+    );
     if let Some(records) = records {
-        out.put(br#","offsets":["#);
-        for (i, m) in records.enumerate() {
-            if i > 0 {
-                out.put(b",");
-            }
-            out.put(br#"{"partition":"#);
-            put_u64(out, u64::from(m.partition));
-            out.put(br#","offset":"#);
-            put_u64(out, m.offset);
-            out.put(br#","timestamp":"#);
-            if m.timestamp < 0 {
-                out.put(b"-");
-            }
-            put_u64(out, m.timestamp.unsigned_abs());
-            out.put(b"}");
-        }
-        out.put(b"]");
+        out.put(b",");
+        put_list(
+            out,
+            "offsets",
+            records.map(|m| {
+                [
+                    ("partition", i128::from(m.partition)),
+                    ("offset", i128::from(m.offset)),
+                    ("timestamp", i128::from(m.timestamp)),
+                ]
+            }),
+        );
     }
     out.put(b"}");
 }
 
+/// Puts `"name":[{..},..]`, an object per entry, each a list of numeric members.
+/// (Names are plain ASCII literals: nothing to escape.)
+fn put_list<const N: usize>(
+    out: &mut impl Sink,
+    name: &str,
+    entries: impl Iterator<Item = [(&'static str, i128); N]>,
+) {
+    put_name(out, name);
+    out.put(b"[");
+    for (i, entry) in entries.enumerate() {
+        out.put(if i == 0 { b"{" } else { b",{" });
+        for (j, (member, value)) in entry.into_iter().enumerate() {
+            if j > 0 {
+                out.put(b",");
+            }
+            put_name(out, member);
+            put_number(out, value);
+        }
+        out.put(b"}");
+    }
+    out.put(b"]");
+}
+
+/// Puts `"name":`.
+fn put_name(out: &mut impl Sink, name: &str) {
+    out.put(b"\"");
+    out.put(name.as_bytes());
+    out.put(b"\":");
+}
+
 /// Puts `n` in decimal.
-fn put_u64(out: &mut impl Sink, mut n: u64) {
-    let mut digits = [0u8; 20];
+fn put_number(out: &mut impl Sink, n: i128) {
+    if n < 0 {
+        out.put(b"-");
+    }
+    let mut n = n.unsigned_abs();
+    let mut digits = [0u8; 40];
     let mut at = digits.len();
     loop {
         at -= 1;
