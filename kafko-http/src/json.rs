@@ -37,14 +37,13 @@ pub(crate) fn answer(status: StatusCode, value: &impl Serialize, estimate: usize
 }
 
 /// `json`, already serialized, as an `application/json` answer with `status`.
-pub(crate) fn raw_answer(status: StatusCode, mut json: Vec<u8>) -> Response {
+pub(crate) fn raw_answer(status: StatusCode, json: Vec<u8>) -> Response {
     let body = if json.capacity() >= POOLED_FROM {
         // Back to the pool once the body has been sent.
         Bytes::from_owner(Pooled(json))
     } else {
-        // `Bytes` takes a `Vec` with spare room through a shared header allocated
-        // besides; shrunk to its length first (in place, on the heap), it takes it as is.
-        json.shrink_to_fit();
+        // Not shrunk first: `Bytes` takes a `Vec` with spare room through a small shared
+        // header, where a shrinking `realloc` takes the allocator's arena lock.
         Bytes::from(json)
     };
     (

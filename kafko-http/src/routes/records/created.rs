@@ -15,120 +15,119 @@ use crate::json;
 
 /// The 201 answer to a send: per partition, and with `per_record` every record's position.
 pub(crate) fn created(receipt: &SendReceipt, per_record: bool) -> Response {
-    let records = || per_record.then(|| receipt.records());
-    // Measured first, then written into a buffer of exactly that size: the body takes
-    // it as it is (a buffer with spare room costs `Bytes` a second allocation, or a
-    // shrinking `realloc`, which takes the allocator's arena lock).
-    let mut length = Length(0);
-    write(&mut length, receipt.partitions(), records());
-    let mut json = Vec::with_capacity(length.0);
-    write(&mut json, receipt.partitions(), records());
+    let partitions = receipt.partitions();
+    let entries = partitions.len()
+        + if per_record {
+            usize::try_from(receipt.record_count()).unwrap_or(usize::MAX)
+        } else {
+            0
+        };
+    // Sized for the usual answer; a longer one grows as it is written.
+    let mut json = Vec::with_capacity(32 + entries.min(PRESIZED_ENTRIES) * ENTRY_BYTES);
+    write(&mut json, partitions, per_record.then(|| receipt.records()));
     json::raw_answer(StatusCode::CREATED, json)
 }
 
-/// Where the answer is written: a buffer, or a count of its bytes.
-trait Sink {
-    fn put(&mut self, bytes: &[u8]);
-}
+/// Room for one partition's object (or one record's), numbers at their longest.
+const ENTRY_BYTES: usize = 80;
+/// Entries the answer's buffer is sized for at most, before it is written.
+const PRESIZED_ENTRIES: usize = 1024;
 
-impl Sink for Vec<u8> {
-    fn put(&mut self, bytes: &[u8]) {
-        self.extend_from_slice(bytes);
-    }
-}
-
-/// Counts the bytes put.
-struct Length(usize);
-
-impl Sink for Length {
-    fn put(&mut self, bytes: &[u8]) {
-        self.0 += bytes.len();
-    }
+/// A JSON number member's value.
+#[derive(Clone, Copy)]
+enum Number {
+    Unsigned(u64),
+    Signed(i64),
 }
 
 /// `ProduceResponse`'s JSON form.
 fn write(
-    out: &mut impl Sink,
+    out: &mut Vec<u8>,
     partitions: &[PartitionAppend],
     records: Option<impl Iterator<Item = RecordMetadata>>,
 ) {
-    out.put(b"{");
+    out.extend_from_slice(b"{");
     put_list(
         out,
         "partitions",
         partitions.iter().map(|p| {
             [
-                ("partition", i128::from(p.partition)),
-                ("base_offset", i128::from(p.base_offset)),
-                ("record_count", i128::from(p.record_count)),
+                ("partition", Number::Unsigned(u64::from(p.partition))),
+                ("base_offset", Number::Unsigned(p.base_offset)),
+                ("record_count", Number::Unsigned(p.record_count)),
             ]
         }),
     );
     if let Some(records) = records {
-        out.put(b",");
+        out.extend_from_slice(b",");
         put_list(
             out,
             "offsets",
             records.map(|m| {
                 [
-                    ("partition", i128::from(m.partition)),
-                    ("offset", i128::from(m.offset)),
-                    ("timestamp", i128::from(m.timestamp)),
+                    ("partition", Number::Unsigned(u64::from(m.partition))),
+                    ("offset", Number::Unsigned(m.offset)),
+                    ("timestamp", Number::Signed(m.timestamp)),
                 ]
             }),
         );
     }
-    out.put(b"}");
+    out.extend_from_slice(b"}");
 }
 
 /// Puts `"name":[{..},..]`, an object per entry, each a list of numeric members.
 /// (Names are plain ASCII literals: nothing to escape.)
 fn put_list<const N: usize>(
-    out: &mut impl Sink,
+    out: &mut Vec<u8>,
     name: &str,
-    entries: impl Iterator<Item = [(&'static str, i128); N]>,
+    entries: impl Iterator<Item = [(&'static str, Number); N]>,
 ) {
     put_name(out, name);
-    out.put(b"[");
+    out.extend_from_slice(b"[");
     for (i, entry) in entries.enumerate() {
-        out.put(if i == 0 { b"{" } else { b",{" });
+        out.extend_from_slice(if i == 0 { b"{" } else { b",{" });
         for (j, (member, value)) in entry.into_iter().enumerate() {
             if j > 0 {
-                out.put(b",");
+                out.extend_from_slice(b",");
             }
             put_name(out, member);
             put_number(out, value);
         }
-        out.put(b"}");
+        out.extend_from_slice(b"}");
     }
-    out.put(b"]");
+    out.extend_from_slice(b"]");
 }
 
 /// Puts `"name":`.
-fn put_name(out: &mut impl Sink, name: &str) {
-    out.put(b"\"");
-    out.put(name.as_bytes());
-    out.put(b"\":");
+fn put_name(out: &mut Vec<u8>, name: &str) {
+    out.extend_from_slice(b"\"");
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b"\":");
 }
 
 /// Puts `n` in decimal.
-fn put_number(out: &mut impl Sink, n: i128) {
-    if n < 0 {
-        out.put(b"-");
-    }
-    let mut n = n.unsigned_abs();
-    let mut digits = [0u8; 40];
+fn put_number(out: &mut Vec<u8>, n: Number) {
+    let mut magnitude = match n {
+        Number::Unsigned(n) => n,
+        Number::Signed(n) => {
+            if n < 0 {
+                out.extend_from_slice(b"-");
+            }
+            n.unsigned_abs()
+        }
+    };
+    let mut digits = [0u8; 20];
     let mut at = digits.len();
     loop {
         at -= 1;
-        // `n % 10` is below 10: the narrowing cannot lose anything.
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
+        // `magnitude % 10` is below 10: the narrowing cannot lose anything.
+        digits[at] = b'0' + (magnitude % 10) as u8;
+        magnitude /= 10;
+        if magnitude == 0 {
             break;
         }
     }
-    out.put(&digits[at..]);
+    out.extend_from_slice(&digits[at..]);
 }
 
 #[cfg(test)]
@@ -165,9 +164,6 @@ mod tests {
     fn check(partitions: &[PartitionAppend], records: Option<&[RecordMetadata]>) {
         let mut written = Vec::new();
         write(&mut written, partitions, records.map(|r| r.iter().copied()));
-        let mut length = Length(0);
-        write(&mut length, partitions, records.map(|r| r.iter().copied()));
-        assert_eq!(length.0, written.len(), "the measured length");
         assert_eq!(
             String::from_utf8(written).unwrap(),
             String::from_utf8(serde_form(partitions, records)).unwrap()
