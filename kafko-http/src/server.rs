@@ -135,7 +135,8 @@ impl Events {
 async fn accept_loop(listener: TcpListener, router: Router, options: ServeOptions, events: Events) {
     let mut builder = auto::Builder::new(TokioExecutor::new());
     // hyper's own head timer starts only once the protocol is known, and would cut
-    // keep-alive waits at the header timeout; the connection watchdog does both instead.
+    // keep-alive waits at the header timeout; the sweep of the connection registry
+    // enforces both timeouts instead.
     builder
         .http1()
         .timer(TokioTimer::new())

@@ -195,7 +195,7 @@ impl InFlight {
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        // The time first, then the count: a watchdog seeing the count at zero also sees
+        // The time first, then the count: a sweep seeing the count at zero also sees
         // the time this request ended.
         let ms = self.0.since_accept_ms();
         self.0.last_done_ms.fetch_max(ms, Ordering::AcqRel);
