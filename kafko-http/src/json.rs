@@ -1,6 +1,7 @@
 //! JSON answers: serialized by serde into one buffer sized by the caller's estimate, which
 //! the response body then takes without a copy; and the pool that large answers' buffers
-//! go back to once sent.
+//! go back to once sent. Every answer that carries records renders through here: the
+//! fetch, the group poll and the REST Proxy's records read.
 //!
 //! Why a pool: a fetch answer is hundreds of kilobytes. A fresh buffer of that size per
 //! request is one glibc either maps (`mmap`, then `munmap` when freed) or takes from the
@@ -22,39 +23,66 @@ use crate::error::ApiError;
 /// `value` as an `application/json` answer with `status`. `estimate` is the expected size
 /// in bytes: a buffer that has to grow copies what it holds each time.
 pub(crate) fn answer(status: StatusCode, value: &impl Serialize, estimate: usize) -> Response {
-    let mut buf = buffer(estimate);
-    if let Err(e) = serde_json::to_writer(&mut buf, value) {
-        // Only a bug can get here: every answer type serializes.
-        tracing::error!(error = %e, "an answer did not serialize");
-        return ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
-            "internal error; see the server log",
-        )
-        .into_response();
+    match to_bytes(value, estimate) {
+        Ok(json) => with_type(status, json),
+        Err(e) => serialize_failed(&e).into_response(),
     }
-    raw_answer(status, buf)
 }
 
 /// `json`, already serialized, as an `application/json` answer with `status`.
 pub(crate) fn raw_answer(status: StatusCode, json: Vec<u8>) -> Response {
-    let body = if json.capacity() >= POOLED_FROM {
+    with_type(status, into_bytes(json))
+}
+
+/// `value` serialized for a body of about `estimate` bytes: an answer of 64 KiB or more
+/// is written into a pooled buffer, which goes back to the pool once the body is dropped.
+///
+/// # Errors
+/// Only a bug: every answer type serializes.
+pub(crate) fn to_bytes(value: &impl Serialize, estimate: usize) -> serde_json::Result<Bytes> {
+    let mut buf = buffer(estimate);
+    serde_json::to_writer(&mut buf, value)?;
+    Ok(into_bytes(buf))
+}
+
+/// The 500 for an answer that did not serialize (a bug), logged.
+pub(crate) fn serialize_failed(e: &serde_json::Error) -> ApiError {
+    tracing::error!(error = %e, "an answer did not serialize");
+    ApiError::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "internal",
+        "internal error; see the server log",
+    )
+}
+
+/// An answer's buffer as a body.
+fn into_bytes(json: Vec<u8>) -> Bytes {
+    if json.capacity() >= POOLED_FROM {
         // Back to the pool once the body has been sent.
         Bytes::from_owner(Pooled(json))
     } else {
         // Not shrunk first: `Bytes` takes a `Vec` with spare room through a small shared
         // header, where a shrinking `realloc` takes the allocator's arena lock.
         Bytes::from(json)
-    };
+    }
+}
+
+fn with_type(status: StatusCode, json: Bytes) -> Response {
     (
         status,
         [(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         )],
-        body,
+        json,
     )
         .into_response()
+}
+
+/// Room to presize for an answer of `records` records of about `bytes` payload bytes:
+/// their text (base64 is a third longer), then each record's member names and numbers.
+pub(crate) fn records_estimate(records: usize, bytes: usize) -> usize {
+    bytes + bytes / 3 + records * 112 + 160
 }
 
 /// Buffers at least this large come from the pool and go back to it.

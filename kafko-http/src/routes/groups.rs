@@ -23,7 +23,6 @@ use std::time::Duration;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use bytes::Bytes;
 use kafko_core::{Delivery, GroupPollOptions, MemberRef, PartitionOffset, SeekTo};
 use tokio::time::Instant;
 
@@ -159,23 +158,17 @@ pub(crate) async fn poll(
         committed: to_dto(committed),
     };
     let (_, delivery) = got.into_parts();
-    Ok(delivered_on_send(&body, delivery))
+    let estimate = crate::json::records_estimate(body.records.len(), bytes);
+    Ok(delivered_on_send(&body, estimate, delivery))
 }
 
 /// A JSON response whose `delivery` is confirmed once the whole body was handed to the
 /// connection; a response dropped before that (the client went away, the server
 /// stopped) returns the records to the group.
-fn delivered_on_send(body: &GroupPollResponse, delivery: Delivery) -> Response {
-    let json = match serde_json::to_vec(body) {
-        Ok(json) => Bytes::from(json),
-        Err(e) => {
-            return ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal",
-                format!("rendering the poll failed: {e}"),
-            )
-            .into_response();
-        }
+fn delivered_on_send(body: &GroupPollResponse, estimate: usize, delivery: Delivery) -> Response {
+    let json = match crate::json::to_bytes(body, estimate) {
+        Ok(json) => json,
+        Err(e) => return crate::json::serialize_failed(&e).into_response(),
     };
     (
         [(header::CONTENT_TYPE, "application/json")],

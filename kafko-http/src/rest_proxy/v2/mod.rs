@@ -37,7 +37,16 @@ pub(crate) fn json_as<T: Serialize>(
 
 /// `value` rendered as JSON; a value that cannot be is a 500.
 pub(crate) fn to_json<T: Serialize>(value: &T) -> Result<Bytes, super::error::ProxyError> {
-    serde_json::to_vec(value).map(Bytes::from).map_err(|e| {
+    to_json_sized(value, 0)
+}
+
+/// `value` rendered as JSON into a body of about `estimate` bytes (a large one is written
+/// into a pooled buffer, see `crate::json`); a value that cannot be is a 500.
+pub(crate) fn to_json_sized<T: Serialize>(
+    value: &T,
+    estimate: usize,
+) -> Result<Bytes, super::error::ProxyError> {
+    crate::json::to_bytes(value, estimate).map_err(|e| {
         super::error::ProxyError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             super::error::KAFKA_ERROR,

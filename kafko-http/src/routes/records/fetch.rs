@@ -9,7 +9,6 @@ use axum::response::Response;
 
 use kafko_core::{KafkoError, PartitionReader, TopicId};
 
-use crate::codec::Format;
 use crate::config::ServerConfig;
 use crate::dto::{FetchQuery, FetchResponse, FormatQuery, Problem};
 use crate::error::{ApiError, ApiResult};
@@ -91,7 +90,7 @@ pub(crate) async fn fetch(
         .collect::<ApiResult<Vec<_>>>()?;
     let bytes = fetched.records.iter().map(payload_bytes).sum();
     state.metrics.consumed(&topic, records.len(), bytes);
-    let estimate = answer_estimate(bytes, records.len(), value_fmt);
+    let estimate = json::records_estimate(records.len(), bytes);
     let answer = FetchResponse {
         records,
         next_offset: fetched.next_offset,
@@ -100,17 +99,6 @@ pub(crate) async fn fetch(
         topic_id: reader.topic_id().to_string(),
     };
     Ok(json::answer(StatusCode::OK, &answer, estimate))
-}
-
-/// The expected size of a fetch answer of `records` records holding `bytes` bytes:
-/// base64 is a third longer than the bytes, text about as long (an escape now and then);
-/// then each record's member names and numbers.
-fn answer_estimate(bytes: usize, records: usize, value_fmt: Format) -> usize {
-    let payload = match value_fmt {
-        Format::Base64 => bytes + bytes / 3,
-        Format::String | Format::Json => bytes + bytes / 32,
-    };
-    payload + records * 96 + 160
 }
 
 /// A resolved read: the partition (resolved once), where to start and how much to take.

@@ -23,7 +23,7 @@ use crate::rest_proxy::content_type::{EmbeddedFormat, check_accept};
 use crate::rest_proxy::error::{ErrorBody, JSON_CONVERSION, ProxyError, ProxyResult};
 use crate::rest_proxy::v2::assignment;
 use crate::rest_proxy::v2::instances::{Handle, Instance};
-use crate::rest_proxy::v2::to_json;
+use crate::rest_proxy::v2::to_json_sized;
 use crate::state::AppState;
 
 /// How often a waiting read looks again at topics other than the first subscribed one.
@@ -88,8 +88,16 @@ pub(crate) async fn records(
     state.rest_proxy.touch(inst.handle());
     let format = inst.format;
     let (by_topic, confirm) = batch.into_parts(inst.handle().clone());
+    let records = by_topic.iter().flat_map(|(_, records)| records);
+    let estimate =
+        crate::json::records_estimate(records.clone().count(), records.map(key_value_bytes).sum());
     let out = rendered(state, format, by_topic)?;
-    Ok(delivered_on_send(format.media_type(), &out, confirm))
+    Ok(delivered_on_send(
+        format.media_type(),
+        &out,
+        estimate,
+        confirm,
+    ))
 }
 
 /// How long a read may wait and how many bytes it may return: the query's values (a
@@ -291,8 +299,13 @@ async fn read_once(state: &AppState, inst: &mut Instance, max_bytes: usize) -> P
 /// A JSON answer whose read is confirmed once its whole body was handed to the
 /// connection; an answer dropped before that (the client went away) leaves the records
 /// to be read again (back in the group, or ahead of the assigned instance's position).
-fn delivered_on_send(media: &'static str, body: &[ConsumerRecord], confirm: Confirm) -> Response {
-    let json = match to_json(&body) {
+fn delivered_on_send(
+    media: &'static str,
+    body: &[ConsumerRecord],
+    estimate: usize,
+    confirm: Confirm,
+) -> Response {
+    let json = match to_json_sized(&body, estimate) {
         Ok(json) => json,
         Err(e) => return e.into_response(),
     };
