@@ -70,3 +70,45 @@ fn every_operation_is_one_a_generator_can_name_and_call() {
         }
     }
 }
+
+/// Lower bounds on array lengths describe what a request must carry; an answer may be empty
+/// (a subscription before the first subscribe), so no schema an answer uses carries one.
+#[test]
+fn no_answer_schema_demands_a_non_empty_list() {
+    use serde_json::Value;
+    fn refs(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::Object(map) => {
+                for (k, v) in map {
+                    match (k.as_str(), v.as_str()) {
+                        ("$ref", Some(r)) => out.push(r.rsplit('/').next().unwrap_or(r).to_owned()),
+                        _ => refs(v, out),
+                    }
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|v| refs(v, out)),
+            _ => {}
+        }
+    }
+    let doc: Value = serde_json::from_str(&kafko_http::openapi::json()).unwrap();
+    let schemas = &doc["components"]["schemas"];
+    let mut todo = Vec::new();
+    for item in doc["paths"].as_object().unwrap().values() {
+        for op in item.as_object().unwrap().values() {
+            refs(&op["responses"], &mut todo);
+        }
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    while let Some(name) = todo.pop() {
+        if !seen.insert(name.clone()) {
+            continue;
+        }
+        let schema = &schemas[&name];
+        assert!(
+            !schema.to_string().contains("\"minItems\""),
+            "{name} is in an answer and demands a non-empty list: {schema}"
+        );
+        refs(schema, &mut todo);
+    }
+    assert!(seen.len() > 20, "walked {} answer schemas", seen.len());
+}

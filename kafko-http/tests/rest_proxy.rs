@@ -229,6 +229,32 @@ async fn a_consumer_instance_reads_commits_and_is_deleted() {
     )
     .await;
 
+    // No subscription yet: an empty list (the response has no lower bound, the request does).
+    let sub = get_json(&c, format!("{base}/subscription")).await;
+    assert_eq!(sub, json!({"topics": []}));
+    post_error(
+        &c,
+        format!("{base}/subscription"),
+        V2,
+        json!({"topics": []}),
+        422,
+        42204,
+    )
+    .await;
+    let r = post(
+        &c,
+        format!("{base}/subscription"),
+        V2,
+        json!({"topics": ["events", "later", "events"]}),
+    )
+    .await;
+    assert_eq!(r.status(), 204);
+    let sub = get_json(&c, format!("{base}/subscription")).await;
+    assert_eq!(
+        sub,
+        json!({"topics": ["events", "later"]}),
+        "named twice, followed once"
+    );
     let r = post(
         &c,
         format!("{base}/subscription"),

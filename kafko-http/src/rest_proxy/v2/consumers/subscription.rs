@@ -15,16 +15,24 @@ use crate::rest_proxy::v2::v2_json;
 use crate::rest_proxy::{ProxyBody, parse_body};
 use crate::state::AppState;
 
-/// A subscription.
-#[derive(Deserialize, Serialize, Default, utoipa::ToSchema)]
+/// A subscription request: the topics to follow (at least one).
+#[derive(Deserialize, utoipa::ToSchema)]
 #[schema(as = ProxyV2Subscription)]
 pub(crate) struct Subscription {
     #[schema(min_items = 1)]
     topics: Vec<String>,
     /// Not supported (a 42204), so not in the document.
-    #[serde(default, skip_serializing)]
+    #[serde(default)]
     #[schema(ignore)]
     topic_pattern: Option<String>,
+}
+
+/// The topics an instance follows: empty before its first subscription and after an
+/// unsubscribe, so unlike the request it carries no lower bound.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = ProxyV2SubscribedTopics)]
+pub(crate) struct SubscribedTopics {
+    topics: Vec<String>,
 }
 
 /// Subscribes to topics (replacing the current subscription, as Kafka does).
@@ -66,8 +74,13 @@ pub(crate) async fn subscribe(
         inst.groups(&state.kafko, timeout).leave(&topic).await?;
         inst.members.remove(&topic);
     }
-    let mut topics = sub.topics;
-    topics.dedup();
+    // A topic named twice is followed once; the first mention keeps its place.
+    let mut topics: Vec<String> = Vec::with_capacity(sub.topics.len());
+    for topic in sub.topics {
+        if !topics.contains(&topic) {
+            topics.push(topic);
+        }
+    }
     inst.subscription = topics;
     join_subscribed(state, &mut inst)?;
     Ok(StatusCode::NO_CONTENT)
@@ -96,14 +109,13 @@ pub(super) fn join_subscribed(state: &AppState, inst: &mut Instance) -> ProxyRes
 #[utoipa::path(get, path = "/consumers/{group}/instances/{instance}/subscription", tag = "rest-proxy-v2",
     params(InstancePath),
     responses(
-        (status = 200, description = "Topics", body = Subscription),
+        (status = 200, description = "Topics", body = SubscribedTopics),
         InstanceNotFound,
     ))]
 pub(crate) async fn subscription(at: InstanceAt) -> ProxyResult<Response> {
     let inst = at.lock().await?;
-    Ok(v2_json(&Subscription {
+    Ok(v2_json(&SubscribedTopics {
         topics: inst.subscription.clone(),
-        topic_pattern: None,
     }))
 }
 
