@@ -1,8 +1,8 @@
 //! The Kafka REST Proxy API against the real binary: v2 metadata and produce (keys land
 //! where `/v1` puts them), a consumer instance's whole life (create, subscribe, read,
 //! commit, delete) and its expiry, manual assignment (reads, commits and seeks on the
-//! assigned partitions), and the v3 streaming produce answering each record while the
-//! request body is still open.
+//! assigned partitions), and the v3 produce: one record answered like a request, a
+//! stream answering each record while the request body is still open.
 
 mod common;
 
@@ -708,8 +708,7 @@ async fn v3_produce_streams_a_receipt_per_record_while_the_body_is_open() {
         .send()
         .await
         .unwrap();
-    assert_eq!(r.status(), 200);
-    assert_eq!(json(r).await["error_code"], 400);
+    proxy_error(r, 400, 400).await;
     proxy_error(
         c.post(s.url("/v3/clusters/other/topics/stream/records"))
             .body("{}")
@@ -730,6 +729,84 @@ async fn v3_produce_streams_a_receipt_per_record_while_the_body_is_open() {
         42206,
     )
     .await;
+}
+
+/// A v3 body of one record, with a `Content-Length`, is answered like any request: a
+/// refused record is the answer's status, and nothing of it is stored.
+#[tokio::test]
+async fn v3_produce_answers_one_record_with_its_status() {
+    let (_tmp, s, c) = fresh_server(&[]).await;
+    create_topic(&c, &s, "one", json!({"partitions": 2})).await;
+    let url = s.url("/v3/clusters/kafko/topics/one/records");
+    let send = |body: &str| {
+        c.post(url.clone())
+            .header("content-type", "application/json")
+            .body(body.to_owned())
+            .send()
+    };
+    let r = send(r#"{"partition_id":1,"value":{"type":"STRING","data":"kept"}}"#)
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(r.headers().get("transfer-encoding").is_none(), "{r:?}");
+    let receipt = json(r).await;
+    assert_eq!(receipt["error_code"], 200);
+    assert_eq!(
+        (receipt["partition_id"].clone(), receipt["offset"].clone()),
+        (json!(1), json!(0))
+    );
+
+    for (body, status, code) in [
+        // A header without its name: the record does not fit the document.
+        (
+            r#"{"headers":[{"value":"aGk="}],"value":{"data":1}}"#,
+            422,
+            422,
+        ),
+        // serde's derive would read a key given as an array by position.
+        (r#"{"key":["JSON",1],"value":{"data":1}}"#, 422, 422),
+        (r#"[{"value":{"data":1}}]"#, 422, 422),
+        (r#"{"value":{"type":"json","data":1}}"#, 400, 400),
+        (
+            r#"{"value":{"type":"BINARY","data":"not base64!"}}"#,
+            400,
+            400,
+        ),
+        (r#"{"value":{"type":"STRING","data":5}}"#, 400, 400),
+        (r#"{"timestamp":"yesterday","value":{"data":1}}"#, 400, 400),
+        (r#"{"headers":[{"name":"h","value":"%%"}]}"#, 400, 400),
+        (r#"{"partition_id":2,"value":{"data":1}}"#, 404, 40402),
+    ] {
+        let r = send(body).await.unwrap();
+        let answer = proxy_error(r, status, code).await;
+        assert!(!answer["message"].as_str().unwrap().is_empty(), "{body}");
+    }
+    // Several records in one body are a stream: 200, one line each, the bad one skipped.
+    let r = send(r#"{"headers":[{}]} {"partition_id":1,"value":{"data":2}}"#)
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let text = r.text().await.unwrap();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert_eq!(lines[0]["error_code"], 422, "{text}");
+    assert_eq!(
+        (lines[1]["partition_id"].clone(), lines[1]["offset"].clone()),
+        (json!(1), json!(1))
+    );
+
+    // Only the two accepted records are in the log.
+    for (partition, end) in [(0, 0), (1, 2)] {
+        let offsets = get_json(
+            &c,
+            s.url(&format!("/v1/topics/one/partitions/{partition}/offsets")),
+        )
+        .await;
+        assert_eq!(offsets["high_watermark"], end, "{offsets}");
+    }
 }
 
 #[tokio::test]

@@ -385,6 +385,23 @@ where
         .collect()
 }
 
+/// An optional object (`deserialize_with`): absent or null is `None`; anything but an
+/// object is refused, as with [`objects`].
+pub(crate) fn optional_object<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: DeserializeOwned,
+{
+    use serde::de::Error;
+    match <Option<serde_json::Value> as serde::Deserialize>::deserialize(d)? {
+        None => Ok(None),
+        Some(v) if v.is_object() => serde_json::from_value(v)
+            .map(Some)
+            .map_err(D::Error::custom),
+        Some(v) => Err(D::Error::custom(format!("expected an object, got {v}"))),
+    }
+}
+
 /// A partition id (`deserialize_with`): Kafka's are int32s, as the document says.
 pub(crate) fn partition_id<'de, D>(d: D) -> Result<u32, D::Error>
 where

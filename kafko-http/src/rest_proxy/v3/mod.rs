@@ -4,6 +4,7 @@
 
 pub(crate) mod metadata;
 pub(crate) mod produce;
+pub(crate) mod record;
 
 use std::collections::HashMap;
 

@@ -1,276 +1,35 @@
-//! v3 produce: `POST /v3/clusters/{c}/topics/{t}/records` takes one JSON record object,
-//! or many concatenated (`{…}{…}` or one per line) in one body, and answers 200 at once
-//! with a chunked stream of one receipt per record, in order, each written as soon as
-//! its record is appended: a client may keep the request body open and send records
-//! while reading receipts. A record that fails gets `{"error_code","message"}` in its
-//! place and the others go on; a body that stops being JSON ends the stream with one
-//! last error receipt.
+//! v3 produce: `POST /v3/clusters/{c}/topics/{t}/records`. A body of one record sent
+//! with a `Content-Length` is answered like any request: 200 and its receipt, or the
+//! record's error with its status. Any other body (chunked, or several records
+//! concatenated, `{…}{…}` or one per line) is a stream: it is answered 200 at once with a
+//! chunked stream of one receipt per record, in order, each written as soon as its record
+//! is appended, so a client may keep the body open and send records while reading
+//! receipts. A record that fails gets `{"error_code","message"}` in its place and the
+//! others go on; a body that stops being JSON ends the stream with one last error.
 
 use std::time::Duration;
 
 use axum::body::{Body, BodyDataStream};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use base64::Engine;
-use base64::engine::general_purpose::STANDARD;
 use bytes::{Buf, Bytes, BytesMut};
 use futures_util::StreamExt;
-use kafko_core::{Header, Producer, ProducerRecord};
-use serde::{Deserialize, Serialize};
+use kafko_core::Producer;
+use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::InCluster;
 use super::metadata::topic_not_found;
+use super::record::{Outcome, RecordIn, produce_one};
 use crate::rest_proxy::api_doc::V3TopicPath;
 use crate::rest_proxy::content_type::V3_JSON;
-use crate::rest_proxy::error::{ErrorBody, INVALID_PAYLOAD, PARTITION_NOT_FOUND, ProxyError};
+use crate::rest_proxy::error::{ErrorBody, INVALID_PAYLOAD, ProxyError};
 use crate::rest_proxy::producer_for;
-use crate::rest_proxy::timestamp::{format_ms, parse_ms};
 use crate::state::AppState;
 
 /// Receipts buffered ahead of a slow reader before appends wait for it.
 const RECEIPTS_AHEAD: usize = 64;
-
-/// A key or a value: its type and data.
-#[derive(Deserialize, utoipa::ToSchema)]
-#[schema(as = ProxyV3Data)]
-pub(crate) struct Data {
-    /// `BINARY` (base64 data), `JSON` (any JSON value, the default) or `STRING`.
-    #[serde(default, rename = "type")]
-    #[schema(pattern = r"^(BINARY|JSON|STRING)$")]
-    kind: Option<String>,
-    #[serde(default)]
-    data: Value,
-    /// Schema fields: refused (no schema registry), so not in the document.
-    #[serde(default)]
-    #[schema(ignore)]
-    schema_id: Option<Value>,
-    #[serde(default)]
-    #[schema(ignore)]
-    schema_version: Option<Value>,
-    #[serde(default)]
-    #[schema(ignore)]
-    subject: Option<Value>,
-    #[serde(default)]
-    #[schema(ignore)]
-    subject_name_strategy: Option<Value>,
-    #[serde(default)]
-    #[schema(ignore)]
-    schema: Option<Value>,
-}
-
-/// A header; the value is base64.
-#[derive(Deserialize, utoipa::ToSchema)]
-#[schema(as = ProxyV3HeaderIn)]
-pub(crate) struct HeaderIn {
-    name: String,
-    #[serde(default)]
-    value: Option<String>,
-}
-
-/// One record of a v3 produce.
-#[derive(Deserialize, utoipa::ToSchema)]
-#[schema(as = ProxyV3RecordIn)]
-pub(crate) struct RecordIn {
-    #[serde(default)]
-    partition_id: Option<i64>,
-    #[serde(default, deserialize_with = "crate::rest_proxy::objects")]
-    headers: Vec<HeaderIn>,
-    #[serde(default)]
-    key: Option<Data>,
-    #[serde(default)]
-    value: Option<Data>,
-    /// ISO-8601; default now.
-    #[serde(default)]
-    timestamp: Option<String>,
-}
-
-/// The type and size of a produced key or value.
-#[derive(Serialize, utoipa::ToSchema)]
-#[schema(as = ProxyV3DataReceipt)]
-pub(crate) struct DataReceipt {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    size: usize,
-}
-
-/// A produced record's receipt.
-#[derive(Serialize, utoipa::ToSchema)]
-#[schema(as = ProxyV3Receipt)]
-pub(crate) struct Receipt {
-    /// 200.
-    error_code: u32,
-    cluster_id: String,
-    topic_name: String,
-    partition_id: u32,
-    offset: u64,
-    timestamp: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    key: Option<DataReceipt>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    value: Option<DataReceipt>,
-}
-
-/// What one record of a v3 produce gets: its receipt, or its error.
-#[derive(Serialize, utoipa::ToSchema)]
-#[schema(as = ProxyV3ReceiptOrError)]
-#[serde(untagged)]
-pub(crate) enum Outcome {
-    Receipt(Receipt),
-    Error(ErrorBody),
-}
-
-fn record_error(error_code: u32, message: impl Into<String>) -> ErrorBody {
-    ErrorBody {
-        error_code,
-        message: message.into(),
-    }
-}
-
-/// Bytes of a key or value and the type name its receipt reports.
-fn encode(d: Data, what: &str) -> Result<(Bytes, &'static str), ErrorBody> {
-    let schema = d.schema_id.is_some()
-        || d.schema_version.is_some()
-        || d.subject.is_some()
-        || d.subject_name_strategy.is_some()
-        || d.schema.is_some();
-    let kind = d.kind.as_deref().unwrap_or("JSON").to_ascii_uppercase();
-    if schema || matches!(kind.as_str(), "AVRO" | "PROTOBUF" | "JSONSCHEMA") {
-        return Err(record_error(
-            400,
-            format!(
-                "The {what} uses a schema-based format; kafko has no schema registry: use BINARY, JSON or STRING"
-            ),
-        ));
-    }
-    match (kind.as_str(), d.data) {
-        ("BINARY", Value::String(s)) => STANDARD
-            .decode(s.as_bytes())
-            .map(|b| (Bytes::from(b), "BINARY"))
-            .map_err(|e| record_error(400, format!("The {what} is not valid base64: {e}"))),
-        ("BINARY", _) => Err(record_error(
-            400,
-            format!("A BINARY {what} must be a base64 string"),
-        )),
-        ("STRING", Value::String(s)) => Ok((Bytes::from(s), "STRING")),
-        ("STRING", _) => Err(record_error(
-            400,
-            format!("A STRING {what} must be a string"),
-        )),
-        ("JSON", v) => serde_json::to_vec(&v)
-            .map(|b| (Bytes::from(b), "JSON"))
-            .map_err(|e| record_error(400, e.to_string())),
-        (other, _) => Err(record_error(400, format!("Unknown {what} type {other}"))),
-    }
-}
-
-/// Produces one record: its receipt, or its error.
-async fn produce_one(
-    state: &AppState,
-    producer: &Producer,
-    cluster_id: &str,
-    topic: &str,
-    record: Value,
-) -> Result<Receipt, ErrorBody> {
-    if !record.is_object() {
-        return Err(record_error(
-            422,
-            format!("Unprocessable record: expected an object, got {record}"),
-        ));
-    }
-    let r: RecordIn = serde_json::from_value(record)
-        .map_err(|e| record_error(422, format!("Unprocessable record: {e}")))?;
-    let (record, key, value) = to_producer_record(r, producer.partitions())?;
-    let size = record.size();
-    if size > state.config.max_record_bytes {
-        return Err(record_error(
-            413,
-            format!(
-                "The record is {size} bytes, larger than the limit of {} bytes",
-                state.config.max_record_bytes
-            ),
-        ));
-    }
-    let meta = producer.send_record(record).await.map_err(|e| {
-        let p = ProxyError::from(e);
-        record_error(p.error_code, p.message)
-    })?;
-    state.metrics.produced(topic, 1, size);
-    Ok(Receipt {
-        error_code: 200,
-        cluster_id: cluster_id.to_owned(),
-        topic_name: topic.to_owned(),
-        partition_id: meta.partition,
-        offset: meta.offset,
-        timestamp: format_ms(meta.timestamp),
-        key,
-        value,
-    })
-}
-
-/// The record to append (its partition below `partitions`, its timestamp ISO-8601, its
-/// key, value and headers decoded), with what the receipt says of its key and value.
-fn to_producer_record(
-    r: RecordIn,
-    partitions: u32,
-) -> Result<(ProducerRecord, Option<DataReceipt>, Option<DataReceipt>), ErrorBody> {
-    let partition = match r.partition_id {
-        None => None,
-        Some(p) if p >= 0 && p < i64::from(partitions) => u32::try_from(p).ok(),
-        Some(_) => return Err(record_error(PARTITION_NOT_FOUND, "Partition not found.")),
-    };
-    let timestamp = match &r.timestamp {
-        None => None,
-        Some(t) => Some(
-            parse_ms(t)
-                .ok_or_else(|| record_error(400, format!("'{t}' is not an ISO-8601 timestamp")))?,
-        ),
-    };
-    let (key, key_receipt) = split_receipt(r.key.map(|k| encode(k, "key")).transpose()?);
-    let (value, value_receipt) = split_receipt(r.value.map(|v| encode(v, "value")).transpose()?);
-    let record = ProducerRecord {
-        key,
-        value,
-        headers: decode_headers(r.headers)?,
-        timestamp,
-        partition,
-    };
-    Ok((record, key_receipt, value_receipt))
-}
-
-/// An encoded key or value, and its receipt.
-fn split_receipt(data: Option<(Bytes, &'static str)>) -> (Option<Bytes>, Option<DataReceipt>) {
-    match data {
-        None => (None, None),
-        Some((bytes, kind)) => {
-            let receipt = DataReceipt {
-                kind,
-                size: bytes.len(),
-            };
-            (Some(bytes), Some(receipt))
-        }
-    }
-}
-
-/// Headers with their base64 values decoded (an absent value is empty).
-fn decode_headers(headers: Vec<HeaderIn>) -> Result<Vec<Header>, ErrorBody> {
-    headers
-        .into_iter()
-        .map(|h| {
-            let value = match h.value {
-                None => Bytes::new(),
-                Some(v) => Bytes::from(STANDARD.decode(v.as_bytes()).map_err(|e| {
-                    record_error(400, format!("Header '{}' is not valid base64: {e}", h.name))
-                })?),
-            };
-            Ok(Header {
-                name: h.name,
-                value,
-            })
-        })
-        .collect()
-}
 
 /// What the next bytes of the buffer hold.
 enum Next {
@@ -302,18 +61,20 @@ fn line<T: Serialize>(value: &T) -> Bytes {
     Bytes::from(out)
 }
 
-/// Produces records to a topic, streaming one receipt per record.
+/// Produces records to a topic: one record's answer, or a stream of receipts.
 #[utoipa::path(post, path = "/v3/clusters/{cluster}/topics/{topic}/records", tag = "rest-proxy-v3",
     params(V3TopicPath),
     request_body(content = RecordIn,
         description = "One record object, or several concatenated (streamed with Transfer-Encoding: chunked)"),
     responses(
-        (status = 200, description = "One line per record, in order: its receipt, or the error of a record that failed", body = Outcome),
-        (status = 404, description = "Unknown cluster (404) or topic (40403, auto-creation off)", body = ErrorBody),
-        (status = 400, description = "The body does not start with a JSON record", body = ErrorBody),
-        (status = 413, description = "The first record exceeds the body limit", body = ErrorBody),
+        (status = 200, description = "The record's receipt; for a stream, one line per record, in order: its receipt, or the error of a record that failed", body = Outcome),
+        (status = 400, description = "The body does not start with a JSON record, or the one record's key, value, headers or timestamp cannot be decoded", body = ErrorBody),
+        (status = 404, description = "Unknown cluster (404), topic (40403, auto-creation off) or the one record's partition (40402)", body = ErrorBody),
+        (status = 413, description = "The first record exceeds the body or record limit", body = ErrorBody),
         (status = 415, description = "Not application/json", body = ErrorBody),
-        (status = 422, description = "error_code 42206: empty body", body = ErrorBody),
+        (status = 422, description = "error_code 42206: empty body; 422: the one record is not a record", body = ErrorBody),
+        (status = 503, description = "error_code 50003: the partition is busy or the server is stopping; nothing was appended", body = ErrorBody),
+        (status = 507, description = "error_code 50002: out of disk space; nothing was appended", body = ErrorBody),
     ))]
 pub(crate) async fn produce(
     at: InCluster<(String, String)>,
@@ -332,9 +93,22 @@ pub(crate) async fn produce(
     })?;
     let mut chunks = body.into_data_stream();
     let idle = state.config.request_timeout;
-    let buf = first_record(&mut chunks, idle, state.config.max_body_bytes).await?;
-    let (tx, rx) = mpsc::channel::<Bytes>(RECEIPTS_AHEAD);
+    let limit = state.config.max_body_bytes;
+    // A body whose length is known and within the limit is read whole, to tell one
+    // record from several; any other is streamed from its first record on.
+    let whole = content_length(&headers).filter(|&n| n > 0 && n <= limit);
+    let buf = first_record(&mut chunks, idle, limit, whole.unwrap_or(0)).await?;
     let cluster_id = at.urls.id().to_owned();
+    if whole.is_some()
+        && let Some(record) = sole_record(&buf)
+    {
+        let receipt = produce_one(&state, &producer, &cluster_id, &topic, record)
+            .await
+            .map_err(ProxyError::v3)?;
+        let receipt = line(&Outcome::Receipt(receipt));
+        return Ok(v3_answer(Body::from(receipt)));
+    }
+    let (tx, rx) = mpsc::channel::<Bytes>(RECEIPTS_AHEAD);
     tokio::spawn(pump(
         state, producer, cluster_id, topic, buf, chunks, tx, idle,
     ));
@@ -343,12 +117,35 @@ pub(crate) async fn produce(
             .await
             .map(|b| (Ok::<_, std::convert::Infallible>(b), rx))
     });
-    Ok((
+    Ok(v3_answer(Body::from_stream(stream)))
+}
+
+/// A 200 with a v3 body.
+fn v3_answer(body: Body) -> Response {
+    (
         StatusCode::OK,
         [(header::CONTENT_TYPE, HeaderValue::from_static(V3_JSON))],
-        Body::from_stream(stream),
+        body,
     )
-        .into_response())
+        .into_response()
+}
+
+/// The request's `Content-Length`, if it has one (a chunked body has none).
+fn content_length(headers: &HeaderMap) -> Option<usize> {
+    headers
+        .get(header::CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .parse()
+        .ok()
+}
+
+/// The body's record, if it holds exactly one (and whitespace).
+fn sole_record(buf: &[u8]) -> Option<Value> {
+    match next_value(buf) {
+        Next::Value(v, used) if buf[used..].iter().all(u8::is_ascii_whitespace) => Some(v),
+        _ => None,
+    }
 }
 
 /// Records are JSON, not compressed: 415 otherwise.
@@ -374,19 +171,21 @@ fn check_media(headers: &HeaderMap) -> Result<(), ProxyError> {
     Ok(())
 }
 
-/// Reads the body until it holds a whole first record. An empty body or one that does
-/// not start with JSON is refused with a status, as on the proxy; once a record came,
-/// the answer is the stream of receipts.
+/// Reads the body until it holds a whole first record and at least `want` bytes (a
+/// body of known length is read whole). An empty body or one that does not start with
+/// JSON is refused with a status, as on the proxy.
 async fn first_record(
     chunks: &mut BodyDataStream,
     idle: Duration,
     limit: usize,
+    want: usize,
 ) -> Result<BytesMut, ProxyError> {
     let refused = |status, message: String| Err(ProxyError::plain(status, message).v3());
     let mut buf = BytesMut::new();
     loop {
         match next_value(&buf) {
-            Next::Value(..) => return Ok(buf),
+            Next::Value(..) if buf.len() >= want => return Ok(buf),
+            Next::Value(..) => {}
             Next::Invalid(e) => {
                 return refused(StatusCode::BAD_REQUEST, format!("Invalid JSON: {e}"));
             }
@@ -410,6 +209,7 @@ async fn first_record(
                 )
                 .v3());
             }
+            Ok(None) if matches!(next_value(&buf), Next::Value(..)) => return Ok(buf),
             Ok(None) => {
                 return refused(
                     StatusCode::BAD_REQUEST,
@@ -446,11 +246,9 @@ async fn pump(
             match next_value(&buf) {
                 Next::Value(v, used) => {
                     buf.advance(used);
-                    let outcome = match produce_one(&state, &producer, &cluster_id, &topic, v).await
-                    {
-                        Ok(r) => Outcome::Receipt(r),
-                        Err(e) => Outcome::Error(e),
-                    };
+                    let outcome: Outcome = produce_one(&state, &producer, &cluster_id, &topic, v)
+                        .await
+                        .into();
                     let receipt = line(&outcome);
                     if tx.send(receipt).await.is_err() {
                         return; // The client went away.
@@ -459,7 +257,10 @@ async fn pump(
                 Next::More => break,
                 Next::Invalid(e) => {
                     let _ = tx
-                        .send(line(&record_error(400, format!("Invalid JSON: {e}"))))
+                        .send(stream_error(
+                            StatusCode::BAD_REQUEST,
+                            format!("Invalid JSON: {e}"),
+                        ))
                         .await;
                     return;
                 }
@@ -468,20 +269,20 @@ async fn pump(
         if ended {
             if buf.iter().any(|b| !b.is_ascii_whitespace()) {
                 let _ = tx
-                    .send(line(&record_error(
-                        400,
+                    .send(stream_error(
+                        StatusCode::BAD_REQUEST,
                         "Invalid JSON: the body ended inside a record",
-                    )))
+                    ))
                     .await;
             }
             return;
         }
         if buf.len() > limit {
             let _ = tx
-                .send(line(&record_error(
-                    413,
+                .send(stream_error(
+                    StatusCode::PAYLOAD_TOO_LARGE,
                     format!("A record exceeds the limit of {limit} bytes"),
-                )))
+                ))
                 .await;
             return;
         }
@@ -495,4 +296,9 @@ async fn pump(
             Ok(Some(Err(_))) | Err(_) => return,
         }
     }
+}
+
+/// The last line of a stream that cannot go on.
+fn stream_error(status: StatusCode, message: impl Into<String>) -> Bytes {
+    line(&ProxyError::plain(status, message).body())
 }
