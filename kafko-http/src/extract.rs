@@ -300,7 +300,8 @@ pub(crate) fn integral_floats_as_integers(value: &mut serde_json::Value) -> bool
 }
 
 /// An optional JSON body: an empty body is `None`. A body that is there must be a `T`
-/// (`null` is not one: the spec describes an optional body as absent, not null).
+/// (`null` is not one: the spec describes an optional body as absent, not null; nor is
+/// whitespace, which is no JSON document).
 pub(crate) struct OptionalJson<T>(pub(crate) Option<T>);
 
 impl<T: DeserializeOwned> FromRequest<AppState> for OptionalJson<T> {
@@ -309,7 +310,7 @@ impl<T: DeserializeOwned> FromRequest<AppState> for OptionalJson<T> {
     async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
         let media = media_type(req.headers()).into_owned();
         let Body(bytes) = Body::from_request(req, state).await?;
-        if bytes.iter().all(u8::is_ascii_whitespace) {
+        if bytes.is_empty() {
             return Ok(OptionalJson(None));
         }
         if !is_json(&media) {

@@ -134,7 +134,38 @@ async fn schemathesis_finds_stay_fixed() {
         } else {
             Method::POST
         };
-        let r = send(method, path, "null").await.unwrap();
+        let r = send(method.clone(), path, "null").await.unwrap();
+        problem(r, 400, "invalid_json").await;
+        // Nor is whitespace: it is no JSON document (`\r` created a topic with defaults).
+        let r = send(method, path, "\r").await.unwrap();
         problem(r, 400, "invalid_json").await;
     }
+    assert_eq!(
+        c.get(s.url("/v1/topics/null-body"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        404
+    );
+    // The REST Proxy's optional bodies too; an empty body is still an absent one.
+    let r = c
+        .post(s.url("/consumers/g"))
+        .header("content-type", "application/vnd.kafka.v2+json")
+        .body(" \n")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let r = c
+        .post(s.url("/consumers/g"))
+        .header("content-type", "application/vnd.kafka.v2+json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let r = send(Method::PUT, "/v1/topics/empty-body", "")
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
 }

@@ -416,12 +416,12 @@ where
     }
     Ok(p)
 }
-/// Parses an optional JSON body (empty or whitespace means none; `null` is not an
-/// object, as the document says).
+/// Parses an optional JSON body (an empty one means none; neither `null` nor whitespace
+/// is an object, as the document says).
 pub(crate) fn parse_optional_body<T: DeserializeOwned>(
     body: &[u8],
 ) -> Result<Option<T>, ProxyError> {
-    if body.trim_ascii().is_empty() {
+    if body.is_empty() {
         return Ok(None);
     }
     parse_body(body).map(Some)
