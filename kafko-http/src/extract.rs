@@ -48,11 +48,7 @@ impl FromRequest<AppState> for Body {
         state: &AppState,
     ) -> impl Future<Output = Result<Self, ApiError>> + Send {
         let checked = check_encoding(req.headers()).map(|()| {
-            let declared = req
-                .headers()
-                .get(header::CONTENT_LENGTH)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.parse::<u64>().ok());
+            let declared = declared_length(req.headers());
             (req.into_body().into_data_stream(), declared)
         });
         let limit = state.config.max_body_bytes;
@@ -68,6 +64,16 @@ impl FromRequest<AppState> for Body {
             read_limited(stream, limit, idle).await.map(Body)
         }
     }
+}
+
+/// The body's declared `Content-Length`, if it has one (a chunked body has none).
+pub(crate) fn declared_length(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get(header::CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .parse()
+        .ok()
 }
 
 /// 415 for a `Content-Encoding` other than `identity`.

@@ -94,19 +94,23 @@ pub(crate) async fn produce(
     let mut chunks = body.into_data_stream();
     let idle = state.config.request_timeout;
     let limit = state.config.max_body_bytes;
-    // A body whose length is known and within the limit is read whole, to tell one
-    // record from several; any other is streamed from its first record on.
-    let whole = content_length(&headers).filter(|&n| n > 0 && n <= limit);
-    let buf = first_record(&mut chunks, idle, limit, whole.unwrap_or(0)).await?;
+    let mut buf = first_record(&mut chunks, idle, limit).await?;
     let cluster_id = at.urls.id().to_owned();
-    if whole.is_some()
-        && let Some(record) = sole_record(&buf)
+    // A body whose length is declared and within the limit is read whole, to tell one
+    // record from several; any other is streamed from its first record on.
+    let declared = crate::extract::declared_length(&headers);
+    if let Some(length) = declared
+        .and_then(|n| usize::try_from(n).ok())
+        .filter(|&n| n <= limit)
     {
-        let receipt = produce_one(&state, &producer, &cluster_id, &topic, record)
-            .await
-            .map_err(ProxyError::v3)?;
-        let receipt = line(&Outcome::Receipt(receipt));
-        return Ok(v3_answer(Body::from(receipt)));
+        read_to(&mut chunks, &mut buf, length, idle).await?;
+        if let Some(record) = sole_record(&buf) {
+            let receipt = produce_one(&state, &producer, &cluster_id, &topic, record)
+                .await
+                .map_err(ProxyError::v3)?;
+            let receipt = line(&Outcome::Receipt(receipt));
+            return Ok(v3_answer(Body::from(receipt)));
+        }
     }
     let (tx, rx) = mpsc::channel::<Bytes>(RECEIPTS_AHEAD);
     tokio::spawn(pump(
@@ -128,16 +132,6 @@ fn v3_answer(body: Body) -> Response {
         body,
     )
         .into_response()
-}
-
-/// The request's `Content-Length`, if it has one (a chunked body has none).
-fn content_length(headers: &HeaderMap) -> Option<usize> {
-    headers
-        .get(header::CONTENT_LENGTH)?
-        .to_str()
-        .ok()?
-        .parse()
-        .ok()
 }
 
 /// The body's record, if it holds exactly one (and whitespace).
@@ -171,59 +165,88 @@ fn check_media(headers: &HeaderMap) -> Result<(), ProxyError> {
     Ok(())
 }
 
-/// Reads the body until it holds a whole first record and at least `want` bytes (a
-/// body of known length is read whole). An empty body or one that does not start with
-/// JSON is refused with a status, as on the proxy.
+/// Reads the body until it holds a whole first record. An empty body or one that does
+/// not start with JSON is refused with a status, as on the proxy.
 async fn first_record(
     chunks: &mut BodyDataStream,
     idle: Duration,
     limit: usize,
-    want: usize,
 ) -> Result<BytesMut, ProxyError> {
-    let refused = |status, message: String| Err(ProxyError::plain(status, message).v3());
     let mut buf = BytesMut::new();
     loop {
         match next_value(&buf) {
-            Next::Value(..) if buf.len() >= want => return Ok(buf),
-            Next::Value(..) => {}
+            Next::Value(..) => return Ok(buf),
             Next::Invalid(e) => {
-                return refused(StatusCode::BAD_REQUEST, format!("Invalid JSON: {e}"));
+                return Err(refused(
+                    StatusCode::BAD_REQUEST,
+                    format!("Invalid JSON: {e}"),
+                ));
             }
             Next::More if buf.len() > limit => {
-                return refused(
+                return Err(refused(
                     StatusCode::PAYLOAD_TOO_LARGE,
                     format!("A record exceeds the limit of {limit} bytes"),
-                );
+                ));
             }
             Next::More => {}
         }
-        match tokio::time::timeout(idle, chunks.next()).await {
-            Ok(Some(Ok(chunk))) => buf.extend_from_slice(&chunk),
-            Ok(Some(Err(e))) => {
-                return refused(StatusCode::BAD_REQUEST, format!("reading the body: {e}"));
-            }
-            Ok(None) if buf.iter().all(u8::is_ascii_whitespace) => {
+        match next_chunk(chunks, idle).await? {
+            Some(chunk) => buf.extend_from_slice(&chunk),
+            None if buf.iter().all(u8::is_ascii_whitespace) => {
                 return Err(ProxyError::unprocessable(
                     INVALID_PAYLOAD,
                     "Payload error. Request body is empty. Data is required.",
                 )
                 .v3());
             }
-            Ok(None) if matches!(next_value(&buf), Next::Value(..)) => return Ok(buf),
-            Ok(None) => {
-                return refused(
+            None => {
+                return Err(refused(
                     StatusCode::BAD_REQUEST,
-                    "Invalid JSON: the body ended inside a record".to_owned(),
-                );
-            }
-            Err(_) => {
-                return refused(
-                    StatusCode::REQUEST_TIMEOUT,
-                    "no record arrived in time".to_owned(),
-                );
+                    "Invalid JSON: the body ended inside a record",
+                ));
             }
         }
     }
+}
+
+/// Reads on until the buffer holds `length` bytes or the body ends.
+async fn read_to(
+    chunks: &mut BodyDataStream,
+    buf: &mut BytesMut,
+    length: usize,
+    idle: Duration,
+) -> Result<(), ProxyError> {
+    while buf.len() < length {
+        match next_chunk(chunks, idle).await? {
+            Some(chunk) => buf.extend_from_slice(&chunk),
+            None => break,
+        }
+    }
+    Ok(())
+}
+
+/// The body's next chunk, `None` at its end; a read error is 400, a silence of `idle` 408.
+async fn next_chunk(
+    chunks: &mut BodyDataStream,
+    idle: Duration,
+) -> Result<Option<Bytes>, ProxyError> {
+    match tokio::time::timeout(idle, chunks.next()).await {
+        Ok(Some(Ok(chunk))) => Ok(Some(chunk)),
+        Ok(None) => Ok(None),
+        Ok(Some(Err(e))) => Err(refused(
+            StatusCode::BAD_REQUEST,
+            format!("reading the body: {e}"),
+        )),
+        Err(_) => Err(refused(
+            StatusCode::REQUEST_TIMEOUT,
+            "no record arrived in time",
+        )),
+    }
+}
+
+/// A refusal before the stream began, with its status.
+fn refused(status: StatusCode, message: impl Into<String>) -> ProxyError {
+    ProxyError::plain(status, message).v3()
 }
 
 /// Reads records off the body as they arrive and sends one receipt per record.
