@@ -682,8 +682,11 @@ fn lease_partitions(
         let lease = start < hw;
         if lease {
             ts.leases.insert(p, Lease { start, ..template });
-            ts.positions.insert(p, start);
         }
+        // Kept even when there is nothing to read yet: an offset reset happens once, when
+        // the partition is first read, and the position then moves through every record
+        // (with `latest`, re-resolving on each poll would skip what arrived in between).
+        ts.positions.insert(p, start);
         starts.push((p, start, lease));
     }
     Ok(starts)

@@ -6,6 +6,8 @@
 //!   takes effect in memory (`offsets`), and an in-memory *position* that polls
 //!   advance. Without a position a poll starts at the committed offset; without either,
 //!   or when the offset left the log (retention), at the group's [`OffsetReset`] policy.
+//!   The reset happens once: the offset it picks becomes the position, which later polls
+//!   move on from, so no record produced after it is skipped.
 //! - **Delivery (at-least-once).** A poll returns a [`GroupPoll`] whose records count
 //!   as read only once the caller confirms them; unconfirmed, the position goes back.
 //!   With auto-commit, a member's next poll commits what its previous confirmed poll
@@ -50,7 +52,8 @@ pub enum OffsetReset {
     /// The log start offset (oldest record still stored).
     #[default]
     Earliest,
-    /// The high watermark (only records produced from now on).
+    /// The high watermark when the partition is first read (only records produced from
+    /// then on).
     Latest,
     /// Fail the poll with [`KafkoError::NoValidOffset`](crate::KafkoError::NoValidOffset).
     Error,
