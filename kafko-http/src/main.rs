@@ -93,6 +93,10 @@ struct Args {
     /// the limit above; beyond, 503 (REST Proxy: 429).
     #[arg(long, env = "KAFKO_MAX_WAITING_REQUESTS", default_value_t = 1024)]
     max_waiting_requests: usize,
+    /// How long a consumer group with nothing on disk (never configured, nothing
+    /// committed) and no live member is kept after its last join, poll, commit or seek, ms.
+    #[arg(long, env = "KAFKO_IDLE_GROUP_TIMEOUT_MS", default_value_t = 30_000)]
+    idle_group_timeout_ms: u64,
     /// Require `Authorization: Bearer <token>` (probes and the web console's files excepted).
     #[arg(long, env = "KAFKO_AUTH_TOKEN", hide_env_values = true)]
     auth_token: Option<String>,
@@ -220,6 +224,7 @@ async fn run(args: Args) -> Result<(), ServerError> {
         .server_config()
         .map_err(|e| ServerError::Io(std::io::Error::new(std::io::ErrorKind::InvalidInput, e)))?;
     let kafko = Kafko::builder(&args.data_dir)
+        .idle_group_timeout(Duration::from_millis(args.idle_group_timeout_ms))
         .open()
         .await
         .map_err(ServerError::Open)?;

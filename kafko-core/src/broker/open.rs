@@ -1,6 +1,6 @@
 //! Opening a data directory: [`KafkoOptions`], recovery (`recover`, run on the blocking
-//! pool), starting the writers, and the background task that runs retention and
-//! compaction.
+//! pool), starting the writers, and the background tasks that run retention and
+//! compaction, and forget idle in-memory groups.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -21,6 +21,7 @@ pub struct KafkoOptions {
     dir: PathBuf,
     storage: Arc<dyn Storage>,
     retention_check_interval: Duration,
+    idle_group_timeout: Duration,
 }
 
 impl KafkoOptions {
@@ -30,7 +31,17 @@ impl KafkoOptions {
             dir: dir.as_ref().to_path_buf(),
             storage: Arc::new(StdStorage),
             retention_check_interval: Duration::from_secs(30),
+            idle_group_timeout: crate::group::DEFAULT_IDLE_GROUP_TIMEOUT,
         }
+    }
+
+    /// How long a consumer group that holds nothing on disk (never configured, no
+    /// committed offset) and has no live member is kept after its last join, poll,
+    /// commit or seek (default 30 s, the default session of a member). Such a group is
+    /// only in-memory positions: forgetting it is what a restart does to it.
+    pub fn idle_group_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_group_timeout = timeout;
+        self
     }
 
     /// Uses another storage layer (fault injection, simulation).
@@ -78,6 +89,8 @@ impl Kafko {
             .into_iter()
             .map(|t| (t.name.to_string(), Arc::new(t.start())))
             .collect();
+        let mut groups = recovered.groups;
+        groups.set_idle_timeout(options.idle_group_timeout);
         let (stop, _) = watch::channel(false);
         let inner = Arc::new(Inner {
             dir: options.dir,
@@ -90,12 +103,41 @@ impl Kafko {
             background: Mutex::new(Vec::new()),
             stop,
             recovered_clean: recovered.clean,
-            groups: recovered.groups,
+            groups,
             cleaner: crate::compaction::Cleaner::default(),
         });
         let kafko = Kafko { inner };
         kafko.spawn_maintenance(options.retention_check_interval);
+        kafko.spawn_group_eviction(options.idle_group_timeout);
         Ok(kafko)
+    }
+
+    /// Forgets idle groups that hold nothing on disk, checking twice per idle timeout
+    /// (at most once a second, at least every 10 ms).
+    fn spawn_group_eviction(&self, timeout: Duration) {
+        let weak: Weak<Inner> = Arc::downgrade(&self.inner);
+        let mut stop = self.inner.stop.subscribe();
+        let every = (timeout / 2).clamp(Duration::from_millis(10), Duration::from_secs(1));
+        let task = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => {}
+                    _ = stop.changed() => return,
+                }
+                let Some(inner) = weak.upgrade() else { return };
+                let forgotten = inner.groups.evict_idle();
+                if forgotten > 0 {
+                    tracing::debug!(forgotten, "idle groups without offsets forgotten");
+                }
+            }
+        });
+        self.inner
+            .background
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(task);
     }
 
     fn spawn_maintenance(&self, every: Duration) {

@@ -129,10 +129,15 @@ impl GroupHandle {
             if !create {
                 return Err(group_not_found(name));
             }
+            self.coordinator().count_created(
+                &mut groups,
+                usize_saturating(u64::from(topic.partition_count())),
+            );
             groups.insert(name.to_owned(), GroupState::new(GroupConfig::default()));
             created.group = true;
         }
         let g = groups.get_mut(name).ok_or_else(|| group_not_found(name))?;
+        g.last_used = Instant::now();
         if !create && !g.topics.contains_key(&*topic.name) {
             // The group never used this topic: answer from an empty state, keep none.
             return f(&g.config, &mut TopicState::default()).map(|v| (v, created));
@@ -192,6 +197,7 @@ impl GroupHandle {
         crate::storage::blocking("group config", move || store.write_config(&group, &c)).await?;
         if let Some(g) = self.coordinator().lock().get_mut(name) {
             g.config = config;
+            g.durable = true;
         }
         Ok(())
     }

@@ -24,6 +24,14 @@
 //!   simple path). They are refused with
 //!   [`KafkoError::GroupHasMembers`](crate::KafkoError::GroupHasMembers) while explicit members are live.
 //!
+//! - **Lifetime.** A group that holds nothing on disk (never configured, nothing
+//!   committed) and has no live member is in-memory positions only: it is forgotten
+//!   once unused for the idle timeout
+//!   ([`KafkoOptions::idle_group_timeout`](crate::KafkoOptions::idle_group_timeout)),
+//!   and, under a flood of new names, the least recently used such groups are forgotten
+//!   sooner, so their memory stays bounded. A forgotten group starts again at its reset
+//!   policy, as after a restart.
+//!
 //! Polls read without holding any lock. A partition whose answer is in flight (read,
 //! not yet confirmed or dropped) is leased: other polls skip it until it settles, so
 //! concurrent polls never hand out a record twice and a long poll never blocks other
@@ -37,7 +45,7 @@ mod offsets;
 
 use std::time::Duration;
 
-pub(crate) use coordinator::Coordinator;
+pub(crate) use coordinator::{Coordinator, DEFAULT_IDLE_GROUP_TIMEOUT};
 pub use delivery::{Delivery, GroupPoll};
 pub use handle::GroupHandle;
 
