@@ -286,11 +286,17 @@ pub(crate) struct GroupPollQuery {
     pub(crate) max_bytes: Option<usize>,
     /// Long-poll: wait up to this long for a first record (clamped to the server limit).
     pub(crate) wait_ms: Option<u64>,
-    /// Auto-commit (default `true`): before reading, commit durably what this member's
-    /// previous poll returned, if that answer was sent in full. With `false`, only
+    /// Auto-commit (default `true`): before reading, commit durably what this caller's
+    /// earlier answers returned, once it showed it received them — a joined member by
+    /// polling again, anyone by passing their `cursor`. With `false`, only
     /// `PUT …/offsets` commits. Either way a record counts as consumed only once
     /// committed (at-least-once).
     pub(crate) auto_commit: Option<bool>,
+    /// The `cursor` of the last poll answer this client received. It acknowledges that
+    /// answer and those before it (auto-commit may then commit them); an answer that was
+    /// asked for with the same cursor, and so never arrived, is read again.
+    #[param(pattern = r"^[0-9]{1,19}$")]
+    pub(crate) cursor: Option<String>,
     /// A joined member's id (with `generation`); absent = the group's implicit single
     /// member, which owns every partition while nobody has joined.
     pub(crate) member_id: Option<String>,
@@ -319,8 +325,11 @@ pub(crate) struct GroupPollResponse {
     /// The caller's positions after the poll, one per owned partition.
     pub(crate) positions: Vec<PartitionOffsetDto>,
     /// What this poll committed before reading (auto-commit): the positions after the
-    /// member's previous poll. Empty when nothing was left to commit.
+    /// caller's acknowledged answers. Empty when nothing was left to commit.
     pub(crate) committed: Vec<PartitionOffsetDto>,
+    /// Pass this as `cursor` on the next poll to acknowledge this answer: its own cursor
+    /// when it carries records, else the cursor the poll carried (`null` if none).
+    pub(crate) cursor: Option<String>,
 }
 
 /// Body of `PUT /v1/groups/{group}/topics/{topic}/offsets`.

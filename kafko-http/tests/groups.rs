@@ -70,29 +70,50 @@ async fn poll_commit_and_resume_after_restart() {
     create_topic(&c, &s, "orders", json!({"partitions": 1})).await;
     fill(&c, &s, "orders", 1, 10).await;
 
-    // Auto-commit (the default) commits a poll's records only with the next poll.
+    // Auto-commit (the default) commits a poll's records only with the next poll that
+    // carries the answer's cursor: an anonymous poll without it shows nothing received.
     let b = poll(&c, &s, "billing", "orders", "?max_records=4").await;
     assert_eq!(values(&b), ["p0-0", "p0-1", "p0-2", "p0-3"]);
     assert_eq!(b["committed"], json!([]));
     assert_eq!(b["generation"], 0);
     assert_eq!(b["positions"], json!([{"partition": 0, "offset": 4}]));
-    let b = poll(&c, &s, "billing", "orders", "?max_records=3").await;
-    assert_eq!(values(&b), ["p0-4", "p0-5", "p0-6"]);
-    assert_eq!(b["committed"], json!([{"partition": 0, "offset": 4}]));
+    let cursor = b["cursor"].as_str().unwrap().to_owned();
+    let b = poll(&c, &s, "billing", "orders", "?max_records=1").await;
+    assert_eq!(values(&b), ["p0-4"]);
+    assert_eq!(b["committed"], json!([]), "no cursor: nothing committed");
+    let query = format!("?max_records=2&cursor={}", b["cursor"].as_str().unwrap());
+    let b = poll(&c, &s, "billing", "orders", &query).await;
+    assert_eq!(values(&b), ["p0-5", "p0-6"]);
+    assert_eq!(
+        b["committed"],
+        json!([]),
+        "p0-4 was acknowledged, but nobody showed p0-0..3 arrived"
+    );
+    // The first answer's cursor: now everything up to p0-4 is acknowledged.
+    let b = poll(
+        &c,
+        &s,
+        "billing",
+        "orders",
+        &format!("?max_records=1&cursor={cursor}"),
+    )
+    .await;
+    assert_eq!(values(&b), ["p0-7"]);
+    assert_eq!(b["committed"], json!([{"partition": 0, "offset": 5}]));
 
     assert!(s.sigterm().await.success());
     let mut s = Server::start(&dir, &[]).await;
-    // The last poll was never committed: it comes again after the restart.
+    // What was not acknowledged was never committed: it comes again after the restart.
     // auto_commit=false: the position moves, nothing is committed.
     let b = poll(
         &c,
         &s,
         "billing",
         "orders",
-        "?max_records=3&auto_commit=false",
+        "?max_records=2&auto_commit=false",
     )
     .await;
-    assert_eq!(values(&b), ["p0-4", "p0-5", "p0-6"]);
+    assert_eq!(values(&b), ["p0-5", "p0-6"]);
     assert_eq!(b["committed"], json!([]));
     let offsets = "/v1/groups/billing/topics/orders/offsets";
     // An empty body commits the current positions.
@@ -347,9 +368,11 @@ async fn describe_shows_lag_and_delete_removes_the_group() {
         ),
     )
     .await;
-    poll(&c, &s, "g", "lag", "?max_records=4").await;
-    // Commits the first poll's 4; its own 2 are delivered, not yet committed.
-    poll(&c, &s, "g", "lag", "?max_records=2").await;
+    let b = poll(&c, &s, "g", "lag", "?max_records=4").await;
+    // Acknowledges and commits the first poll's 4; its own 2 are delivered, not yet
+    // committed.
+    let query = format!("?max_records=2&cursor={}", b["cursor"].as_str().unwrap());
+    poll(&c, &s, "g", "lag", &query).await;
     let d = get_json(&c, &s, "/v1/groups/g").await;
     assert_eq!(d["group"], "g");
     assert_eq!(d["config"], json!({"offset_reset": "earliest"}));

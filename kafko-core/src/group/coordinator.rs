@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::acknowledge::{Answer, Frontier};
 use super::membership::Members;
 use super::offsets::OffsetStore;
 use super::{GroupConfig, MAX_SESSION_TIMEOUT, MemberRef, OffsetReset, PartitionOffset};
@@ -49,6 +50,11 @@ pub(super) struct TopicState {
     /// Delivered with auto-commit and not yet committed, per partition: the next poll
     /// (or leave) of the member it was delivered to commits it.
     pub(super) pending: BTreeMap<u32, Pending>,
+    /// The implicit member's answers not yet behind the frontier, by cursor
+    /// (`acknowledge`).
+    pub(super) answers: BTreeMap<u64, Answer>,
+    /// The implicit member's frontier per partition: what its auto-commit may commit.
+    pub(super) frontier: BTreeMap<u32, Frontier>,
     pub(super) members: Members,
 }
 
@@ -67,13 +73,15 @@ impl TopicState {
     pub(super) fn reset_positions(&mut self) {
         self.positions.clear();
         self.leases.clear();
+        self.frontier.clear();
         let members = &self.members.members;
         self.pending
             .retain(|_, p| p.member.is_empty() || members.contains_key(&p.member));
     }
 
-    /// What `member`'s next poll commits: its pending deliveries that are still ahead of
-    /// the committed offsets (a later commit or seek by others wins).
+    /// What a joined member's next poll commits: its pending deliveries that are still
+    /// ahead of the committed offsets (a later commit or seek by others wins). The
+    /// implicit member's are its frontier (`acknowledge::committable`).
     pub(super) fn pending_of(&self, member: &str) -> Vec<PartitionOffset> {
         self.pending
             .iter()
@@ -107,6 +115,13 @@ impl TopicState {
         self.positions.insert(partition, offset);
         self.leases.remove(&partition);
         self.pending.remove(&partition);
+        self.frontier.insert(
+            partition,
+            Frontier {
+                from: offset,
+                to: offset,
+            },
+        );
     }
 
     /// The offset a commit without offsets records: the delivered position (an answer in
@@ -166,7 +181,12 @@ impl GroupState {
         self.topics
             .values()
             .map(|ts| {
-                ts.positions.len() + ts.leases.len() + ts.pending.len() + ts.members.members.len()
+                ts.positions.len()
+                    + ts.leases.len()
+                    + ts.pending.len()
+                    + ts.answers.len()
+                    + ts.frontier.len()
+                    + ts.members.members.len()
             })
             .sum::<usize>()
             .max(1)

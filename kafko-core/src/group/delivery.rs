@@ -2,13 +2,16 @@
 //! the partitions it read; the caller then reports whether the answer reached the
 //! consumer. Delivered, the group's position stays past the records (and, with
 //! auto-commit, the member's next poll commits them); dropped without that report, the
-//! position goes back to where the poll started and the records are read again.
+//! position goes back to where the poll started and the records are read again. An
+//! answer only handed to a connection is *sent*, which counts for the position but not
+//! for auto-commit until acknowledged (`acknowledge`).
 
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
 
 use super::PartitionOffset;
+use super::acknowledge::{Answer, remember};
 use super::coordinator::{Groups, Pending, lock};
 use crate::record::Record;
 
@@ -50,6 +53,13 @@ impl GroupPoll {
         &self.committed
     }
 
+    /// This answer's cursor, when it carries records: the caller's next poll passes it
+    /// as [`GroupPollOptions::acknowledged`](super::GroupPollOptions::acknowledged) to
+    /// show the answer arrived.
+    pub fn cursor(&self) -> Option<u64> {
+        (!self.delivery.leases.is_empty()).then_some(self.delivery.id)
+    }
+
     /// Marks the records delivered and returns them.
     pub fn delivered(self) -> Vec<Record> {
         let (records, delivery) = self.into_parts();
@@ -73,6 +83,10 @@ pub struct Delivery {
     pub(super) topic: String,
     /// Who the records go to (`""`: the implicit member).
     pub(super) member: String,
+    /// The answer's cursor (its poll's lease id).
+    pub(super) id: u64,
+    /// The cursor the poll carried.
+    pub(super) after: Option<u64>,
     /// `(partition, lease id)` of every partition the answer carries records of.
     pub(super) leases: Vec<(u32, u64)>,
     /// Woken when the leases end, so polls waiting for these partitions look again.
@@ -91,13 +105,36 @@ impl std::fmt::Debug for Delivery {
     }
 }
 
+/// What became of an answer.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    /// The consumer has the records (in process).
+    Received,
+    /// Handed to a connection: the consumer may still not have them.
+    Sent,
+    /// Never sent in full.
+    Lost,
+}
+
 impl Delivery {
-    /// The records reached their consumer: the group's position stays past them.
+    /// The records reached their consumer: the group's position stays past them, and
+    /// with auto-commit the caller's next poll commits them.
     pub fn confirm(mut self) {
-        self.settle(true);
+        self.settle(Outcome::Received);
     }
 
-    fn settle(&mut self, delivered: bool) {
+    /// The answer was handed in full to a connection, which does not show that the
+    /// consumer read it. The group's position stays past the records. A joined
+    /// member's next poll commits them (a member is one consumer, as in Kafka); the
+    /// implicit member's auto-commit commits them only once a poll carries this
+    /// answer's cursor ([`GroupPoll::cursor`]) or a later one of the same chain. A poll
+    /// carrying the cursor this answer's own poll carried shows the answer never
+    /// arrived: its records are read again, unless something read past them meanwhile.
+    pub fn sent(mut self) {
+        self.settle(Outcome::Sent);
+    }
+
+    fn settle(&mut self, outcome: Outcome) {
         if self.settled {
             return;
         }
@@ -113,6 +150,7 @@ impl Delivery {
             else {
                 return;
             };
+            let mut parts = Vec::with_capacity(self.leases.len());
             for &(partition, id) in &self.leases {
                 // A rebalance, commit or seek since the poll replaced the lease: the
                 // answer no longer decides this partition's position.
@@ -120,16 +158,26 @@ impl Delivery {
                     continue;
                 };
                 ts.leases.remove(&partition);
-                if delivered {
-                    if lease.auto_commit
-                        && let Some(&to) = ts.positions.get(&partition)
-                    {
-                        let member = self.member.clone();
-                        ts.pending.insert(partition, Pending { member, offset: to });
-                    }
-                } else {
+                if outcome == Outcome::Lost {
                     ts.positions.insert(partition, lease.start);
+                    continue;
                 }
+                let Some(&to) = ts.positions.get(&partition) else {
+                    continue;
+                };
+                parts.push((partition, lease.start, to));
+                if lease.auto_commit && !self.member.is_empty() {
+                    let member = self.member.clone();
+                    ts.pending.insert(partition, Pending { member, offset: to });
+                }
+            }
+            if self.member.is_empty() && !parts.is_empty() {
+                let answer = Answer {
+                    after: self.after,
+                    parts,
+                    acknowledged: outcome == Outcome::Received,
+                };
+                remember(ts, self.id, answer);
             }
         }
         self.activity.notify_waiters();
@@ -138,6 +186,6 @@ impl Delivery {
 
 impl Drop for Delivery {
     fn drop(&mut self) {
-        self.settle(false);
+        self.settle(Outcome::Lost);
     }
 }

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::time::Instant;
 
+use super::acknowledge::{acknowledge, committable, start_frontier};
 use super::coordinator::{
     Caller, Coordinator, GroupState, Lease, TopicState, authorize, expire, group_not_found,
     not_assigned, start_position, validate_session_timeout,
@@ -351,9 +352,7 @@ impl GroupHandle {
         self.check_not_closing()?;
         let t = topic.inner();
         let caller = Caller::of(member);
-        let (committed, created) = self
-            .commit_delivered(t, caller, options.auto_commit)
-            .await?;
+        let (committed, created) = self.commit_delivered(t, caller, options).await?;
         let id = NEXT_LEASE.fetch_add(1, Ordering::Relaxed);
         let (starts, generation) = self.lease_owned(t, caller, id, options.auto_commit, created)?;
         let read = read_leased(t, &starts, options);
@@ -368,29 +367,38 @@ impl GroupHandle {
             generation,
             positions,
             committed,
-            delivery: self.delivery(t, caller, kept.leases),
+            delivery: self.delivery(t, caller, kept.leases, id, options.acknowledged),
         })
     }
 
     /// A poll's first step: checks the caller may poll (creating the group and topic
-    /// entries), then, with auto-commit, durably commits what its previous confirmed
-    /// poll returned. Returns what it committed and which entries it created.
+    /// entries), applies what its cursor acknowledges, then, with auto-commit, durably
+    /// commits what its previous delivered poll returned. Returns what it committed and
+    /// which entries it created.
     async fn commit_delivered(
         &self,
         t: &Topic,
         caller: Caller<'_>,
-        auto_commit: bool,
+        options: &GroupPollOptions,
     ) -> Result<(Vec<PartitionOffset>, Created)> {
         let group = &*self.name;
         let n = t.partition_count();
-        let (to_commit, created) = self.with_state(t, true, |_, ts| {
+        let ((to_commit, moved_back), created) = self.with_state(t, true, |_, ts| {
             authorize(group, &t.name, ts, caller, n, Instant::now())?;
-            Ok(if auto_commit {
-                ts.pending_of(caller.key())
-            } else {
-                Vec::new()
-            })
+            let moved_back = match (caller, options.acknowledged) {
+                (Caller::Implicit, Some(cursor)) => acknowledge(ts, cursor),
+                _ => false,
+            };
+            let to_commit = match caller {
+                _ if !options.auto_commit => Vec::new(),
+                Caller::Member(m) => ts.pending_of(&m.member_id),
+                Caller::Implicit => committable(ts),
+            };
+            Ok((to_commit, moved_back))
         })?;
+        if moved_back {
+            t.activity.notify_waiters();
+        }
         if !to_commit.is_empty() {
             self.coordinator()
                 .commit(group, &t.name, &to_commit, |ts| {
@@ -452,13 +460,23 @@ impl GroupHandle {
         keep_leases(ts, read, starts, id)
     }
 
-    /// The handle that confirms (or, dropped, puts back) a poll's `leases`.
-    fn delivery(&self, t: &Topic, caller: Caller<'_>, leases: Vec<(u32, u64)>) -> Delivery {
+    /// The handle that confirms (or, dropped, puts back) a poll's `leases`; `id` is the
+    /// answer's cursor, `after` the cursor the poll carried.
+    fn delivery(
+        &self,
+        t: &Topic,
+        caller: Caller<'_>,
+        leases: Vec<(u32, u64)>,
+        id: u64,
+        after: Option<u64>,
+    ) -> Delivery {
         Delivery {
             groups: self.coordinator().groups.clone(),
             group: self.name.to_string(),
             topic: t.name.to_string(),
             member: caller.key().to_owned(),
+            id,
+            after,
             leases,
             activity: t.activity.clone(),
             settled: false,
@@ -692,7 +710,9 @@ fn lease_partitions(
         // Kept even when there is nothing to read yet: an offset reset happens once, when
         // the partition is first read, and the position then moves through every record
         // (with `latest`, re-resolving on each poll would skip what arrived in between).
-        ts.positions.insert(p, start);
+        if ts.positions.insert(p, start).is_none() {
+            start_frontier(ts, p, start);
+        }
         starts.push((p, start, lease));
     }
     Ok(starts)

@@ -37,6 +37,7 @@
 //! concurrent polls never hand out a record twice and a long poll never blocks other
 //! members.
 
+mod acknowledge;
 mod coordinator;
 mod delivery;
 mod handle;
@@ -120,6 +121,11 @@ pub struct GroupPollOptions {
     /// Commit what the caller's previous, delivered poll returned before reading
     /// (Kafka's auto-commit). Without it, only [`GroupHandle::commit`] commits.
     pub auto_commit: bool,
+    /// The cursor ([`GroupPoll::cursor`]) of the last answer the caller received: it
+    /// acknowledges that answer and the ones before it (so auto-commit may commit
+    /// them), and shows that an answer asked for after the same cursor never arrived
+    /// (its records are read again). See [`Delivery::sent`].
+    pub acknowledged: Option<u64>,
 }
 
 impl Default for GroupPollOptions {
@@ -129,6 +135,7 @@ impl Default for GroupPollOptions {
             max_bytes: 1024 * 1024,
             wait: Duration::ZERO,
             auto_commit: true,
+            acknowledged: None,
         }
     }
 }

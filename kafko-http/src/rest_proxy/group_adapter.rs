@@ -112,6 +112,7 @@ impl<'a> GroupAdapter<'a> {
             max_bytes,
             wait: Duration::ZERO,
             auto_commit,
+            acknowledged: None,
         };
         let (g, t) = self.handles(&member.topic)?;
         match g

@@ -2,9 +2,10 @@
 //!
 //! - `POST …/poll` reads the next records after the group's position. Delivery is
 //!   at-least-once: a record counts as consumed only once committed, and with
-//!   `auto_commit` (the default) a poll first commits what the same member's previous
-//!   poll returned, if that answer was sent in full. An answer cut off (connection
-//!   dropped, server killed) commits nothing: its records come again. Without
+//!   `auto_commit` (the default) a poll first commits what the caller showed it
+//!   received: a joined member's previous answers, or the answers up to the `cursor`
+//!   the poll carries. An answer cut off (connection dropped, server killed) commits
+//!   nothing: its records come again. Without
 //!   `member_id`/`generation` the caller is the group's implicit single member (owns
 //!   every partition; refused with 409 `group_has_members` while members have joined).
 //! - `PUT …/offsets` commits, `POST …/seek` moves (and commits) the group.
@@ -86,7 +87,7 @@ fn from_dto(offsets: &[PartitionOffsetDto]) -> Vec<PartitionOffset> {
 
 /// Polls the group's next records (at-least-once; see the module doc for the rule).
 #[utoipa::path(post, path = "/v1/groups/{group}/topics/{topic}/poll", operation_id = "poll_group", tag = "groups",
-    description = "Reads the group's next records. Delivery is at-least-once: a record counts as consumed only once committed. With auto_commit (the default) a poll first commits, durably, what the same member's previous poll returned (Kafka's auto-commit rule), and only if that answer was sent in full; then it reads on. An answer that does not reach the client in full (connection dropped, server killed) is not committed, so its records come again on the group's next poll. The implicit member (no member_id) is one member: any caller's poll commits the previous implicit poll. With auto_commit=false only PUT …/offsets commits. A poll whose commit cannot be written fails (507 storage_full) and leaves the group where it was.",
+    description = "Reads the group's next records. Delivery is at-least-once: a record counts as consumed only once committed. With auto_commit (the default) a poll first commits, durably, what the caller's earlier answers returned once it showed it received them, then reads on: a joined member shows it by polling again (Kafka's auto-commit rule), anyone by passing the last answer's `cursor`. The implicit member (no member_id) is anonymous: a poll without a cursor commits nothing, and an acknowledged answer is committed only up to the first answer nobody acknowledged. An answer not sent in full (connection dropped, server killed) comes again on the group's next poll; one sent but never read comes again on the next poll carrying the cursor that poll carried, and otherwise stays uncommitted (it comes again after a restart). With auto_commit=false only PUT …/offsets commits. A poll whose commit cannot be written fails (507 storage_full) and leaves the group where it was.",
     params(("group" = String, Path, description = "Group name: [a-zA-Z0-9._-]{1,249}, not . or .."),
         ("topic" = String, Path, description = "Topic name"), GroupPollQuery, FormatQuery),
     responses(
@@ -110,11 +111,13 @@ pub(crate) async fn poll(
     let g = state.kafko.group(&group)?;
     let t = state.kafko.topic(&topic)?;
     let (max_records, max_bytes) = read_limits(cfg, q.max_records, q.max_bytes);
+    let acknowledged = q.cursor.as_deref().map(parse_cursor).transpose()?;
     let options = GroupPollOptions {
         max_records,
         max_bytes,
         wait: Duration::ZERO,
         auto_commit: q.auto_commit.unwrap_or(true),
+        acknowledged,
     };
     let deadline = Instant::now() + Duration::from_millis(q.wait_ms.unwrap_or(0)).min(cfg.max_wait);
     let activity = t.activity();
@@ -136,6 +139,7 @@ pub(crate) async fn poll(
         }
     };
     let (value_fmt, key_fmt) = formats.resolve();
+    let cursor = got.cursor().or(acknowledged).map(|c| c.to_string());
     // Unrepresentable records: `got` is dropped undelivered, so the group stays before them.
     let records = got
         .records()
@@ -156,15 +160,27 @@ pub(crate) async fn poll(
         generation: got.generation(),
         positions: to_dto(got.positions().to_vec()),
         committed: to_dto(committed),
+        cursor,
     };
     let (_, delivery) = got.into_parts();
     let estimate = crate::json::records_estimate(body.records.len(), bytes);
     Ok(delivered_on_send(&body, estimate, delivery))
 }
 
-/// A JSON response whose `delivery` is confirmed once the whole body was handed to the
-/// connection; a response dropped before that (the client went away, the server
-/// stopped) returns the records to the group.
+/// A poll's `cursor` parameter: a cursor an earlier answer carried.
+fn parse_cursor(cursor: &str) -> ApiResult<u64> {
+    cursor.parse().map_err(|_| {
+        ApiError::bad_request(
+            "invalid_query",
+            "cursor must be the `cursor` of an earlier poll answer",
+        )
+    })
+}
+
+/// A JSON response whose `delivery` counts as sent once the whole body was handed to
+/// the connection (which does not show the client read it: see `Delivery::sent`); a
+/// response dropped before that (the client went away, the server stopped) returns the
+/// records to the group.
 fn delivered_on_send(body: &GroupPollResponse, estimate: usize, delivery: Delivery) -> Response {
     let json = match crate::json::to_bytes(body, estimate) {
         Ok(json) => json,
@@ -172,7 +188,7 @@ fn delivered_on_send(body: &GroupPollResponse, estimate: usize, delivery: Delive
     };
     (
         [(header::CONTENT_TYPE, "application/json")],
-        crate::on_sent::body(json, move || delivery.confirm()),
+        crate::on_sent::body(json, move || delivery.sent()),
     )
         .into_response()
 }

@@ -259,7 +259,7 @@ enum Confirm {
 impl Confirm {
     fn run(self) {
         match self {
-            Confirm::Deliveries(deliveries) => deliveries.into_iter().for_each(Delivery::confirm),
+            Confirm::Deliveries(deliveries) => deliveries.into_iter().for_each(Delivery::sent),
             Confirm::Positions(handle, moves) => {
                 fn advance(
                     inst: &mut Instance,
