@@ -10,8 +10,10 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Server, client, create_topic, fresh_server, json, memory_mib};
+use base64::Engine;
+use common::{Server, create_topic, fresh_server, json, memory_mib};
 use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const V2: &str = "application/vnd.kafka.v2+json";
 const BINARY: &str = "application/vnd.kafka.binary.v2+json";
@@ -205,4 +207,170 @@ async fn a_waiting_read_does_not_look_for_missing_topics_every_50_ms() {
     assert_eq!(r.status(), 200);
     let got: Value = read.await.unwrap();
     assert_eq!(got[0]["value"], "aGk=", "{got}");
+}
+
+/// The head of a chunked v3 produce to `topic`.
+fn v3_stream_head(s: &Server, topic: &str) -> String {
+    format!(
+        "POST /v3/clusters/kafko/topics/{topic}/records HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n",
+        s.addr
+    )
+}
+
+/// `data` as one chunk of a chunked body.
+fn chunk(data: &[u8]) -> Vec<u8> {
+    let mut out = format!("{:x}\r\n", data.len()).into_bytes();
+    out.extend_from_slice(data);
+    out.extend_from_slice(b"\r\n");
+    out
+}
+
+/// Reads a chunked answer until `lines` JSON objects arrived in its body, or it ended
+/// (the terminating chunk or a close); the objects and whether it ended.
+async fn read_lines(
+    stream: &mut (impl tokio::io::AsyncRead + Unpin),
+    buf: &mut Vec<u8>,
+    lines: usize,
+    within: Duration,
+) -> (Vec<Value>, bool) {
+    tokio::time::timeout(within, async {
+        loop {
+            let text = String::from_utf8_lossy(buf).into_owned();
+            if let Some((_, body)) = text.split_once("\r\n\r\n") {
+                let found: Vec<Value> = body
+                    .split("\r\n")
+                    .filter_map(|l| serde_json::from_str::<Value>(l.trim()).ok())
+                    // Chunk-size lines parse as numbers: only objects are lines.
+                    .filter(Value::is_object)
+                    .collect();
+                let ended = body.ends_with("\r\n0\r\n\r\n") || body.starts_with("0\r\n\r\n");
+                if found.len() >= lines || ended {
+                    return (found, ended);
+                }
+            }
+            let mut more = [0u8; 4096];
+            let n = stream.read(&mut more).await.expect("read");
+            if n == 0 {
+                let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+                let found = body
+                    .split("\r\n")
+                    .filter_map(|l| serde_json::from_str::<Value>(l.trim()).ok())
+                    .filter(Value::is_object)
+                    .collect();
+                return (found, true);
+            }
+            buf.extend_from_slice(&more[..n]);
+        }
+    })
+    .await
+    .unwrap_or_else(|_| {
+        panic!(
+            "no {lines} lines within {within:?}: {}",
+            String::from_utf8_lossy(buf)
+        )
+    })
+}
+
+#[tokio::test]
+async fn a_large_v3_record_in_1_kib_chunks_costs_cpu_linear_in_its_size() {
+    let (_tmp, s, c) = fresh_server(&[]).await;
+    create_topic(&c, &s, "big", json!({})).await;
+    // A record of 1,000,000 bytes: about 1.4 MB of JSON, sent 1 KiB at a time.
+    let value = base64::engine::general_purpose::STANDARD.encode(vec![7u8; 1_000_000]);
+    let record = json!({"value": {"type": "BINARY", "data": value}}).to_string();
+    let mut tcp = tokio::net::TcpStream::connect(&s.addr).await.unwrap();
+    tcp.set_nodelay(true).unwrap();
+    let cpu_before = cpu_time(s.pid());
+    let started = Instant::now();
+    tcp.write_all(v3_stream_head(&s, "big").as_bytes())
+        .await
+        .unwrap();
+    for piece in record.as_bytes().chunks(1024) {
+        tcp.write_all(&chunk(piece)).await.unwrap();
+    }
+    tcp.write_all(b"0\r\n\r\n").await.unwrap();
+    let mut buf = Vec::new();
+    let (lines, _) = read_lines(&mut tcp, &mut buf, 1, Duration::from_secs(120)).await;
+    let took = started.elapsed();
+    let cpu = cpu_time(s.pid()) - cpu_before;
+    println!(
+        "{} bytes of JSON in {} chunks: receipt in {took:?}, server CPU {cpu:?}",
+        record.len(),
+        record.len().div_ceil(1024)
+    );
+    assert_eq!(lines[0]["error_code"], 200, "{lines:?}");
+    assert_eq!(lines[0]["value"]["size"], 1_000_000, "{lines:?}");
+    assert!(cpu < Duration::from_secs(2), "server CPU {cpu:?}");
+}
+
+#[tokio::test]
+async fn a_v3_record_past_the_limit_is_refused_before_the_rest_arrives() {
+    let (_tmp, s, c) = fresh_server(&["--max-record-bytes", "65536"]).await;
+    create_topic(&c, &s, "capped", json!({})).await;
+    let tcp = tokio::net::TcpStream::connect(&s.addr).await.unwrap();
+    let (mut rd, mut wr) = tcp.into_split();
+    wr.write_all(v3_stream_head(&s, "capped").as_bytes())
+        .await
+        .unwrap();
+    wr.write_all(&chunk(br#"{"value":{"type":"STRING","data":""#))
+        .await
+        .unwrap();
+    // 512 KiB of a string that has not ended, and the body kept open: the limit is
+    // 2 x 64 KiB + 64 KiB of JSON, so the answer must come without the rest.
+    for _ in 0..32 {
+        wr.write_all(&chunk(&[b'x'; 16 * 1024])).await.unwrap();
+    }
+    let mut head = Vec::new();
+    let got = tokio::time::timeout(Duration::from_secs(5), async {
+        let mut more = [0u8; 4096];
+        while !String::from_utf8_lossy(&head).contains("\r\n\r\n{") {
+            let n = rd.read(&mut more).await.unwrap();
+            assert!(n > 0, "closed without an answer");
+            head.extend_from_slice(&more[..n]);
+        }
+    })
+    .await;
+    let text = String::from_utf8_lossy(&head).into_owned();
+    assert!(
+        got.is_ok(),
+        "no answer to 512 KiB of an open record: {text:?}"
+    );
+    println!("{text}");
+    assert!(text.starts_with("HTTP/1.1 413"), "{text}");
+    assert!(text.contains("\"error_code\":413"), "{text}");
+    drop(wr);
+}
+
+#[tokio::test]
+async fn a_stalled_v3_stream_ends_with_an_error_line_after_the_body_read_timeout() {
+    let (_tmp, s, c) = fresh_server(&[
+        "--body-read-timeout-ms",
+        "500",
+        "--request-timeout-ms",
+        "60000",
+    ])
+    .await;
+    create_topic(&c, &s, "stalled", json!({})).await;
+    let mut tcp = tokio::net::TcpStream::connect(&s.addr).await.unwrap();
+    tcp.write_all(v3_stream_head(&s, "stalled").as_bytes())
+        .await
+        .unwrap();
+    tcp.write_all(&chunk(br#"{"value":{"type":"JSON","data":1}}"#))
+        .await
+        .unwrap();
+    let mut buf = Vec::new();
+    let (first, _) = read_lines(&mut tcp, &mut buf, 1, Duration::from_secs(10)).await;
+    assert_eq!(first[0]["error_code"], 200, "{first:?}");
+    // Then nothing more is sent: the stream ends with an error line, not in silence.
+    let stalled = Instant::now();
+    let (lines, ended) = read_lines(&mut tcp, &mut buf, 2, Duration::from_secs(10)).await;
+    let took = stalled.elapsed();
+    println!("stalled stream: {lines:?} after {took:?}");
+    assert_eq!(lines.len(), 2, "the stream ended with no error line");
+    assert_eq!(lines[1]["error_code"], 408, "{lines:?}");
+    assert!(took < Duration::from_secs(3), "{took:?}");
+    if !ended {
+        let (_, ended) = read_lines(&mut tcp, &mut buf, 3, Duration::from_secs(5)).await;
+        assert!(ended, "the stream goes on after its error line");
+    }
 }

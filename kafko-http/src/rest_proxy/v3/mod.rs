@@ -5,6 +5,7 @@
 pub(crate) mod metadata;
 pub(crate) mod produce;
 pub(crate) mod record;
+pub(crate) mod scan;
 
 use std::collections::HashMap;
 
