@@ -374,3 +374,45 @@ async fn a_stalled_v3_stream_ends_with_an_error_line_after_the_body_read_timeout
         assert!(ended, "the stream goes on after its error line");
     }
 }
+
+#[tokio::test]
+async fn an_instance_whose_read_is_in_flight_does_not_expire() {
+    let (_tmp, s, c) = fresh_server(&["--consumer-instance-timeout-ms", "500"]).await;
+    create_topic(&c, &s, "busy", json!({})).await;
+    let base = instance_with(&c, &s, "readers", json!({"auto.offset.reset": "earliest"})).await;
+    assert_eq!(
+        subscribe(&c, &base, &["busy".to_owned()]).await.status(),
+        204
+    );
+    let read = {
+        let (c, base) = (c.clone(), base.clone());
+        tokio::spawn(async move {
+            let r = c
+                .get(format!("{base}/records?timeout=3000"))
+                .header("accept", BINARY)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 200);
+            json(r).await
+        })
+    };
+    // Past the instance timeout, while the read waits: creating another instance sweeps
+    // the idle ones, and a record arrives.
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    instance(&c, &s, "other").await;
+    let r = c
+        .post(s.url("/topics/busy"))
+        .header("content-type", BINARY)
+        .body(json!({"records": [{"value": "aGk="}]}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let got = read.await.unwrap();
+    assert_eq!(got.as_array().map(Vec::len), Some(1), "{got}");
+    assert_eq!(got[0]["value"], "aGk=", "{got}");
+    // The read just ended, so the instance is alive.
+    let r = c.get(format!("{base}/subscription")).send().await.unwrap();
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+}

@@ -93,7 +93,6 @@ pub(crate) async fn records(
     // member's next poll does.
     inst.auto_commit_assigned(&state.kafko, at.timeout()).await;
     let batch = wait_for_records(state, &mut inst, max_bytes, Instant::now() + wait).await?;
-    state.rest_proxy.touch(inst.handle());
     let format = inst.format;
     let (by_topic, confirm) = batch.into_parts(inst.handle().clone());
     let records = by_topic.iter().flat_map(|(_, records)| records);
