@@ -416,3 +416,73 @@ async fn an_instance_whose_read_is_in_flight_does_not_expire() {
     let r = c.get(format!("{base}/subscription")).send().await.unwrap();
     assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
 }
+
+/// A raw `method path` with `host` as the Host header and `body`; (status, body).
+async fn with_host(s: &Server, method: &str, path: &str, host: &str, body: &str) -> (u16, String) {
+    let req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: {V2}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    common::raw_request(&s.addr, req.as_bytes()).await
+}
+
+#[tokio::test]
+async fn answer_urls_come_from_the_public_url_or_a_valid_host_only() {
+    let evil = "evil.example:1/x?y#";
+    let (_tmp, s, _c) = fresh_server(&[]).await;
+    // A Host that is not host[:port] is refused, never copied into an answer.
+    for (method, path) in [("GET", "/v3/clusters"), ("POST", "/consumers/g")] {
+        let (status, body) = with_host(&s, method, path, evil, "{}").await;
+        assert!(!body.contains("evil"), "{method} {path}: {status} {body}");
+        assert_eq!(status, 400, "{method} {path}: {body}");
+        let body: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(body["error_code"], 400, "{body}");
+    }
+    // A valid one is used.
+    let (status, body) = with_host(&s, "POST", "/consumers/g", "kafko.local:9", "{}").await;
+    assert_eq!(status, 200, "{body}");
+    let body: Value = serde_json::from_str(&body).unwrap();
+    let base_uri = body["base_uri"].as_str().unwrap();
+    assert!(
+        base_uri.starts_with("http://kafko.local:9/consumers/g/instances/"),
+        "{base_uri}"
+    );
+
+    // --public-url (here through its environment twin) wins over any Host.
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Server::start_env(
+        &tmp.path().join("data"),
+        &[],
+        &[("KAFKO_PUBLIC_URL", "https://kafko.example.com/proxy/")],
+    )
+    .await;
+    let (status, body) = with_host(&s, "GET", "/v3/clusters", evil, "").await;
+    assert_eq!(status, 200, "{body}");
+    let body: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        body["metadata"]["self"],
+        "https://kafko.example.com/proxy/v3/clusters"
+    );
+    assert_eq!(
+        body["data"][0]["metadata"]["self"],
+        "https://kafko.example.com/proxy/v3/clusters/kafko"
+    );
+    let (status, body) = with_host(&s, "POST", "/consumers/g", evil, "{\"name\":\"c\"}").await;
+    assert_eq!(status, 200, "{body}");
+    let body: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        body["base_uri"],
+        "https://kafko.example.com/proxy/consumers/g/instances/c"
+    );
+
+    // A public URL that is not one does not start the server.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kafko-http"))
+        .args(["--bind", "127.0.0.1:0", "--data-dir"])
+        .arg(tmp.path().join("other"))
+        .args(["--public-url", "http://h/x?y"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--public-url"), "{stderr}");
+}

@@ -174,7 +174,7 @@ mod tests {
     fn values(body: &str, size: usize) -> Vec<Result<Value, String>> {
         let mut v = Values::default();
         let mut out = Vec::new();
-        let mut drain = |v: &mut Values, ended: bool, out: &mut Vec<_>| {
+        let drain = |v: &mut Values, ended: bool, out: &mut Vec<_>| {
             loop {
                 match v.next(ended) {
                     Next::Value(x) => out.push(Ok(x)),
