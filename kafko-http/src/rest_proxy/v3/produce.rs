@@ -219,11 +219,8 @@ async fn read_rest(
     values: &mut Values,
     idle: Duration,
 ) -> Result<(), ProxyError> {
-    loop {
-        match next_chunk(chunks, idle).await? {
-            Some(chunk) => values.push(&chunk),
-            None => break,
-        }
+    while let Some(chunk) = next_chunk(chunks, idle).await? {
+        values.push(&chunk);
     }
     Ok(())
 }

@@ -22,8 +22,7 @@ use crate::state::AppState;
 /// cap bounds what one instance costs the server.
 pub(crate) const MAX_SUBSCRIBED_TOPICS: usize = 1024;
 
-/// A subscription request: the topics to follow (at least one, at most
-/// [`MAX_SUBSCRIBED_TOPICS`] distinct).
+/// A subscription request: the topics to follow (at least one, at most 1,024 distinct).
 #[derive(Deserialize, utoipa::ToSchema)]
 #[schema(as = ProxyV2Subscription)]
 pub(crate) struct Subscription {
