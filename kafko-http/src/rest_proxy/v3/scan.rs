@@ -8,6 +8,10 @@
 use bytes::{Buf, BytesMut};
 use serde_json::Value;
 
+/// Deepest nesting of objects and arrays accepted (serde_json's own limit): deeper is
+/// refused as soon as it is seen.
+const MAX_DEPTH: usize = 128;
+
 /// What the next bytes of a body hold.
 #[derive(Debug)]
 pub(crate) enum Next {
@@ -114,6 +118,9 @@ impl Values {
                 }
             } else {
                 match b {
+                    b'{' | b'[' if s.open.len() == MAX_DEPTH => {
+                        return Next::Invalid(format!("nested deeper than {MAX_DEPTH} levels"));
+                    }
                     b'{' => s.open.push(b'}'),
                     b'[' => s.open.push(b']'),
                     b'}' | b']' => {
@@ -225,6 +232,11 @@ mod tests {
         let mut v = Values::default();
         v.push(b"{\"a\": ;");
         assert!(matches!(v.next(false), Next::Invalid(_)));
+        let mut v = Values::default();
+        v.push(&[b'['; MAX_DEPTH]);
+        assert!(matches!(v.next(false), Next::More));
+        v.push(b"[");
+        assert!(matches!(v.next(false), Next::Invalid(e) if e.contains("128")));
     }
 
     #[test]
