@@ -68,6 +68,45 @@ pub struct ServerConfig {
     pub cluster_id: String,
     /// How long an unused REST Proxy consumer instance lives before it expires.
     pub consumer_instance_timeout: Duration,
+    /// The base of the absolute URLs the REST Proxy API answers with (v2 `base_uri`, v3
+    /// `metadata.self` and links), as [`public_url`] normalizes it: how clients reach
+    /// the server (behind a proxy, a load balancer). Unset, the request's `Host` is
+    /// used, once checked to be a plain `host[:port]`.
+    pub public_url: Option<String>,
+}
+
+/// Checks and normalizes a public base URL: `http://` or `https://`, a host (a name, an
+/// IPv4 address or a bracketed IPv6 one) with an optional port, an optional path, and
+/// nothing else (no user info, query or fragment); a trailing `/` is dropped.
+///
+/// # Errors
+///
+/// What is wrong with `raw`, for the operator.
+pub fn public_url(raw: &str) -> Result<String, String> {
+    let bad = |why: &str| format!("--public-url '{raw}': {why}");
+    let (scheme, rest) = raw
+        .split_once("://")
+        .ok_or_else(|| bad("expected http://host[:port][/path]"))?;
+    let scheme = scheme.to_ascii_lowercase();
+    if scheme != "http" && scheme != "https" {
+        return Err(bad("the scheme must be http or https"));
+    }
+    let (authority, path) = rest.find('/').map_or((rest, ""), |i| rest.split_at(i));
+    if !crate::rest_proxy::is_host_and_port(authority) {
+        return Err(bad("expected a host and an optional port after the scheme"));
+    }
+    if !path
+        .bytes()
+        .all(|b| b.is_ascii_graphic() && b != b'?' && b != b'#')
+    {
+        return Err(bad(
+            "the path may hold no query, fragment, space or non-ASCII byte",
+        ));
+    }
+    Ok(format!(
+        "{scheme}://{authority}{}",
+        path.trim_end_matches('/')
+    ))
 }
 
 impl Default for ServerConfig {
@@ -92,6 +131,7 @@ impl Default for ServerConfig {
             auto_create: AutoCreate::Enabled(TopicConfig::default()),
             cluster_id: DEFAULT_CLUSTER_ID.to_owned(),
             consumer_instance_timeout: Duration::from_secs(300),
+            public_url: None,
         }
     }
 }

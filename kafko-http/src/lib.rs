@@ -49,7 +49,7 @@ mod rest_proxy;
 mod router;
 mod routes;
 
-pub use config::{AutoCreate, DEFAULT_CLUSTER_ID, ServerConfig};
+pub use config::{AutoCreate, DEFAULT_CLUSTER_ID, ServerConfig, public_url};
 pub use error::ServerError;
 pub use router::app;
 pub use state::AppState;

@@ -131,6 +131,11 @@ struct Args {
         default_value_t = 300_000
     )]
     consumer_instance_timeout_ms: u64,
+    /// The base URL clients reach this server at, for the absolute URLs of REST Proxy
+    /// answers (`base_uri`, v3 `metadata.self`), e.g. `https://kafko.example.com`;
+    /// unset, the request's `Host` (a plain `host[:port]`, else 400).
+    #[arg(long, env = "KAFKO_PUBLIC_URL")]
+    public_url: Option<String>,
     /// Log filter (tracing-subscriber env-filter syntax), e.g. `info` or `kafko_core=debug`.
     #[arg(long, env = "KAFKO_LOG_LEVEL", default_value = "info")]
     log_level: String,
@@ -202,6 +207,12 @@ impl Args {
             },
             cluster_id: self.cluster_id.clone(),
             consumer_instance_timeout: ms(self.consumer_instance_timeout_ms.max(1)),
+            public_url: self
+                .public_url
+                .as_deref()
+                .filter(|u| !u.is_empty())
+                .map(kafko_http::public_url)
+                .transpose()?,
         })
     }
 }

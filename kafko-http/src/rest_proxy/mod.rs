@@ -427,14 +427,58 @@ pub(crate) fn parse_optional_body<T: DeserializeOwned>(
     parse_body(body).map(Some)
 }
 
-/// `http://{Host}`: the base of the absolute URLs in answers (`base_uri`, `self`).
-pub(crate) fn base_url(parts_headers: &axum::http::HeaderMap) -> String {
-    let host = parts_headers
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .filter(|h| !h.is_empty())
-        .unwrap_or("localhost");
-    format!("http://{host}")
+/// The base of the absolute URLs in answers (`base_uri`, `self`): `--public-url` if
+/// set; else `http://` and the request's `Host` (or, without one, its URI's authority,
+/// as HTTP/2 sends it; else `localhost`). A `Host` that is not a plain `host[:port]` is
+/// refused with 400 (RFC 9112 asks for that), never copied into an answer.
+pub(crate) fn base_url(
+    state: &AppState,
+    headers: &axum::http::HeaderMap,
+    uri: &axum::http::Uri,
+) -> Result<String, ProxyError> {
+    if let Some(url) = &state.config.public_url {
+        return Ok(url.clone());
+    }
+    let host = match headers.get(header::HOST) {
+        Some(h) => h.to_str().ok().filter(|h| is_host_and_port(h)).ok_or_else(|| {
+            ProxyError::plain(
+                StatusCode::BAD_REQUEST,
+                "Invalid Host header: expected host[:port] (set --public-url to name the server's URL)",
+            )
+        })?,
+        None => uri
+            .authority()
+            .map(axum::http::uri::Authority::as_str)
+            .filter(|a| is_host_and_port(a))
+            .unwrap_or("localhost"),
+    };
+    Ok(format!("http://{host}"))
+}
+
+/// Whether `s` is a plain `host[:port]`: a name of letters, digits, `-`, `_` and `.`,
+/// or a bracketed IPv6 address, then optionally `:` and a port (0-65535); nothing else.
+pub(crate) fn is_host_and_port(s: &str) -> bool {
+    let is_port = |p: &str| {
+        (1..=5).contains(&p.len())
+            && p.bytes().all(|b| b.is_ascii_digit())
+            && p.parse::<u32>().is_ok_and(|n| n <= 65535)
+    };
+    let (host, port) = match s.strip_prefix('[') {
+        Some(rest) => {
+            return match rest.split_once(']') {
+                Some((v6, after)) if v6.parse::<std::net::Ipv6Addr>().is_ok() => {
+                    after.is_empty() || after.strip_prefix(':').is_some_and(is_port)
+                }
+                _ => false,
+            };
+        }
+        None => s.rsplit_once(':').map_or((s, None), |(h, p)| (h, Some(p))),
+    };
+    (1..=253).contains(&host.len())
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        && port.is_none_or(is_port)
 }
 
 /// The topic's producer; an unknown topic is created first when the server auto-creates
@@ -448,5 +492,59 @@ pub(crate) async fn producer_for(
         Err(AdminError::TopicNotFound { .. }) => Ok(state.auto_created_producer(topic).await?),
         Err(AdminError::InvalidName { .. }) => Err(ProxyError::topic_not_found(topic)),
         other => Ok(other?),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn only_a_plain_host_and_port_is_a_host() {
+        for good in [
+            "localhost",
+            "127.0.0.1:8080",
+            "kafko.example.com",
+            "[::1]",
+            "[::1]:80",
+            "a_b-c.d:65535",
+        ] {
+            assert!(super::is_host_and_port(good), "{good}");
+        }
+        for bad in [
+            "",
+            "evil.example:1/x?y#",
+            "a b",
+            "a:65536",
+            "a:",
+            ":80",
+            "a:b:c",
+            "[::1",
+            "[zz]:1",
+            "[::1]x",
+            "user@host",
+            "host/path",
+            "h\u{e9}",
+        ] {
+            assert!(!super::is_host_and_port(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_public_url_is_http_host_port_and_path_only() {
+        let ok = |u: &str| crate::config::public_url(u).unwrap();
+        assert_eq!(
+            ok("https://kafko.example.com/"),
+            "https://kafko.example.com"
+        );
+        assert_eq!(ok("HTTP://h:8082/proxy/"), "http://h:8082/proxy");
+        for bad in [
+            "h:1",
+            "ftp://h",
+            "http://h/x?y",
+            "http://h/#",
+            "http://u@h",
+            "http://",
+        ] {
+            assert!(crate::config::public_url(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -2,11 +2,13 @@
 //! their settings, subscription and group memberships. An instance not used for
 //! `consumer_instance_timeout` expires: the next call on it (or the next creation of any
 //! instance) removes it, leaves its groups (or commits its manual assignment's positions
-//! with auto-commit), and calls on it answer 40403.
+//! with auto-commit), and calls on it answer 40403. An instance with a request in
+//! flight (a read waiting for records) is in use, never idle: it cannot expire until
+//! that request ends, and its idle time counts from then.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use kafko_core::{Kafko, Membership, OffsetReset};
@@ -94,6 +96,8 @@ impl Instance {
 pub(crate) struct Handle {
     /// Milliseconds since the registry's epoch.
     last_used: AtomicU64,
+    /// Requests holding the instance now ([`InUse`]); while any does, it is not idle.
+    in_use: AtomicUsize,
     /// Shared, so that a request can hold the lock as an owned guard.
     pub(crate) state: Arc<tokio::sync::Mutex<Instance>>,
 }
@@ -123,9 +127,12 @@ impl Instances {
         u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
+    /// Whether `h` is idle past the timeout: no request holds it, and none did for that
+    /// long. Called with the map locked, as every change of `in_use` from 0 is.
     fn expired(&self, h: &Handle, now: u64) -> bool {
-        now.saturating_sub(h.last_used.load(Ordering::Relaxed))
-            >= u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX)
+        h.in_use.load(Ordering::SeqCst) == 0
+            && now.saturating_sub(h.last_used.load(Ordering::SeqCst))
+                >= u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), Arc<Handle>>> {
@@ -151,15 +158,17 @@ impl Instances {
         }
         let handle = Arc::new(Handle {
             last_used: AtomicU64::new(now),
+            in_use: AtomicUsize::new(0),
             state: Arc::new(tokio::sync::Mutex::new(instance)),
         });
         map.insert(key, handle.clone());
         (Some(handle), swept)
     }
 
-    /// The live instance, marked as used now. An expired one is removed and returned as
-    /// `Err` for the caller to close.
-    pub(crate) fn get(&self, group: &str, name: &str) -> Result<Arc<Handle>, Option<Arc<Handle>>> {
+    /// The live instance, held in use until the returned guard drops (it cannot expire
+    /// meanwhile). An expired one is removed and returned as `Err` for the caller to
+    /// close.
+    pub(crate) fn get(&self, group: &str, name: &str) -> Result<InUse, Option<Arc<Handle>>> {
         let now = self.now_ms();
         let mut map = self.lock();
         let key = (group.to_owned(), name.to_owned());
@@ -167,21 +176,43 @@ impl Instances {
             None => Err(None),
             Some(h) if self.expired(h, now) => Err(map.remove(&key)),
             Some(h) => {
-                h.last_used.store(now, Ordering::Relaxed);
-                Ok(h.clone())
+                // Under the map's lock, so no sweep sees the instance idle from here on.
+                h.in_use.fetch_add(1, Ordering::SeqCst);
+                h.last_used.store(now, Ordering::SeqCst);
+                Ok(InUse {
+                    handle: h.clone(),
+                    epoch: self.epoch,
+                })
             }
         }
-    }
-
-    /// Marks an instance used now (after a long read, so the read's duration does not count
-    /// as idleness).
-    pub(crate) fn touch(&self, h: &Handle) {
-        h.last_used.store(self.now_ms(), Ordering::Relaxed);
     }
 
     /// Removes an instance.
     pub(crate) fn remove(&self, group: &str, name: &str) -> Option<Arc<Handle>> {
         self.lock().remove(&(group.to_owned(), name.to_owned()))
+    }
+}
+
+/// A request's hold on an instance: while it lives the instance is in use; dropped, it
+/// marks the instance used now (so a long read's duration does not count as idleness).
+pub(crate) struct InUse {
+    handle: Arc<Handle>,
+    epoch: Instant,
+}
+
+impl InUse {
+    /// The instance held.
+    pub(crate) fn handle(&self) -> &Arc<Handle> {
+        &self.handle
+    }
+}
+
+impl Drop for InUse {
+    fn drop(&mut self) {
+        let now = u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
+        // Used now first, so a sweep that sees no request also sees this time.
+        self.handle.last_used.store(now, Ordering::SeqCst);
+        self.handle.in_use.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

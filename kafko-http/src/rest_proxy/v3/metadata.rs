@@ -2,7 +2,7 @@
 //! create, delete), partitions (list, get) and a partition's earliest and latest offsets.
 
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::Response;
 use kafko_core::{AdminError, CleanupPolicy, Compression, TopicConfig, TopicDescription};
 use serde::{Deserialize, Serialize};
@@ -88,13 +88,17 @@ fn cluster(urls: &Urls) -> ClusterData {
 /// Lists the clusters: kafko is one.
 #[utoipa::path(get, path = "/v3/clusters", tag = "rest-proxy-v3",
     responses((status = 200, description = "The one cluster", body = ClusterList)))]
-pub(crate) async fn list_clusters(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    let urls = Urls::new(&headers, &state);
-    ok(&ClusterList {
+pub(crate) async fn list_clusters(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> ProxyResult<Response> {
+    let urls = Urls::new(&state, &headers, &uri)?;
+    Ok(ok(&ClusterList {
         kind: "KafkaClusterList",
         metadata: urls.list_root(),
         data: vec![cluster(&urls)],
-    })
+    }))
 }
 
 /// The cluster.
@@ -296,6 +300,7 @@ pub(crate) async fn create_topic(
     State(state): State<AppState>,
     ProxyPath(cluster_id): ProxyPath<String>,
     headers: HeaderMap,
+    uri: Uri,
     ProxyBody(body): ProxyBody,
 ) -> ProxyResult<Response> {
     check_cluster(&state, &cluster_id)?;
@@ -319,7 +324,7 @@ pub(crate) async fn create_topic(
     kafko_core::naming::validate_name(&req.topic_name)
         .map_err(|e| bad_topic(format!("Invalid topic name: {e}")))?;
     config.validate().map_err(|e| bad_topic(e.to_string()))?;
-    let urls = Urls::new(&headers, &state);
+    let urls = Urls::new(&state, &headers, &uri)?;
     if state.kafko.topic(&req.topic_name).is_ok() {
         return Err(bad_topic(format!(
             "Topic '{}' already exists.",

@@ -5,12 +5,13 @@
 pub(crate) mod metadata;
 pub(crate) mod produce;
 pub(crate) mod record;
+pub(crate) mod scan;
 
 use std::collections::HashMap;
 
 use axum::extract::FromRequestParts;
-use axum::http::HeaderMap;
 use axum::http::request::Parts;
+use axum::http::{HeaderMap, Uri};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -52,7 +53,7 @@ impl<T: DeserializeOwned + Send> FromRequestParts<AppState> for InCluster<T> {
         Ok(InCluster {
             path,
             state: state.clone(),
-            urls: Urls::new(&parts.headers, state),
+            urls: Urls::new(state, &parts.headers, &parts.uri)?,
         })
     }
 }
@@ -90,11 +91,12 @@ pub(crate) struct Urls {
 }
 
 impl Urls {
-    pub(crate) fn new(headers: &HeaderMap, state: &AppState) -> Self {
-        Urls {
-            base: base_url(headers),
+    /// The URLs of a request's answer (see [`base_url`]); a bad `Host` is 400.
+    pub(crate) fn new(state: &AppState, headers: &HeaderMap, uri: &Uri) -> ProxyResult<Self> {
+        Ok(Urls {
+            base: base_url(state, headers, uri).map_err(ProxyError::v3)?,
             cluster: state.config.cluster_id.clone(),
-        }
+        })
     }
 
     /// `{base}/v3/clusters/{id}{rest}`.

@@ -5,14 +5,20 @@
 //! chunked stream of one receipt per record, in order, each written as soon as its record
 //! is appended, so a client may keep the body open and send records while reading
 //! receipts. A record that fails gets `{"error_code","message"}` in its place and the
-//! others go on; a body that stops being JSON ends the stream with one last error.
+//! others go on; a body that stops being JSON, pauses longer than
+//! `--body-read-timeout-ms`, or holds a record past [`record_limit`] ends the stream with
+//! one last error line.
+//!
+//! The body is read incrementally (`scan`): each byte is looked at once, and only the
+//! record being read is held, so a large record in small chunks costs time linear in its
+//! size and memory bounded by the record limit, not by `--max-body-bytes`.
 
 use std::time::Duration;
 
 use axum::body::{Body, BodyDataStream};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::Bytes;
 use futures_util::StreamExt;
 use kafko_core::Producer;
 use serde::Serialize;
@@ -22,6 +28,7 @@ use tokio::sync::mpsc;
 use super::InCluster;
 use super::metadata::topic_not_found;
 use super::record::{Outcome, RecordIn, produce_one};
+use super::scan::{Next, Values};
 use crate::rest_proxy::api_doc::V3TopicPath;
 use crate::rest_proxy::content_type::V3_JSON;
 use crate::rest_proxy::error::{ErrorBody, INVALID_PAYLOAD, ProxyError};
@@ -30,30 +37,6 @@ use crate::state::AppState;
 
 /// Receipts buffered ahead of a slow reader before appends wait for it.
 const RECEIPTS_AHEAD: usize = 64;
-
-/// What the next bytes of the buffer hold.
-enum Next {
-    /// A whole JSON value and the bytes it took.
-    Value(Value, usize),
-    /// Only whitespace, or the start of a value: read more.
-    More,
-    /// Not JSON.
-    Invalid(String),
-}
-
-fn next_value(buf: &[u8]) -> Next {
-    let start = buf.iter().take_while(|b| b.is_ascii_whitespace()).count();
-    if start == buf.len() {
-        return Next::More;
-    }
-    let mut values = serde_json::Deserializer::from_slice(&buf[start..]).into_iter::<Value>();
-    match values.next() {
-        Some(Ok(v)) => Next::Value(v, start + values.byte_offset()),
-        Some(Err(e)) if e.is_eof() => Next::More,
-        Some(Err(e)) => Next::Invalid(e.to_string()),
-        None => Next::More,
-    }
-}
 
 fn line<T: Serialize>(value: &T) -> Bytes {
     let mut out = serde_json::to_vec(value).unwrap_or_default();
@@ -92,20 +75,21 @@ pub(crate) async fn produce(
         }
     })?;
     let mut chunks = body.into_data_stream();
-    let idle = state.config.request_timeout;
-    let limit = state.config.max_body_bytes;
-    let mut buf = first_record(&mut chunks, idle, limit).await?;
+    let idle = state.config.body_read_timeout;
+    let limit = record_limit(&state.config);
+    let (mut values, first) = first_record(&mut chunks, idle, limit).await?;
     let cluster_id = at.urls.id().to_owned();
-    // A body whose length is declared and within the limit is read whole, to tell one
-    // record from several; any other is streamed from its first record on.
+    // A body whose length is declared and within the record limit is read whole, to
+    // tell one record from several; any other holds several (one record never exceeds
+    // the limit) and is streamed from its first record on.
     let declared = crate::extract::declared_length(&headers);
-    if let Some(length) = declared
+    if declared
         .and_then(|n| usize::try_from(n).ok())
-        .filter(|&n| n <= limit)
+        .is_some_and(|n| n <= limit)
     {
-        read_to(&mut chunks, &mut buf, length, idle).await?;
-        if let Some(record) = sole_record(&buf) {
-            let receipt = produce_one(&state, &producer, &cluster_id, &topic, record)
+        read_rest(&mut chunks, &mut values, idle).await?;
+        if values.only_whitespace_left() {
+            let receipt = produce_one(&state, &producer, &cluster_id, &topic, first)
                 .await
                 .map_err(ProxyError::v3)?;
             let receipt = line(&Outcome::Receipt(receipt));
@@ -113,9 +97,16 @@ pub(crate) async fn produce(
         }
     }
     let (tx, rx) = mpsc::channel::<Bytes>(RECEIPTS_AHEAD);
-    tokio::spawn(pump(
-        state, producer, cluster_id, topic, buf, chunks, tx, idle,
-    ));
+    let stream = Stream {
+        state,
+        producer,
+        cluster_id,
+        topic,
+        tx,
+        idle,
+        limit,
+    };
+    tokio::spawn(stream.pump(chunks, first, values));
     let stream = futures_util::stream::unfold(rx, |mut rx| async move {
         rx.recv()
             .await
@@ -134,12 +125,26 @@ fn v3_answer(body: Body) -> Response {
         .into_response()
 }
 
-/// The body's record, if it holds exactly one (and whitespace).
-fn sole_record(buf: &[u8]) -> Option<Value> {
-    match next_value(buf) {
-        Next::Value(v, used) if buf[used..].iter().all(u8::is_ascii_whitespace) => Some(v),
-        _ => None,
-    }
+/// The most bytes one record may take on the wire, as JSON: twice `--max-record-bytes`
+/// (room for base64's 4/3 and escaped strings) plus 64 KiB for the envelope (partition,
+/// timestamp, header names), within `--max-body-bytes`. A record still open past it is
+/// refused (413) without reading the rest.
+pub(crate) fn record_limit(config: &crate::config::ServerConfig) -> usize {
+    config
+        .max_record_bytes
+        .saturating_mul(2)
+        .saturating_add(64 * 1024)
+        .min(config.max_body_bytes)
+}
+
+/// The refusal of a record still open past `limit` bytes.
+fn too_large(limit: usize) -> ProxyError {
+    ProxyError::plain(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!(
+            "A record exceeds the limit of {limit} bytes of JSON (twice --max-record-bytes plus 64 KiB)"
+        ),
+    )
 }
 
 /// Records are JSON, not compressed: 415 otherwise.
@@ -165,62 +170,57 @@ fn check_media(headers: &HeaderMap) -> Result<(), ProxyError> {
     Ok(())
 }
 
-/// Reads the body until it holds a whole first record. An empty body or one that does
-/// not start with JSON is refused with a status, as on the proxy.
+/// Reads the body until it holds a whole first record; returns the reader (with what
+/// followed the record) and the record. An empty body or one that does not start with
+/// JSON is refused with a status, as on the proxy.
 async fn first_record(
     chunks: &mut BodyDataStream,
     idle: Duration,
     limit: usize,
-) -> Result<BytesMut, ProxyError> {
-    let mut buf = BytesMut::new();
+) -> Result<(Values, Value), ProxyError> {
+    let mut values = Values::default();
+    let mut ended = false;
     loop {
-        match next_value(&buf) {
-            Next::Value(..) => return Ok(buf),
+        match values.next(ended) {
+            Next::Value(v) => return Ok((values, v)),
             Next::Invalid(e) => {
                 return Err(refused(
                     StatusCode::BAD_REQUEST,
                     format!("Invalid JSON: {e}"),
                 ));
             }
-            Next::More if buf.len() > limit => {
-                return Err(refused(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    format!("A record exceeds the limit of {limit} bytes"),
-                ));
+            Next::More if values.buffered() > limit => return Err(too_large(limit).v3()),
+            Next::More if ended => {
+                return Err(if values.buffered() == 0 {
+                    ProxyError::unprocessable(
+                        INVALID_PAYLOAD,
+                        "Payload error. Request body is empty. Data is required.",
+                    )
+                    .v3()
+                } else {
+                    refused(
+                        StatusCode::BAD_REQUEST,
+                        "Invalid JSON: the body ended inside a record",
+                    )
+                });
             }
             Next::More => {}
         }
         match next_chunk(chunks, idle).await? {
-            Some(chunk) => buf.extend_from_slice(&chunk),
-            None if buf.iter().all(u8::is_ascii_whitespace) => {
-                return Err(ProxyError::unprocessable(
-                    INVALID_PAYLOAD,
-                    "Payload error. Request body is empty. Data is required.",
-                )
-                .v3());
-            }
-            None => {
-                return Err(refused(
-                    StatusCode::BAD_REQUEST,
-                    "Invalid JSON: the body ended inside a record",
-                ));
-            }
+            Some(chunk) => values.push(&chunk),
+            None => ended = true,
         }
     }
 }
 
-/// Reads on until the buffer holds `length` bytes or the body ends.
-async fn read_to(
+/// Reads on to the body's end (a declared length within the record limit).
+async fn read_rest(
     chunks: &mut BodyDataStream,
-    buf: &mut BytesMut,
-    length: usize,
+    values: &mut Values,
     idle: Duration,
 ) -> Result<(), ProxyError> {
-    while buf.len() < length {
-        match next_chunk(chunks, idle).await? {
-            Some(chunk) => buf.extend_from_slice(&chunk),
-            None => break,
-        }
+    while let Some(chunk) = next_chunk(chunks, idle).await? {
+        values.push(&chunk);
     }
     Ok(())
 }
@@ -249,75 +249,105 @@ fn refused(status: StatusCode, message: impl Into<String>) -> ProxyError {
     ProxyError::plain(status, message).v3()
 }
 
-/// Reads records off the body as they arrive and sends one receipt per record.
-#[allow(clippy::too_many_arguments)]
-async fn pump(
+/// A streamed produce: where its records and receipts go, and its limits.
+struct Stream {
     state: AppState,
     producer: Producer,
     cluster_id: String,
     topic: String,
-    mut buf: BytesMut,
-    mut chunks: BodyDataStream,
     tx: mpsc::Sender<Bytes>,
+    /// `--body-read-timeout-ms`: the longest pause between two chunks.
     idle: Duration,
-) {
-    let limit = state.config.max_body_bytes;
-    let mut ended = false;
-    loop {
-        // Every whole record in the buffer, in order.
+    /// [`record_limit`].
+    limit: usize,
+}
+
+impl Stream {
+    /// Appends `first`, then reads records off the body as they arrive, sending one
+    /// receipt per record; a stream that cannot go on ends with an error line.
+    async fn pump(self, mut chunks: BodyDataStream, first: Value, mut values: Values) {
+        if !self.append(first).await {
+            return;
+        }
+        let mut ended = false;
         loop {
-            match next_value(&buf) {
-                Next::Value(v, used) => {
-                    buf.advance(used);
-                    let outcome: Outcome = produce_one(&state, &producer, &cluster_id, &topic, v)
-                        .await
-                        .into();
-                    let receipt = line(&outcome);
-                    if tx.send(receipt).await.is_err() {
-                        return; // The client went away.
+            // Every whole record received, in order.
+            loop {
+                match values.next(ended) {
+                    Next::Value(v) => {
+                        if !self.append(v).await {
+                            return; // The client went away.
+                        }
+                    }
+                    Next::More => break,
+                    Next::Invalid(e) => {
+                        return self
+                            .end(StatusCode::BAD_REQUEST, format!("Invalid JSON: {e}"))
+                            .await;
                     }
                 }
-                Next::More => break,
-                Next::Invalid(e) => {
-                    let _ = tx
-                        .send(stream_error(
-                            StatusCode::BAD_REQUEST,
-                            format!("Invalid JSON: {e}"),
-                        ))
+            }
+            if ended {
+                if !values.only_whitespace_left() {
+                    self.end(
+                        StatusCode::BAD_REQUEST,
+                        "Invalid JSON: the body ended inside a record".to_owned(),
+                    )
+                    .await;
+                }
+                return;
+            }
+            if values.buffered() > self.limit {
+                let e = too_large(self.limit);
+                return self.end(e.status, e.message).await;
+            }
+            let next = tokio::select! {
+                n = tokio::time::timeout(self.idle, chunks.next()) => n,
+                () = self.state.shutdown_requested() => {
+                    return self
+                        .end(StatusCode::SERVICE_UNAVAILABLE, "The server is stopping".to_owned())
                         .await;
-                    return;
+                }
+            };
+            match next {
+                Ok(Some(Ok(chunk))) => values.push(&chunk),
+                Ok(None) => ended = true,
+                Ok(Some(Err(e))) => {
+                    return self
+                        .end(StatusCode::BAD_REQUEST, format!("reading the body: {e}"))
+                        .await;
+                }
+                Err(_) => {
+                    let ms = self.idle.as_millis();
+                    return self
+                        .end(
+                            StatusCode::REQUEST_TIMEOUT,
+                            format!("No data arrived for {ms} ms (--body-read-timeout-ms): the stream ends"),
+                        )
+                        .await;
                 }
             }
         }
-        if ended {
-            if buf.iter().any(|b| !b.is_ascii_whitespace()) {
-                let _ = tx
-                    .send(stream_error(
-                        StatusCode::BAD_REQUEST,
-                        "Invalid JSON: the body ended inside a record",
-                    ))
-                    .await;
-            }
-            return;
-        }
-        if buf.len() > limit {
-            let _ = tx
-                .send(stream_error(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    format!("A record exceeds the limit of {limit} bytes"),
-                ))
-                .await;
-            return;
-        }
-        let next = tokio::select! {
-            n = tokio::time::timeout(idle, chunks.next()) => n,
-            () = state.shutdown_requested() => return,
-        };
-        match next {
-            Ok(Some(Ok(chunk))) => buf.extend_from_slice(&chunk),
-            Ok(None) => ended = true,
-            Ok(Some(Err(_))) | Err(_) => return,
-        }
+    }
+
+    /// Appends one record and sends its receipt; false once the client went away.
+    async fn append(&self, record: Value) -> bool {
+        let Stream {
+            state,
+            producer,
+            cluster_id,
+            topic,
+            ..
+        } = self;
+        let outcome: Outcome = produce_one(state, producer, cluster_id, topic, record)
+            .await
+            .into();
+        self.tx.send(line(&outcome)).await.is_ok()
+    }
+
+    /// Sends the stream's last line, an error.
+    async fn end(&self, status: StatusCode, message: String) {
+        let _ = self.tx.send(stream_error(status, message)).await;
     }
 }
 

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::Response;
 use kafko_core::OffsetReset;
 use serde::{Deserialize, Serialize};
@@ -175,9 +175,11 @@ pub(crate) async fn create(
     State(state): State<AppState>,
     ProxyPath(group): ProxyPath<String>,
     headers: HeaderMap,
+    uri: Uri,
     ProxyBody(body): ProxyBody,
 ) -> ProxyResult<Response> {
     let req: CreateRequest = parse_optional_body(&body)?.unwrap_or_default();
+    let base = base_url(&state, &headers, &uri)?;
     if kafko_core::naming::validate_name(&group).is_err() {
         return Err(bad_config(format!("'{group}' is not a valid group name")));
     }
@@ -185,7 +187,7 @@ pub(crate) async fn create(
     let (group, name) = (instance.group.clone(), instance.name.clone());
     register(&state, instance).await?;
     Ok(v2_json(&CreateResponse {
-        base_uri: format!("{}/consumers/{group}/instances/{name}", base_url(&headers)),
+        base_uri: format!("{base}/consumers/{group}/instances/{name}"),
         instance_id: name,
     }))
 }

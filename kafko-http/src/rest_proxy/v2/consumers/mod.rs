@@ -28,7 +28,7 @@ use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use tokio::sync::OwnedMutexGuard;
 
-use super::instances::{self, Handle, Instance};
+use super::instances::{self, Handle, InUse, Instance};
 use crate::rest_proxy::ProxyPath;
 use crate::rest_proxy::error::{ProxyError, ProxyResult};
 use crate::state::AppState;
@@ -61,7 +61,7 @@ impl InstanceAt {
     /// expired one is closed), or was closed while this request waited for the lock.
     pub(crate) async fn lock(&self) -> ProxyResult<Locked> {
         let registry = &self.state.rest_proxy;
-        let handle = match registry.get(&self.group, &self.name) {
+        let in_use = match registry.get(&self.group, &self.name) {
             Ok(h) => h,
             Err(expired) => {
                 if let Some(h) = expired {
@@ -70,11 +70,11 @@ impl InstanceAt {
                 return Err(ProxyError::instance_not_found());
             }
         };
-        let guard = handle.state.clone().lock_owned().await;
+        let guard = in_use.handle().state.clone().lock_owned().await;
         if guard.closed {
             return Err(ProxyError::instance_not_found());
         }
-        Ok(Locked { handle, guard })
+        Ok(Locked { guard, in_use })
     }
 
     /// Removes the instance and closes it (it leaves its groups): 40403 if unknown.
@@ -94,16 +94,18 @@ impl InstanceAt {
     }
 }
 
-/// A locked live instance: the request has it to itself until this is dropped.
+/// A locked live instance: the request has it to itself, and it is in use (cannot
+/// expire), until this is dropped.
 pub(crate) struct Locked {
-    handle: Arc<Handle>,
+    /// Dropped before `in_use`, so the instance is unlocked before it becomes idle.
     guard: OwnedMutexGuard<Instance>,
+    in_use: InUse,
 }
 
 impl Locked {
-    /// The instance's registry entry (to mark it used, or to confirm a read later).
+    /// The instance's registry entry (to confirm a read later).
     pub(crate) fn handle(&self) -> &Arc<Handle> {
-        &self.handle
+        self.in_use.handle()
     }
 }
 

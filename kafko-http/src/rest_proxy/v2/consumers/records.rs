@@ -2,6 +2,7 @@
 //! subscribed topics (or the assigned partitions), and counts as delivered only once its
 //! answer went out in full.
 
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,6 +13,8 @@ use base64::engine::general_purpose::STANDARD;
 use kafko_core::{Delivery, GroupPoll, KafkoError, Record};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use tokio::sync::Notify;
+use tokio::sync::futures::Notified;
 use tokio::time::Instant;
 
 use super::InstanceAt;
@@ -26,8 +29,13 @@ use crate::rest_proxy::v2::instances::{Handle, Instance};
 use crate::rest_proxy::v2::to_json_sized;
 use crate::state::AppState;
 
-/// How often a waiting read looks again at topics other than the first subscribed one.
-const RECHECK: Duration = Duration::from_millis(50);
+/// How long a waiting read first waits before it looks again for a watched topic that
+/// does not exist (a subscribed topic not created yet, an assigned one deleted); each
+/// later look waits twice as long as the one before, up to [`LOOK_AGAIN_MAX`]. Topics
+/// that exist wake the read themselves when records arrive.
+const LOOK_AGAIN_FIRST: Duration = Duration::from_millis(50);
+/// The longest pause between two looks for missing topics.
+const LOOK_AGAIN_MAX: Duration = Duration::from_secs(1);
 
 /// Query of a records read.
 #[derive(Deserialize, utoipa::IntoParams)]
@@ -85,7 +93,6 @@ pub(crate) async fn records(
     // member's next poll does.
     inst.auto_commit_assigned(&state.kafko, at.timeout()).await;
     let batch = wait_for_records(state, &mut inst, max_bytes, Instant::now() + wait).await?;
-    state.rest_proxy.touch(inst.handle());
     let format = inst.format;
     let (by_topic, confirm) = batch.into_parts(inst.handle().clone());
     let records = by_topic.iter().flat_map(|(_, records)| records);
@@ -118,41 +125,61 @@ fn limits(q: &RecordsQuery, inst: &Instance, cfg: &ServerConfig) -> (Duration, u
 }
 
 /// Reads until records come, the deadline passes or the server shuts down. A produce
-/// to the first watched topic wakes the read at once; the others are looked at again
-/// every [`RECHECK`].
+/// to any watched topic (or a settled poll of its group) wakes the read at once; topics
+/// that do not exist are looked for again after [`LOOK_AGAIN_FIRST`], then ever less
+/// often (see [`LOOK_AGAIN_MAX`]).
 async fn wait_for_records(
     state: &AppState,
     inst: &mut Instance,
     max_bytes: usize,
     deadline: Instant,
 ) -> ProxyResult<Batch> {
+    let mut pause = LOOK_AGAIN_FIRST;
+    let mut look_at = Instant::now();
     loop {
-        join_subscribed(state, inst)?;
+        let now = Instant::now();
+        let looking = now >= look_at;
+        if looking {
+            join_subscribed(state, inst)?;
+        }
         let watched = watched_topics(inst);
-        let activity = watched
-            .first()
-            .and_then(|t| state.kafko.topic(t).ok())
-            .map(|t| t.activity());
-        let notified = activity.as_ref().map(|a| a.notified());
-        tokio::pin!(notified);
-        if let Some(n) = notified.as_mut().as_pin_mut() {
+        let activities: Vec<Arc<Notify>> = watched
+            .iter()
+            .filter_map(|t| state.kafko.topic(t).ok())
+            .map(|t| t.activity())
+            .collect();
+        let missing =
+            inst.members.len() < inst.subscription.len() || activities.len() < watched.len();
+        if looking && missing {
+            look_at = now + pause;
+            pause = (pause * 2).min(LOOK_AGAIN_MAX);
+        }
+        let mut wakes: Vec<Pin<Box<Notified<'_>>>> =
+            activities.iter().map(|a| Box::pin(a.notified())).collect();
+        for wake in &mut wakes {
             // Registered before looking, so a produce in between still wakes us.
-            n.enable();
+            wake.as_mut().enable();
         }
         let batch = read_once(state, inst, max_bytes).await?;
         if batch.found() || Instant::now() >= deadline || state.is_shutting_down() {
             return Ok(batch);
         }
-        let nap = Instant::now() + RECHECK.min(deadline - Instant::now());
-        match notified.as_mut().as_pin_mut() {
-            Some(n) if watched.len() == 1 => {
-                tokio::select! {
-                    () = n => {}
-                    () = tokio::time::sleep_until(deadline) => {}
-                    () = state.shutdown_requested() => {}
-                }
+        let until = if missing {
+            look_at.min(deadline)
+        } else {
+            deadline
+        };
+        let any_wake = async {
+            if wakes.is_empty() {
+                std::future::pending::<()>().await;
+            } else {
+                futures_util::future::select_all(wakes).await;
             }
-            _ => tokio::time::sleep_until(nap).await,
+        };
+        tokio::select! {
+            () = any_wake => {}
+            () = tokio::time::sleep_until(until) => {}
+            () = state.shutdown_requested() => {}
         }
     }
 }

@@ -1,5 +1,7 @@
-//! An instance's subscription (`…/subscription`): the topics it follows, and the group
-//! memberships it holds on them.
+//! An instance's subscription (`…/subscription`): the topics it follows (at most
+//! [`MAX_SUBSCRIBED_TOPICS`]), and the group memberships it holds on them.
+
+use std::collections::HashSet;
 
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -15,7 +17,12 @@ use crate::rest_proxy::v2::v2_json;
 use crate::rest_proxy::{ProxyBody, parse_body};
 use crate::state::AppState;
 
-/// A subscription request: the topics to follow (at least one).
+/// Most distinct topics one instance may subscribe to: a larger subscription is refused
+/// (422, error_code 42204). Every waiting read looks at each subscribed topic, so the
+/// cap bounds what one instance costs the server.
+pub(crate) const MAX_SUBSCRIBED_TOPICS: usize = 1024;
+
+/// A subscription request: the topics to follow (at least one, at most 1,024 distinct).
 #[derive(Deserialize, utoipa::ToSchema)]
 #[schema(as = ProxyV2Subscription)]
 pub(crate) struct Subscription {
@@ -43,7 +50,7 @@ pub(crate) struct SubscribedTopics {
         V2NotJson,
         (status = 204, description = "Subscribed"),
         InstanceNotFound,
-        (status = 422, description = "error_code 42204 (topic_pattern, no topics) or 422", body = ErrorBody),
+        (status = 422, description = "error_code 42204 (topic_pattern, no topics, more than 1024 distinct topics) or 422", body = ErrorBody),
     ))]
 pub(crate) async fn subscribe(
     at: InstanceAt,
@@ -63,27 +70,43 @@ pub(crate) async fn subscribe(
     if sub.topics.is_empty() {
         return Err(bad_config("subscribe to at least one topic"));
     }
+    let topics = distinct_topics(sub.topics)?;
     let timeout = at.timeout();
+    let kept: HashSet<&str> = topics.iter().map(String::as_str).collect();
     let dropped: Vec<String> = inst
         .members
         .keys()
-        .filter(|t| !sub.topics.contains(t))
+        .filter(|t| !kept.contains(t.as_str()))
         .cloned()
         .collect();
     for topic in dropped {
         inst.groups(&state.kafko, timeout).leave(&topic).await?;
         inst.members.remove(&topic);
     }
-    // A topic named twice is followed once; the first mention keeps its place.
-    let mut topics: Vec<String> = Vec::with_capacity(sub.topics.len());
-    for topic in sub.topics {
-        if !topics.contains(&topic) {
-            topics.push(topic);
-        }
-    }
     inst.subscription = topics;
     join_subscribed(state, &mut inst)?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// The topics of a subscription, each once (the first mention keeps its place), in time
+/// linear in their number; more than [`MAX_SUBSCRIBED_TOPICS`] distinct ones are refused.
+fn distinct_topics(requested: Vec<String>) -> ProxyResult<Vec<String>> {
+    let listed = requested.len();
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut topics = Vec::new();
+    for topic in requested {
+        if seen.contains(&topic) {
+            continue;
+        }
+        if seen.len() == MAX_SUBSCRIBED_TOPICS {
+            return Err(bad_config(format!(
+                "a subscription holds at most {MAX_SUBSCRIBED_TOPICS} distinct topics; {listed} were listed"
+            )));
+        }
+        seen.insert(topic.clone());
+        topics.push(topic);
+    }
+    Ok(topics)
 }
 
 /// Joins the group on every subscribed topic that exists and is not joined yet.
