@@ -93,6 +93,11 @@ struct Args {
     /// the limit above; beyond, 503 (REST Proxy: 429).
     #[arg(long, env = "KAFKO_MAX_WAITING_REQUESTS", default_value_t = 1024)]
     max_waiting_requests: usize,
+    /// Descriptors of sealed segments kept open; beyond, the least recently read are
+    /// closed and opened again when read (each partition also keeps its active segment
+    /// open).
+    #[arg(long, env = "KAFKO_MAX_OPEN_SEGMENT_FILES", default_value_t = 512)]
+    max_open_segment_files: usize,
     /// Require `Authorization: Bearer <token>` (probes and the web console's files excepted).
     #[arg(long, env = "KAFKO_AUTH_TOKEN", hide_env_values = true)]
     auth_token: Option<String>,
@@ -220,6 +225,7 @@ async fn run(args: Args) -> Result<(), ServerError> {
         .server_config()
         .map_err(|e| ServerError::Io(std::io::Error::new(std::io::ErrorKind::InvalidInput, e)))?;
     let kafko = Kafko::builder(&args.data_dir)
+        .max_open_segment_files(args.max_open_segment_files)
         .open()
         .await
         .map_err(ServerError::Open)?;

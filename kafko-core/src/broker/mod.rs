@@ -44,6 +44,8 @@ pub enum CreateOutcome {
 pub(crate) struct Inner {
     pub(crate) dir: PathBuf,
     pub(crate) storage: Arc<dyn Storage>,
+    /// The descriptors of sealed segments (bounded), shared by every partition.
+    pub(crate) files: Arc<crate::segment::files::FileCache>,
     topics: RwLock<HashMap<String, Arc<Topic>>>,
     lock: Mutex<Option<Box<dyn Any + Send + Sync>>>,
     closing: AtomicBool,

@@ -10,6 +10,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use crate::error::OpenError;
+use crate::segment::files::{DEFAULT_MAX_OPEN_SEGMENT_FILES, FileCache};
 use crate::storage::{StdStorage, Storage, blocking};
 
 use super::recover::recover_directory;
@@ -21,6 +22,7 @@ pub struct KafkoOptions {
     dir: PathBuf,
     storage: Arc<dyn Storage>,
     retention_check_interval: Duration,
+    max_open_segment_files: usize,
 }
 
 impl KafkoOptions {
@@ -30,6 +32,7 @@ impl KafkoOptions {
             dir: dir.as_ref().to_path_buf(),
             storage: Arc::new(StdStorage),
             retention_check_interval: Duration::from_secs(30),
+            max_open_segment_files: DEFAULT_MAX_OPEN_SEGMENT_FILES,
         }
     }
 
@@ -42,6 +45,14 @@ impl KafkoOptions {
     /// How often background retention and compaction run.
     pub fn retention_check_interval(mut self, every: Duration) -> Self {
         self.retention_check_interval = every;
+        self
+    }
+
+    /// How many descriptors of sealed segments stay open (default 512, at least 1): the
+    /// least recently read are closed beyond it and opened again when read. Each
+    /// partition also holds its active segment's file open.
+    pub fn max_open_segment_files(mut self, max: usize) -> Self {
+        self.max_open_segment_files = max.max(1);
         self
     }
 
@@ -72,7 +83,10 @@ impl Kafko {
     async fn open_with(options: KafkoOptions) -> Result<Kafko, OpenError> {
         let storage = options.storage.clone();
         let dir = options.dir.clone();
-        let recovered = blocking("recovering", move || recover_directory(&storage, &dir)).await?;
+        let files = FileCache::new(storage.clone(), options.max_open_segment_files);
+        let cache = files.clone();
+        let recovered =
+            blocking("recovering", move || recover_directory(&storage, &cache, &dir)).await?;
         let topics = recovered
             .topics
             .into_iter()
@@ -82,6 +96,7 @@ impl Kafko {
         let inner = Arc::new(Inner {
             dir: options.dir,
             storage: options.storage,
+            files,
             topics: RwLock::new(topics),
             lock: Mutex::new(Some(recovered.lock)),
             closing: AtomicBool::new(false),

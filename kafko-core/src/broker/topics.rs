@@ -11,6 +11,7 @@ use crate::disk;
 use crate::error::{AdminError, KafkoError, Result};
 use crate::naming::validate_name;
 use crate::record::now_ms;
+use crate::segment::files::FileCache;
 use crate::storage::{Storage, blocking, create_dir_durably};
 use crate::topic::TopicDescription;
 use crate::topic_id::TopicId;
@@ -54,11 +55,12 @@ impl Kafko {
             };
         }
         let storage = self.inner.storage.clone();
+        let files = self.inner.files.clone();
         let dir = self.inner.dir.join("topics").join(name);
         let owned = name.to_owned();
         let config_on_disk = config.clone();
         let recovered = blocking("creating topic", move || {
-            make_topic_dir(&storage, &dir, &owned, config_on_disk)
+            make_topic_dir((&storage, &files), &dir, &owned, config_on_disk)
         })
         .await?;
         let topic = recovered.start();
@@ -144,6 +146,8 @@ impl Kafko {
             // Long-polls and streams on the topic end now, with `TopicDeleted`.
             p.log.wake_readers();
             let _ = p.shutdown().await;
+            // Its directory is renamed away next, and a new topic may take the name.
+            p.log.close_files();
         }
         let storage = self.inner.storage.clone();
         let data_dir = self.inner.dir.clone();
@@ -172,7 +176,7 @@ impl Kafko {
 /// point. On failure nothing is left half-made: the directory (which holds no record
 /// yet) is removed again; if even that fails, the next open or create removes it.
 fn make_topic_dir(
-    storage: &Arc<dyn Storage>,
+    (storage, files): (&Arc<dyn Storage>, &Arc<FileCache>),
     dir: &Path,
     name: &str,
     config: TopicConfig,
@@ -185,7 +189,7 @@ fn make_topic_dir(
     }
     let made = create_dir_durably(s, dir)
         .map_err(|e| KafkoError::io("creating", dir, e))
-        .and_then(|()| recover_topic(storage, dir, name, config.clone(), id, false))
+        .and_then(|()| recover_topic((storage, files), dir, name, config.clone(), id, false))
         .and_then(|topic| {
             disk::write_topic_config(s, &dir.join(TOPIC_CONFIG), &config, id)?;
             Ok(topic)
