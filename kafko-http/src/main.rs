@@ -98,6 +98,14 @@ struct Args {
     /// open).
     #[arg(long, env = "KAFKO_MAX_OPEN_SEGMENT_FILES", default_value_t = 512)]
     max_open_segment_files: usize,
+    /// Most topics; a create (or an auto-create) past it is answered 409 `limit_reached`
+    /// [default: unlimited].
+    #[arg(long, env = "KAFKO_MAX_TOPICS")]
+    max_topics: Option<u64>,
+    /// Most partitions of all topics together; a create that would pass it is answered
+    /// 409 `limit_reached` [default: unlimited].
+    #[arg(long, env = "KAFKO_MAX_PARTITIONS")]
+    max_partitions: Option<u64>,
     /// Require `Authorization: Bearer <token>` (probes and the web console's files excepted).
     #[arg(long, env = "KAFKO_AUTH_TOKEN", hide_env_values = true)]
     auth_token: Option<String>,
@@ -226,6 +234,8 @@ async fn run(args: Args) -> Result<(), ServerError> {
         .map_err(|e| ServerError::Io(std::io::Error::new(std::io::ErrorKind::InvalidInput, e)))?;
     let kafko = Kafko::builder(&args.data_dir)
         .max_open_segment_files(args.max_open_segment_files)
+        .max_topics(args.max_topics)
+        .max_partitions(args.max_partitions)
         .open()
         .await
         .map_err(ServerError::Open)?;

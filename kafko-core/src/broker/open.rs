@@ -23,6 +23,16 @@ pub struct KafkoOptions {
     storage: Arc<dyn Storage>,
     retention_check_interval: Duration,
     max_open_segment_files: usize,
+    limits: Limits,
+}
+
+/// Limits on what a log may hold; `None` is unlimited.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Limits {
+    /// Topics.
+    pub(crate) topics: Option<u64>,
+    /// Partitions of all topics together.
+    pub(crate) partitions: Option<u64>,
 }
 
 impl KafkoOptions {
@@ -33,6 +43,7 @@ impl KafkoOptions {
             storage: Arc::new(StdStorage),
             retention_check_interval: Duration::from_secs(30),
             max_open_segment_files: DEFAULT_MAX_OPEN_SEGMENT_FILES,
+            limits: Limits::default(),
         }
     }
 
@@ -53,6 +64,21 @@ impl KafkoOptions {
     /// partition also holds its active segment's file open.
     pub fn max_open_segment_files(mut self, max: usize) -> Self {
         self.max_open_segment_files = max.max(1);
+        self
+    }
+
+    /// The most topics the log holds (default unlimited): a create past it is refused
+    /// with `LimitReached`. Topics already on disk at open all open.
+    pub fn max_topics(mut self, max: Option<u64>) -> Self {
+        self.limits.topics = max;
+        self
+    }
+
+    /// The most partitions of all topics together (default unlimited): a create that
+    /// would pass it is refused with `LimitReached`. Each partition keeps its active
+    /// segment's file open, so this also bounds those descriptors.
+    pub fn max_partitions(mut self, max: Option<u64>) -> Self {
+        self.limits.partitions = max;
         self
     }
 
@@ -85,8 +111,10 @@ impl Kafko {
         let dir = options.dir.clone();
         let files = FileCache::new(storage.clone(), options.max_open_segment_files);
         let cache = files.clone();
-        let recovered =
-            blocking("recovering", move || recover_directory(&storage, &cache, &dir)).await?;
+        let recovered = blocking("recovering", move || {
+            recover_directory(&storage, &cache, &dir)
+        })
+        .await?;
         let topics = recovered
             .topics
             .into_iter()
@@ -97,6 +125,7 @@ impl Kafko {
             dir: options.dir,
             storage: options.storage,
             files,
+            limits: options.limits,
             topics: RwLock::new(topics),
             lock: Mutex::new(Some(recovered.lock)),
             closing: AtomicBool::new(false),

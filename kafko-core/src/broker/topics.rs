@@ -34,7 +34,8 @@ impl Kafko {
     ///
     /// # Errors
     /// [`AdminError::InvalidName`], [`AdminError::InvalidConfig`],
-    /// [`AdminError::TopicAlreadyExists`], `ShuttingDown`, or a storage failure while
+    /// [`AdminError::TopicAlreadyExists`], [`AdminError::LimitReached`] (the log's
+    /// limit on topics or partitions), `ShuttingDown`, or a storage failure while
     /// making its directory (nothing of the topic is left behind).
     pub async fn create_topic_with_config(
         &self,
@@ -54,6 +55,7 @@ impl Kafko {
                 })
             };
         }
+        self.check_limits(config.partitions)?;
         let storage = self.inner.storage.clone();
         let files = self.inner.files.clone();
         let dir = self.inner.dir.join("topics").join(name);
@@ -125,6 +127,34 @@ impl Kafko {
             p.update_config(next.clone()).await?;
         }
         Ok((*next).clone())
+    }
+
+    /// Refuses a new topic of `partitions` partitions that would pass a limit (called
+    /// under the admin lock, so no other creation races it).
+    fn check_limits(&self, partitions: u32) -> Result<(), AdminError> {
+        let limits = self.inner.limits;
+        let topics = self.all_topics();
+        if let Some(limit) = limits.topics
+            && topics.len() as u64 >= limit
+        {
+            return Err(AdminError::LimitReached {
+                resource: "topics",
+                limit,
+            });
+        }
+        if let Some(limit) = limits.partitions {
+            let held: u64 = topics
+                .iter()
+                .map(|t| u64::from(t.config().partitions))
+                .sum();
+            if held + u64::from(partitions) > limit {
+                return Err(AdminError::LimitReached {
+                    resource: "partitions",
+                    limit,
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Deletes a topic and all its data.

@@ -96,6 +96,17 @@ catalog! { $
         /// What is wrong.
         reason: String,
     }
+    /// Creating the topic would pass a limit the log was opened with (its topics, or
+    /// the partitions of all its topics together): nothing was created. Delete a topic
+    /// or raise the limit.
+    #[kind(Conflict)]
+    #[error("the limit of {limit} {resource} is reached")]
+    LimitReached {
+        /// What is limited: `topics` or `partitions`.
+        resource: &'static str,
+        /// The limit.
+        limit: u64,
+    }
     /// A compaction was asked of a topic whose cleanup policy does not compact.
     #[kind(InvalidInput)]
     #[error("topic '{topic}' is not compacted (cleanup_policy = delete)")]

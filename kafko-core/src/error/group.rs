@@ -9,7 +9,7 @@ error_enum! {
         NotAssigned, GroupHasMembers, NoValidOffset, OffsetOutOfRange, TopicDeleted,
         PartitionNotFound, ShuttingDown, Storage, Internal,
     }
-    never: AlreadyOpen, TopicNotFound, TopicAlreadyExists, InvalidConfig, RecordTooLarge,
+    never: LimitReached, AlreadyOpen, TopicNotFound, TopicAlreadyExists, InvalidConfig, RecordTooLarge,
         KeyRequired, InvalidRequest, NotCompacted, PartiallyAppended, Backpressure,
         PartitionReadOnly, PartitionPanicked,
 }

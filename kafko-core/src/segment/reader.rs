@@ -92,8 +92,8 @@ impl<'a> BatchIter<'a> {
         }
         let want = n.max(CHUNK).min(to_usize(self.end - self.pos));
         let mut buf = BytesMut::zeroed(want);
-        let got =
-            read_full(self.file.get(), &mut buf, self.pos).map_err(|e| BatchFault::Io(e.to_string()))?;
+        let got = read_full(self.file.get(), &mut buf, self.pos)
+            .map_err(|e| BatchFault::Io(e.to_string()))?;
         buf.truncate(got);
         self.buf = buf.freeze();
         self.buf_start = self.pos;
