@@ -106,6 +106,10 @@ struct Args {
     /// 409 `limit_reached` [default: unlimited].
     #[arg(long, env = "KAFKO_MAX_PARTITIONS")]
     max_partitions: Option<u64>,
+    /// Most consumer groups; a call that would create one more (a join, poll, commit,
+    /// seek; a REST Proxy consumer) is answered 409 `limit_reached` [default: unlimited].
+    #[arg(long, env = "KAFKO_MAX_GROUPS")]
+    max_groups: Option<u64>,
     /// Require `Authorization: Bearer <token>` (probes and the web console's files excepted).
     #[arg(long, env = "KAFKO_AUTH_TOKEN", hide_env_values = true)]
     auth_token: Option<String>,
@@ -236,6 +240,7 @@ async fn run(args: Args) -> Result<(), ServerError> {
         .max_open_segment_files(args.max_open_segment_files)
         .max_topics(args.max_topics)
         .max_partitions(args.max_partitions)
+        .max_groups(args.max_groups)
         .open()
         .await
         .map_err(ServerError::Open)?;

@@ -1,6 +1,7 @@
-//! Limits on topics and partitions: a create (explicit, auto-created by a produce, or
-//! through the REST Proxy) past `--max-topics` or `--max-partitions` is refused with 409
-//! `limit_reached` naming the limit, creates nothing, and succeeds again once a topic is
+//! Limits on topics, partitions and groups: a create (explicit, auto-created by a
+//! produce, through the REST Proxy, or a group created by a poll, commit or join) past
+//! `--max-topics`, `--max-partitions` or `--max-groups` is refused with 409
+//! `limit_reached` naming the limit, creates nothing, and succeeds again once one is
 //! deleted.
 mod common;
 
@@ -81,4 +82,32 @@ async fn topic_and_partition_limits_refuse_with_409_limit_reached() {
             .contains("limit of 2 topics"),
         "{body}"
     );
+}
+
+#[tokio::test]
+async fn group_limit_refuses_new_groups_with_409_limit_reached() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Server::start_env(&tmp.path().join("data"), &[], &[("KAFKO_MAX_GROUPS", "2")]).await;
+    let c = client();
+    common::create_topic(&c, &s, "t", json!({})).await;
+    let poll = |group: &'static str| {
+        let (c, s) = (c.clone(), &s);
+        async move { common::post(&c, s, &format!("/v1/groups/{group}/topics/t/poll")).await }
+    };
+    assert_eq!(poll("g1").await.status().as_u16(), 200);
+    assert_eq!(poll("g2").await.status().as_u16(), 200);
+    // Existing groups keep working; a third name is refused, by a poll or a join.
+    assert_eq!(poll("g1").await.status().as_u16(), 200);
+    let body = problem(poll("g3").await, 409, "limit_reached").await;
+    assert_eq!(
+        (body["resource"].as_str(), body["limit"].as_u64()),
+        (Some("groups"), Some(2)),
+        "{body}"
+    );
+    let r = common::post(&c, &s, "/v1/groups/g4/topics/t/members").await;
+    problem(r, 409, "limit_reached").await;
+    assert_eq!(get(&c, &s, "/v1/groups/g3").await.status().as_u16(), 404);
+
+    assert_eq!(delete(&c, &s, "/v1/groups/g2").await.status().as_u16(), 204);
+    assert_eq!(poll("g3").await.status().as_u16(), 200);
 }

@@ -33,6 +33,8 @@ pub(crate) struct Limits {
     pub(crate) topics: Option<u64>,
     /// Partitions of all topics together.
     pub(crate) partitions: Option<u64>,
+    /// Consumer groups.
+    pub(crate) groups: Option<u64>,
 }
 
 impl KafkoOptions {
@@ -79,6 +81,14 @@ impl KafkoOptions {
     /// segment's file open, so this also bounds those descriptors.
     pub fn max_partitions(mut self, max: Option<u64>) -> Self {
         self.limits.partitions = max;
+        self
+    }
+
+    /// The most consumer groups (default unlimited): a join, poll, commit, seek or
+    /// configure that would create one more is refused with `LimitReached`. Groups
+    /// already on disk at open all load.
+    pub fn max_groups(mut self, max: Option<u64>) -> Self {
+        self.limits.groups = max;
         self
     }
 
@@ -134,7 +144,7 @@ impl Kafko {
             background: Mutex::new(Vec::new()),
             stop,
             recovered_clean: recovered.clean,
-            groups: recovered.groups,
+            groups: recovered.groups.with_max_groups(options.limits.groups),
             cleaner: crate::compaction::Cleaner::default(),
         });
         let kafko = Kafko { inner };

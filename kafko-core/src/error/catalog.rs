@@ -96,13 +96,13 @@ catalog! { $
         /// What is wrong.
         reason: String,
     }
-    /// Creating the topic would pass a limit the log was opened with (its topics, or
-    /// the partitions of all its topics together): nothing was created. Delete a topic
-    /// or raise the limit.
+    /// Creating a topic or a consumer group would pass a limit the log was opened with
+    /// (its topics, the partitions of all its topics together, or its groups): nothing
+    /// was created. Delete one, or raise the limit.
     #[kind(Conflict)]
     #[error("the limit of {limit} {resource} is reached")]
     LimitReached {
-        /// What is limited: `topics` or `partitions`.
+        /// What is limited: `topics`, `partitions` or `groups`.
         resource: &'static str,
         /// The limit.
         limit: u64,

@@ -178,6 +178,7 @@ fn each_operation_keeps_exactly_the_failures_it_can_have() {
         "OffsetOutOfRange",
         "TopicDeleted",
         "PartitionNotFound",
+        "LimitReached",
         "ShuttingDown",
     ];
     assert_eq!(kept("a group call", GroupError::kind), with_shared(&group));

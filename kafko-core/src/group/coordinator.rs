@@ -142,6 +142,8 @@ pub(crate) struct Coordinator {
     pub(super) store: Arc<OffsetStore>,
     /// Shared with the deliveries of poll answers in flight.
     pub(super) groups: Arc<Mutex<Groups>>,
+    /// The most groups a call may create (`None`: unlimited).
+    max_groups: Option<u64>,
 }
 
 /// Who is calling: a member in a generation, or the implicit single member.
@@ -190,7 +192,25 @@ impl Coordinator {
         Ok(Coordinator {
             store: Arc::new(store),
             groups: Arc::new(Mutex::new(groups)),
+            max_groups: None,
         })
+    }
+
+    /// Limits the groups that calls create to `max` (the groups on disk all load).
+    pub(crate) fn with_max_groups(mut self, max: Option<u64>) -> Self {
+        self.max_groups = max;
+        self
+    }
+
+    /// Refuses to create one more group past the limit: `LimitReached`.
+    pub(super) fn check_room(&self, groups: &Groups) -> Result<()> {
+        match self.max_groups {
+            Some(limit) if groups.len() as u64 >= limit => Err(KafkoError::LimitReached {
+                resource: "groups",
+                limit,
+            }),
+            _ => Ok(()),
+        }
     }
 
     pub(super) fn lock(&self) -> MutexGuard<'_, Groups> {

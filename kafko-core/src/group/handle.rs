@@ -129,6 +129,7 @@ impl GroupHandle {
             if !create {
                 return Err(group_not_found(name));
             }
+            self.coordinator().check_room(&groups)?;
             groups.insert(name.to_owned(), GroupState::new(GroupConfig::default()));
             created.group = true;
         }
@@ -176,13 +177,17 @@ impl GroupHandle {
     pub async fn configure(&self, config: GroupConfig) -> Result<(), GroupError> {
         self.check_not_closing()?;
         let name = &*self.name;
-        let persist = self
-            .coordinator()
-            .lock()
-            .entry(name.to_owned())
-            .or_insert_with(|| GroupState::new(GroupConfig::default()))
-            .persist
-            .clone();
+        let persist = {
+            let mut groups = self.coordinator().lock();
+            if !groups.contains_key(name) {
+                self.coordinator().check_room(&groups)?;
+            }
+            groups
+                .entry(name.to_owned())
+                .or_insert_with(|| GroupState::new(GroupConfig::default()))
+                .persist
+                .clone()
+        };
         let _writing = persist.lock.lock().await;
         let (store, group, c) = (
             self.coordinator().store.clone(),

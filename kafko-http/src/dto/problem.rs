@@ -67,7 +67,7 @@ pub(crate) struct Problem {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     parameter: Option<String>,
-    /// `limit_reached`: what is limited (`topics` or `partitions`).
+    /// `limit_reached`: what is limited (`topics`, `partitions` or `groups`).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     resource: Option<String>,

@@ -94,7 +94,7 @@ fn from_dto(offsets: &[PartitionOffsetDto]) -> Vec<PartitionOffset> {
         (status = 400, description = "codes invalid_group_name, invalid_topic_name, invalid_member_id, invalid_query, invalid_request", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "code topic_not_found, topic_deleted", body = Problem, content_type = "application/problem+json"),
         (status = 406, description = "code not_representable: bytes do not fit the format; the group stays before these records (poll with format=base64)", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "codes unknown_member, stale_generation (rejoin), group_has_members (implicit poll while members are joined)", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "codes unknown_member, stale_generation (rejoin), group_has_members (implicit poll while members are joined), limit_reached (the call would create a group past --max-groups)", body = Problem, content_type = "application/problem+json"),
         (status = 416, description = "code no_valid_offset (offset_reset=error and no valid offset)", body = Problem, content_type = "application/problem+json"),
         (status = 507, description = "code storage_full: the commit could not be written; the group did not move", body = Problem, content_type = "application/problem+json"),
     ))]
@@ -186,7 +186,7 @@ fn delivered_on_send(body: &GroupPollResponse, estimate: usize, delivery: Delive
         (status = 200, description = "What was committed", body = CommitResponse),
         (status = 400, description = "Invalid name or body", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "codes topic_not_found, partition_not_found", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "codes unknown_member, stale_generation, not_assigned, group_has_members", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "codes unknown_member, stale_generation, not_assigned, group_has_members, limit_reached (the call would create a group past --max-groups)", body = Problem, content_type = "application/problem+json"),
         (status = 416, description = "code offset_out_of_range (beyond the high watermark)", body = Problem, content_type = "application/problem+json"),
     ))]
 pub(crate) async fn commit(
@@ -217,7 +217,7 @@ pub(crate) async fn commit(
         (status = 200, description = "The committed offsets after the seek", body = CommitResponse),
         (status = 400, description = "Invalid name or body", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "codes topic_not_found, partition_not_found", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "codes unknown_member, stale_generation, not_assigned, group_has_members", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "codes unknown_member, stale_generation, not_assigned, group_has_members, limit_reached (the call would create a group past --max-groups)", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "Body is not JSON", body = Problem, content_type = "application/problem+json"),
         (status = 416, description = "code offset_out_of_range", body = Problem, content_type = "application/problem+json"),
     ))]
@@ -253,6 +253,7 @@ pub(crate) async fn seek(
         (status = 201, description = "Joined (or, with a live member's id, heartbeat): id, generation and assigned partitions", body = Membership),
         (status = 400, description = "codes invalid_group_name, invalid_topic_name, invalid_member_id, invalid_request (session timeout)", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "code topic_not_found", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "code limit_reached (joining would create a group past --max-groups)", body = Problem, content_type = "application/problem+json"),
     ))]
 pub(crate) async fn join(
     State(state): State<AppState>,
@@ -327,6 +328,7 @@ pub(crate) async fn describe(
     responses(
         (status = 200, description = "The group", body = GroupDescription),
         (status = 400, description = "code invalid_group_name, or an invalid body", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "code limit_reached (configuring would create a group past --max-groups)", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "Body is not JSON", body = Problem, content_type = "application/problem+json"),
     ))]
 pub(crate) async fn configure(
