@@ -110,6 +110,11 @@ struct Args {
     /// seek; a REST Proxy consumer) is answered 409 `limit_reached` [default: unlimited].
     #[arg(long, env = "KAFKO_MAX_GROUPS")]
     max_groups: Option<u64>,
+    /// Bytes that record answers built in memory (fetches, group polls, REST Proxy
+    /// reads) may hold together until sent; a read with no room within 0.5 s is
+    /// answered 503 `overloaded` (REST Proxy: 429), with Retry-After.
+    #[arg(long, env = "KAFKO_MAX_ANSWER_BUFFER_BYTES", default_value_t = 256 * 1024 * 1024)]
+    max_answer_buffer_bytes: usize,
     /// Require `Authorization: Bearer <token>` (probes and the web console's files excepted).
     #[arg(long, env = "KAFKO_AUTH_TOKEN", hide_env_values = true)]
     auth_token: Option<String>,
@@ -201,6 +206,7 @@ impl Args {
             shutdown_grace: ms(self.shutdown_grace_ms),
             max_concurrent_requests: self.max_concurrent_requests,
             max_waiting_requests: self.max_waiting_requests,
+            max_answer_buffer_bytes: self.max_answer_buffer_bytes,
             auth_token: self.auth_token.clone().filter(|t| !t.is_empty()),
             cors_origins: self
                 .cors_origins

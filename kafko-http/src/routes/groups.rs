@@ -26,6 +26,7 @@ use axum::response::{IntoResponse, Response};
 use kafko_core::{Delivery, GroupPollOptions, MemberRef, PartitionOffset, SeekTo};
 use tokio::time::Instant;
 
+use crate::answer_budget::Reservation;
 use crate::dto::{
     CommitRequest, CommitResponse, FormatQuery, GroupConfig, GroupDescription, GroupList,
     GroupPollQuery, GroupPollResponse, JoinRequest, Membership, PartitionOffsetDto, Problem,
@@ -33,7 +34,7 @@ use crate::dto::{
 };
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Json, OptionalJson, Path, Query, check_group, check_member, check_topic};
-use crate::routes::records::fetch::read_limits;
+use crate::routes::records::fetch::{answers_full, read_limits, reserve_answer};
 use crate::routes::records::{payload_bytes, to_out};
 use crate::state::AppState;
 
@@ -119,16 +120,20 @@ pub(crate) async fn poll(
     let deadline = Instant::now() + Duration::from_millis(q.wait_ms.unwrap_or(0)).min(cfg.max_wait);
     let activity = t.activity();
     let mut committed = Vec::new();
-    let got = loop {
+    let (got, room) = loop {
         let notified = activity.notified();
         tokio::pin!(notified);
         // Registered before the poll looks, so a produce in between still wakes us.
         notified.as_mut().enable();
+        // Room for the records and their JSON before they are read (none held while
+        // the poll waits).
+        let room = reserve_answer(&state, max_records, max_bytes).await?;
         let got = g.poll(&t, member.as_ref(), &options).await?;
         committed.extend_from_slice(got.committed());
         if !got.records().is_empty() || Instant::now() >= deadline || state.is_shutting_down() {
-            break got;
+            break (got, room);
         }
+        drop(room);
         tokio::select! {
             () = &mut notified => {}
             () = tokio::time::sleep_until(deadline) => {}
@@ -159,22 +164,35 @@ pub(crate) async fn poll(
     };
     let (_, delivery) = got.into_parts();
     let estimate = crate::json::records_estimate(body.records.len(), bytes);
-    Ok(delivered_on_send(&body, estimate, delivery))
+    delivered_on_send(&state, &body, estimate, delivery, room).await
 }
 
 /// A JSON response whose `delivery` is confirmed once the whole body was handed to the
 /// connection; a response dropped before that (the client went away, the server
-/// stopped) returns the records to the group.
-fn delivered_on_send(body: &GroupPollResponse, estimate: usize, delivery: Delivery) -> Response {
-    let json = match crate::json::to_bytes(body, estimate) {
-        Ok(json) => json,
-        Err(e) => return crate::json::serialize_failed(&e).into_response(),
+/// stopped) returns the records to the group. It holds `room` of the answer budget
+/// (fitted to its size) until then.
+async fn delivered_on_send(
+    state: &AppState,
+    body: &GroupPollResponse,
+    estimate: usize,
+    delivery: Delivery,
+    mut room: Reservation,
+) -> ApiResult<Response> {
+    let json =
+        crate::json::to_bytes(body, estimate).map_err(|e| crate::json::serialize_failed(&e))?;
+    if !room.fit(&state.answers, json.len()).await {
+        // Unconfirmed: the records go back to the group.
+        return Err(answers_full());
+    }
+    let sent = move || {
+        delivery.confirm();
+        drop(room);
     };
-    (
+    Ok((
         [(header::CONTENT_TYPE, "application/json")],
-        crate::on_sent::body(json, move || delivery.confirm()),
+        crate::on_sent::body(json, sent),
     )
-        .into_response()
+        .into_response())
 }
 
 /// Commits offsets; an absent or empty list commits the caller's current positions.
