@@ -41,11 +41,7 @@ fn log_files(dir: &Path) -> usize {
 /// Writes `SEGMENTS` records of more than half a segment each (every record rolls a
 /// segment) with the library, on tmpfs where fsyncs cost nothing.
 async fn many_segments(dir: &Path) {
-    let k = Kafko::builder(dir)
-        .max_open_segment_files(CACHE)
-        .open()
-        .await
-        .unwrap();
+    let k = Kafko::builder(dir).open().await.unwrap();
     let config = TopicConfig {
         partitions: PARTITIONS,
         segment_bytes: 4096,
@@ -85,7 +81,7 @@ async fn descriptors_stay_bounded_with_20k_segments_on_disk() {
     let built = started.elapsed();
 
     let cache = CACHE.to_string();
-    let s = Server::start(tmp.path(), &["--max-open-segment-files", &cache]).await;
+    let s = Server::start_env(tmp.path(), &[], &[("KAFKO_MAX_OPEN_SEGMENT_FILES", &cache)]).await;
     let after_open = descriptors(s.pid());
     let c = client();
     let mut read = 0usize;
