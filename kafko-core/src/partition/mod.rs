@@ -158,7 +158,26 @@ impl PartitionLog {
 
     /// Reads records from `offset`, at most `max_records`, and at most `max_bytes` of
     /// keys, values and headers (but always at least one record when one exists).
+    ///
+    /// A read that fails while retention or compaction replaced segments under it (a
+    /// removed segment whose descriptor the cache had closed cannot be read) runs once
+    /// more on the new list: it then finds the records, or `OffsetOutOfRange`.
     pub(crate) fn read(
+        &self,
+        offset: u64,
+        max_records: usize,
+        max_bytes: usize,
+    ) -> Result<FetchedRecords> {
+        let before = self.segments();
+        match self.read_once(offset, max_records, max_bytes) {
+            Err(_) if !Arc::ptr_eq(&before, &self.segments()) => {
+                self.read_once(offset, max_records, max_bytes)
+            }
+            read => read,
+        }
+    }
+
+    fn read_once(
         &self,
         offset: u64,
         max_records: usize,

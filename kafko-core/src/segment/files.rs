@@ -9,10 +9,12 @@
 //! was closed opens its file again by path. The open descriptors of a log therefore stay
 //! near the cache's capacity plus one per partition, however many segments it holds.
 //!
-//! A path is only reopened while it still names this segment's file: before a segment's
-//! files are removed (retention, compaction) its descriptor is pinned again, so readers
-//! holding the segment keep reading the unlinked file; a segment of a deleted topic is
-//! closed, and reads of it fail instead of opening whatever now has that name.
+//! A path is only reopened while it still names this segment's file. Before a segment's
+//! files are removed (retention, compaction) a descriptor still in the cache is pinned,
+//! so readers holding the segment keep reading the unlinked file; one already closed is
+//! not opened again for that (a pass removing thousands of segments would need as many
+//! descriptors at once): the segment is closed, as are the segments of a deleted topic,
+//! and a read of a closed segment fails instead of opening whatever now has that name.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io;
@@ -174,19 +176,15 @@ impl SegmentFile {
         }
     }
 
-    /// Pins the file open before its path is removed or replaced, so the segment keeps
-    /// reading this file. If it cannot be opened (no descriptor left), the segment is
-    /// closed instead: reads of it fail rather than open another file.
-    pub(crate) fn pin(&self, path: &Path) {
+    /// Called before the file's path is removed or replaced: a descriptor in the cache
+    /// is pinned, so the segment keeps reading this file; without one the segment is
+    /// closed (reads of it fail rather than open another file at the path).
+    pub(crate) fn pin(&self) {
         let mut held = self.held.write().unwrap_or_else(|p| p.into_inner());
         let Held::Cached(cache) = &*held else {
             return;
         };
-        let file = match cache.remove(self.id) {
-            Some(file) => Some(file),
-            None => cache.storage.open(path).ok(),
-        };
-        *held = file.map_or(Held::Closed, Held::Pinned);
+        *held = cache.remove(self.id).map_or(Held::Closed, Held::Pinned);
     }
 
     /// Closes the file for good (its topic was deleted).
@@ -244,29 +242,44 @@ mod tests {
     }
 
     #[test]
-    fn a_pinned_file_keeps_reading_the_removed_file_not_its_successor() {
+    fn a_removed_segment_reads_its_own_file_or_nothing_never_its_successor() {
         let dir = tempfile::tempdir().unwrap();
         let storage: Arc<dyn Storage> = Arc::new(StdStorage);
-        let cache = FileCache::new(storage.clone(), 1);
-        let path = dir.path().join("0.log");
-        let f = storage.open(&path).unwrap();
-        f.append(b"old").unwrap();
-        let seg = SegmentFile::pinned(f);
-        seg.release(&cache);
-        // Evicted by another segment, then pinned before its path is replaced.
-        let other = SegmentFile::pinned(storage.open(&dir.path().join("1.log")).unwrap());
-        other.release(&cache);
-        seg.pin(&path);
-        std::fs::remove_file(&path).unwrap();
-        std::fs::write(&path, b"new").unwrap();
+        let cache = FileCache::new(storage.clone(), 2);
+        let segment = |name: &str| {
+            let path = dir.path().join(name);
+            let f = storage.open(&path).unwrap();
+            f.append(b"old").unwrap();
+            let seg = SegmentFile::pinned(f);
+            seg.release(&cache);
+            (path, seg)
+        };
+        let (evicted_path, evicted) = segment("0.log");
+        let (cached_path, cached) = segment("1.log");
+        let (_, _newest) = segment("2.log");
+        assert_eq!(cache.open_count(), 2);
+        // Both are pinned before their files are removed and others take the names.
+        for (path, seg) in [(&evicted_path, &evicted), (&cached_path, &cached)] {
+            seg.pin();
+            std::fs::remove_file(path).unwrap();
+            std::fs::write(path, b"new").unwrap();
+        }
         let mut buf = [0; 3];
-        seg.get(&path).unwrap().read_at(&mut buf, 0).unwrap();
-        assert_eq!(&buf, b"old");
-        // A closed segment refuses to read rather than open the new file.
-        seg.close();
-        assert!(seg.get(&path).is_err());
+        cached
+            .get(&cached_path)
+            .unwrap()
+            .read_at(&mut buf, 0)
+            .unwrap();
+        assert_eq!(&buf, b"old", "the cached one keeps its unlinked file");
+        assert!(
+            evicted.get(&evicted_path).is_err(),
+            "the closed one must not open the new file"
+        );
+        // A deleted topic's segment is closed.
+        cached.close();
+        assert!(cached.get(&cached_path).is_err());
         let before = fd_count();
-        drop(seg);
+        drop(cached);
         assert!(fd_count() <= before);
     }
 }

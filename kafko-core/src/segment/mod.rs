@@ -169,11 +169,11 @@ impl Segment {
         Ok(())
     }
 
-    /// Removes the segment's files (log and indexes). Its descriptor is pinned first:
-    /// readers holding the segment keep reading the removed file, never a later file
-    /// of the same name.
+    /// Removes the segment's files (log and indexes). Its descriptor is pinned first (or
+    /// the segment closed, if the cache had closed it): readers holding the segment
+    /// read the removed file or fail, never a later file of the same name.
     pub(crate) fn remove_files(&self, storage: &dyn Storage) -> Result<()> {
-        self.file.pin(&self.log_path);
+        self.file.pin();
         remove_segment_files(
             storage,
             crate::storage::parent_of(&self.log_path),
