@@ -95,9 +95,9 @@ struct Args {
     max_waiting_requests: usize,
     /// Descriptors of sealed segments kept open; beyond, the least recently read are
     /// closed and opened again when read (each partition also keeps its active segment
-    /// open).
-    #[arg(long, env = "KAFKO_MAX_OPEN_SEGMENT_FILES", default_value_t = 512)]
-    max_open_segment_files: usize,
+    /// open) [default: an eighth of the open-files limit, at most 512].
+    #[arg(long, env = "KAFKO_MAX_OPEN_SEGMENT_FILES")]
+    max_open_segment_files: Option<usize>,
     /// Most topics; a create (or an auto-create) past it is answered 409 `limit_reached`
     /// [default: unlimited].
     #[arg(long, env = "KAFKO_MAX_TOPICS")]
@@ -243,7 +243,10 @@ async fn run(args: Args) -> Result<(), ServerError> {
         .server_config()
         .map_err(|e| ServerError::Io(std::io::Error::new(std::io::ErrorKind::InvalidInput, e)))?;
     let kafko = Kafko::builder(&args.data_dir)
-        .max_open_segment_files(args.max_open_segment_files)
+        .max_open_segment_files(
+            args.max_open_segment_files
+                .unwrap_or_else(kafko_http::server::default_max_open_segment_files),
+        )
         .max_topics(args.max_topics)
         .max_partitions(args.max_partitions)
         .max_groups(args.max_groups)
