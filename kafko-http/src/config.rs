@@ -58,6 +58,11 @@ pub struct ServerConfig {
     /// of their own so that waiting requests never take every permit of
     /// `max_concurrent_requests`; beyond, 503 (the REST Proxy's reads: 429).
     pub max_waiting_requests: usize,
+    /// Bytes that record answers built in memory (fetches, group polls, REST Proxy
+    /// reads) may hold together, from before the log is read until the body is sent or
+    /// dropped; a read that finds no room within 0.5 s is answered 503 `overloaded`
+    /// (the REST Proxy's: 429), so clients that do not read pin at most this much.
+    pub max_answer_buffer_bytes: usize,
     /// Bearer token required on every route except the probes, if set.
     pub auth_token: Option<String>,
     /// Origins allowed by CORS; empty disables CORS.
@@ -126,6 +131,7 @@ impl Default for ServerConfig {
             shutdown_grace: Duration::from_secs(10),
             max_concurrent_requests: 1024,
             max_waiting_requests: 1024,
+            max_answer_buffer_bytes: 256 * 1024 * 1024,
             auth_token: None,
             cors_origins: Vec::new(),
             auto_create: AutoCreate::Enabled(TopicConfig::default()),

@@ -125,6 +125,13 @@ impl From<KafkoError> for ApiError {
                 (StatusCode::SERVICE_UNAVAILABLE, "partition_read_only")
             }
             KafkoError::StorageFull { .. } => (StatusCode::INSUFFICIENT_STORAGE, "storage_full"),
+            // A configured limit, as Kafka refuses what its policy forbids: the request
+            // is valid and succeeds once a topic is deleted or the limit raised.
+            KafkoError::LimitReached { resource, limit } => {
+                return ApiError::new(StatusCode::CONFLICT, "limit_reached", detail)
+                    .with("resource", json!(resource))
+                    .with("limit", json!(limit));
+            }
             KafkoError::TooManyOpenFiles { .. } => {
                 (StatusCode::SERVICE_UNAVAILABLE, "too_many_open_files")
             }

@@ -37,6 +37,7 @@ pub mod probe;
 pub mod server;
 pub mod state;
 
+mod answer_budget;
 mod codec;
 mod dto;
 mod error;

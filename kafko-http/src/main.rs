@@ -97,6 +97,28 @@ struct Args {
     /// committed) and no live member is kept after its last join, poll, commit or seek, ms.
     #[arg(long, env = "KAFKO_IDLE_GROUP_TIMEOUT_MS", default_value_t = 30_000)]
     idle_group_timeout_ms: u64,
+    /// Descriptors of sealed segments kept open; beyond, the least recently read are
+    /// closed and opened again when read (each partition also keeps its active segment
+    /// open) [default: an eighth of the open-files limit, at most 512].
+    #[arg(long, env = "KAFKO_MAX_OPEN_SEGMENT_FILES")]
+    max_open_segment_files: Option<usize>,
+    /// Most topics; a create (or an auto-create) past it is answered 409 `limit_reached`
+    /// [default: unlimited].
+    #[arg(long, env = "KAFKO_MAX_TOPICS")]
+    max_topics: Option<u64>,
+    /// Most partitions of all topics together; a create that would pass it is answered
+    /// 409 `limit_reached` [default: unlimited].
+    #[arg(long, env = "KAFKO_MAX_PARTITIONS")]
+    max_partitions: Option<u64>,
+    /// Most consumer groups; a call that would create one more (a join, poll, commit,
+    /// seek; a REST Proxy consumer) is answered 409 `limit_reached` [default: unlimited].
+    #[arg(long, env = "KAFKO_MAX_GROUPS")]
+    max_groups: Option<u64>,
+    /// Bytes that record answers built in memory (fetches, group polls, REST Proxy
+    /// reads) may hold together until sent; a read with no room within 0.5 s is
+    /// answered 503 `overloaded` (REST Proxy: 429), with Retry-After.
+    #[arg(long, env = "KAFKO_MAX_ANSWER_BUFFER_BYTES", default_value_t = 256 * 1024 * 1024)]
+    max_answer_buffer_bytes: usize,
     /// Require `Authorization: Bearer <token>` (probes and the web console's files excepted).
     #[arg(long, env = "KAFKO_AUTH_TOKEN", hide_env_values = true)]
     auth_token: Option<String>,
@@ -193,6 +215,7 @@ impl Args {
             shutdown_grace: ms(self.shutdown_grace_ms),
             max_concurrent_requests: self.max_concurrent_requests,
             max_waiting_requests: self.max_waiting_requests,
+            max_answer_buffer_bytes: self.max_answer_buffer_bytes,
             auth_token: self.auth_token.clone().filter(|t| !t.is_empty()),
             cors_origins: self
                 .cors_origins
@@ -236,6 +259,13 @@ async fn run(args: Args) -> Result<(), ServerError> {
         .map_err(|e| ServerError::Io(std::io::Error::new(std::io::ErrorKind::InvalidInput, e)))?;
     let kafko = Kafko::builder(&args.data_dir)
         .idle_group_timeout(Duration::from_millis(args.idle_group_timeout_ms))
+        .max_open_segment_files(
+            args.max_open_segment_files
+                .unwrap_or_else(kafko_http::server::default_max_open_segment_files),
+        )
+        .max_topics(args.max_topics)
+        .max_partitions(args.max_partitions)
+        .max_groups(args.max_groups)
         .open()
         .await
         .map_err(ServerError::Open)?;

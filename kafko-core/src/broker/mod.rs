@@ -44,6 +44,10 @@ pub enum CreateOutcome {
 pub(crate) struct Inner {
     pub(crate) dir: PathBuf,
     pub(crate) storage: Arc<dyn Storage>,
+    /// The descriptors of sealed segments (bounded), shared by every partition.
+    pub(crate) files: Arc<crate::segment::files::FileCache>,
+    /// Limits on topics and partitions, checked by topic creation.
+    pub(crate) limits: open::Limits,
     topics: RwLock<HashMap<String, Arc<Topic>>>,
     lock: Mutex<Option<Box<dyn Any + Send + Sync>>>,
     closing: AtomicBool,

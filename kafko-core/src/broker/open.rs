@@ -10,6 +10,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use crate::error::OpenError;
+use crate::segment::files::{DEFAULT_MAX_OPEN_SEGMENT_FILES, FileCache};
 use crate::storage::{StdStorage, Storage, blocking};
 
 use super::recover::recover_directory;
@@ -22,6 +23,19 @@ pub struct KafkoOptions {
     storage: Arc<dyn Storage>,
     retention_check_interval: Duration,
     idle_group_timeout: Duration,
+    max_open_segment_files: usize,
+    limits: Limits,
+}
+
+/// Limits on what a log may hold; `None` is unlimited.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Limits {
+    /// Topics.
+    pub(crate) topics: Option<u64>,
+    /// Partitions of all topics together.
+    pub(crate) partitions: Option<u64>,
+    /// Consumer groups.
+    pub(crate) groups: Option<u64>,
 }
 
 impl KafkoOptions {
@@ -32,6 +46,8 @@ impl KafkoOptions {
             storage: Arc::new(StdStorage),
             retention_check_interval: Duration::from_secs(30),
             idle_group_timeout: crate::group::DEFAULT_IDLE_GROUP_TIMEOUT,
+            max_open_segment_files: DEFAULT_MAX_OPEN_SEGMENT_FILES,
+            limits: Limits::default(),
         }
     }
 
@@ -53,6 +69,37 @@ impl KafkoOptions {
     /// How often background retention and compaction run.
     pub fn retention_check_interval(mut self, every: Duration) -> Self {
         self.retention_check_interval = every;
+        self
+    }
+
+    /// How many descriptors of sealed segments stay open (default 512, at least 1): the
+    /// least recently read are closed beyond it and opened again when read. Each
+    /// partition also holds its active segment's file open.
+    pub fn max_open_segment_files(mut self, max: usize) -> Self {
+        self.max_open_segment_files = max.max(1);
+        self
+    }
+
+    /// The most topics the log holds (default unlimited): a create past it is refused
+    /// with `LimitReached`. Topics already on disk at open all open.
+    pub fn max_topics(mut self, max: Option<u64>) -> Self {
+        self.limits.topics = max;
+        self
+    }
+
+    /// The most partitions of all topics together (default unlimited): a create that
+    /// would pass it is refused with `LimitReached`. Each partition keeps its active
+    /// segment's file open, so this also bounds those descriptors.
+    pub fn max_partitions(mut self, max: Option<u64>) -> Self {
+        self.limits.partitions = max;
+        self
+    }
+
+    /// The most consumer groups (default unlimited): a join, poll, commit, seek or
+    /// configure that would create one more is refused with `LimitReached`. Groups
+    /// already on disk at open all load.
+    pub fn max_groups(mut self, max: Option<u64>) -> Self {
+        self.limits.groups = max;
         self
     }
 
@@ -83,7 +130,12 @@ impl Kafko {
     async fn open_with(options: KafkoOptions) -> Result<Kafko, OpenError> {
         let storage = options.storage.clone();
         let dir = options.dir.clone();
-        let recovered = blocking("recovering", move || recover_directory(&storage, &dir)).await?;
+        let files = FileCache::new(storage.clone(), options.max_open_segment_files);
+        let cache = files.clone();
+        let recovered = blocking("recovering", move || {
+            recover_directory(&storage, &cache, &dir)
+        })
+        .await?;
         let topics = recovered
             .topics
             .into_iter()
@@ -95,6 +147,8 @@ impl Kafko {
         let inner = Arc::new(Inner {
             dir: options.dir,
             storage: options.storage,
+            files,
+            limits: options.limits,
             topics: RwLock::new(topics),
             lock: Mutex::new(Some(recovered.lock)),
             closing: AtomicBool::new(false),
@@ -103,7 +157,7 @@ impl Kafko {
             background: Mutex::new(Vec::new()),
             stop,
             recovered_clean: recovered.clean,
-            groups,
+            groups: groups.with_max_groups(options.limits.groups),
             cleaner: crate::compaction::Cleaner::default(),
         });
         let kafko = Kafko { inner };

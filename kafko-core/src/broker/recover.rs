@@ -19,6 +19,7 @@ use crate::partition::PartitionLog;
 use crate::partition::handle::PartitionHandle;
 use crate::partition::open::open_partition;
 use crate::segment::Segment;
+use crate::segment::files::FileCache;
 use crate::storage::Storage;
 use crate::topic::Topic;
 use crate::topic_id::TopicId;
@@ -66,7 +67,11 @@ impl RecoveredTopic {
 }
 
 /// Creates, locks and recovers the data directory `dir`.
-pub(crate) fn recover_directory(storage: &Arc<dyn Storage>, dir: &Path) -> Result<Recovered> {
+pub(crate) fn recover_directory(
+    storage: &Arc<dyn Storage>,
+    files: &Arc<FileCache>,
+    dir: &Path,
+) -> Result<Recovered> {
     let s = &**storage;
     s.create_dir_all(&dir.join("topics"))
         .map_err(|e| KafkoError::io("creating", dir, e))?;
@@ -110,7 +115,14 @@ pub(crate) fn recover_directory(storage: &Arc<dyn Storage>, dir: &Path) -> Resul
             continue;
         };
         let id = id.unwrap_or_else(|| give_id(s, &path, &name, &config));
-        topics.push(recover_topic(storage, &path, &name, config, id, clean)?);
+        topics.push(recover_topic(
+            (storage, files),
+            &path,
+            &name,
+            config,
+            id,
+            clean,
+        )?);
     }
     if clean {
         // Removed before any write is accepted: a crash from now on must scan.
@@ -230,7 +242,7 @@ fn first_data_file(s: &dyn Storage, dir: &Path) -> Result<Option<std::path::Path
 /// Loads every partition of the topic in `dir` (recovering them), then makes partition
 /// directories this had to create durable.
 pub(crate) fn recover_topic(
-    storage: &Arc<dyn Storage>,
+    (storage, files): (&Arc<dyn Storage>, &Arc<FileCache>),
     dir: &Path,
     name: &str,
     config: TopicConfig,
@@ -242,7 +254,7 @@ pub(crate) fn recover_topic(
     let mut partitions = Vec::with_capacity(config.partitions as usize);
     for p in 0..config.partitions {
         partitions.push(open_partition(
-            storage,
+            (storage, files),
             dir.join(p.to_string()),
             name.clone(),
             p,

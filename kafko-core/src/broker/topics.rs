@@ -11,6 +11,7 @@ use crate::disk;
 use crate::error::{AdminError, KafkoError, Result};
 use crate::naming::validate_name;
 use crate::record::now_ms;
+use crate::segment::files::FileCache;
 use crate::storage::{Storage, blocking, create_dir_durably};
 use crate::topic::TopicDescription;
 use crate::topic_id::TopicId;
@@ -33,7 +34,8 @@ impl Kafko {
     ///
     /// # Errors
     /// [`AdminError::InvalidName`], [`AdminError::InvalidConfig`],
-    /// [`AdminError::TopicAlreadyExists`], `ShuttingDown`, or a storage failure while
+    /// [`AdminError::TopicAlreadyExists`], [`AdminError::LimitReached`] (the log's
+    /// limit on topics or partitions), `ShuttingDown`, or a storage failure while
     /// making its directory (nothing of the topic is left behind).
     pub async fn create_topic_with_config(
         &self,
@@ -53,12 +55,14 @@ impl Kafko {
                 })
             };
         }
+        self.check_limits(config.partitions)?;
         let storage = self.inner.storage.clone();
+        let files = self.inner.files.clone();
         let dir = self.inner.dir.join("topics").join(name);
         let owned = name.to_owned();
         let config_on_disk = config.clone();
         let recovered = blocking("creating topic", move || {
-            make_topic_dir(&storage, &dir, &owned, config_on_disk)
+            make_topic_dir((&storage, &files), &dir, &owned, config_on_disk)
         })
         .await?;
         let topic = recovered.start();
@@ -125,6 +129,34 @@ impl Kafko {
         Ok((*next).clone())
     }
 
+    /// Refuses a new topic of `partitions` partitions that would pass a limit (called
+    /// under the admin lock, so no other creation races it).
+    fn check_limits(&self, partitions: u32) -> Result<(), AdminError> {
+        let limits = self.inner.limits;
+        let topics = self.all_topics();
+        if let Some(limit) = limits.topics
+            && topics.len() as u64 >= limit
+        {
+            return Err(AdminError::LimitReached {
+                resource: "topics",
+                limit,
+            });
+        }
+        if let Some(limit) = limits.partitions {
+            let held: u64 = topics
+                .iter()
+                .map(|t| u64::from(t.config().partitions))
+                .sum();
+            if held + u64::from(partitions) > limit {
+                return Err(AdminError::LimitReached {
+                    resource: "partitions",
+                    limit,
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Deletes a topic and all its data.
     ///
     /// # Errors
@@ -144,6 +176,8 @@ impl Kafko {
             // Long-polls and streams on the topic end now, with `TopicDeleted`.
             p.log.wake_readers();
             let _ = p.shutdown().await;
+            // Its directory is renamed away next, and a new topic may take the name.
+            p.log.close_files();
         }
         let storage = self.inner.storage.clone();
         let data_dir = self.inner.dir.clone();
@@ -172,7 +206,7 @@ impl Kafko {
 /// point. On failure nothing is left half-made: the directory (which holds no record
 /// yet) is removed again; if even that fails, the next open or create removes it.
 fn make_topic_dir(
-    storage: &Arc<dyn Storage>,
+    (storage, files): (&Arc<dyn Storage>, &Arc<FileCache>),
     dir: &Path,
     name: &str,
     config: TopicConfig,
@@ -185,7 +219,7 @@ fn make_topic_dir(
     }
     let made = create_dir_durably(s, dir)
         .map_err(|e| KafkoError::io("creating", dir, e))
-        .and_then(|()| recover_topic(storage, dir, name, config.clone(), id, false))
+        .and_then(|()| recover_topic((storage, files), dir, name, config.clone(), id, false))
         .and_then(|topic| {
             disk::write_topic_config(s, &dir.join(TOPIC_CONFIG), &config, id)?;
             Ok(topic)

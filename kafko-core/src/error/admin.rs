@@ -5,7 +5,7 @@ error_enum! {
     /// Why a topic administration or maintenance call failed.
     pub enum AdminError: operation "a topic administration call" {
         TopicNotFound, TopicDeleted, TopicAlreadyExists, InvalidName, InvalidConfig,
-        NotCompacted, PartitionReadOnly, PartitionPanicked, ShuttingDown, Storage, Internal,
+        NotCompacted, LimitReached, PartitionReadOnly, PartitionPanicked, ShuttingDown, Storage, Internal,
     }
     never: AlreadyOpen, PartitionNotFound, OffsetOutOfRange, RecordTooLarge, KeyRequired,
         InvalidRequest, PartiallyAppended, Backpressure, GroupNotFound, UnknownMember,

@@ -96,6 +96,17 @@ catalog! { $
         /// What is wrong.
         reason: String,
     }
+    /// Creating a topic or a consumer group would pass a limit the log was opened with
+    /// (its topics, the partitions of all its topics together, or its groups): nothing
+    /// was created. Delete one, or raise the limit.
+    #[kind(Conflict)]
+    #[error("the limit of {limit} {resource} is reached")]
+    LimitReached {
+        /// What is limited: `topics`, `partitions` or `groups`.
+        resource: &'static str,
+        /// The limit.
+        limit: u64,
+    }
     /// A compaction was asked of a topic whose cleanup policy does not compact.
     #[kind(InvalidInput)]
     #[error("topic '{topic}' is not compacted (cleanup_policy = delete)")]

@@ -7,7 +7,7 @@ error_enum! {
     pub enum GroupError: operation "a group call" {
         InvalidName, InvalidSessionTimeout, GroupNotFound, UnknownMember, StaleGeneration,
         NotAssigned, GroupHasMembers, NoValidOffset, OffsetOutOfRange, TopicDeleted,
-        PartitionNotFound, ShuttingDown, Storage, Internal,
+        PartitionNotFound, LimitReached, ShuttingDown, Storage, Internal,
     }
     never: AlreadyOpen, TopicNotFound, TopicAlreadyExists, InvalidConfig, RecordTooLarge,
         KeyRequired, InvalidRequest, NotCompacted, PartiallyAppended, Backpressure,

@@ -46,7 +46,7 @@ error_enum! {
         AlreadyOpen, TopicNotFound, TopicDeleted, TopicAlreadyExists, InvalidName,
         InvalidConfig, PartitionNotFound, OffsetOutOfRange, RecordTooLarge, KeyRequired,
         InvalidRequest, PartiallyAppended, Backpressure, PartitionReadOnly, PartitionPanicked,
-        ShuttingDown, StorageFull, TooManyOpenFiles, Corruption, Io, NotCompacted, Internal,
+        ShuttingDown, StorageFull, TooManyOpenFiles, Corruption, Io, NotCompacted, LimitReached, Internal,
         GroupNotFound, UnknownMember, StaleGeneration, NotAssigned, GroupHasMembers,
         NoValidOffset,
     }
@@ -66,7 +66,8 @@ pub enum ErrorKind {
     TooLarge,
     /// An offset outside the log's range.
     OutOfRange,
-    /// A group generation or membership conflict.
+    /// A conflict with the log's state: a group generation or membership, or a limit
+    /// on topics or partitions that is reached.
     Conflict,
     /// Temporarily unable: retry later.
     Unavailable,

@@ -8,7 +8,7 @@ error_enum! {
         InvalidBatch = InvalidRequest, Backpressure, PartiallyAppended, PartitionReadOnly,
         PartitionPanicked, ShuttingDown, Storage, Internal,
     }
-    never: AlreadyOpen, TopicNotFound, TopicAlreadyExists, InvalidName, InvalidConfig,
+    never: LimitReached, AlreadyOpen, TopicNotFound, TopicAlreadyExists, InvalidName, InvalidConfig,
         OffsetOutOfRange, NotCompacted, GroupNotFound, UnknownMember, StaleGeneration,
         NotAssigned, GroupHasMembers, NoValidOffset,
 }

@@ -56,6 +56,8 @@ fn union_cases() -> Vec<(KafkoError, ErrorKind, &'static str)> {
             "corruption in /x at byte 7: crc"),
         (K::Io { op: "reading", path: x(), source: std::io::Error::other("boom") }, Internal,
             "I/O error while reading /x: boom"),
+        (K::LimitReached { resource: "topics", limit: 2 }, Conflict,
+            "the limit of 2 topics is reached"),
         (K::NotCompacted { topic: t() }, InvalidInput,
             "topic 't' is not compacted (cleanup_policy = delete)"),
         (K::Internal(panicked()), Internal, "internal error: the t task panicked: boom"),
@@ -142,6 +144,7 @@ fn each_operation_keeps_exactly_the_failures_it_can_have() {
         "InvalidName",
         "InvalidConfig",
         "NotCompacted",
+        "LimitReached",
         "PartitionReadOnly",
         "PartitionPanicked",
         "ShuttingDown",
@@ -175,6 +178,7 @@ fn each_operation_keeps_exactly_the_failures_it_can_have() {
         "OffsetOutOfRange",
         "TopicDeleted",
         "PartitionNotFound",
+        "LimitReached",
         "ShuttingDown",
     ];
     assert_eq!(kept("a group call", GroupError::kind), with_shared(&group));

@@ -249,6 +249,8 @@ pub(crate) struct Coordinator {
     /// Entries added by groups created since the last eviction pass: a pass runs inline
     /// once they could exceed half of [`MAX_EPHEMERAL_ENTRIES`].
     pub(super) created_entries: AtomicUsize,
+    /// The most groups a call may create (`None`: unlimited).
+    max_groups: Option<u64>,
 }
 
 /// Who is calling: a member in a generation, or the implicit single member.
@@ -300,7 +302,34 @@ impl Coordinator {
             groups: Arc::new(Mutex::new(groups)),
             idle_timeout: DEFAULT_IDLE_GROUP_TIMEOUT,
             created_entries: AtomicUsize::new(0),
+            max_groups: None,
         })
+    }
+
+    /// Limits the groups that calls create to `max` (the groups on disk all load).
+    pub(crate) fn with_max_groups(mut self, max: Option<u64>) -> Self {
+        self.max_groups = max;
+        self
+    }
+
+    /// Makes room for one more group: at the limit, forgets the idle groups that hold
+    /// nothing on disk first, and refuses if that was not enough (`LimitReached`).
+    pub(super) fn make_room(&self, groups: &mut Groups) -> Result<()> {
+        if self.check_room(groups).is_err() {
+            evict_idle(groups, Instant::now(), self.idle_timeout);
+        }
+        self.check_room(groups)
+    }
+
+    /// Refuses to create one more group past the limit: `LimitReached`.
+    fn check_room(&self, groups: &Groups) -> Result<()> {
+        match self.max_groups {
+            Some(limit) if groups.len() as u64 >= limit => Err(KafkoError::LimitReached {
+                resource: "groups",
+                limit,
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// Sets how long a group with nothing on disk outlives its last use.

@@ -130,6 +130,7 @@ impl GroupHandle {
             if !create {
                 return Err(group_not_found(name));
             }
+            self.coordinator().make_room(&mut groups)?;
             self.coordinator().count_created(
                 &mut groups,
                 usize_saturating(u64::from(topic.partition_count())),
@@ -182,13 +183,17 @@ impl GroupHandle {
     pub async fn configure(&self, config: GroupConfig) -> Result<(), GroupError> {
         self.check_not_closing()?;
         let name = &*self.name;
-        let persist = self
-            .coordinator()
-            .lock()
-            .entry(name.to_owned())
-            .or_insert_with(|| GroupState::new(GroupConfig::default()))
-            .persist
-            .clone();
+        let persist = {
+            let mut groups = self.coordinator().lock();
+            if !groups.contains_key(name) {
+                self.coordinator().make_room(&mut groups)?;
+            }
+            groups
+                .entry(name.to_owned())
+                .or_insert_with(|| GroupState::new(GroupConfig::default()))
+                .persist
+                .clone()
+        };
         let _writing = persist.lock.lock().await;
         let (store, group, c) = (
             self.coordinator().store.clone(),

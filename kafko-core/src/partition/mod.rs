@@ -19,6 +19,7 @@ use tokio::sync::{Notify, watch};
 use crate::error::{KafkoError, Result};
 use crate::record::Record;
 use crate::segment::Segment;
+use crate::segment::files::FileCache;
 use crate::storage::Storage;
 
 /// Records returned by one read, with the cursor to continue from.
@@ -40,6 +41,8 @@ pub(crate) struct PartitionPlace {
     pub(crate) partition: u32,
     pub(crate) dir: PathBuf,
     pub(crate) storage: Arc<dyn Storage>,
+    /// The descriptors of sealed segments, shared by the whole log.
+    pub(crate) files: Arc<FileCache>,
     /// The topic's wake-up for consumers spanning partitions.
     pub(crate) activity: Arc<Notify>,
 }
@@ -50,6 +53,8 @@ pub(crate) struct PartitionLog {
     pub(crate) partition: u32,
     pub(crate) dir: PathBuf,
     pub(crate) storage: Arc<dyn Storage>,
+    /// The descriptors of sealed segments, shared by the whole log.
+    pub(crate) files: Arc<FileCache>,
     /// Copy-on-write list, oldest first; the last one is active. Replaced only by the writer.
     segments: RwLock<Arc<Vec<Arc<Segment>>>>,
     high_watermark: AtomicU64,
@@ -75,6 +80,7 @@ impl PartitionLog {
             partition,
             dir,
             storage,
+            files,
             activity,
         } = place;
         PartitionLog {
@@ -82,6 +88,7 @@ impl PartitionLog {
             partition,
             dir,
             storage,
+            files,
             segments: RwLock::new(Arc::new(segments)),
             high_watermark: AtomicU64::new(high_watermark),
             log_start: AtomicU64::new(log_start),
@@ -151,7 +158,26 @@ impl PartitionLog {
 
     /// Reads records from `offset`, at most `max_records`, and at most `max_bytes` of
     /// keys, values and headers (but always at least one record when one exists).
+    ///
+    /// A read that fails while retention or compaction replaced segments under it (a
+    /// removed segment whose descriptor the cache had closed cannot be read) runs once
+    /// more on the new list: it then finds the records, or `OffsetOutOfRange`.
     pub(crate) fn read(
+        &self,
+        offset: u64,
+        max_records: usize,
+        max_bytes: usize,
+    ) -> Result<FetchedRecords> {
+        let before = self.segments();
+        match self.read_once(offset, max_records, max_bytes) {
+            Err(_) if !Arc::ptr_eq(&before, &self.segments()) => {
+                self.read_once(offset, max_records, max_bytes)
+            }
+            read => read,
+        }
+    }
+
+    fn read_once(
         &self,
         offset: u64,
         max_records: usize,
@@ -261,6 +287,15 @@ impl PartitionLog {
             }
         }
         Ok(None)
+    }
+
+    /// Closes the descriptors of every segment for good (the topic was deleted): a read
+    /// still running on this log fails rather than open a file of a later topic of the
+    /// same name.
+    pub(crate) fn close_files(&self) {
+        for seg in self.segments().iter() {
+            seg.close_file();
+        }
     }
 
     /// Wakes every reader waiting on this partition (its topic was deleted): they look

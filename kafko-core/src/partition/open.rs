@@ -13,6 +13,7 @@ use super::writer::{LOG_START_FILE, RECOVERY_POINT_FILE};
 use super::{PartitionLog, PartitionPlace};
 use crate::error::{KafkoError, Result};
 use crate::naming::{parse_segment_file, segment_file};
+use crate::segment::files::FileCache;
 use crate::segment::index::{SegmentSummary, SparseIndex};
 use crate::segment::recovery::scan;
 use crate::segment::{Segment, remove_index_files, remove_segment_files};
@@ -21,7 +22,7 @@ use crate::storage::Storage;
 
 /// Opens the partition in `dir`; `clean` says the last shutdown wrote its marker.
 pub(crate) fn open_partition(
-    storage: &Arc<dyn Storage>,
+    (storage, files): (&Arc<dyn Storage>, &Arc<FileCache>),
     dir: PathBuf,
     topic: Arc<str>,
     partition: u32,
@@ -53,7 +54,14 @@ pub(crate) fn open_partition(
             log_start,
         )
     } else {
-        let segments = load_chain(s, &dir, &bases, clean, recovery_point, (&topic, partition))?;
+        let segments = load_chain(
+            (s, files),
+            &dir,
+            &bases,
+            clean,
+            recovery_point,
+            (&topic, partition),
+        )?;
         (segments, log_start.max(bases[0]))
     };
     let active = segments[segments.len() - 1].clone();
@@ -72,6 +80,7 @@ pub(crate) fn open_partition(
         partition,
         dir,
         storage: storage.clone(),
+        files: files.clone(),
         activity,
     };
     let log = Arc::new(PartitionLog::new(place, segments, log_start.min(hw), hw));
@@ -83,7 +92,7 @@ pub(crate) fn open_partition(
 /// the later segments), refuses any other gap as corruption, and rewrites the index
 /// files that a scan rebuilt for the segments that stay sealed.
 fn load_chain(
-    s: &dyn Storage,
+    (s, files): (&dyn Storage, &Arc<FileCache>),
     dir: &Path,
     bases: &[u64],
     clean: bool,
@@ -132,6 +141,11 @@ fn load_chain(
             rescanned.push(segments.len());
         }
         segments.push(Arc::new(loaded.seg));
+        if let [.., sealed, _] = &segments[..] {
+            // Followed by another segment, so sealed: its descriptor joins the cache
+            // (which keeps the open descriptors bounded while thousands load).
+            sealed.release_file(files);
+        }
         prev_unsealed = loaded.unsealed;
         if loaded.torn && i != last {
             // The power went before this segment's seal (fsync) completed and its tail

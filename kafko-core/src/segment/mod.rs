@@ -1,8 +1,10 @@
 //! Segments: one `.log` file of batches plus its sparse indexes. This module owns the
 //! in-memory [`Segment`] shared by the writer and readers; `batch` the byte codec,
+//! `files` the descriptors (pinned, or in the bounded cache of sealed segments),
 //! `index` the sparse indexes, `reader` batch iteration, `recovery` the open-time scan.
 
 pub(crate) mod batch;
+pub(crate) mod files;
 pub(crate) mod index;
 pub(crate) mod reader;
 pub(crate) mod recovery;
@@ -17,6 +19,7 @@ use crate::naming::segment_file;
 use crate::record::Record;
 use crate::storage::{Storage, StorageFile};
 use batch::decode_records;
+use files::{FileCache, SegmentFile};
 use index::{SegmentSummary, SparseIndex};
 use reader::{BatchIter, FramedBatch};
 
@@ -25,7 +28,8 @@ use reader::{BatchIter, FramedBatch};
 pub(crate) struct Segment {
     pub(crate) base_offset: u64,
     pub(crate) log_path: PathBuf,
-    pub(crate) file: Arc<dyn StorageFile>,
+    /// The `.log` file: pinned open while active, in the descriptor cache once sealed.
+    file: SegmentFile,
     /// Bytes readers may read (a whole number of batches).
     len: AtomicU64,
     /// One past the last offset stored.
@@ -47,7 +51,7 @@ impl Segment {
         Segment {
             base_offset,
             log_path,
-            file,
+            file: SegmentFile::pinned(file),
             len: AtomicU64::new(summary.log_length),
             next_offset: AtomicU64::new(summary.next_offset),
             max_timestamp: AtomicI64::new(summary.max_timestamp),
@@ -82,6 +86,34 @@ impl Segment {
             summary,
             SparseIndex::default(),
         ))
+    }
+
+    /// The open `.log` file (reopened if its cached descriptor was closed).
+    ///
+    /// # Errors
+    /// Opening the file failed (no descriptor left), or the segment's topic was deleted.
+    pub(crate) fn file(&self) -> Result<Arc<dyn StorageFile>> {
+        self.file
+            .get(&self.log_path)
+            .map_err(|e| KafkoError::io("opening", &self.log_path, e))
+    }
+
+    /// The open `.log` file as an I/O result, for the writer's own calls (the active
+    /// segment's file is pinned, so this does not open anything).
+    pub(crate) fn io_file(&self) -> std::io::Result<Arc<dyn StorageFile>> {
+        self.file.get(&self.log_path)
+    }
+
+    /// Hands the descriptor to the cache of sealed segments: called once the segment is
+    /// sealed (fsynced) and will not be written again.
+    pub(crate) fn release_file(&self, cache: &Arc<FileCache>) {
+        self.file.release(cache);
+    }
+
+    /// Closes the descriptor for good (the topic was deleted): later reads fail rather
+    /// than open a file that a new topic of the same name put at this path.
+    pub(crate) fn close_file(&self) {
+        self.file.close();
     }
 
     /// Published length in bytes.
@@ -137,8 +169,11 @@ impl Segment {
         Ok(())
     }
 
-    /// Removes the segment's files (log and indexes).
+    /// Removes the segment's files (log and indexes). Its descriptor is pinned first (or
+    /// the segment closed, if the cache had closed it): readers holding the segment
+    /// read the removed file or fail, never a later file of the same name.
     pub(crate) fn remove_files(&self, storage: &dyn Storage) -> Result<()> {
+        self.file.pin();
         remove_segment_files(
             storage,
             crate::storage::parent_of(&self.log_path),
@@ -149,8 +184,15 @@ impl Segment {
     /// The verified batches from byte `from` up to the published length; a damaged batch
     /// is a `Corruption` error naming this file and position.
     pub(crate) fn batches(&self, from: u64) -> impl Iterator<Item = Result<FramedBatch>> + '_ {
-        let mut iter = BatchIter::new(&*self.file, from, self.len());
+        let mut iter = match self.file() {
+            Ok(file) => Ok(BatchIter::owned(file, from, self.len())),
+            Err(e) => Err(Some(e)),
+        };
         std::iter::from_fn(move || {
+            let iter = match &mut iter {
+                Ok(iter) => iter,
+                Err(e) => return e.take().map(Err),
+            };
             let item = iter.next_batch()?;
             Some(item.map_err(|fault| {
                 KafkoError::corruption(&self.log_path, iter.position(), format!("{fault:?}"))

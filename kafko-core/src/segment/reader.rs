@@ -1,6 +1,8 @@
 //! Iterates the framed batches of a segment between two byte positions with large
 //! positional reads, verifying every batch's CRC before handing it out.
 
+use std::sync::Arc;
+
 use bytes::{Bytes, BytesMut};
 
 use super::batch::{BatchHeader, HEADER_LEN, HeaderError, crc_matches};
@@ -31,9 +33,24 @@ pub(crate) struct FramedBatch {
     pub(crate) bytes: Bytes,
 }
 
+/// The file a [`BatchIter`] reads: borrowed, or shared with the segment that lent it.
+enum FileRef<'a> {
+    Borrowed(&'a dyn StorageFile),
+    Owned(Arc<dyn StorageFile>),
+}
+
+impl FileRef<'_> {
+    fn get(&self) -> &dyn StorageFile {
+        match self {
+            FileRef::Borrowed(f) => *f,
+            FileRef::Owned(f) => &**f,
+        }
+    }
+}
+
 /// Reads batches from `pos` up to `end`.
 pub(crate) struct BatchIter<'a> {
-    file: &'a dyn StorageFile,
+    file: FileRef<'a>,
     pos: u64,
     end: u64,
     buf: Bytes,
@@ -43,7 +60,18 @@ pub(crate) struct BatchIter<'a> {
 impl<'a> BatchIter<'a> {
     pub(crate) fn new(file: &'a dyn StorageFile, pos: u64, end: u64) -> Self {
         BatchIter {
-            file,
+            file: FileRef::Borrowed(file),
+            pos,
+            end,
+            buf: Bytes::new(),
+            buf_start: pos,
+        }
+    }
+
+    /// Reads `file`, keeping it open while the iterator lives.
+    pub(crate) fn owned(file: Arc<dyn StorageFile>, pos: u64, end: u64) -> BatchIter<'static> {
+        BatchIter {
+            file: FileRef::Owned(file),
             pos,
             end,
             buf: Bytes::new(),
@@ -64,8 +92,8 @@ impl<'a> BatchIter<'a> {
         }
         let want = n.max(CHUNK).min(to_usize(self.end - self.pos));
         let mut buf = BytesMut::zeroed(want);
-        let got =
-            read_full(self.file, &mut buf, self.pos).map_err(|e| BatchFault::Io(e.to_string()))?;
+        let got = read_full(self.file.get(), &mut buf, self.pos)
+            .map_err(|e| BatchFault::Io(e.to_string()))?;
         buf.truncate(got);
         self.buf = buf.freeze();
         self.buf_start = self.pos;

@@ -67,6 +67,14 @@ pub(crate) struct Problem {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     parameter: Option<String>,
+    /// `limit_reached`: what is limited (`topics`, `partitions` or `groups`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    resource: Option<String>,
+    /// `limit_reached`: the server's limit on it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    limit: Option<u64>,
 }
 
 impl Problem {
@@ -97,6 +105,8 @@ impl Problem {
             max_body_bytes: None,
             max_records_per_request: None,
             parameter: None,
+            resource: None,
+            limit: None,
         };
         if members.is_empty() {
             return base;

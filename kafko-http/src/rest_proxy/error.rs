@@ -207,7 +207,9 @@ impl From<KafkoError> for ProxyError {
             | KafkoError::InvalidConfig { .. }
             | KafkoError::InvalidRequest { .. }
             | KafkoError::KeyRequired { .. } => Self::unprocessable(INVALID_PAYLOAD, message),
-            KafkoError::NotAssigned { .. } | KafkoError::GroupHasMembers { .. } => {
+            KafkoError::NotAssigned { .. }
+            | KafkoError::GroupHasMembers { .. }
+            | KafkoError::LimitReached { .. } => {
                 Self::new(StatusCode::CONFLICT, ILLEGAL_STATE, message)
             }
             KafkoError::OffsetOutOfRange { .. } | KafkoError::NoValidOffset { .. } => {

@@ -27,6 +27,7 @@ use axum::response::{IntoResponse, Response};
 use kafko_core::{Delivery, GroupPollOptions, MemberRef, PartitionOffset, SeekTo};
 use tokio::time::Instant;
 
+use crate::answer_budget::Reservation;
 use crate::dto::{
     CommitRequest, CommitResponse, FormatQuery, GroupConfig, GroupDescription, GroupList,
     GroupPollQuery, GroupPollResponse, JoinRequest, Membership, PartitionOffsetDto, Problem,
@@ -34,7 +35,7 @@ use crate::dto::{
 };
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Json, OptionalJson, Path, Query, check_group, check_member, check_topic};
-use crate::routes::records::fetch::read_limits;
+use crate::routes::records::fetch::{answers_full, read_limits, reserve_answer};
 use crate::routes::records::{payload_bytes, to_out};
 use crate::state::AppState;
 
@@ -95,7 +96,7 @@ fn from_dto(offsets: &[PartitionOffsetDto]) -> Vec<PartitionOffset> {
         (status = 400, description = "codes invalid_group_name, invalid_topic_name, invalid_member_id, invalid_query, invalid_request", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "code topic_not_found, topic_deleted", body = Problem, content_type = "application/problem+json"),
         (status = 406, description = "code not_representable: bytes do not fit the format; the group stays before these records (poll with format=base64)", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "codes unknown_member, stale_generation (rejoin), group_has_members (implicit poll while members are joined)", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "codes unknown_member, stale_generation (rejoin), group_has_members (implicit poll while members are joined), limit_reached (the call would create a group past --max-groups)", body = Problem, content_type = "application/problem+json"),
         (status = 416, description = "code no_valid_offset (offset_reset=error and no valid offset)", body = Problem, content_type = "application/problem+json"),
         (status = 507, description = "code storage_full: the commit could not be written; the group did not move", body = Problem, content_type = "application/problem+json"),
     ))]
@@ -122,16 +123,20 @@ pub(crate) async fn poll(
     let deadline = Instant::now() + Duration::from_millis(q.wait_ms.unwrap_or(0)).min(cfg.max_wait);
     let activity = t.activity();
     let mut committed = Vec::new();
-    let got = loop {
+    let (got, room) = loop {
         let notified = activity.notified();
         tokio::pin!(notified);
         // Registered before the poll looks, so a produce in between still wakes us.
         notified.as_mut().enable();
+        // Room for the records and their JSON before they are read (none held while
+        // the poll waits).
+        let room = reserve_answer(&state, max_records, max_bytes).await?;
         let got = g.poll(&t, member.as_ref(), &options).await?;
         committed.extend_from_slice(got.committed());
         if !got.records().is_empty() || Instant::now() >= deadline || state.is_shutting_down() {
-            break got;
+            break (got, room);
         }
+        drop(room);
         tokio::select! {
             () = &mut notified => {}
             () = tokio::time::sleep_until(deadline) => {}
@@ -164,7 +169,7 @@ pub(crate) async fn poll(
     };
     let (_, delivery) = got.into_parts();
     let estimate = crate::json::records_estimate(body.records.len(), bytes);
-    Ok(delivered_on_send(&body, estimate, delivery))
+    delivered_on_send(&state, &body, estimate, delivery, room).await
 }
 
 /// A poll's `cursor` parameter: a cursor an earlier answer carried.
@@ -180,17 +185,30 @@ fn parse_cursor(cursor: &str) -> ApiResult<u64> {
 /// A JSON response whose `delivery` counts as sent once the whole body was handed to
 /// the connection (which does not show the client read it: see `Delivery::sent`); a
 /// response dropped before that (the client went away, the server stopped) returns the
-/// records to the group.
-fn delivered_on_send(body: &GroupPollResponse, estimate: usize, delivery: Delivery) -> Response {
-    let json = match crate::json::to_bytes(body, estimate) {
-        Ok(json) => json,
-        Err(e) => return crate::json::serialize_failed(&e).into_response(),
+/// records to the group. It holds `room` of the answer budget (fitted to its size) until
+/// then.
+async fn delivered_on_send(
+    state: &AppState,
+    body: &GroupPollResponse,
+    estimate: usize,
+    delivery: Delivery,
+    mut room: Reservation,
+) -> ApiResult<Response> {
+    let json =
+        crate::json::to_bytes(body, estimate).map_err(|e| crate::json::serialize_failed(&e))?;
+    if !room.fit(&state.answers, json.len()).await {
+        // Unconfirmed: the records go back to the group.
+        return Err(answers_full());
+    }
+    let sent = move || {
+        delivery.sent();
+        drop(room);
     };
-    (
+    Ok((
         [(header::CONTENT_TYPE, "application/json")],
-        crate::on_sent::body(json, move || delivery.sent()),
+        crate::on_sent::body(json, sent),
     )
-        .into_response()
+        .into_response())
 }
 
 /// Commits offsets; an absent or empty list commits the caller's current positions.
@@ -202,7 +220,7 @@ fn delivered_on_send(body: &GroupPollResponse, estimate: usize, delivery: Delive
         (status = 200, description = "What was committed", body = CommitResponse),
         (status = 400, description = "Invalid name or body", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "codes topic_not_found, partition_not_found", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "codes unknown_member, stale_generation, not_assigned, group_has_members", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "codes unknown_member, stale_generation, not_assigned, group_has_members, limit_reached (the call would create a group past --max-groups)", body = Problem, content_type = "application/problem+json"),
         (status = 416, description = "code offset_out_of_range (beyond the high watermark)", body = Problem, content_type = "application/problem+json"),
     ))]
 pub(crate) async fn commit(
@@ -233,7 +251,7 @@ pub(crate) async fn commit(
         (status = 200, description = "The committed offsets after the seek", body = CommitResponse),
         (status = 400, description = "Invalid name or body", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "codes topic_not_found, partition_not_found", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "codes unknown_member, stale_generation, not_assigned, group_has_members", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "codes unknown_member, stale_generation, not_assigned, group_has_members, limit_reached (the call would create a group past --max-groups)", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "Body is not JSON", body = Problem, content_type = "application/problem+json"),
         (status = 416, description = "code offset_out_of_range", body = Problem, content_type = "application/problem+json"),
     ))]
@@ -269,6 +287,7 @@ pub(crate) async fn seek(
         (status = 201, description = "Joined (or, with a live member's id, heartbeat): id, generation and assigned partitions", body = Membership),
         (status = 400, description = "codes invalid_group_name, invalid_topic_name, invalid_member_id, invalid_request (session timeout)", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "code topic_not_found", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "code limit_reached (joining would create a group past --max-groups)", body = Problem, content_type = "application/problem+json"),
     ))]
 pub(crate) async fn join(
     State(state): State<AppState>,
@@ -343,6 +362,7 @@ pub(crate) async fn describe(
     responses(
         (status = 200, description = "The group", body = GroupDescription),
         (status = 400, description = "code invalid_group_name, or an invalid body", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "code limit_reached (configuring would create a group past --max-groups)", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "Body is not JSON", body = Problem, content_type = "application/problem+json"),
     ))]
 pub(crate) async fn configure(

@@ -27,7 +27,7 @@ pub(crate) async fn list(State(state): State<AppState>) -> axum::Json<TopicList>
         (status = 201, description = "Created", body = TopicDescription),
         (status = 200, description = "Already exists with this configuration", body = TopicDescription),
         (status = 400, description = "Invalid name or configuration", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "Exists with a different configuration (code topic_exists)", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "Exists with a different configuration (code topic_exists), or it would pass the server's --max-topics or --max-partitions (code limit_reached, with resource and limit)", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "Body is not JSON", body = Problem, content_type = "application/problem+json"),
     ))]
 pub(crate) async fn create(

@@ -38,6 +38,16 @@ pub fn default_max_connections() -> usize {
     }
 }
 
+/// The default number of sealed segments' descriptors the log keeps open: half the
+/// descriptors kept for the log beside the connections, at most 512 (at least 16).
+pub fn default_max_open_segment_files() -> usize {
+    soft_nofile_limit().map_or(512, |limit| {
+        usize::try_from(headroom(limit) / 2)
+            .unwrap_or(usize::MAX)
+            .clamp(16, 512)
+    })
+}
+
 /// The soft limit on open files, from `/proc/self/limits` (Linux); `None` elsewhere or
 /// when unlimited.
 fn soft_nofile_limit() -> Option<u64> {

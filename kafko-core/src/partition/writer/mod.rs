@@ -322,8 +322,9 @@ impl Writer {
             return Written::Ok;
         }
         let must_sync = must_sync || self.sync_requested;
-        let written =
-            std::panic::catch_unwind(AssertUnwindSafe(|| self.active.file.append(&self.buf)));
+        let written = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            self.active.io_file().and_then(|f| f.append(&self.buf))
+        }));
         let outcome = match written {
             Ok(Ok(())) => {
                 self.written_len += self.buf.len() as u64;
@@ -368,7 +369,11 @@ impl Writer {
     /// is cut, so the next group starts clean, and its offsets are not burnt. Groups
     /// written before it (some may wait for their fsync) stay.
     fn fail_staged(&mut self, error: impl Fn() -> KafkoError) {
-        if let Err(cut) = self.active.file.truncate(self.written_len) {
+        if let Err(cut) = self
+            .active
+            .io_file()
+            .and_then(|f| f.truncate(self.written_len))
+        {
             self.poison(format!("could not cut a failed write: {cut}"));
         }
         if let Some(first) = self.pending.first() {

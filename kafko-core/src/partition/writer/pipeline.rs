@@ -218,8 +218,10 @@ fn flusher(shared: &Shared) {
             }
             st.requested
         };
-        let result = std::panic::catch_unwind(AssertUnwindSafe(|| shared.active.file.sync_data()))
-            .unwrap_or_else(|_| Err(io::Error::other("the fsync panicked")));
+        let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            shared.active.io_file().and_then(|f| f.sync_data())
+        }))
+        .unwrap_or_else(|_| Err(io::Error::other("the fsync panicked")));
         let mut st = shared.lock();
         match result {
             Ok(()) => {

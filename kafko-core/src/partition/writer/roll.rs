@@ -63,8 +63,9 @@ impl Writer {
         let storage = self.storage.clone();
         let log_path = sealed.log_path.clone();
         let checkpoint = self.log.dir.join(super::RECOVERY_POINT_FILE);
+        let files = self.log.files.clone();
         let task = tokio::task::spawn_blocking(move || {
-            sealed.file.sync_data()?;
+            sealed.io_file()?.sync_data()?;
             // Without index files recovery rebuilds them by a scan: not worth failing for.
             if let Err(e) = sealed.write_indexes(&*storage) {
                 tracing::warn!(path = %sealed.log_path.display(), error = %e, "could not write the index files of a sealed segment");
@@ -75,6 +76,8 @@ impl Writer {
             if let Err(e) = state_file::write(&*storage, &checkpoint, &sealed.next_offset()) {
                 tracing::warn!(path = %checkpoint.display(), error = %e, "could not raise the recovery point");
             }
+            // Durable and never written again: its descriptor joins the bounded cache.
+            sealed.release_file(&files);
             Ok(())
         });
         self.sealing = Some(Sealing { log_path, task });

@@ -68,8 +68,10 @@ impl Writer {
         let storage = self.storage.clone();
         let dir = self.log.dir.clone();
         let replaced: Vec<Arc<Segment>> = segments[first..end].to_vec();
+        let files = self.log.files.clone();
         let installed = blocking("installing a compacted segment", move || {
-            Ok(install_files(&*storage, &dir, swap, &replaced))
+            Ok(install_files(&*storage, &dir, swap, &replaced)
+                .inspect(|cleaned| cleaned.release_file(&files)))
         })
         .await
         .unwrap_or_else(|panicked| Err(SwapFailure::Committed(panicked)));

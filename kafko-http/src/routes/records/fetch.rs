@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode, header};
-use axum::response::Response;
+use axum::http::{HeaderMap, header};
+use axum::response::{IntoResponse, Response};
 
 use kafko_core::{KafkoError, PartitionReader, TopicId};
 
@@ -79,10 +79,16 @@ pub(crate) async fn fetch(
     }
     let (value_fmt, key_fmt) = formats.resolve();
     let reader = &read.reader;
-    let fetched = tokio::select! {
-        r = reader.read_wait(read.start, read.max_records, read.max_bytes, read.wait) => r?,
-        () = state.shutdown_requested() => reader.read(read.start, read.max_records, read.max_bytes)?,
-    };
+    if !read.wait.is_zero() {
+        // A long-poll waits for a record holding no budget; the read itself follows.
+        tokio::select! {
+            r = reader.read_wait(read.start, 1, 1, read.wait) => { r?; }
+            () = state.shutdown_requested() => {}
+        }
+    }
+    // Room for the records and their JSON before they are read.
+    let mut room = reserve_answer(&state, read.max_records, read.max_bytes).await?;
+    let fetched = reader.read(read.start, read.max_records, read.max_bytes)?;
     let records = fetched
         .records
         .iter()
@@ -98,7 +104,41 @@ pub(crate) async fn fetch(
         log_start_offset: fetched.log_start_offset,
         topic_id: reader.topic_id().to_string(),
     };
-    Ok(json::answer(StatusCode::OK, &answer, estimate))
+    drop(fetched);
+    let json = json::to_bytes(&answer, estimate).map_err(|e| json::serialize_failed(&e))?;
+    drop(answer);
+    if !room.fit(&state.answers, json.len()).await {
+        return Err(answers_full());
+    }
+    // The room is held until the connection took the whole answer, or dropped it.
+    let len = json.len().to_string();
+    let body = crate::on_sent::body(json, move || drop(room));
+    let head = [
+        (header::CONTENT_TYPE, "application/json".to_owned()),
+        (header::CONTENT_LENGTH, len),
+    ];
+    Ok((head, body).into_response())
+}
+
+/// Reserves room in the answer budget for a read of at most `max_records` records and
+/// `max_bytes` bytes: the records and their JSON.
+///
+/// # Errors
+/// 503 `overloaded` when the budget stays full.
+pub(crate) async fn reserve_answer(
+    state: &AppState,
+    max_records: usize,
+    max_bytes: usize,
+) -> ApiResult<crate::answer_budget::Reservation> {
+    let bytes = max_bytes.saturating_add(json::records_estimate(max_records, max_bytes));
+    state.answers.reserve(bytes).await.ok_or_else(answers_full)
+}
+
+/// The refusal of a read while unsent answers hold the whole answer budget.
+pub(crate) fn answers_full() -> ApiError {
+    ApiError::overloaded(
+        "answers not yet taken by their clients fill the server's answer budget; retry later",
+    )
 }
 
 /// A resolved read: the partition (resolved once), where to start and how much to take.

@@ -51,6 +51,7 @@ const NDJSON: &str = "application/x-ndjson";
         (status = 207, description = "Some partitions appended their records and others none: never retry the whole request, resend only `failed_records`", body = PartialProduceResponse),
         (status = 400, description = "Invalid record, JSON, name or encoding", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "code topic_not_found (auto-create disabled) or partition_not_found", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "code limit_reached: auto-creating the topic would pass the server's --max-topics or --max-partitions", body = Problem, content_type = "application/problem+json"),
         (status = 408, description = "code body_timeout: the body paused for longer than --body-read-timeout-ms", body = Problem, content_type = "application/problem+json"),
         (status = 413, description = "code record_too_large, payload_too_large or too_many_records (past --max-records-per-request)", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "code unsupported_content_encoding: compressed request bodies are refused", body = Problem, content_type = "application/problem+json"),

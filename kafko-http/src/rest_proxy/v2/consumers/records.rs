@@ -19,6 +19,7 @@ use tokio::time::Instant;
 
 use super::InstanceAt;
 use super::subscription::join_subscribed;
+use crate::answer_budget::Reservation;
 use crate::config::ServerConfig;
 use crate::rest_proxy::ProxyQuery;
 use crate::rest_proxy::api_doc::{InstanceNotFound, InstancePath};
@@ -98,13 +99,41 @@ pub(crate) async fn records(
     let records = by_topic.iter().flat_map(|(_, records)| records);
     let estimate =
         crate::json::records_estimate(records.clone().count(), records.map(key_value_bytes).sum());
+    // The records and their JSON count against the answer budget until the answer is
+    // sent; with no room, the read is refused and the records stay unread.
+    let bytes = records_bytes(&by_topic);
+    let Some(mut room) = state.answers.reserve(bytes + estimate).await else {
+        return Ok(answers_full());
+    };
     let out = rendered(state, format, by_topic)?;
-    Ok(delivered_on_send(
-        format.media_type(),
-        &out,
-        estimate,
-        confirm,
-    ))
+    let json = to_json_sized(&out, estimate)?;
+    drop(out);
+    if !room.fit(&state.answers, json.len()).await {
+        return Ok(answers_full());
+    }
+    Ok(delivered_on_send(format.media_type(), json, confirm, room))
+}
+
+/// Bytes of the records' keys and values.
+fn records_bytes(by_topic: &[(String, Vec<Record>)]) -> usize {
+    by_topic
+        .iter()
+        .flat_map(|(_, records)| records)
+        .map(key_value_bytes)
+        .sum()
+}
+
+/// The refusal of a read while unsent answers fill the server's answer budget: 429 with
+/// `Retry-After`, as the proxy refuses reads over its other limits.
+fn answers_full() -> Response {
+    let mut resp = ProxyError::plain(
+        StatusCode::TOO_MANY_REQUESTS,
+        "Answers not yet taken by their clients fill the server's answer budget; retry later.",
+    )
+    .into_response();
+    resp.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    resp
 }
 
 /// How long a read may wait and how many bytes it may return: the query's values (a
@@ -328,18 +357,18 @@ async fn read_once(state: &AppState, inst: &mut Instance, max_bytes: usize) -> P
 /// to be read again (back in the group, or ahead of the assigned instance's position).
 fn delivered_on_send(
     media: &'static str,
-    body: &[ConsumerRecord],
-    estimate: usize,
+    json: bytes::Bytes,
     confirm: Confirm,
+    room: Reservation,
 ) -> Response {
-    let json = match to_json_sized(&body, estimate) {
-        Ok(json) => json,
-        Err(e) => return e.into_response(),
+    let sent = move || {
+        confirm.run();
+        drop(room);
     };
     (
         StatusCode::OK,
         [(header::CONTENT_TYPE, HeaderValue::from_static(media))],
-        crate::on_sent::body(json, move || confirm.run()),
+        crate::on_sent::body(json, sent),
     )
         .into_response()
 }
