@@ -11,12 +11,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::time::Instant;
 
-use super::acknowledge::{acknowledge, committable, start_frontier};
+use super::acknowledge::{acknowledge, committable};
 use super::coordinator::{
     Caller, Coordinator, GroupState, Lease, TopicState, authorize, expire, group_not_found,
-    not_assigned, start_position, validate_session_timeout,
+    not_assigned, validate_session_timeout,
 };
 use super::delivery::{Delivery, GroupPoll};
+use super::lease::{Kept, Read, Start, keep_leases, lease_partitions, read_leased};
 use super::membership::{Member, new_member_id};
 use super::{
     GroupConfig, GroupDescription, GroupListing, GroupMemberDescription, GroupPartitionDescription,
@@ -28,8 +29,6 @@ use crate::convert::{millis, usize_saturating};
 use crate::error::{GroupError, KafkoError, Result};
 use crate::handle::TopicHandle;
 use crate::naming::validate_name;
-use crate::partition::record_bytes;
-use crate::record::Record;
 use crate::topic::Topic;
 
 /// Tells apart the leases of different polls.
@@ -418,7 +417,6 @@ impl GroupHandle {
     /// start and no lease yet; returns each owned partition's start and whether this
     /// poll leased it, and the caller's generation. On failure, removes the entries the
     /// poll `created`.
-    #[allow(clippy::type_complexity)]
     fn lease_owned(
         &self,
         t: &Topic,
@@ -426,7 +424,7 @@ impl GroupHandle {
         id: u64,
         auto_commit: bool,
         created: Created,
-    ) -> Result<(Vec<(u32, u64, bool)>, u64)> {
+    ) -> Result<(Vec<Start>, u64)> {
         let group = &*self.name;
         let n = t.partition_count();
         let leased = self.with_state(t, true, |config, ts| {
@@ -450,14 +448,7 @@ impl GroupHandle {
 
     /// Settles a poll's leases after its read, under the groups' lock (see
     /// [`keep_leases`]).
-    #[allow(clippy::type_complexity)]
-    fn settle(
-        &self,
-        t: &Topic,
-        read: Result<Vec<(u32, u64, bool, Option<(Vec<Record>, u64)>)>>,
-        starts: &[(u32, u64, bool)],
-        id: u64,
-    ) -> Kept {
+    fn settle(&self, t: &Topic, read: Result<Vec<Read>>, starts: &[Start], id: u64) -> Kept {
         let mut groups = self.coordinator().lock();
         let ts = groups
             .get_mut(&*self.name)
@@ -685,156 +676,6 @@ impl GroupHandle {
         tracing::info!(group, "deleted group");
         Ok(())
     }
-}
-
-/// Leases each partition of `owned` that has no lease and has records past its start
-/// position (`template` gives the lease's id and auto-commit, its start is the
-/// partition's), moving the position there; returns `(partition, start, leased)` for
-/// every owned partition (a partition leased by another poll reports that lease's start).
-fn lease_partitions(
-    group: &str,
-    t: &Topic,
-    config: &GroupConfig,
-    ts: &mut TopicState,
-    owned: Vec<u32>,
-    template: Lease,
-) -> Result<Vec<(u32, u64, bool)>> {
-    let mut starts = Vec::with_capacity(owned.len());
-    for p in owned {
-        if let Some(lease) = ts.leases.get(&p) {
-            starts.push((p, lease.start, false));
-            continue;
-        }
-        let log = &t.partition(p)?.log;
-        let hw = log.high_watermark();
-        let start = start_position(group, &t.name, config, ts, p, log.log_start(), hw)?;
-        let lease = start < hw;
-        if lease {
-            ts.leases.insert(p, Lease { start, ..template });
-        }
-        // Kept even when there is nothing to read yet: an offset reset happens once, when
-        // the partition is first read, and the position then moves through every record
-        // (with `latest`, re-resolving on each poll would skip what arrived in between).
-        if ts.positions.insert(p, start).is_none() {
-            start_frontier(ts, p, start);
-        }
-        starts.push((p, start, lease));
-    }
-    Ok(starts)
-}
-
-/// What a poll keeps after reading: the records of the partitions whose leases it still
-/// holds, those leases, the caller's positions, and whether it released any lease.
-struct Kept {
-    records: Result<Vec<Record>>,
-    leases: Vec<(u32, u64)>,
-    positions: Vec<PartitionOffset>,
-    released: bool,
-}
-
-/// Settles a poll's leases (lease id `id`) after its read: a partition that returned
-/// records keeps its lease and moves its position past them; one that returned none
-/// releases it; a failed read puts every lease back where it started. A lease a
-/// rebalance, commit or seek replaced meanwhile is not ours: its records are dropped.
-#[allow(clippy::type_complexity)]
-fn keep_leases(
-    ts: Option<&mut TopicState>,
-    read: Result<Vec<(u32, u64, bool, Option<(Vec<Record>, u64)>)>>,
-    starts: &[(u32, u64, bool)],
-    id: u64,
-) -> Kept {
-    let mut kept = Kept {
-        records: Ok(Vec::new()),
-        leases: Vec::new(),
-        positions: Vec::with_capacity(starts.len()),
-        released: false,
-    };
-    let Some(ts) = ts else {
-        kept.records = read.map(|_| Vec::new());
-        return kept;
-    };
-    let read = match read {
-        Ok(read) => read,
-        Err(e) => {
-            for &(p, start, leased) in starts {
-                if leased && ts.leases.get(&p).is_some_and(|l| l.id == id) {
-                    ts.leases.remove(&p);
-                    ts.positions.insert(p, start);
-                }
-            }
-            kept.released = true;
-            kept.records = Err(e);
-            return kept;
-        }
-    };
-    let mut records = Vec::new();
-    for (p, start, leased, fetched) in read {
-        if !(leased && ts.leases.get(&p).is_some_and(|l| l.id == id)) {
-            kept.positions.push(PartitionOffset {
-                partition: p,
-                offset: ts.positions.get(&p).copied().unwrap_or(start),
-            });
-            continue;
-        }
-        let next = fetched.as_ref().map_or(start, |(_, next)| *next);
-        ts.positions.insert(p, next);
-        match fetched {
-            Some((got, _)) if !got.is_empty() => {
-                records.extend(got);
-                kept.leases.push((p, id));
-            }
-            _ => {
-                ts.leases.remove(&p);
-                kept.released = true;
-            }
-        }
-        kept.positions.push(PartitionOffset {
-            partition: p,
-            offset: next,
-        });
-    }
-    kept.records = Ok(records);
-    kept
-}
-
-/// Reads each leased partition from its start, rotating the first partition so one busy
-/// partition cannot starve the rest. Yields `(partition, start, leased, Some((records,
-/// next)))` for the partitions it read.
-#[allow(clippy::type_complexity)]
-fn read_leased(
-    t: &Topic,
-    starts: &[(u32, u64, bool)],
-    options: &GroupPollOptions,
-) -> Result<Vec<(u32, u64, bool, Option<(Vec<Record>, u64)>)>> {
-    let max_records = options.max_records.max(1);
-    let (mut count, mut bytes) = (0usize, 0usize);
-    let rotate = if starts.is_empty() {
-        0
-    } else {
-        // A rotation by the clock, below `starts.len()`, so it fits a usize.
-        usize_saturating(crate::record::now_ms().unsigned_abs() % starts.len() as u64)
-    };
-    let mut out = Vec::with_capacity(starts.len());
-    for i in 0..starts.len() {
-        let (p, start, leased) = starts[(rotate + i) % starts.len()];
-        if !leased || count >= max_records || bytes >= options.max_bytes {
-            out.push((p, start, leased, None));
-            continue;
-        }
-        let fetched =
-            t.partition(p)?
-                .log
-                .read(start, max_records - count, options.max_bytes - bytes)?;
-        count += fetched.records.len();
-        bytes += fetched.records.iter().map(record_bytes).sum::<usize>();
-        out.push((
-            p,
-            start,
-            leased,
-            Some((fetched.records, fetched.next_offset)),
-        ));
-    }
-    Ok(out)
 }
 
 fn describe_topic(

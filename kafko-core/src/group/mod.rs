@@ -40,14 +40,17 @@
 mod acknowledge;
 mod coordinator;
 mod delivery;
+mod eviction;
 mod handle;
+mod lease;
 mod membership;
 mod offsets;
 
 use std::time::Duration;
 
-pub(crate) use coordinator::{Coordinator, DEFAULT_IDLE_GROUP_TIMEOUT};
+pub(crate) use coordinator::Coordinator;
 pub use delivery::{Delivery, GroupPoll};
+pub(crate) use eviction::DEFAULT_IDLE_GROUP_TIMEOUT;
 pub use handle::GroupHandle;
 
 /// Longest accepted session timeout.
