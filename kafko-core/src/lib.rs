@@ -3,7 +3,8 @@
 //! An embedded, durable, single-node log with Kafka semantics: topics, partitions with
 //! key routing, CRC-framed batches in size-rolled segments with sparse indexes, reads by
 //! offset and timestamp, retention, per-topic compression, fsync policies, crash
-//! recovery, a single writer task per partition, and graceful shutdown.
+//! recovery, write groups (one writer of a partition at a time, no writer task), and
+//! graceful shutdown.
 //!
 //! ```no_run
 //! # async fn demo() -> kafko_core::Result<()> {
@@ -30,7 +31,8 @@
 //! - [`producer`] / [`consumer`]: appending to a topic, and a client-side cursor;
 //!   [`send`]: a send of many records (bounded batches, all partitions handed over at
 //!   once, per-partition answer).
-//! - `partition`: shared read state, the single writer task, its commands, open-time loading.
+//! - `partition`: shared read state, the write queue (write groups), the writer, its
+//!   commands, open-time loading.
 //! - `segment`: the batch codec, sparse indexes, batch iteration, recovery scan.
 //! - [`group`]: consumer groups ([`GroupHandle`]) — the two-phase poll, committed
 //!   offsets, members, generations, assignment.

@@ -47,7 +47,8 @@ pub(crate) struct RecoveredTopic {
 }
 
 impl RecoveredTopic {
-    /// Starts a writer task per partition (on the current runtime).
+    /// Starts the topic: each partition's write queue (write groups), on the current
+    /// runtime.
     pub(crate) fn start(self) -> Topic {
         let shared_config = Arc::new(self.config.clone());
         let partitions = self

@@ -191,9 +191,10 @@ catalog! { $
         /// The failure that poisoned the write path.
         reason: String,
     }
-    /// The partition's writer task panicked; the partition is unavailable.
+    /// A write of the partition panicked (its storage layer, or a write group's
+    /// leader); the partition is unavailable.
     #[kind(Unavailable)]
-    #[error("writer task of partition {topic}-{partition} panicked")]
+    #[error("a write of partition {topic}-{partition} panicked")]
     PartitionPanicked {
         /// Topic name.
         topic: String,

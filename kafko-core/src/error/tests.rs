@@ -46,7 +46,7 @@ fn union_cases() -> Vec<(KafkoError, ErrorKind, &'static str)> {
         (K::PartitionReadOnly { topic: t(), partition: 0, reason: "r".into() }, Unavailable,
             "partition t-0 is read-only after a storage failure: r"),
         (K::PartitionPanicked { topic: t(), partition: 0 }, Unavailable,
-            "writer task of partition t-0 panicked"),
+            "a write of partition t-0 panicked"),
         (K::ShuttingDown, Unavailable, "kafko is shutting down"),
         (K::StorageFull { op: "writing", path: x() }, StorageFull,
             "no space left on device while writing /x"),

@@ -1,6 +1,6 @@
 //! The batch codec (FORMAT.md, "Batch"): producers encode the record area and its
-//! checksum off the writer task; the writer stamps the header with the base offset and
-//! combines the checksums, so the single writer does no per-record work.
+//! checksum before the write group; the writer stamps the header with the base offset and
+//! combines the checksums, so the write group's leader does no per-record work.
 
 use bytes::Bytes;
 
@@ -254,7 +254,7 @@ pub(crate) fn frame(out: &mut Vec<u8>, base_offset: u64, batch: &EncodedBatch) {
     crc.update(&length.to_le_bytes());
     crc.update(&tail);
     // Hashing a small payload again is cheaper than `combine` (a GF(2) matrix power),
-    // and this runs on the single writer task where every nanosecond is serialized.
+    // and this runs in the write group's leader, where every nanosecond is serialized.
     if batch.payload.len() <= REHASH_LIMIT {
         crc.update(&batch.payload);
     } else {
