@@ -140,18 +140,6 @@ async fn read_until(reader: &Reader, c: &reqwest::Client, s: &Server, want: usiz
     got
 }
 
-/// Waits until the server holds a request besides the `/metrics` scrape itself.
-async fn until_a_read_waits(c: &reqwest::Client, s: &Server) {
-    let started = Instant::now();
-    while common::metric(c, s, "kafko_http_requests_in_flight").await < 2 {
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "the read never waited"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
-
 /// The whole scenario for one reset and one front end: a record before the first read,
 /// one between reads, one while a read waits.
 async fn every_record_after_the_reset_arrives(reset: &str, kind: &str) {
@@ -186,7 +174,7 @@ async fn every_record_after_the_reset_arrives(reset: &str, kind: &str) {
             (records, started.elapsed())
         })
     };
-    until_a_read_waits(&c, &s).await;
+    common::until_requests_waiting(&c, &s, 1).await;
     produce(&c, &s, "during").await;
     let (during, took) = waiting.await.unwrap();
     got.extend(during);

@@ -450,3 +450,17 @@ pub fn series_value(metrics: &str, series: &str) -> u64 {
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or_else(|| panic!("no {series} in /metrics:\n{metrics}"))
 }
+
+/// Waits (at most 10 s) until the server handles at least `n` requests besides the
+/// `/metrics` scrape that asks: the signal that a long-poll or a waiting read has
+/// registered, for a test to act only once it waits.
+pub async fn until_requests_waiting(c: &reqwest::Client, s: &Server, n: u64) {
+    let started = std::time::Instant::now();
+    while metric(c, s, "kafko_http_requests_in_flight").await < n + 1 {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "fewer than {n} requests ever waited"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
