@@ -98,7 +98,7 @@ pub use error::{
     ProduceError, Result, StorageError,
 };
 pub use group::{
-    Delivery, GroupConfig, GroupDescription, GroupHandle, GroupListing, GroupMemberDescription,
+    Delivery, GroupConfig, GroupDescription, GroupHandle, GroupLag, GroupListing, GroupMemberDescription,
     GroupPartitionDescription, GroupPoll, GroupPollOptions, GroupTopicDescription, MemberRef,
     Membership, OffsetReset, PartitionOffset,
 };

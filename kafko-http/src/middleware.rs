@@ -165,7 +165,7 @@ where
         this.stage = Stage::Done;
         if let Some(f) = this.finish.take() {
             f.state.metrics.request_finished(
-                f.method.as_str(),
+                &f.method,
                 f.route.as_ref().map_or("unmatched", MatchedPath::as_str),
                 resp.status().as_u16(),
                 f.started.elapsed(),

@@ -42,6 +42,7 @@ impl std::ops::Deref for AppState {
 impl AppState {
     /// State around an open log.
     pub fn new(kafko: Kafko, config: ServerConfig) -> Self {
+        let metrics = Metrics::new(kafko.clone());
         AppState {
             shared: Arc::new(Shared {
                 kafko,
@@ -49,7 +50,7 @@ impl AppState {
                 waiting_permits: Semaphore::new(config.max_waiting_requests.max(1)),
                 rest_proxy: crate::rest_proxy::Instances::new(config.consumer_instance_timeout),
                 config,
-                metrics: Metrics::default(),
+                metrics,
                 shutdown: watch::channel(false).0,
             }),
         }

@@ -30,6 +30,7 @@
 mod coordinator;
 mod delivery;
 mod handle;
+mod lag;
 mod membership;
 mod offsets;
 
@@ -38,6 +39,7 @@ use std::time::Duration;
 pub(crate) use coordinator::Coordinator;
 pub use delivery::{Delivery, GroupPoll};
 pub use handle::GroupHandle;
+pub use lag::GroupLag;
 
 /// Longest accepted session timeout.
 pub const MAX_SESSION_TIMEOUT: Duration = Duration::from_secs(3600);

@@ -46,7 +46,7 @@ pub(crate) async fn metrics(State(state): State<AppState>) -> impl IntoResponse 
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        state.metrics.render(&state.kafko),
+        state.metrics.render(),
     )
 }
 
