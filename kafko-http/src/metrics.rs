@@ -126,7 +126,7 @@ impl Routes {
 
     /// The series of `route`, created on its first request.
     fn series(&self, route: &str) -> &RouteSeries {
-        let start = fnv1a(route.as_bytes()) as usize % self.slots.len();
+        let start = usize::try_from(fnv1a(route.as_bytes()) % self.slots.len() as u64).unwrap_or(0);
         for i in 0..self.slots.len() {
             let slot = &self.slots[(start + i) % self.slots.len()];
             let series = slot.get_or_init(|| Box::new(RouteSeries::new(route)));
@@ -415,10 +415,11 @@ impl Collector for HttpSeries {
         )?;
         for why in ClosedBy::ALL {
             let labels = [("reason", why.label())];
-            m.encode_family(&labels)?.encode_counter::<NoLabelSet, u64, u64>(
-                &load(&self.connections_closed[why as usize]),
-                None,
-            )?;
+            m.encode_family(&labels)?
+                .encode_counter::<NoLabelSet, u64, u64>(
+                    &load(&self.connections_closed[why as usize]),
+                    None,
+                )?;
         }
         let mut m = encoder.encode_descriptor(
             "kafko_http_responses",
@@ -469,6 +470,9 @@ impl Collector for HttpSeries {
     }
 }
 
+/// One of a topic's counters.
+type TopicPick = fn(&TopicCounters) -> &AtomicU64;
+
 impl Collector for TopicSeries {
     fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
         let map = self.map.load();
@@ -479,7 +483,7 @@ impl Collector for TopicSeries {
             .map(|(name, c)| (&**name, &**c))
             .collect();
         topics.sort_unstable_by_key(|(name, _)| *name);
-        let families: [(&str, &str, fn(&TopicCounters) -> &AtomicU64); 4] = [
+        let families: [(&str, &str, TopicPick); 4] = [
             ("kafko_records_in", "Records appended.", |c| &c.records_in),
             (
                 "kafko_bytes_in",
@@ -499,10 +503,11 @@ impl Collector for TopicSeries {
             let mut m = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
             for (topic, c) in &topics {
                 let labels = [("topic", *topic)];
-                m.encode_family(&labels)?.encode_counter::<NoLabelSet, u64, u64>(
-                    &pick(c).load(Ordering::Relaxed),
-                    None,
-                )?;
+                m.encode_family(&labels)?
+                    .encode_counter::<NoLabelSet, u64, u64>(
+                        &pick(c).load(Ordering::Relaxed),
+                        None,
+                    )?;
             }
         }
         Ok(())
@@ -518,6 +523,9 @@ struct PartitionFigures {
     write_groups: u64,
     appends_written: u64,
 }
+
+/// One of a partition's figures.
+type PartitionPick = fn(&PartitionFigures) -> u64;
 
 impl Collector for LogSeries {
     fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
@@ -538,7 +546,7 @@ impl Collector for LogSeries {
                 });
             }
         }
-        let families: [(&str, &str, MetricType, fn(&PartitionFigures) -> u64); 4] = [
+        let families: [(&str, &str, MetricType, PartitionPick); 4] = [
             (
                 "kafko_partition_queue_depth",
                 "Appends waiting in the partition's write queue.",

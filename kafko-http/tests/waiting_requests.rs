@@ -126,7 +126,10 @@ async fn wait_ms_on_a_route_that_does_not_long_poll_counts_against_the_concurren
     // The visible signal that it holds it: /metrics (a general request) is refused.
     let started = Instant::now();
     while get(&c, &s, "/metrics").await.status() != 503 {
-        assert!(started.elapsed() < Duration::from_secs(10), "the permit was never taken");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the permit was never taken"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     for path in [

@@ -34,7 +34,11 @@ impl Kafko {
             .all_topics()
             .into_iter()
             .map(|t| {
-                let hw = t.partitions.iter().map(|p| p.log.high_watermark()).collect();
+                let hw = t
+                    .partitions
+                    .iter()
+                    .map(|p| p.log.high_watermark())
+                    .collect();
                 (t.name.to_string(), hw)
             })
             .collect();
