@@ -98,7 +98,7 @@ pub use error::{
     ProduceError, Result, StorageError,
 };
 pub use group::{
-    Delivery, GroupConfig, GroupDescription, GroupHandle, GroupLag, GroupListing,
+    Delivery, GroupConfig, GroupDescription, GroupHandle, GroupLag, GroupLagPage, GroupListing,
     GroupMemberDescription, GroupPartitionDescription, GroupPoll, GroupPollOptions,
     GroupTopicDescription, MemberRef, Membership, OffsetReset, PartitionOffset,
 };

@@ -16,9 +16,10 @@
 //! topic's counters are found in a map that is read through an atomic pointer and
 //! copied only when a topic is first counted or deleted. The log's gauges are read at
 //! scrape time: one pass over the partitions, and one figure per group and topic
-//! ([`Kafko::group_lags`]), never one per group and partition.
+//! ([`Kafko::group_lags_after`]), never one per group and partition, from at most
+//! [`LAG_BUDGET`] committed offsets a scrape.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -254,8 +255,45 @@ impl TopicSeries {
     }
 }
 
+/// Committed offsets a scrape reads for group lag. Past it, a scrape refreshes the
+/// groups from where the previous one stopped, and the others keep the figure of the
+/// scrape that last visited them: each is at most ⌈committed offsets / budget⌉ scrapes
+/// old, and a scrape's cost stays bounded however many groups commit.
+pub(crate) const LAG_BUDGET: usize = 1_000_000;
+
+/// The group lag of the latest scrapes.
+#[derive(Default)]
+struct LagCache {
+    /// The group after which the next scrape's page starts (`None`: the first).
+    cursor: Option<String>,
+    /// Group → (topic, lag), as of the scrape that last visited the group.
+    lags: BTreeMap<String, Vec<(String, u64)>>,
+}
+
+impl LagCache {
+    /// Reads the next page of groups, at most `budget` committed offsets past the first.
+    fn refresh(&mut self, kafko: &Kafko, budget: usize) {
+        let page = kafko.group_lags_after(self.cursor.as_deref(), budget);
+        // The page saw every group in (cursor, next]: what was cached there goes
+        // (groups deleted since, and topics they no longer commit on, with it).
+        let (from, to) = (self.cursor.take(), page.next.as_ref());
+        self.lags.retain(|g, _| {
+            let visited = from.as_ref().is_none_or(|f| g > f) && to.is_none_or(|t| g <= t);
+            !visited
+        });
+        for l in page.lags {
+            self.lags.entry(l.group).or_default().push((l.topic, l.lag));
+        }
+        self.cursor = page.next;
+    }
+}
+
 /// The log's gauges and counters, read at scrape time.
-struct LogSeries(Kafko);
+struct LogSeries {
+    kafko: Kafko,
+    /// Taken by scrapes only, never by requests.
+    lags: Mutex<LagCache>,
+}
 
 impl fmt::Debug for LogSeries {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -288,7 +326,10 @@ impl Metrics {
         });
         let mut registry = Registry::default();
         registry.register_collector(Box::new(topics.clone()));
-        registry.register_collector(Box::new(LogSeries(kafko)));
+        registry.register_collector(Box::new(LogSeries {
+            kafko,
+            lags: Mutex::default(),
+        }));
         registry.register_collector(Box::new(http.clone()));
         Metrics {
             http,
@@ -529,7 +570,7 @@ type PartitionPick = fn(&PartitionFigures) -> u64;
 
 impl Collector for LogSeries {
     fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
-        let kafko = &self.0;
+        let kafko = &self.kafko;
         let mut partitions = Vec::new();
         for topic in kafko.list_topics() {
             let Ok(d) = kafko.describe_topic(&topic) else {
@@ -591,10 +632,42 @@ impl Collector for LogSeries {
             None,
             MetricType::Gauge,
         )?;
-        for l in kafko.group_lags() {
-            let labels = [("group", l.group.as_str()), ("topic", &l.topic)];
-            m.encode_family(&labels)?.encode_gauge(&l.lag)?;
+        let mut lags = self.lags.lock().unwrap_or_else(|p| p.into_inner());
+        lags.refresh(kafko, LAG_BUDGET);
+        for (group, topics) in &lags.lags {
+            for (topic, lag) in topics {
+                let labels = [("group", group.as_str()), ("topic", topic.as_str())];
+                m.encode_family(&labels)?.encode_gauge(lag)?;
+            }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes_past_the_slots_share_the_other_series() {
+        let routes = Routes::new();
+        for i in 0..1000 {
+            routes.series(&format!("/r/{i}")).by_method[0].observe(Duration::from_millis(1));
+        }
+        assert_eq!(routes.all().count(), ROUTE_SLOTS + 1);
+        let other = routes.other.by_method[0].count.load(Ordering::Relaxed);
+        assert_eq!(other, 1000 - ROUTE_SLOTS as u64);
+        assert!(std::ptr::eq(routes.series("/r/5"), routes.series("/r/5")));
+        assert_eq!(&*routes.series("/r/5").route, "/r/5");
+    }
+
+    #[test]
+    fn methods_outside_the_standard_set_count_as_other() {
+        let odd = Method::from_bytes(b"M0X0000001QQQQ").unwrap();
+        assert_eq!(METHOD_LABELS[method_index(&odd)], "other");
+        assert_eq!(METHOD_LABELS[method_index(&Method::PATCH)], "PATCH");
+        for (m, label) in METHODS.iter().zip(METHOD_LABELS) {
+            assert_eq!(m.as_str(), label);
+        }
     }
 }

@@ -39,7 +39,7 @@ use std::time::Duration;
 pub(crate) use coordinator::Coordinator;
 pub use delivery::{Delivery, GroupPoll};
 pub use handle::GroupHandle;
-pub use lag::GroupLag;
+pub use lag::{GroupLag, GroupLagPage};
 
 /// Longest accepted session timeout.
 pub const MAX_SESSION_TIMEOUT: Duration = Duration::from_secs(3600);
