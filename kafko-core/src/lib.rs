@@ -100,9 +100,9 @@ pub use error::{
     ProduceError, Result, StorageError,
 };
 pub use group::{
-    Delivery, GroupConfig, GroupDescription, GroupHandle, GroupListing, GroupMemberDescription,
-    GroupPartitionDescription, GroupPoll, GroupPollOptions, GroupTopicDescription, MemberRef,
-    Membership, OffsetReset, PartitionOffset,
+    Delivery, GroupConfig, GroupDescription, GroupHandle, GroupLag, GroupLagPage, GroupListing,
+    GroupMemberDescription, GroupPartitionDescription, GroupPoll, GroupPollOptions,
+    GroupTopicDescription, MemberRef, Membership, OffsetReset, PartitionOffset,
 };
 pub use handle::{Offsets, PartitionReader, TopicHandle};
 pub use partition::FetchedRecords;

@@ -165,7 +165,7 @@ where
         this.stage = Stage::Done;
         if let Some(f) = this.finish.take() {
             f.state.metrics.request_finished(
-                f.method.as_str(),
+                &f.method,
                 f.route.as_ref().map_or("unmatched", MatchedPath::as_str),
                 resp.status().as_u16(),
                 f.started.elapsed(),
@@ -267,17 +267,32 @@ impl IntoResponse for Refusal {
     }
 }
 
-/// Whether the request may wait for records: a `wait_ms` above zero in its query (a read
-/// or a group poll). Such a request spends its time waiting, not working, so it runs
-/// under a limit of its own.
+/// The routes that long-poll: a records read and a group poll. Only these wait for
+/// records, so only these run under the limit of waiting requests.
+const LONG_POLL_ROUTES: [(Method, &str); 3] = [
+    (Method::GET, "/v1/topics/{topic}/records"),
+    (Method::HEAD, "/v1/topics/{topic}/records"),
+    (Method::POST, "/v1/groups/{group}/topics/{topic}/poll"),
+];
+
+/// Whether the request may wait for records: a read or a group poll (by its route, never
+/// by its query alone) with a `wait_ms` above zero. Such a request spends its time
+/// waiting, not working, so it runs under a limit of its own; a `wait_ms` on any other
+/// route changes nothing, and the request counts against the concurrent limit.
 fn is_long_poll(req: &Request) -> bool {
-    req.uri().query().is_some_and(|query| {
-        query.split('&').any(|pair| {
-            pair.strip_prefix("wait_ms=")
-                .and_then(|ms| ms.parse::<u64>().ok())
-                .is_some_and(|ms| ms > 0)
+    let Some(route) = req.extensions().get::<MatchedPath>() else {
+        return false;
+    };
+    LONG_POLL_ROUTES
+        .iter()
+        .any(|(method, path)| req.method() == method && route.as_str() == *path)
+        && req.uri().query().is_some_and(|query| {
+            query.split('&').any(|pair| {
+                pair.strip_prefix("wait_ms=")
+                    .and_then(|ms| ms.parse::<u64>().ok())
+                    .is_some_and(|ms| ms > 0)
+            })
         })
-    })
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {

@@ -44,6 +44,7 @@ impl std::ops::Deref for AppState {
 impl AppState {
     /// State around an open log.
     pub fn new(kafko: Kafko, config: ServerConfig) -> Self {
+        let metrics = Metrics::new(kafko.clone());
         AppState {
             shared: Arc::new(Shared {
                 kafko,
@@ -52,7 +53,7 @@ impl AppState {
                 answers: crate::answer_budget::AnswerBudget::new(config.max_answer_buffer_bytes),
                 rest_proxy: crate::rest_proxy::Instances::new(config.consumer_instance_timeout),
                 config,
-                metrics: Metrics::default(),
+                metrics,
                 shutdown: watch::channel(false).0,
             }),
         }

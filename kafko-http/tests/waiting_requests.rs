@@ -7,8 +7,10 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{
-    Server, client, fresh_server_with_topic, get, json, post_body, problem, series_value,
+    Server, client, fresh_server_with_topic, get, json, post, post_body, problem, read_response,
+    series_value,
 };
+use tokio::io::AsyncWriteExt;
 
 /// The `kafko_http_requests_in_flight` gauge, or `None` if `/metrics` was refused.
 async fn in_flight(c: &reqwest::Client, s: &Server) -> Option<u64> {
@@ -107,4 +109,51 @@ async fn the_waiting_limit_refuses_long_polls_past_it_with_503() {
     for p in polls {
         assert_eq!(p.await.unwrap(), 200);
     }
+}
+
+/// Only the routes that long-poll (a records read, a group poll) run under the waiting
+/// limit: a `wait_ms` in the query of any other route is counted against
+/// `--max-concurrent-requests`, so one client cannot double its share by adding it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_ms_on_a_route_that_does_not_long_poll_counts_against_the_concurrent_limit() {
+    let flags = ["--max-concurrent-requests=1", "--max-waiting-requests=8"];
+    let (_tmp, s, c) = fresh_server_with_topic("t", &flags).await;
+    // A produce whose body is still coming holds the one general permit.
+    let mut hold = tokio::net::TcpStream::connect(&s.addr).await.unwrap();
+    hold.write_all(b"POST /v1/topics/t/records HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n")
+        .await
+        .unwrap();
+    // The visible signal that it holds it: /metrics (a general request) is refused.
+    let started = Instant::now();
+    while get(&c, &s, "/metrics").await.status() != 503 {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the permit was never taken"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for path in [
+        "/v1/topics?wait_ms=1",
+        "/v1/topics/t?wait_ms=1000",
+        "/v1/groups?x=1&wait_ms=5",
+        "/v1/topics/t/partitions/0/offsets?wait_ms=1",
+    ] {
+        let r = get(&c, &s, path).await;
+        let body = problem(r, 503, "overloaded").await;
+        assert!(
+            body["detail"].as_str().unwrap().contains("concurrent"),
+            "GET {path}: {body}"
+        );
+    }
+    let r = post_body(&c, &s, "/v1/topics/t/records?wait_ms=1", "v").await;
+    problem(r, 503, "overloaded").await;
+    // The routes that do long-poll still wait under their own limit.
+    let r = get(&c, &s, "/v1/topics/t/records?offset=0&wait_ms=50").await;
+    assert_eq!(r.status(), 200, "{}", json(r).await);
+    let r = post(&c, &s, "/v1/groups/g/topics/t/poll?wait_ms=50").await;
+    assert_eq!(r.status(), 200, "{}", json(r).await);
+
+    hold.write_all(b"ok").await.unwrap();
+    let (status, answer) = read_response(&mut hold).await;
+    assert_eq!(status, 201, "{answer}");
 }

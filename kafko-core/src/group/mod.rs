@@ -42,6 +42,7 @@ mod coordinator;
 mod delivery;
 mod eviction;
 mod handle;
+mod lag;
 mod lease;
 mod membership;
 mod offsets;
@@ -52,6 +53,7 @@ pub(crate) use coordinator::Coordinator;
 pub use delivery::{Delivery, GroupPoll};
 pub(crate) use eviction::DEFAULT_IDLE_GROUP_TIMEOUT;
 pub use handle::GroupHandle;
+pub use lag::{GroupLag, GroupLagPage};
 
 /// Longest accepted session timeout.
 pub const MAX_SESSION_TIMEOUT: Duration = Duration::from_secs(3600);

@@ -40,14 +40,25 @@ pub(crate) async fn readyz(State(state): State<AppState>) -> ApiResult<axum::Jso
 /// Prometheus metrics (text exposition 0.0.4).
 #[utoipa::path(get, path = "/metrics", operation_id = "get_metrics", tag = "operations",
     responses((status = 200, description = "Metrics", body = String, content_type = "text/plain; version=0.0.4")))]
-pub(crate) async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
-    (
+pub(crate) async fn metrics(State(state): State<AppState>) -> ApiResult<impl IntoResponse> {
+    // On a blocking thread: a scrape reads every partition and every group's committed
+    // offsets, which the async workers should not wait for.
+    let text = tokio::task::spawn_blocking(move || state.metrics.render())
+        .await
+        .map_err(|_| {
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                "rendering the metrics failed",
+            )
+        })?;
+    Ok((
         [(
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        state.metrics.render(&state.kafko),
-    )
+        text,
+    ))
 }
 
 /// This server's OpenAPI 3.1 document.
