@@ -205,3 +205,59 @@ async fn a_damaged_recovery_point_is_refused_and_a_deleted_one_is_not_needed() {
     assert_eq!(file, checkpoint);
     all_there_after(dir.path(), || std::fs::remove_file(&checkpoint).unwrap()).await;
 }
+
+/// The value of a partition's recovery point file, if it exists.
+fn recovery_point(dir: &Path) -> Option<u64> {
+    let data = std::fs::read(dir.join("topics/t/0/recovery-point")).ok()?;
+    std::str::from_utf8(&data[13..]).ok()?.parse().ok()
+}
+
+/// A SIGKILL after 120 records acked on an `fsync: always` topic: the running log's
+/// directory copied as it is (the process dies, the page cache stays). The log is left
+/// running; its recovery point is given up to 10 s to cover the last fsync.
+async fn killed_after_120_fsynced(dir: &Path, image: &Path) -> Kafko {
+    let k = common::open(dir).await;
+    let config = TopicConfig {
+        fsync: FsyncPolicy::Always,
+        ..common::small_segments(1)
+    };
+    k.create_topic_with_config("t", config).await.unwrap();
+    let p = k.producer_for("t").unwrap();
+    for i in 0..120 {
+        assert_eq!(p.send(None, common::value(i)).await.unwrap().offset, i);
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while recovery_point(dir) != Some(120) && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    common::on_disk::copy_dir(dir, image);
+    std::fs::remove_file(image.join("kafko.lock")).ok();
+    k
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fsynced_records_of_the_active_segment_deleted_or_emptied_after_a_crash_are_refused() {
+    for emptied in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let image = tempfile::tempdir().unwrap();
+        let k = killed_after_120_fsynced(dir.path(), image.path()).await;
+        let logs = common::segments(image.path(), "t", 0);
+        assert!(logs.len() >= 3, "{} segments", logs.len());
+        let active = logs.last().unwrap();
+        let first_lost = common::base_of(active);
+        assert!(first_lost < 120);
+        let saved = std::fs::read(active).unwrap();
+        if emptied {
+            std::fs::write(active, b"").unwrap();
+        } else {
+            std::fs::remove_file(active).unwrap();
+        }
+        let (_, _, reason) = refused(image.path()).await;
+        assert!(
+            reason.contains(&format!("offsets {first_lost}..120 are missing")),
+            "emptied {emptied}: {reason}"
+        );
+        all_there_after(image.path(), || std::fs::write(active, &saved).unwrap()).await;
+        k.shutdown().await.unwrap();
+    }
+}
