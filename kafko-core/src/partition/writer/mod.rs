@@ -448,6 +448,9 @@ impl Writer {
 
     /// fsyncs the active segment, then writes its indexes (so the next open needs no
     /// scan) and raises the recovery point to the end of the log, on the blocking pool.
+    /// Only the fsync decides whether the shutdown is durable: an index or recovery
+    /// point that cannot be written (a full disk) is logged, and the next open rebuilds
+    /// the index from the log.
     pub(crate) async fn shutdown(&mut self) -> Result<()> {
         // No lazy write of the recovery point from now on: after this the topic's
         // directory may move to `trash/`, and a new one take its name.
@@ -462,8 +465,13 @@ impl Writer {
         let storage = self.storage.clone();
         let recovery_point = self.recovery_point.clone();
         blocking("writing the active segment's indexes", move || {
-            active.write_indexes(&*storage)?;
-            recovery_point.raise(active.next_offset())
+            if let Err(e) = active.write_indexes(&*storage) {
+                tracing::warn!(path = %active.log_path.display(), error = %e, "could not write the active segment's index files; the next open rebuilds them");
+            }
+            if let Err(e) = recovery_point.raise(active.next_offset()) {
+                tracing::warn!(path = %active.log_path.display(), error = %e, "could not raise the recovery point at shutdown");
+            }
+            Ok(())
         })
         .await
     }
