@@ -226,10 +226,16 @@ async fn killed_after_120_fsynced(dir: &Path, image: &Path) -> Kafko {
     for i in 0..120 {
         assert_eq!(p.send(None, common::value(i)).await.unwrap().offset, i);
     }
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let acked = std::time::Instant::now();
+    let deadline = acked + std::time::Duration::from_secs(10);
     while recovery_point(dir) != Some(120) && std::time::Instant::now() < deadline {
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
+    eprintln!(
+        "recovery point {:?} {} ms after the last ack",
+        recovery_point(dir),
+        acked.elapsed().as_millis()
+    );
     common::on_disk::copy_dir(dir, image);
     std::fs::remove_file(image.join("kafko.lock")).ok();
     k
@@ -274,8 +280,7 @@ async fn a_deleted_first_segment_is_refused_with_the_missing_range() {
         } else {
             acked_and_fsynced(dir.path()).await;
             if case == "clean" {
-                std::fs::write(dir.path().join("clean-shutdown"), common::state_file("1"))
-                    .unwrap();
+                std::fs::write(dir.path().join("clean-shutdown"), common::state_file("1")).unwrap();
             }
             (dir.path(), None)
         };
