@@ -1,5 +1,6 @@
 //! Loading a partition directory at open: finish or discard interrupted compaction
-//! swaps, drop segments below the log start checkpoint, load or rebuild indexes, scan the
+//! swaps, refuse a log whose first segment starts above its log start (deleted segments),
+//! drop segments below the log start checkpoint, load or rebuild indexes, scan the
 //! active segment unless the last shutdown was clean, end the log at a sealed segment
 //! that lost its unsynced tail before its seal completed, and refuse damage to anything
 //! the recovery point (or an index file) proves was durable (FORMAT.md, "Recovery").

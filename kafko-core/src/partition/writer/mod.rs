@@ -20,7 +20,8 @@
 //!
 //! Here: staging and writing a group, the fsync policy and shutdown. The other duties each
 //! have a file: `pipeline` (fsyncs running while later groups are written), `roll` (new
-//! segment, background seal), `retention` and `swap` (installing a compacted segment).
+//! segment, background seal), `recovery_point` (the file saying what was fsynced),
+//! `retention` and `swap` (installing a compacted segment).
 
 mod pipeline;
 mod recovery_point;
