@@ -88,3 +88,33 @@ async fn a_restart_on_a_full_disk_serves_reads_and_refuses_writes() {
     assert_eq!(common::read_all(&k, "t", 0).len() as u64, n + 1);
     k.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_on_a_full_disk_is_clean_once_the_data_is_fsynced() {
+    let dir = tempfile::tempdir().unwrap();
+    let full = Arc::new(AtomicBool::new(false));
+    let k = common::open_interposed(dir.path(), FullDisk(full.clone())).await;
+    k.create_topic_with_config("t", common::small_segments(1))
+        .await
+        .unwrap();
+    let p = k.producer_for("t").unwrap();
+    let n = 100;
+    for i in 0..n {
+        p.send(None, common::value(i)).await.unwrap();
+    }
+    // The disk fills up: the stop can fsync what was written, but write no new file
+    // (the active segment's index files, the recovery point).
+    full.store(true, Ordering::SeqCst);
+    k.shutdown()
+        .await
+        .expect("a stop whose data is fsynced is clean, index files or not");
+    assert!(
+        dir.path().join("clean-shutdown").exists(),
+        "the clean-shutdown marker"
+    );
+    let k = common::open(dir.path()).await;
+    assert_eq!(common::read_all(&k, "t", 0).len() as u64, n);
+    let p = k.producer_for("t").unwrap();
+    assert_eq!(p.send(None, "next".into()).await.unwrap().offset, n);
+    k.shutdown().await.unwrap();
+}

@@ -30,6 +30,9 @@ pub use open::KafkoOptions;
 
 const LOCK_FILE: &str = "kafko.lock";
 const CLEAN_MARKER: &str = "clean-shutdown";
+/// The marker while the directory is open: a clean stop renames it back, which needs no
+/// free space, where writing a new file does.
+const CLEAN_MARKER_SPARE: &str = "clean-shutdown.spare";
 const TOPIC_CONFIG: &str = "topic.json";
 
 /// Whether `create_topic*` made the topic or found it already there.

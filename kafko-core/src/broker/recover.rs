@@ -1,6 +1,7 @@
 //! Recovering a data directory at open, as blocking code (it scans segments and fsyncs):
-//! create and lock the directory, sweep `trash/`, recover every topic directory, load
-//! the consumer groups. A topic directory without `topic.json` is a creation that never
+//! create and lock the directory, recover every topic directory, load the consumer
+//! groups, then sweep `trash/` and remove the clean-shutdown marker — last, so that an
+//! open refused for damage leaves both as they were. A topic directory without `topic.json` is a creation that never
 //! reached its commit point: it is removed only when it provably holds no record, and
 //! refused otherwise (FORMAT.md, "Recovery rules").
 
@@ -20,11 +21,12 @@ use crate::partition::handle::PartitionHandle;
 use crate::partition::open::open_partition;
 use crate::segment::Segment;
 use crate::segment::files::FileCache;
+use crate::state_file;
 use crate::storage::Storage;
 use crate::topic::Topic;
 use crate::topic_id::TopicId;
 
-use super::{CLEAN_MARKER, LOCK_FILE, TOPIC_CONFIG};
+use super::{CLEAN_MARKER, CLEAN_MARKER_SPARE, LOCK_FILE, TOPIC_CONFIG};
 
 /// A data directory recovered from disk, its writers not started yet.
 pub(crate) struct Recovered {
@@ -92,11 +94,6 @@ pub(crate) fn recover_directory(
     } else {
         tracing::info!(dir = %dir.display(), "no clean shutdown marker; scanning active segments");
     }
-    let trash = dir.join("trash");
-    if s.exists(&trash) {
-        s.remove_dir_all(&trash)
-            .map_err(|e| KafkoError::io("emptying", &trash, e))?;
-    }
     let mut topics = Vec::new();
     let topics_dir = dir.join("topics");
     for path in s
@@ -125,14 +122,28 @@ pub(crate) fn recover_directory(
             clean,
         )?);
     }
+    let groups = Coordinator::open(dir, storage.clone())?;
+    // Only once nothing can refuse the open any more: a refused open leaves the marker
+    // and the trash as they were.
+    let trash = dir.join("trash");
+    if s.exists(&trash) {
+        s.remove_dir_all(&trash)
+            .map_err(|e| KafkoError::io("emptying", &trash, e))?;
+    }
+    let spare = dir.join(CLEAN_MARKER_SPARE);
     if clean {
-        // Removed before any write is accepted: a crash from now on must scan.
-        s.remove_file(&marker)
-            .map_err(|e| KafkoError::io("removing", &marker, e))?;
+        // Gone before any write is accepted: a crash from now on must scan. Kept under
+        // another name, so the next clean stop needs no new file (see `shutdown`).
+        s.rename(&marker, &spare)
+            .map_err(|e| KafkoError::io("renaming", &marker, e))?;
         s.sync_dir(dir)
             .map_err(|e| KafkoError::io("syncing directory", dir, e))?;
+    } else if !s.exists(&spare)
+        && let Err(e) = state_file::write(s, &spare, &0u64)
+    {
+        // The clean stop then writes a new file, which a full disk may refuse.
+        tracing::warn!(path = %spare.display(), error = %e, "could not prepare the clean-shutdown marker");
     }
-    let groups = Coordinator::open(dir, storage.clone())?;
     Ok(Recovered {
         lock,
         clean,

@@ -2,14 +2,15 @@
 //! are durable before a commit returns), write the clean-shutdown marker, release the
 //! lock; `Drop` as a fallback.
 
+use std::path::Path;
 use std::sync::atomic::Ordering;
 
-use crate::error::{AdminError, Result};
+use crate::error::{AdminError, KafkoError, Result};
 use crate::record::now_ms;
 use crate::state_file;
-use crate::storage::blocking;
+use crate::storage::{Storage, blocking};
 
-use super::{CLEAN_MARKER, Inner, Kafko};
+use super::{CLEAN_MARKER, CLEAN_MARKER_SPARE, Inner, Kafko};
 
 impl Kafko {
     /// Stops intake, drains and fsyncs every partition, writes the clean-shutdown
@@ -60,10 +61,10 @@ async fn shutdown_inner(inner: &Inner) -> Result<()> {
     }
     if first_error.is_none() {
         // Written last, and only when every partition is durable.
-        let marker = inner.dir.join(CLEAN_MARKER);
+        let dir = inner.dir.clone();
         let storage = inner.storage.clone();
         let written = blocking("writing the clean-shutdown marker", move || {
-            state_file::write(&*storage, &marker, &now_ms())
+            write_marker(&*storage, &dir)
         })
         .await;
         if let Err(e) = written {
@@ -76,6 +77,26 @@ async fn shutdown_inner(inner: &Inner) -> Result<()> {
     inner.closed.store(true, Ordering::Release);
     tracing::info!(dir = %inner.dir.display(), "kafko shut down");
     first_error.map_or(Ok(()), Err)
+}
+
+/// Puts the clean-shutdown marker in place: the spare the open kept is renamed back
+/// (no new file, so a full disk does not stop it), else a new one is written.
+fn write_marker(s: &dyn Storage, dir: &Path) -> Result<()> {
+    let marker = dir.join(CLEAN_MARKER);
+    let spare = dir.join(CLEAN_MARKER_SPARE);
+    if s.exists(&spare) {
+        match s.rename(&spare, &marker) {
+            Ok(()) => {
+                return s
+                    .sync_dir(dir)
+                    .map_err(|e| KafkoError::io("syncing directory", dir, e));
+            }
+            Err(e) => {
+                tracing::warn!(path = %spare.display(), error = %e, "could not rename the spare clean-shutdown marker; writing a new one");
+            }
+        }
+    }
+    state_file::write(s, &marker, &now_ms())
 }
 
 impl Drop for Inner {

@@ -1,5 +1,6 @@
 //! Loading a partition directory at open: finish or discard interrupted compaction
-//! swaps, drop segments below the log start checkpoint, load or rebuild indexes, scan the
+//! swaps, refuse a log whose first segment starts above its log start (deleted segments),
+//! drop segments below the log start checkpoint, load or rebuild indexes, scan the
 //! active segment unless the last shutdown was clean, end the log at a sealed segment
 //! that lost its unsynced tail before its seal completed, and refuse damage to anything
 //! the recovery point (or an index file) proves was durable (FORMAT.md, "Recovery").
@@ -37,7 +38,15 @@ pub(crate) fn open_partition(
     let checkpoint: Option<u64> = state_file::read(s, &dir.join(LOG_START_FILE))?;
     // Every offset below it was fsynced: written after each seal and at clean shutdown.
     let recovery_point: Option<u64> = state_file::read(s, &dir.join(RECOVERY_POINT_FILE))?;
-    let log_start = checkpoint.unwrap_or_else(|| bases.first().copied().unwrap_or(0));
+    // A log starts at offset 0 until retention saves a higher start, which it does
+    // before it deletes a file.
+    let log_start = checkpoint.unwrap_or(0);
+    if let Some(&first) = bases.first().filter(|&&first| first > log_start) {
+        // A crash cannot leave the log starting above its saved start: a first segment
+        // (or more) was deleted.
+        let path = dir.join(segment_file(log_start, "log"));
+        return Err(missing_head(&dir, &path, log_start, first));
+    }
     // A retention pass that crashed after the checkpoint leaves segments wholly below it.
     while bases.len() >= 2 && bases[1] <= log_start {
         let stale = bases.remove(0);
@@ -62,7 +71,8 @@ pub(crate) fn open_partition(
             recovery_point,
             (&topic, partition),
         )?;
-        (segments, log_start.max(bases[0]))
+        // The first segment starts at or below the log start (checked above).
+        (segments, log_start)
     };
     let active = segments[segments.len() - 1].clone();
     let hw = active.next_offset();
@@ -296,6 +306,22 @@ fn lost_offsets(dir: &Path, file: &Path, position: u64, end: u64, durable: u64) 
         position,
         format!(
             "the log ends at offset {end}, but offsets below {durable} were fsynced ({}): offsets {end}..{durable} are missing; restore the segment files, or remove that file to accept the loss",
+            checkpoint.display()
+        ),
+    )
+}
+
+/// The error for a log whose first segment starts at `first`, above its log start
+/// `log_start` (the saved one, else 0): its first segments were deleted, which neither a
+/// crash nor retention does. Logged as an ERROR with the range.
+fn missing_head(dir: &Path, file: &Path, log_start: u64, first: u64) -> KafkoError {
+    let checkpoint = dir.join(LOG_START_FILE);
+    tracing::error!(path = %file.display(), first_lost = log_start, last_lost = first - 1, "the log lost its first offsets");
+    KafkoError::corruption(
+        file,
+        0,
+        format!(
+            "the log starts at offset {first}, but its log start is {log_start} ({}, 0 when absent): offsets {log_start}..{first} are missing; restore the segment files, or, to accept the loss, write {first} into that file (FORMAT.md, \"State files\")",
             checkpoint.display()
         ),
     )

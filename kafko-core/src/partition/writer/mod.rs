@@ -20,9 +20,11 @@
 //!
 //! Here: staging and writing a group, the fsync policy and shutdown. The other duties each
 //! have a file: `pipeline` (fsyncs running while later groups are written), `roll` (new
-//! segment, background seal), `retention` and `swap` (installing a compacted segment).
+//! segment, background seal), `recovery_point` (the file saying what was fsynced),
+//! `retention` and `swap` (installing a compacted segment).
 
 mod pipeline;
+mod recovery_point;
 mod retention;
 mod roll;
 mod swap;
@@ -34,6 +36,7 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 use self::pipeline::SyncPipeline;
+use self::recovery_point::RecoveryPoint;
 use super::PartitionLog;
 use super::command::Batches;
 use super::write_queue::Answer;
@@ -42,7 +45,6 @@ use crate::error::{KafkoError, Result};
 use crate::segment::Segment;
 use crate::segment::batch;
 use crate::segment::index;
-use crate::state_file;
 use crate::storage::{Storage, blocking};
 
 /// Most appends written in one group.
@@ -59,7 +61,8 @@ const MAX_RETAINED_BUFFER: usize = 2 * MAX_GROUP_BYTES as usize;
 /// Name of the per-partition log start checkpoint.
 pub(crate) const LOG_START_FILE: &str = "log-start-offset";
 /// Name of the per-partition recovery point: every offset below it was fsynced. Raised
-/// after each seal and at clean shutdown; recovery refuses a log that ends below it.
+/// after each seal, at clean shutdown and, lazily, after the active segment's fsyncs
+/// (`recovery_point`); recovery refuses a log that ends below it.
 pub(crate) const RECOVERY_POINT_FILE: &str = "recovery-point";
 
 /// One append handed to the writer: its batches, whether it asks for an fsync, and where
@@ -183,6 +186,8 @@ pub(crate) struct Writer {
     timer_armed: bool,
     /// The seal of the previously active segment, while it runs (see `roll`).
     sealing: Option<roll::Sealing>,
+    /// The keeper of the `recovery-point` file.
+    recovery_point: Arc<RecoveryPoint>,
 }
 
 impl Writer {
@@ -194,7 +199,14 @@ impl Writer {
         let buffered_next = active.next_offset();
         let written_len = active.len();
         let poison = Arc::new(Poison::default());
-        let pipeline = SyncPipeline::new(log.clone(), active.clone(), poison.clone());
+        let recovery_point =
+            RecoveryPoint::new(log.storage.clone(), log.dir.join(RECOVERY_POINT_FILE));
+        let pipeline = SyncPipeline::new(
+            log.clone(),
+            active.clone(),
+            poison.clone(),
+            recovery_point.clone(),
+        );
         Writer {
             storage: log.storage.clone(),
             log,
@@ -213,6 +225,7 @@ impl Writer {
             interval_timer: false,
             timer_armed: false,
             sealing: None,
+            recovery_point,
         }
     }
 
@@ -441,14 +454,30 @@ impl Writer {
 
     /// fsyncs the active segment, then writes its indexes (so the next open needs no
     /// scan) and raises the recovery point to the end of the log, on the blocking pool.
+    /// Only the fsync decides whether the shutdown is durable: an index or recovery
+    /// point that cannot be written (a full disk) is logged, and the next open rebuilds
+    /// the index from the log.
     pub(crate) async fn shutdown(&mut self) -> Result<()> {
+        // No lazy write of the recovery point from now on: after this the topic's
+        // directory may move to `trash/`, and a new one take its name.
+        let recovery_point = self.recovery_point.clone();
+        blocking("stopping recovery point writes", move || {
+            recovery_point.close();
+            Ok(())
+        })
+        .await?;
         self.sync_now().await?;
         let active = self.active.clone();
         let storage = self.storage.clone();
-        let checkpoint = self.log.dir.join(RECOVERY_POINT_FILE);
+        let recovery_point = self.recovery_point.clone();
         blocking("writing the active segment's indexes", move || {
-            active.write_indexes(&*storage)?;
-            state_file::write(&*storage, &checkpoint, &active.next_offset())
+            if let Err(e) = active.write_indexes(&*storage) {
+                tracing::warn!(path = %active.log_path.display(), error = %e, "could not write the active segment's index files; the next open rebuilds them");
+            }
+            if let Err(e) = recovery_point.raise(active.next_offset()) {
+                tracing::warn!(path = %active.log_path.display(), error = %e, "could not raise the recovery point at shutdown");
+            }
+            Ok(())
         })
         .await
     }

@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
+use super::recovery_point::RecoveryPoint;
 use super::{GroupEnd, Observation, PendingReply, Poison, WrittenGroup, publish};
 use crate::error::KafkoError;
 use crate::partition::PartitionLog;
@@ -40,6 +41,8 @@ struct State {
     waiting: VecDeque<WrittenGroup>,
     /// Length of the file written so far.
     written: u64,
+    /// The offset after the last group written (at `written`).
+    written_next: u64,
     /// Length the next fsync must cover.
     requested: u64,
     /// Length the last successful fsync covered.
@@ -54,6 +57,8 @@ struct Shared {
     log: Arc<PartitionLog>,
     active: Arc<Segment>,
     poison: Arc<Poison>,
+    /// Told what each fsync made durable.
+    recovery_point: Arc<RecoveryPoint>,
     state: Mutex<State>,
     /// Changes after every fsync (done or failed): what a waiting sync watches.
     fsynced: watch::Sender<()>,
@@ -73,16 +78,24 @@ impl Shared {
 
 impl SyncPipeline {
     /// A pipeline for the active segment; what the file holds already counts as synced.
-    pub(super) fn new(log: Arc<PartitionLog>, active: Arc<Segment>, poison: Arc<Poison>) -> Self {
+    pub(super) fn new(
+        log: Arc<PartitionLog>,
+        active: Arc<Segment>,
+        poison: Arc<Poison>,
+        recovery_point: Arc<RecoveryPoint>,
+    ) -> Self {
         let len = active.len();
+        let next = active.next_offset();
         SyncPipeline {
             shared: Arc::new(Shared {
                 log,
                 active,
                 poison,
+                recovery_point,
                 state: Mutex::new(State {
                     waiting: VecDeque::new(),
                     written: len,
+                    written_next: next,
                     requested: len,
                     synced: len,
                     running: false,
@@ -122,6 +135,7 @@ impl SyncPipeline {
     ) {
         let mut st = self.shared.lock();
         st.written = end.len;
+        st.written_next = end.next_offset;
         if let Some(reason) = self.shared.poison.get() {
             // An fsync failed while this group was being written (the leader checked
             // before it began): no fsync will come for it, so it is not acknowledged.
@@ -210,13 +224,15 @@ impl SyncPipeline {
 /// failed fsync, so no group waits for an fsync that will not come.
 fn flusher(shared: &Shared) {
     loop {
-        let target = {
+        // Every group completed so far was written before the fsync below begins: it
+        // covers them all, up to `durable`.
+        let (target, durable) = {
             let mut st = shared.lock();
             if st.synced >= st.requested {
                 st.running = false;
                 return;
             }
-            st.requested
+            (st.requested, st.written_next)
         };
         let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
             shared.active.io_file().and_then(|f| f.sync_data())
@@ -240,6 +256,9 @@ fn flusher(shared: &Shared) {
                 }
                 drop(st);
                 shared.fsynced.send_replace(());
+                shared
+                    .recovery_point
+                    .note_durable(shared.active.base_offset, durable);
             }
             Err(e) => {
                 shared.poison.set(&shared.log, format!("fsync failed: {e}"));

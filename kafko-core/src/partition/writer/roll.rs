@@ -7,7 +7,6 @@ use std::sync::Arc;
 use super::Writer;
 use crate::error::{KafkoError, Result};
 use crate::segment::Segment;
-use crate::state_file;
 use crate::storage::blocking;
 
 /// A rolled segment's seal running on a blocking thread.
@@ -55,14 +54,18 @@ impl Writer {
         let sealed = std::mem::replace(&mut self.active, next);
         self.written_len = self.active.len();
         // The sealed segment's unsynced data is the seal's to make durable now.
+        // Until the seal's fsync returns, no fsync of the new segment may raise the
+        // recovery point past the sealed one.
+        self.recovery_point.begin_seal();
         self.pipeline = super::pipeline::SyncPipeline::new(
             self.log.clone(),
             self.active.clone(),
             self.poison.clone(),
+            self.recovery_point.clone(),
         );
         let storage = self.storage.clone();
         let log_path = sealed.log_path.clone();
-        let checkpoint = self.log.dir.join(super::RECOVERY_POINT_FILE);
+        let recovery_point = self.recovery_point.clone();
         let files = self.log.files.clone();
         let task = tokio::task::spawn_blocking(move || {
             sealed.io_file()?.sync_data()?;
@@ -73,9 +76,7 @@ impl Writer {
             // Everything below the sealed segment's end is durable now. Part of the seal,
             // so whatever waits for the seal (an fsync=always ack) finds it written.
             // Without it a damaged sealed segment could pass for an unsynced tail.
-            if let Err(e) = state_file::write(&*storage, &checkpoint, &sealed.next_offset()) {
-                tracing::warn!(path = %checkpoint.display(), error = %e, "could not raise the recovery point");
-            }
+            recovery_point.sealed(sealed.next_offset());
             // Durable and never written again: its descriptor joins the bounded cache.
             sealed.release_file(&files);
             Ok(())
