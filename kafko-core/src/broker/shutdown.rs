@@ -27,6 +27,14 @@ impl Kafko {
     pub fn is_shutting_down(&self) -> bool {
         self.inner.closing.load(Ordering::Acquire)
     }
+
+    /// Woken (`notify_waiters`) whenever a topic is created or deleted: a reader
+    /// waiting for a topic that does not exist yet waits on it instead of looking again
+    /// and again. Register (`Notified::enable`) before looking, so a creation in between
+    /// still wakes the waiter.
+    pub fn topics_changed(&self) -> std::sync::Arc<tokio::sync::Notify> {
+        self.inner.topics_changed.clone()
+    }
 }
 
 async fn shutdown_inner(inner: &Inner) -> Result<()> {

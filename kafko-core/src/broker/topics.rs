@@ -71,6 +71,7 @@ impl Kafko {
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .insert(name.to_owned(), Arc::new(topic));
+        self.inner.topics_changed.notify_waiters();
         tracing::info!(
             topic = name,
             partitions = config.partitions,
@@ -172,6 +173,7 @@ impl Kafko {
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .remove(name);
+        self.inner.topics_changed.notify_waiters();
         for p in &topic.partitions {
             // Long-polls and streams on the topic end now, with `TopicDeleted`.
             p.log.wake_readers();

@@ -30,14 +30,6 @@ use crate::rest_proxy::v2::instances::{Handle, Instance};
 use crate::rest_proxy::v2::to_json_sized;
 use crate::state::AppState;
 
-/// How long a waiting read first waits before it looks again for a watched topic that
-/// does not exist (a subscribed topic not created yet, an assigned one deleted); each
-/// later look waits twice as long as the one before, up to [`LOOK_AGAIN_MAX`]. Topics
-/// that exist wake the read themselves when records arrive.
-const LOOK_AGAIN_FIRST: Duration = Duration::from_millis(50);
-/// The longest pause between two looks for missing topics.
-const LOOK_AGAIN_MAX: Duration = Duration::from_secs(1);
-
 /// Query of a records read.
 #[derive(Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -154,35 +146,28 @@ fn limits(q: &RecordsQuery, inst: &Instance, cfg: &ServerConfig) -> (Duration, u
 }
 
 /// Reads until records come, the deadline passes or the server shuts down. A produce
-/// to any watched topic (or a settled poll of its group) wakes the read at once; topics
-/// that do not exist are looked for again after [`LOOK_AGAIN_FIRST`], then ever less
-/// often (see [`LOOK_AGAIN_MAX`]).
+/// to any watched topic (or a settled poll of its group) wakes the read at once, and so
+/// does the creation of a subscribed topic that did not exist: nothing is polled on a
+/// timer.
 async fn wait_for_records(
     state: &AppState,
     inst: &mut Instance,
     max_bytes: usize,
     deadline: Instant,
 ) -> ProxyResult<Batch> {
-    let mut pause = LOOK_AGAIN_FIRST;
-    let mut look_at = Instant::now();
+    let topics_changed = state.kafko.topics_changed();
     loop {
-        let now = Instant::now();
-        let looking = now >= look_at;
-        if looking {
-            join_subscribed(state, inst)?;
-        }
+        // Registered before looking, so a creation in between still wakes us.
+        let created = topics_changed.notified();
+        tokio::pin!(created);
+        created.as_mut().enable();
+        join_subscribed(state, inst)?;
         let watched = watched_topics(inst);
         let activities: Vec<Arc<Notify>> = watched
             .iter()
             .filter_map(|t| state.kafko.topic(t).ok())
             .map(|t| t.activity())
             .collect();
-        let missing =
-            inst.members.len() < inst.subscription.len() || activities.len() < watched.len();
-        if looking && missing {
-            look_at = now + pause;
-            pause = (pause * 2).min(LOOK_AGAIN_MAX);
-        }
         let mut wakes: Vec<Pin<Box<Notified<'_>>>> =
             activities.iter().map(|a| Box::pin(a.notified())).collect();
         for wake in &mut wakes {
@@ -193,11 +178,6 @@ async fn wait_for_records(
         if batch.found() || Instant::now() >= deadline || state.is_shutting_down() {
             return Ok(batch);
         }
-        let until = if missing {
-            look_at.min(deadline)
-        } else {
-            deadline
-        };
         let any_wake = async {
             if wakes.is_empty() {
                 std::future::pending::<()>().await;
@@ -207,7 +187,8 @@ async fn wait_for_records(
         };
         tokio::select! {
             () = any_wake => {}
-            () = tokio::time::sleep_until(until) => {}
+            () = &mut created => {}
+            () = tokio::time::sleep_until(deadline) => {}
             () = state.shutdown_requested() => {}
         }
     }
