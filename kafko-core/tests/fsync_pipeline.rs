@@ -93,14 +93,17 @@ impl StorageFile for GatedFile {
     }
 }
 
-impl Hook for Arc<Gate> {
+/// The storage hook that puts every file behind the gate.
+struct GateHook(Arc<Gate>);
+
+impl Hook for GateHook {
     fn before(&self, _op: &str, _path: &Path) -> std::io::Result<()> {
         Ok(())
     }
     fn file(&self, inner: Arc<dyn StorageFile>) -> Arc<dyn StorageFile> {
         Arc::new(GatedFile {
             inner,
-            gate: self.clone(),
+            gate: self.0.clone(),
         })
     }
 }
@@ -111,7 +114,7 @@ async fn gated(fsync: FsyncPolicy, first: &'static str) -> (TempDir, Arc<Gate>, 
     let dir = tempfile::tempdir().unwrap();
     let gate = Arc::new(Gate::default());
     let k = Kafko::builder(dir.path())
-        .storage(Arc::new(Interposed(gate.clone())))
+        .storage(Arc::new(Interposed(GateHook(gate.clone()))))
         .open()
         .await
         .unwrap();

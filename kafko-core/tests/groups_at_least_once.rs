@@ -123,7 +123,7 @@ async fn an_undelivered_poll_puts_its_records_back() {
 /// Fails every synced small-file write under `groups/` with ENOSPC while armed.
 struct FullDiskForGroups(AtomicBool);
 
-impl Hook for Arc<FullDiskForGroups> {
+impl Hook for FullDiskForGroups {
     fn before(&self, op: &str, path: &Path) -> io::Result<()> {
         let groups = path.components().any(|c| c.as_os_str() == "groups");
         if self.0.load(Ordering::SeqCst) && op == "write" && groups {

@@ -55,7 +55,10 @@ async fn failed_write_burns_no_offset_at_every_n() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fsync_failure_makes_the_partition_read_only() {
     let dir = tempfile::tempdir().unwrap();
-    let faults = Faulty::new(Op::Sync, 1_000_000);
+    // Sticky: once armed every sync fails, so the recovery point's own state write
+    // (which may run between the two sends) cannot take the one failure meant for the
+    // data's fsync.
+    let faults = Faulty::with(Op::Sync, 1_000_000, |f| f.sticky = true);
     let k = open_faulty(dir.path(), faults.clone()).await;
     k.create_topic_with_config(
         "t",

@@ -1,13 +1,10 @@
-//! Helpers shared by the integration tests: opening a log in a temp dir, building
-//! records, and a storage layer that injects faults into the real filesystem.
+//! Helpers shared by the integration tests: opening a log in a temp dir and building
+//! records; the storage layers that inject faults and the on-disk readers come from
+//! `kafko-test-support`, shared with the server's tests.
 #![allow(dead_code, unreachable_pub, missing_docs)]
 
-pub mod failing_appends;
-pub mod faulty;
-pub mod gate;
-pub mod interposed;
-pub mod on_disk;
-pub mod reads;
+#[allow(unused_imports)] // each test binary uses some of them
+pub use kafko_test_support::{failing_appends, faulty, gate, interposed, on_disk, reads};
 
 use std::path::Path;
 

@@ -6,12 +6,8 @@ use std::time::Duration;
 
 use kafko_core::{CleanupPolicy, Kafko, ProducerRecord, Record, TopicConfig};
 
-// Also loaded by `common`, which some of these tests use as well.
-#[allow(clippy::duplicate_mod)]
-#[path = "../common/reads.rs"]
-mod reads;
 #[allow(unused_imports)] // each test binary uses some of them
-pub use reads::{offsets, read, read_all, try_read};
+pub use kafko_test_support::reads::{offsets, read, read_all, try_read};
 
 /// Opens a data directory with the background tick pushed far away, so tests decide
 /// when retention and compaction run (and paused time never jumps to a tick).

@@ -13,14 +13,10 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 
-// kafko-core's test storage layers and on-disk readers: the in-process server's tests
-// inject faults and read the files the same way the library's tests do.
-#[path = "../../../kafko-core/tests/common/failing_appends.rs"]
-pub mod failing_appends;
-#[path = "../../../kafko-core/tests/common/interposed.rs"]
-pub mod interposed;
-#[path = "../../../kafko-core/tests/common/on_disk.rs"]
-pub mod on_disk;
+// The test storage layers and on-disk readers the library's tests use too: the
+// in-process server's tests inject faults and read the files the same way.
+#[allow(unused_imports)] // each test binary uses some of them
+pub use kafko_test_support::{failing_appends, interposed, on_disk};
 
 /// A running server process.
 pub struct Server {

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use kafko_core::storage::StorageFile;
 
-use super::failing_appends::{CheckedAppends, in_partition};
-use super::interposed::Hook;
+use crate::failing_appends::{CheckedAppends, in_partition};
+use crate::interposed::Hook;
 
 #[derive(Default)]
 struct GateState {

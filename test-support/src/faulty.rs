@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use kafko_core::storage::StorageFile;
 
-use super::interposed::Hook;
+use crate::interposed::Hook;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {

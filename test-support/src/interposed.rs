@@ -25,6 +25,19 @@ pub trait Hook: Send + Sync + 'static {
     }
 }
 
+/// A hook shared by the test that keeps a handle on it, to arm or inspect it.
+impl<H: Hook> Hook for Arc<H> {
+    fn before(&self, op: &str, path: &Path) -> io::Result<()> {
+        (**self).before(op, path)
+    }
+    fn file(&self, file: Arc<dyn StorageFile>) -> Arc<dyn StorageFile> {
+        (**self).file(file)
+    }
+    fn file_at(&self, path: &Path, file: Arc<dyn StorageFile>) -> Arc<dyn StorageFile> {
+        (**self).file_at(path, file)
+    }
+}
+
 /// Opens `dir` over the real filesystem with `hook` in front.
 pub async fn open_interposed(dir: &Path, hook: impl Hook) -> Kafko {
     Kafko::builder(dir)

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use kafko_core::storage::StorageFile;
 
-use super::interposed::Hook;
+use crate::interposed::Hook;
 
 /// A plain write failure with no cause a caller could act on.
 pub fn injected() -> io::Error {
