@@ -10,9 +10,8 @@ use std::path::{Path, PathBuf};
 
 use kafko_core::{FsyncPolicy, Kafko, KafkoError, TopicConfig};
 
-/// 120 records on an `fsync: always` topic in 4 KiB segments, cleanly shut down; returns
-/// the segment files. Unclean afterwards: the marker is removed, as a crash leaves it.
-async fn acked_and_fsynced(dir: &Path) -> Vec<PathBuf> {
+/// Opens `dir` with 120 records acked on topic `t` (`fsync: always`, 4 KiB segments).
+async fn open_with_120_fsynced(dir: &Path) -> Kafko {
     let k = common::open(dir).await;
     let config = TopicConfig {
         fsync: FsyncPolicy::Always,
@@ -23,6 +22,13 @@ async fn acked_and_fsynced(dir: &Path) -> Vec<PathBuf> {
     for i in 0..120 {
         assert_eq!(p.send(None, common::value(i)).await.unwrap().offset, i);
     }
+    k
+}
+
+/// 120 records on an `fsync: always` topic in 4 KiB segments, cleanly shut down; returns
+/// the segment files. Unclean afterwards: the marker is removed, as a crash leaves it.
+async fn acked_and_fsynced(dir: &Path) -> Vec<PathBuf> {
+    let k = open_with_120_fsynced(dir).await;
     k.shutdown().await.unwrap();
     std::fs::remove_file(dir.join("clean-shutdown")).unwrap();
     let logs = common::segments(dir, "t", 0);
@@ -216,16 +222,7 @@ fn recovery_point(dir: &Path) -> Option<u64> {
 /// directory copied as it is (the process dies, the page cache stays). The log is left
 /// running; its recovery point is given up to 10 s to cover the last fsync.
 async fn killed_after_120_fsynced(dir: &Path, image: &Path) -> Kafko {
-    let k = common::open(dir).await;
-    let config = TopicConfig {
-        fsync: FsyncPolicy::Always,
-        ..common::small_segments(1)
-    };
-    k.create_topic_with_config("t", config).await.unwrap();
-    let p = k.producer_for("t").unwrap();
-    for i in 0..120 {
-        assert_eq!(p.send(None, common::value(i)).await.unwrap().offset, i);
-    }
+    let k = open_with_120_fsynced(dir).await;
     let acked = std::time::Instant::now();
     let deadline = acked + std::time::Duration::from_secs(10);
     while recovery_point(dir) != Some(120) && std::time::Instant::now() < deadline {

@@ -67,6 +67,22 @@ async fn subscribe(c: &reqwest::Client, base: &str, topics: &[String]) -> reqwes
         .unwrap()
 }
 
+/// Starts a binary records read of instance `base` waiting up to `timeout_ms`; yields
+/// its records (the answer must be 200) and when it answered.
+fn spawn_read(
+    c: &reqwest::Client,
+    base: &str,
+    timeout_ms: u64,
+) -> tokio::task::JoinHandle<(Value, Instant)> {
+    let (c, url) = (c.clone(), format!("{base}/records?timeout={timeout_ms}"));
+    tokio::spawn(async move {
+        let r = c.get(url).header("accept", BINARY).send().await.unwrap();
+        assert_eq!(r.status(), 200);
+        let got = json(r).await;
+        (got, Instant::now())
+    })
+}
+
 /// Asks `/healthz` every 50 ms until `done` is set; the slowest answer.
 async fn healthz_worst(
     s_url: String,
@@ -156,22 +172,12 @@ async fn a_waiting_read_does_not_look_for_missing_topics_every_50_ms() {
     }
     let cpu_before = cpu_time(s.pid());
     let started = Instant::now();
-    let mut reads = Vec::new();
-    for base in &bases {
-        let (c, base) = (c.clone(), base.clone());
-        reads.push(tokio::spawn(async move {
-            let r = c
-                .get(format!("{base}/records?timeout=3000"))
-                .header("accept", BINARY)
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(r.status(), 200);
-            json(r).await
-        }));
-    }
+    let reads: Vec<_> = bases
+        .iter()
+        .map(|base| spawn_read(&c, base, 3000))
+        .collect();
     for read in reads {
-        assert_eq!(read.await.unwrap(), json!([]));
+        assert_eq!(read.await.unwrap().0, json!([]));
     }
     let waited = started.elapsed();
     let cpu = cpu_time(s.pid()) - cpu_before;
@@ -184,18 +190,7 @@ async fn a_waiting_read_does_not_look_for_missing_topics_every_50_ms() {
     let base = instance_with(&c, &s, "later", json!({"auto.offset.reset": "earliest"})).await;
     let later = vec!["created-later".to_owned()];
     assert_eq!(subscribe(&c, &base, &later).await.status(), 204);
-    let read = {
-        let (c, base) = (c.clone(), base.clone());
-        tokio::spawn(async move {
-            let r = c
-                .get(format!("{base}/records?timeout=10000"))
-                .header("accept", BINARY)
-                .send()
-                .await
-                .unwrap();
-            json(r).await
-        })
-    };
+    let read = spawn_read(&c, &base, 10000);
     common::until_requests_waiting(&c, &s, 1).await;
     create_topic(&c, &s, "created-later", json!({})).await;
     let r = c
@@ -206,7 +201,7 @@ async fn a_waiting_read_does_not_look_for_missing_topics_every_50_ms() {
         .await
         .unwrap();
     assert_eq!(r.status(), 200);
-    let got: Value = read.await.unwrap();
+    let (got, _) = read.await.unwrap();
     assert_eq!(got[0]["value"], "aGk=", "{got}");
 }
 
@@ -219,19 +214,7 @@ async fn a_record_produced_during_a_waiting_read_arrives_at_once() {
         subscribe(&c, &base, &["now".to_owned()]).await.status(),
         204
     );
-    let read = {
-        let (c, base) = (c.clone(), base.clone());
-        tokio::spawn(async move {
-            let r = c
-                .get(format!("{base}/records?timeout=5000"))
-                .header("accept", BINARY)
-                .send()
-                .await
-                .unwrap();
-            let got = json(r).await;
-            (got, Instant::now())
-        })
-    };
+    let read = spawn_read(&c, &base, 5000);
     common::until_requests_waiting(&c, &s, 1).await;
     let produced = Instant::now();
     let r = c
@@ -425,19 +408,7 @@ async fn an_instance_whose_read_is_in_flight_does_not_expire() {
         subscribe(&c, &base, &["busy".to_owned()]).await.status(),
         204
     );
-    let read = {
-        let (c, base) = (c.clone(), base.clone());
-        tokio::spawn(async move {
-            let r = c
-                .get(format!("{base}/records?timeout=3000"))
-                .header("accept", BINARY)
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(r.status(), 200);
-            json(r).await
-        })
-    };
+    let read = spawn_read(&c, &base, 3000);
     // Past the instance timeout, while the read waits: creating another instance sweeps
     // the idle ones, and a record arrives.
     tokio::time::sleep(Duration::from_millis(800)).await;
@@ -450,7 +421,7 @@ async fn an_instance_whose_read_is_in_flight_does_not_expire() {
         .await
         .unwrap();
     assert_eq!(r.status(), 200);
-    let got = read.await.unwrap();
+    let (got, _) = read.await.unwrap();
     assert_eq!(got.as_array().map(Vec::len), Some(1), "{got}");
     assert_eq!(got[0]["value"], "aGk=", "{got}");
     // The read just ended, so the instance is alive.
