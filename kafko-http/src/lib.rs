@@ -49,6 +49,7 @@ mod on_sent;
 mod rest_proxy;
 mod router;
 mod routes;
+mod service;
 
 pub use config::{AutoCreate, DEFAULT_CLUSTER_ID, ServerConfig, public_url};
 pub use error::ServerError;

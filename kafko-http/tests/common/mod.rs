@@ -17,6 +17,8 @@ use tokio::process::{Child, Command};
 // inject faults and read the files the same way the library's tests do.
 #[path = "../../../kafko-core/tests/common/failing_appends.rs"]
 pub mod failing_appends;
+#[path = "../../../kafko-core/tests/common/gate.rs"]
+pub mod gate;
 #[path = "../../../kafko-core/tests/common/interposed.rs"]
 pub mod interposed;
 #[path = "../../../kafko-core/tests/common/on_disk.rs"]

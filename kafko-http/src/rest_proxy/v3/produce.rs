@@ -32,7 +32,8 @@ use super::scan::{Next, Values};
 use crate::rest_proxy::api_doc::V3TopicPath;
 use crate::rest_proxy::content_type::V3_JSON;
 use crate::rest_proxy::error::{ErrorBody, INVALID_PAYLOAD, ProxyError};
-use crate::rest_proxy::producer_for;
+use crate::service::failure::{Failure, Kind};
+use crate::service::produce::{self, Policy};
 use crate::state::AppState;
 
 /// Receipts buffered ahead of a slow reader before appends wait for it.
@@ -67,13 +68,7 @@ pub(crate) async fn produce(
     let (_, topic) = at.path;
     let state = at.state;
     check_media(&headers)?;
-    let producer = producer_for(&state, &topic).await.map_err(|e| {
-        if e.error_code == crate::rest_proxy::error::TOPIC_NOT_FOUND {
-            topic_not_found(&topic)
-        } else {
-            e.v3()
-        }
-    })?;
+    let producer = producer(&state, &topic).await?;
     let mut chunks = body.into_data_stream();
     let idle = state.config.body_read_timeout;
     let limit = record_limit(&state.config);
@@ -89,7 +84,7 @@ pub(crate) async fn produce(
     {
         read_rest(&mut chunks, &mut values, idle).await?;
         if values.only_whitespace_left() {
-            let receipt = produce_one(&state, &producer, &cluster_id, &topic, first)
+            let receipt = produce_one(&state, &producer, &cluster_id, (&topic, 1), first)
                 .await
                 .map_err(ProxyError::v3)?;
             let receipt = line(&Outcome::Receipt(receipt));
@@ -105,6 +100,7 @@ pub(crate) async fn produce(
         tx,
         idle,
         limit,
+        sent: 0,
     };
     tokio::spawn(stream.pump(chunks, first, values));
     let stream = futures_util::stream::unfold(rx, |mut rx| async move {
@@ -260,12 +256,14 @@ struct Stream {
     idle: Duration,
     /// [`record_limit`].
     limit: usize,
+    /// Records of the stream so far, counted against `--max-records-per-request`.
+    sent: usize,
 }
 
 impl Stream {
     /// Appends `first`, then reads records off the body as they arrive, sending one
     /// receipt per record; a stream that cannot go on ends with an error line.
-    async fn pump(self, mut chunks: BodyDataStream, first: Value, mut values: Values) {
+    async fn pump(mut self, mut chunks: BodyDataStream, first: Value, mut values: Values) {
         if !self.append(first).await {
             return;
         }
@@ -330,18 +328,28 @@ impl Stream {
         }
     }
 
-    /// Appends one record and sends its receipt; false once the client went away.
-    async fn append(&self, record: Value) -> bool {
+    /// Appends one record and sends its receipt; false once the client went away, or
+    /// once the stream holds more records than `--max-records-per-request` (it ends
+    /// with that error).
+    async fn append(&mut self, record: Value) -> bool {
+        self.sent += 1;
+        let policy = Policy::of(&self.state.config);
+        if let Err(e) = policy.limits.check_count(self.sent) {
+            let _ = self.tx.send(line(&ProxyError::from(e).body())).await;
+            return false;
+        }
         let Stream {
             state,
             producer,
             cluster_id,
             topic,
+            sent,
             ..
         } = self;
-        let outcome: Outcome = produce_one(state, producer, cluster_id, topic, record)
-            .await
-            .into();
+        let outcome: Outcome =
+            produce_one(state, producer, cluster_id, (topic.as_str(), *sent), record)
+                .await
+                .into();
         self.tx.send(line(&outcome)).await.is_ok()
     }
 
@@ -349,6 +357,23 @@ impl Stream {
     async fn end(&self, status: StatusCode, message: String) {
         let _ = self.tx.send(stream_error(status, message)).await;
     }
+}
+
+/// The topic's producer; an unknown topic is created first when the server auto-creates
+/// topics, else it is v3's unknown topic (404, 40403), as is a name no topic can have.
+async fn producer(state: &AppState, topic: &str) -> Result<Producer, ProxyError> {
+    if kafko_core::naming::validate_name(topic).is_err() {
+        return Err(topic_not_found(topic));
+    }
+    produce::producer(&state.kafko, &state.config.auto_create, topic)
+        .await
+        .map_err(|e| match Failure::from(e) {
+            Failure {
+                kind: Kind::TopicNotFound { .. },
+                ..
+            } => topic_not_found(topic),
+            other => ProxyError::from(other).v3(),
+        })
 }
 
 /// The last line of a stream that cannot go on.
