@@ -247,27 +247,8 @@ impl From<ProduceFailure> for ProxyError {
 mod tests {
     use super::*;
 
-    #[test]
-    fn log_failures_map_to_the_proxys_codes() {
-        let t = || "t".to_owned();
-        let cases = [
-            (
-                KafkoError::TopicNotFound { topic: t() },
-                404,
-                TOPIC_NOT_FOUND,
-            ),
-            (KafkoError::ShuttingDown, 503, KAFKA_RETRIABLE),
-            (
-                KafkoError::RecordTooLarge { size: 2, max: 1 },
-                413,
-                SERIALIZATION,
-            ),
-        ];
-        for (e, status, code) in cases {
-            let p = ProxyError::from(e);
-            assert_eq!((p.status.as_u16(), p.error_code), (status, code));
-        }
-    }
+    // Every core failure's status and error_code: `crate::error`'s table test, which
+    // checks both front ends.
 
     #[test]
     fn a_server_side_failure_answers_a_generic_message() {

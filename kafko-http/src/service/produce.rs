@@ -15,8 +15,8 @@ use crate::config::{AutoCreate, ServerConfig};
 /// What a send does when a partition's write queue is full.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum OnFull {
-    /// Waits for room (a library caller's default; no HTTP front end uses it).
-    #[cfg_attr(not(test), allow(dead_code))]
+    /// Waits for room (the library's default; every HTTP front end refuses).
+    #[allow(dead_code)]
     Wait,
     /// Refuses the whole send at once, nothing stored (`Backpressure`).
     Refuse,
