@@ -265,11 +265,16 @@ mod tests {
         }
     }
 
+    /// `/v1`'s status, code and `Retry-After`.
+    type V1Answer = (u16, &'static str, Option<u32>);
+    /// The REST Proxy's status and error_code.
+    type ProxyAnswer = (u16, u32);
+
     /// Every failure of the core (but a partial send, which needs a real send and is
     /// answered per partition: `produce_partial`), with what each front end answers:
     /// `/v1`'s status, code and `Retry-After`, the REST Proxy's status and error_code.
     #[rustfmt::skip]
-    fn answers() -> Vec<(KafkoError, (u16, &'static str, Option<u32>), (u16, u32))> {
+    fn answers() -> Vec<(KafkoError, V1Answer, ProxyAnswer)> {
         use KafkoError as K;
         let t = || "t".to_owned();
         let g = || "g".to_owned();

@@ -2,7 +2,9 @@
 //! `{"records":[{"key","value","partition"?}]}` in the binary (base64) or json embedded
 //! format. The answer is 200 with one offset per record; a record that cannot be
 //! written (an unknown partition) gets its `error_code` and `error` inside the 200, as
-//! on the proxy, and does not stop the others.
+//! on the proxy, and does not stop the others. The records are appended under the
+//! server's produce policy (`service::produce`: its limits, a full write queue
+//! refused), as on `/v1`.
 
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};

@@ -6,8 +6,9 @@
 //! is appended, so a client may keep the body open and send records while reading
 //! receipts. A record that fails gets `{"error_code","message"}` in its place and the
 //! others go on; a body that stops being JSON, pauses longer than
-//! `--body-read-timeout-ms`, or holds a record past [`record_limit`] ends the stream with
-//! one last error line.
+//! `--body-read-timeout-ms`, holds a record past [`record_limit`] or more records than
+//! `--max-records-per-request` ends the stream with one last error line. Each record is
+//! appended under the server's produce policy (`service::produce`), as on `/v1`.
 //!
 //! The body is read incrementally (`scan`): each byte is looked at once, and only the
 //! record being read is held, so a large record in small chunks costs time linear in its
@@ -54,10 +55,10 @@ fn line<T: Serialize>(value: &T) -> Bytes {
         (status = 200, description = "The record's receipt; for a stream, one line per record, in order: its receipt, or the error of a record that failed", body = Outcome),
         (status = 400, description = "The body does not start with a JSON record, or the one record's key, value, headers or timestamp cannot be decoded", body = ErrorBody),
         (status = 404, description = "Unknown cluster (404), topic (40403, auto-creation off) or the one record's partition (40402)", body = ErrorBody),
-        (status = 413, description = "The first record exceeds the body or record limit", body = ErrorBody),
+        (status = 413, description = "The first record exceeds the body or JSON record limit (413) or --max-record-bytes (42207); a stream past --max-records-per-request ends with an error line 41301", body = ErrorBody),
         (status = 415, description = "Not application/json", body = ErrorBody),
         (status = 422, description = "error_code 42206: empty body; 422: the one record is not a record", body = ErrorBody),
-        (status = 503, description = "error_code 50003: the partition is busy or the server is stopping; nothing was appended", body = ErrorBody),
+        (status = 503, description = "error_code 50003: the partition's write queue is full (refused at once, as on /v1) or the server is stopping; nothing was appended", body = ErrorBody),
         (status = 507, description = "error_code 50002: out of disk space; nothing was appended", body = ErrorBody),
     ))]
 pub(crate) async fn produce(
