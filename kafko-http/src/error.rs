@@ -1,16 +1,16 @@
 //! Errors: [`ApiError`], every failed request as `application/problem+json` (RFC 9457)
-//! with a stable `code`, the one place where a core error becomes an HTTP status (each
-//! operation's error through the union [`KafkoError`], so one table decides), and
+//! with a stable `code`; `/v1`'s rendering of a [`Failure`] (the one mapping from core
+//! errors, in `service::failure`) as a status, a code and its extension members; and
 //! [`ServerError`] for start-up failures.
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use kafko_core::{
-    AdminError, ErrorKind, FetchError, GroupError, KafkoError, OpenError, ProduceError,
-};
+use kafko_core::{AdminError, FetchError, GroupError, KafkoError, OpenError, ProduceError};
 use serde_json::{Map, Value, json};
 
 use crate::dto::Problem;
+use crate::service::failure::{Failure, Kind};
+use crate::service::produce::ProduceFailure;
 
 /// Content type of every error body.
 pub(crate) const PROBLEM_JSON: &str = "application/problem+json";
@@ -82,140 +82,110 @@ impl ApiError {
     }
 }
 
-impl From<KafkoError> for ApiError {
-    // Long by design: the one status-and-code table, an arm per error variant.
-    fn from(e: KafkoError) -> Self {
-        let detail = e.to_string();
-        let (status, code) = match &e {
-            KafkoError::TopicNotFound { .. } => (StatusCode::NOT_FOUND, "topic_not_found"),
-            KafkoError::TopicDeleted { .. } => (StatusCode::NOT_FOUND, "topic_deleted"),
-            KafkoError::PartitionNotFound { .. } => (StatusCode::NOT_FOUND, "partition_not_found"),
-            KafkoError::GroupNotFound { .. } => (StatusCode::NOT_FOUND, "group_not_found"),
-            KafkoError::TopicAlreadyExists { .. } => (StatusCode::CONFLICT, "topic_exists"),
-            KafkoError::InvalidName { .. } => (StatusCode::BAD_REQUEST, "invalid_topic_name"),
-            KafkoError::InvalidConfig { .. } => (StatusCode::BAD_REQUEST, "invalid_config"),
-            KafkoError::KeyRequired { .. } => (StatusCode::BAD_REQUEST, "key_required"),
-            KafkoError::InvalidRequest { .. } => (StatusCode::BAD_REQUEST, "invalid_request"),
-            KafkoError::RecordTooLarge { .. } => {
-                (StatusCode::PAYLOAD_TOO_LARGE, "record_too_large")
-            }
-            KafkoError::OffsetOutOfRange {
+impl From<Failure> for ApiError {
+    // Long by design: `/v1`'s status and code of every failure, an arm per kind.
+    fn from(f: Failure) -> Self {
+        use StatusCode as S;
+        let (status, code, extra) = match f.kind {
+            Kind::TopicNotFound { .. } => (S::NOT_FOUND, "topic_not_found", vec![]),
+            Kind::TopicDeleted => (S::NOT_FOUND, "topic_deleted", vec![]),
+            Kind::PartitionNotFound => (S::NOT_FOUND, "partition_not_found", vec![]),
+            Kind::GroupNotFound => (S::NOT_FOUND, "group_not_found", vec![]),
+            Kind::TopicExists => (S::CONFLICT, "topic_exists", vec![]),
+            Kind::InvalidName => (S::BAD_REQUEST, "invalid_topic_name", vec![]),
+            Kind::InvalidConfig => (S::BAD_REQUEST, "invalid_config", vec![]),
+            Kind::KeyRequired => (S::BAD_REQUEST, "key_required", vec![]),
+            Kind::InvalidRequest => (S::BAD_REQUEST, "invalid_request", vec![]),
+            Kind::RecordTooLarge => (S::PAYLOAD_TOO_LARGE, "record_too_large", vec![]),
+            Kind::TooManyRecords { max } => (
+                S::PAYLOAD_TOO_LARGE,
+                "too_many_records",
+                vec![("max_records_per_request", json!(max))],
+            ),
+            Kind::OffsetOutOfRange {
                 requested,
                 log_start_offset,
                 high_watermark,
-            } => {
-                return ApiError::new(
-                    StatusCode::RANGE_NOT_SATISFIABLE,
-                    "offset_out_of_range",
-                    detail,
-                )
-                .with("requested", json!(requested))
-                .with("log_start_offset", json!(log_start_offset))
-                .with("high_watermark", json!(high_watermark));
-            }
-            KafkoError::Backpressure { .. } => {
-                return ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "backpressure", detail)
-                    .retry_after(1);
-            }
-            KafkoError::ShuttingDown => {
-                return ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "shutting_down", detail)
-                    .retry_after(5);
-            }
-            KafkoError::PartitionReadOnly { .. } => {
-                (StatusCode::SERVICE_UNAVAILABLE, "partition_read_only")
-            }
-            KafkoError::StorageFull { .. } => (StatusCode::INSUFFICIENT_STORAGE, "storage_full"),
-            // A configured limit, as Kafka refuses what its policy forbids: the request
-            // is valid and succeeds once a topic is deleted or the limit raised.
-            KafkoError::LimitReached { resource, limit } => {
-                return ApiError::new(StatusCode::CONFLICT, "limit_reached", detail)
-                    .with("resource", json!(resource))
-                    .with("limit", json!(limit));
-            }
-            KafkoError::TooManyOpenFiles { .. } => {
-                (StatusCode::SERVICE_UNAVAILABLE, "too_many_open_files")
-            }
-            // Consumer groups. `unknown_member` is a 409 like `stale_generation`: the
-            // usual cause is an expired session, and the remedy for both is to rejoin.
-            KafkoError::UnknownMember { member, .. } => {
-                return ApiError::new(StatusCode::CONFLICT, "unknown_member", detail)
-                    .with("member_id", json!(member));
-            }
-            KafkoError::StaleGeneration { current, given, .. } => {
-                return ApiError::new(StatusCode::CONFLICT, "stale_generation", detail)
-                    .with("generation", json!(current))
-                    .with("given_generation", json!(given));
-            }
-            KafkoError::NotAssigned { partition, .. } => {
-                return ApiError::new(StatusCode::CONFLICT, "not_assigned", detail)
-                    .with("partition", json!(partition));
-            }
-            KafkoError::GroupHasMembers { members, .. } => {
-                return ApiError::new(StatusCode::CONFLICT, "group_has_members", detail)
-                    .with("members", json!(members));
-            }
-            // A bug or a panic: logged in full below, `internal` to the client.
-            KafkoError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+            } => (
+                S::RANGE_NOT_SATISFIABLE,
+                "offset_out_of_range",
+                vec![
+                    ("requested", json!(requested)),
+                    ("log_start_offset", json!(log_start_offset)),
+                    ("high_watermark", json!(high_watermark)),
+                ],
+            ),
             // Out of range like `offset_out_of_range`; the remedy is a seek.
-            KafkoError::NoValidOffset { partition, .. } => {
-                return ApiError::new(StatusCode::RANGE_NOT_SATISFIABLE, "no_valid_offset", detail)
-                    .with("partition", json!(partition));
-            }
-            _ => match e.kind() {
-                ErrorKind::NotFound => (StatusCode::NOT_FOUND, "not_found"),
-                ErrorKind::AlreadyExists | ErrorKind::Conflict => {
-                    (StatusCode::CONFLICT, "conflict")
-                }
-                ErrorKind::InvalidInput => (StatusCode::BAD_REQUEST, "invalid_request"),
-                ErrorKind::TooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "too_large"),
-                ErrorKind::OutOfRange => (StatusCode::RANGE_NOT_SATISFIABLE, "offset_out_of_range"),
-                ErrorKind::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
-                ErrorKind::StorageFull => (StatusCode::INSUFFICIENT_STORAGE, "storage_full"),
-                ErrorKind::Corruption => (StatusCode::INTERNAL_SERVER_ERROR, "corruption"),
-                _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
-            },
+            Kind::NoValidOffset { partition } => (
+                S::RANGE_NOT_SATISFIABLE,
+                "no_valid_offset",
+                vec![("partition", json!(partition))],
+            ),
+            Kind::LimitReached { resource, limit } => (
+                S::CONFLICT,
+                "limit_reached",
+                vec![("resource", json!(resource)), ("limit", json!(limit))],
+            ),
+            // `unknown_member` is a 409 like `stale_generation`: both mean "rejoin".
+            Kind::UnknownMember { member } => (
+                S::CONFLICT,
+                "unknown_member",
+                vec![("member_id", json!(member))],
+            ),
+            Kind::StaleGeneration { current, given } => (
+                S::CONFLICT,
+                "stale_generation",
+                vec![
+                    ("generation", json!(current)),
+                    ("given_generation", json!(given)),
+                ],
+            ),
+            Kind::NotAssigned { partition } => (
+                S::CONFLICT,
+                "not_assigned",
+                vec![("partition", json!(partition))],
+            ),
+            Kind::GroupHasMembers { members } => (
+                S::CONFLICT,
+                "group_has_members",
+                vec![("members", json!(members))],
+            ),
+            Kind::Backpressure => (S::SERVICE_UNAVAILABLE, "backpressure", vec![]),
+            Kind::ShuttingDown => (S::SERVICE_UNAVAILABLE, "shutting_down", vec![]),
+            Kind::PartitionReadOnly => (S::SERVICE_UNAVAILABLE, "partition_read_only", vec![]),
+            Kind::TooManyOpenFiles => (S::SERVICE_UNAVAILABLE, "too_many_open_files", vec![]),
+            Kind::Unavailable => (S::SERVICE_UNAVAILABLE, "unavailable", vec![]),
+            Kind::StorageFull => (S::INSUFFICIENT_STORAGE, "storage_full", vec![]),
+            Kind::Corruption => (S::INTERNAL_SERVER_ERROR, "corruption", vec![]),
+            Kind::Internal => (S::INTERNAL_SERVER_ERROR, "internal", vec![]),
         };
-        if status.is_server_error() {
-            return ApiError::server_side(status, code, &e);
+        let mut e = ApiError::new(status, code, f.detail);
+        e.retry_after = f.retry_after;
+        for (key, value) in extra {
+            e = e.with(key, value);
         }
-        ApiError::new(status, code, detail)
+        e
     }
 }
 
-impl ApiError {
-    /// A server-side failure: logged in full (paths, OS errors), answered with a
-    /// generic detail.
-    fn server_side(status: StatusCode, code: &'static str, e: &KafkoError) -> Self {
-        tracing::error!(error = %e, code, "request failed");
-        let public = match status {
-            StatusCode::INSUFFICIENT_STORAGE => "the server is out of disk space",
-            StatusCode::SERVICE_UNAVAILABLE if code == "too_many_open_files" => {
-                "the server is out of file descriptors; retry later"
-            }
-            StatusCode::SERVICE_UNAVAILABLE => "the partition is temporarily unavailable",
-            _ => "internal error; see the server log",
-        };
-        let err = ApiError::new(status, code, public);
-        if status == StatusCode::SERVICE_UNAVAILABLE {
-            return err.retry_after(5);
-        }
-        err
-    }
-}
-
-/// Each operation's error maps through the union type, so one table decides (also
-/// for the REST Proxy's errors).
-macro_rules! via_kafko_error {
+/// A core error answers as its [`Failure`] does.
+macro_rules! via_failure {
     ($target:ty: $($op:ty),*) => {$(
         impl From<$op> for $target {
             fn from(e: $op) -> Self {
-                kafko_core::KafkoError::from(e).into()
+                crate::service::failure::Failure::from(e).into()
             }
         }
     )*};
 }
-pub(crate) use via_kafko_error;
-via_kafko_error!(ApiError: OpenError, AdminError, ProduceError, FetchError, GroupError);
+pub(crate) use via_failure;
+via_failure!(ApiError: KafkoError, OpenError, AdminError, ProduceError, FetchError, GroupError);
+
+impl From<ProduceFailure> for ApiError {
+    fn from(e: ProduceFailure) -> Self {
+        Failure::from(e).into()
+    }
+}
 
 impl ApiError {
     /// A name check's failure under the code of what was named (`invalid_group_name`,
@@ -259,117 +229,151 @@ pub(crate) type ApiResult<T> = Result<T, ApiError>;
 mod tests {
     use super::*;
 
-    fn map(e: KafkoError) -> (u16, &'static str, Option<u32>) {
-        let a = ApiError::from(e);
-        (a.status.as_u16(), a.code, a.retry_after)
+    /// Which variant of the union `e` is, by an exhaustive match: a new failure does not
+    /// compile here until the table below answers for it.
+    fn variant(e: &KafkoError) -> &'static str {
+        match e {
+            KafkoError::AlreadyOpen { .. } => "AlreadyOpen",
+            KafkoError::TopicNotFound { .. } => "TopicNotFound",
+            KafkoError::TopicDeleted { .. } => "TopicDeleted",
+            KafkoError::TopicAlreadyExists { .. } => "TopicAlreadyExists",
+            KafkoError::InvalidName { .. } => "InvalidName",
+            KafkoError::InvalidConfig { .. } => "InvalidConfig",
+            KafkoError::PartitionNotFound { .. } => "PartitionNotFound",
+            KafkoError::OffsetOutOfRange { .. } => "OffsetOutOfRange",
+            KafkoError::RecordTooLarge { .. } => "RecordTooLarge",
+            KafkoError::KeyRequired { .. } => "KeyRequired",
+            KafkoError::InvalidRequest { .. } => "InvalidRequest",
+            KafkoError::PartiallyAppended(_) => "PartiallyAppended",
+            KafkoError::Backpressure { .. } => "Backpressure",
+            KafkoError::PartitionReadOnly { .. } => "PartitionReadOnly",
+            KafkoError::PartitionPanicked { .. } => "PartitionPanicked",
+            KafkoError::ShuttingDown => "ShuttingDown",
+            KafkoError::StorageFull { .. } => "StorageFull",
+            KafkoError::TooManyOpenFiles { .. } => "TooManyOpenFiles",
+            KafkoError::Corruption { .. } => "Corruption",
+            KafkoError::Io { .. } => "Io",
+            KafkoError::NotCompacted { .. } => "NotCompacted",
+            KafkoError::LimitReached { .. } => "LimitReached",
+            KafkoError::Internal(_) => "Internal",
+            KafkoError::GroupNotFound { .. } => "GroupNotFound",
+            KafkoError::UnknownMember { .. } => "UnknownMember",
+            KafkoError::StaleGeneration { .. } => "StaleGeneration",
+            KafkoError::NotAssigned { .. } => "NotAssigned",
+            KafkoError::GroupHasMembers { .. } => "GroupHasMembers",
+            KafkoError::NoValidOffset { .. } => "NoValidOffset",
+        }
     }
 
-    #[test]
-    fn core_errors_map_to_statuses_and_stable_codes() {
+    /// `/v1`'s status, code and `Retry-After`.
+    type V1Answer = (u16, &'static str, Option<u32>);
+    /// The REST Proxy's status and error_code.
+    type ProxyAnswer = (u16, u32);
+
+    /// Every failure of the core (but a partial send, which needs a real send and is
+    /// answered per partition: `produce_partial`), with what each front end answers:
+    /// `/v1`'s status, code and `Retry-After`, the REST Proxy's status and error_code.
+    #[rustfmt::skip]
+    fn answers() -> Vec<(KafkoError, V1Answer, ProxyAnswer)> {
+        use KafkoError as K;
         let t = || "t".to_owned();
-        assert_eq!(
-            map(KafkoError::TopicNotFound { topic: t() }),
-            (404, "topic_not_found", None)
-        );
-        assert_eq!(
-            map(KafkoError::TopicAlreadyExists { topic: t() }),
-            (409, "topic_exists", None)
-        );
-        assert_eq!(
-            map(KafkoError::InvalidName {
-                name: "..".into(),
-                reason: "dots"
-            }),
-            (400, "invalid_topic_name", None)
-        );
-        assert_eq!(
-            map(KafkoError::RecordTooLarge { size: 2, max: 1 }),
-            (413, "record_too_large", None)
-        );
-        assert_eq!(
-            map(KafkoError::Backpressure {
-                topic: t(),
-                partition: 0
-            }),
-            (503, "backpressure", Some(1))
-        );
-        assert_eq!(
-            map(KafkoError::ShuttingDown),
-            (503, "shutting_down", Some(5))
-        );
-        assert_eq!(
-            map(KafkoError::StorageFull {
-                op: "writing",
-                path: "/x".into()
-            })
-            .0,
-            507
-        );
-        assert_eq!(
-            map(KafkoError::TooManyOpenFiles {
-                op: "creating",
-                path: "/x".into()
-            }),
-            (503, "too_many_open_files", Some(5))
-        );
-        assert_eq!(
-            map(KafkoError::OffsetOutOfRange {
-                requested: 9,
-                log_start_offset: 1,
-                high_watermark: 5
-            }),
-            (416, "offset_out_of_range", None)
-        );
+        let g = || "g".to_owned();
+        let m = || "m".to_owned();
+        let x = || std::path::PathBuf::from("/x");
+        let panicked = || kafko_core::InternalError::TaskPanicked { task: "t", message: "boom".into() };
+        vec![
+            (K::AlreadyOpen { path: x() }, (503, "unavailable", Some(5)), (503, 50003)),
+            (K::TopicNotFound { topic: t() }, (404, "topic_not_found", None), (404, 40401)),
+            (K::TopicDeleted { topic: t() }, (404, "topic_deleted", None), (404, 40401)),
+            (K::TopicAlreadyExists { topic: t() }, (409, "topic_exists", None), (400, 40002)),
+            (K::InvalidName { name: "..".into(), reason: "dots" }, (400, "invalid_topic_name", None), (422, 42206)),
+            (K::InvalidConfig { reason: "r".into() }, (400, "invalid_config", None), (422, 42206)),
+            (K::PartitionNotFound { topic: t(), partition: 3, partitions: 1 }, (404, "partition_not_found", None), (404, 40402)),
+            (K::OffsetOutOfRange { requested: 9, log_start_offset: 1, high_watermark: 5 }, (416, "offset_out_of_range", None), (409, 40903)),
+            (K::RecordTooLarge { size: 2, max: 1 }, (413, "record_too_large", None), (413, 42207)),
+            (K::KeyRequired { topic: t() }, (400, "key_required", None), (422, 42206)),
+            (K::InvalidRequest { reason: "r".into() }, (400, "invalid_request", None), (422, 42206)),
+            (K::Backpressure { topic: t(), partition: 0 }, (503, "backpressure", Some(1)), (503, 50003)),
+            (K::PartitionReadOnly { topic: t(), partition: 0, reason: "r".into() }, (503, "partition_read_only", Some(5)), (503, 50003)),
+            (K::PartitionPanicked { topic: t(), partition: 0 }, (503, "unavailable", Some(5)), (503, 50003)),
+            (K::ShuttingDown, (503, "shutting_down", Some(5)), (503, 50003)),
+            (K::StorageFull { op: "writing", path: x() }, (507, "storage_full", None), (507, 50002)),
+            (K::TooManyOpenFiles { op: "creating", path: x() }, (503, "too_many_open_files", Some(5)), (503, 50003)),
+            (K::Corruption { file: x(), position: 7, reason: "crc".into() }, (500, "corruption", None), (500, 50002)),
+            (K::Io { op: "reading", path: x(), source: std::io::Error::other("boom") }, (500, "internal", None), (500, 50002)),
+            (K::NotCompacted { topic: t() }, (400, "invalid_request", None), (422, 42206)),
+            (K::LimitReached { resource: "topics", limit: 2 }, (409, "limit_reached", None), (409, 40903)),
+            (K::Internal(panicked()), (500, "internal", None), (500, 50002)),
+            (K::GroupNotFound { group: g() }, (404, "group_not_found", None), (404, 40403)),
+            (K::UnknownMember { group: g(), member: m() }, (409, "unknown_member", None), (404, 40403)),
+            (K::StaleGeneration { group: g(), current: 3, given: 2 }, (409, "stale_generation", None), (409, 40903)),
+            (K::NotAssigned { topic: t(), partition: 1, member: m() }, (409, "not_assigned", None), (409, 40903)),
+            (K::GroupHasMembers { group: g(), topic: t(), members: 2 }, (409, "group_has_members", None), (409, 40903)),
+            (K::NoValidOffset { group: g(), topic: t(), partition: 0 }, (416, "no_valid_offset", None), (409, 40903)),
+        ]
     }
 
     #[test]
-    fn group_errors_map_to_statuses_and_stable_codes() {
-        let g = || "g".to_owned();
-        assert_eq!(
-            map(KafkoError::GroupNotFound { group: g() }),
-            (404, "group_not_found", None)
-        );
-        assert_eq!(
-            map(KafkoError::UnknownMember {
-                group: g(),
-                member: "m".into()
-            }),
-            (409, "unknown_member", None)
-        );
+    fn every_core_failure_has_its_answer_in_each_front_end() {
+        let mut seen = std::collections::BTreeSet::new();
+        let mut wrong = Vec::new();
+        for ((e, v1, proxy), (copy, ..)) in answers().into_iter().zip(answers()) {
+            let name = variant(&e);
+            seen.insert(name);
+            let a = ApiError::from(e);
+            let p = crate::rest_proxy::error::ProxyError::from(copy);
+            let got = (
+                (a.status.as_u16(), a.code, a.retry_after),
+                (p.status.as_u16(), p.error_code),
+            );
+            if got != (v1, proxy) {
+                wrong.push(format!("{name}: expected {:?}, got {got:?}", (v1, proxy)));
+            }
+        }
+        assert!(wrong.is_empty(), "{wrong:#?}");
+        // Every variant is in the table, but the partial send.
+        assert_eq!(seen.len(), 28, "{seen:?}");
+        assert!(!seen.contains("PartiallyAppended"));
+    }
+
+    #[test]
+    fn the_typed_extensions_of_v1_problems() {
         let stale = ApiError::from(KafkoError::StaleGeneration {
-            group: g(),
+            group: "g".into(),
             current: 3,
             given: 2,
         });
-        assert_eq!(
-            (stale.status.as_u16(), stale.code),
-            (409, "stale_generation")
-        );
         assert_eq!(stale.extra["generation"], 3);
+        assert_eq!(stale.extra["given_generation"], 2);
+        let range = ApiError::from(KafkoError::OffsetOutOfRange {
+            requested: 9,
+            log_start_offset: 1,
+            high_watermark: 5,
+        });
         assert_eq!(
-            map(KafkoError::NotAssigned {
-                topic: "t".into(),
-                partition: 1,
-                member: "m".into()
-            }),
-            (409, "not_assigned", None)
+            (
+                range.extra["requested"].clone(),
+                range.extra["log_start_offset"].clone(),
+                range.extra["high_watermark"].clone()
+            ),
+            (json!(9), json!(1), json!(5))
         );
+        let limit = ApiError::from(KafkoError::LimitReached {
+            resource: "topics",
+            limit: 2,
+        });
         assert_eq!(
-            map(KafkoError::GroupHasMembers {
-                group: g(),
-                topic: "t".into(),
-                members: 2
-            }),
-            (409, "group_has_members", None)
+            (
+                limit.extra["resource"].clone(),
+                limit.extra["limit"].clone()
+            ),
+            (json!("topics"), json!(2))
         );
-        assert_eq!(
-            map(KafkoError::NoValidOffset {
-                group: g(),
-                topic: "t".into(),
-                partition: 0
-            }),
-            (416, "no_valid_offset", None)
-        );
+        let member = ApiError::from(KafkoError::UnknownMember {
+            group: "g".into(),
+            member: "m".into(),
+        });
+        assert_eq!(member.extra["member_id"], "m");
         let bad = kafko_core::naming::validate_name("..").unwrap_err();
         let a = ApiError::invalid_name(bad, "invalid_group_name");
         assert_eq!((a.status.as_u16(), a.code), (400, "invalid_group_name"));

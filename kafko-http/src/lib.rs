@@ -12,12 +12,16 @@
 //! - [`server`]: the accept loop with header-read timeout and graceful shutdown.
 //! - `routes/`: `topics`, `records/{produce,fetch,single,stream}`, `groups`, `admin`,
 //!   `health`.
-//! - `error`: problem+json responses and the one `KafkoError` → HTTP mapping.
+//! - `service/`: what every front end calls, with no HTTP in it: `produce` (one policy:
+//!   limits, full queue, auto-create) and `failure` (the one exhaustive mapping from a
+//!   core error to a `Failure`).
+//! - `error`: problem+json responses: `/v1`'s rendering of a `Failure`.
 //! - `extract`: extractors whose rejections are problem+json too.
 //! - `dto`, `codec`: wire types and the `format` (string/json/base64) encodings.
 //! - `metrics`, `middleware`: Prometheus counters; auth, limits, timing.
 //! - [`openapi`]: the generated spec.
-//! - `rest_proxy/`: a wire-compatible subset of the Kafka REST Proxy API (v2 and v3).
+//! - `rest_proxy/`: a wire-compatible subset of the Kafka REST Proxy API (v2 and v3); its
+//!   `error` renders a `Failure` as `{error_code, message}`.
 //! - [`probe`]: `kafko-http --healthcheck`, the container health probe (no curl needed).
 
 // Bad input and I/O failures answer with a problem, never a panic (tests may unwrap:
@@ -49,6 +53,7 @@ mod on_sent;
 mod rest_proxy;
 mod router;
 mod routes;
+mod service;
 
 pub use config::{AutoCreate, DEFAULT_CLUSTER_ID, ServerConfig, public_url};
 pub use error::ServerError;

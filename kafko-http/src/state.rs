@@ -79,29 +79,6 @@ impl AppState {
         self.shutdown.subscribe()
     }
 
-    /// The producer of `topic`, which does not exist yet: created first when the server
-    /// auto-creates topics (`TopicNotFound` when it does not). Another request may
-    /// create it meanwhile (with its own config); that is no failure.
-    pub(crate) async fn auto_created_producer(
-        &self,
-        topic: &str,
-    ) -> Result<kafko_core::Producer, kafko_core::AdminError> {
-        let crate::AutoCreate::Enabled(config) = &self.config.auto_create else {
-            return Err(kafko_core::AdminError::TopicNotFound {
-                topic: topic.to_owned(),
-            });
-        };
-        match self
-            .kafko
-            .create_topic_with_config(topic, config.clone())
-            .await
-        {
-            Ok(_) | Err(kafko_core::AdminError::TopicAlreadyExists { .. }) => {}
-            Err(e) => return Err(e),
-        }
-        self.kafko.producer_for(topic)
-    }
-
     /// Resolves once shutdown begins.
     pub async fn shutdown_requested(&self) {
         let mut rx = self.shutdown.subscribe();

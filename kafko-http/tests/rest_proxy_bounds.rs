@@ -498,3 +498,59 @@ async fn answer_urls_come_from_the_public_url_or_a_valid_host_only() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("--public-url"), "{stderr}");
 }
+
+#[tokio::test]
+async fn v2_and_v3_produce_apply_the_servers_record_limits_as_v1_does() {
+    let (_tmp, s, c) = fresh_server(&["--max-records-per-request", "3"]).await;
+    create_topic(&c, &s, "capped", json!({})).await;
+    let records = |n: usize| json!({"records": vec![json!({"value": "eA=="}); n]}).to_string();
+    let v2 = |topic: &str, body: String| {
+        c.post(s.url(&format!("/topics/{topic}")))
+            .header("content-type", BINARY)
+            .body(body)
+            .send()
+    };
+
+    // v2: one record past the limit is refused whole, to an existing topic and to an
+    // unknown one (which is not created).
+    for topic in ["capped", "unknown"] {
+        let r = v2(topic, records(4)).await.unwrap();
+        let status = r.status().as_u16();
+        let b = json(r).await;
+        println!("v2 to {topic}: {status} {b}");
+        assert_eq!(status, 413, "{b}");
+        assert_eq!(b["error_code"], 41301, "{b}");
+    }
+    let r = v2("capped", records(3)).await.unwrap();
+    assert_eq!(r.status(), 200);
+    let topics = json(c.get(s.url("/v1/topics")).send().await.unwrap()).await;
+    assert!(!topics.to_string().contains("unknown"), "{topics}");
+
+    // v3: a stream past the limit ends with that error line after three receipts.
+    let r = c
+        .post(s.url("/v3/clusters/kafko/topics/capped/records"))
+        .header("content-type", "application/json")
+        .header("transfer-encoding", "chunked")
+        .body(reqwest::Body::wrap_stream(futures_util::stream::iter(
+            (0..5).map(|i| {
+                Ok::<_, std::io::Error>(format!(r#"{{"value":{{"data":{i}}}}}"#).into_bytes())
+            }),
+        )))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let text = r.text().await.unwrap();
+    println!("v3 stream: {text}");
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 4, "{text}");
+    assert!(lines[..3].iter().all(|l| l["error_code"] == 200), "{text}");
+    assert_eq!(lines[3]["error_code"], 41301, "{text}");
+
+    // /v1 and v2 store the same: 3 records each.
+    let d = json(c.get(s.url("/v1/topics/capped")).send().await.unwrap()).await;
+    assert_eq!(d["partitions"][0]["high_watermark"], 6, "{d}");
+}

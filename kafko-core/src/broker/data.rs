@@ -20,6 +20,16 @@ impl Kafko {
         Ok(TopicHandle::new(self.resolve(name)?))
     }
 
+    /// The topic `name` if it exists, `None` if it does not: the existence check of a
+    /// caller that acts on a missing topic (creates it, say), with no error to match.
+    ///
+    /// # Errors
+    /// `ShuttingDown` once shutdown began.
+    pub fn find_topic(&self, name: &str) -> Result<Option<TopicHandle>, AdminError> {
+        self.check_open()?;
+        Ok(self.lookup(name).map(TopicHandle::new))
+    }
+
     /// A producer for the topic `name`: `topic(name)?.producer()`.
     ///
     /// # Errors

@@ -95,15 +95,19 @@ impl Kafko {
 
     pub(crate) fn resolve(&self, name: &str) -> Result<Arc<Topic>> {
         self.check_open()?;
+        self.lookup(name).ok_or_else(|| KafkoError::TopicNotFound {
+            topic: name.to_owned(),
+        })
+    }
+
+    /// The live topic `name`, if any.
+    pub(crate) fn lookup(&self, name: &str) -> Option<Arc<Topic>> {
         self.inner
             .topics
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .get(name)
             .cloned()
-            .ok_or_else(|| KafkoError::TopicNotFound {
-                topic: name.to_owned(),
-            })
     }
 
     pub(crate) fn all_topics(&self) -> Vec<Arc<Topic>> {

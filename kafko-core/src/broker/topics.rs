@@ -9,11 +9,12 @@ use std::sync::atomic::Ordering;
 use crate::config::{TopicConfig, TopicConfigUpdate};
 use crate::disk;
 use crate::error::{AdminError, KafkoError, Result};
+use crate::handle::TopicHandle;
 use crate::naming::validate_name;
 use crate::record::now_ms;
 use crate::segment::files::FileCache;
 use crate::storage::{Storage, blocking, create_dir_durably};
-use crate::topic::TopicDescription;
+use crate::topic::{Topic, TopicDescription};
 use crate::topic_id::TopicId;
 
 use super::recover::{RecoveredTopic, recover_topic, remove_unfinished_topic};
@@ -46,7 +47,7 @@ impl Kafko {
         config.validate()?;
         self.check_open()?;
         let _admin = self.inner.admin.lock().await;
-        if let Ok(existing) = self.resolve(name) {
+        if let Some(existing) = self.lookup(name) {
             return if *existing.config() == config {
                 Ok(CreateOutcome::AlreadyExisted)
             } else {
@@ -55,6 +56,38 @@ impl Kafko {
                 })
             };
         }
+        self.create_locked(name, config).await?;
+        Ok(CreateOutcome::Created)
+    }
+
+    /// The topic `name`, created with `config` first when it does not exist; an existing
+    /// topic is returned whatever its configuration (another caller may have created it
+    /// meanwhile, with its own). The step behind auto-creation: one check and one create
+    /// under the admin lock, no error to match and swallow.
+    ///
+    /// # Errors
+    /// As [`create_topic_with_config`](Self::create_topic_with_config), but never
+    /// `TopicAlreadyExists`.
+    pub async fn topic_or_create(
+        &self,
+        name: &str,
+        config: TopicConfig,
+    ) -> Result<TopicHandle, AdminError> {
+        if let Some(existing) = self.find_topic(name)? {
+            return Ok(existing);
+        }
+        validate_name(name)?;
+        config.validate()?;
+        let _admin = self.inner.admin.lock().await;
+        self.check_open()?;
+        if let Some(existing) = self.lookup(name) {
+            return Ok(TopicHandle::new(existing));
+        }
+        Ok(TopicHandle::new(self.create_locked(name, config).await?))
+    }
+
+    /// Creates the topic `name`, which does not exist, under the admin lock.
+    async fn create_locked(&self, name: &str, config: TopicConfig) -> Result<Arc<Topic>> {
         self.check_limits(config.partitions)?;
         let storage = self.inner.storage.clone();
         let files = self.inner.files.clone();
@@ -65,19 +98,19 @@ impl Kafko {
             make_topic_dir((&storage, &files), &dir, &owned, config_on_disk)
         })
         .await?;
-        let topic = recovered.start();
+        let topic = Arc::new(recovered.start());
         self.inner
             .topics
             .write()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(name.to_owned(), Arc::new(topic));
+            .insert(name.to_owned(), Arc::clone(&topic));
         self.inner.topics_changed.notify_waiters();
         tracing::info!(
             topic = name,
             partitions = config.partitions,
             "created topic"
         );
-        Ok(CreateOutcome::Created)
+        Ok(topic)
     }
 
     /// Names of all topics, sorted.

@@ -6,7 +6,10 @@
 /// entry or, written `Name = Entry`, under another name. The mode says what else comes
 /// with it:
 ///
-/// - `union` ([`KafkoError`](crate::KafkoError)): `kind()` and `duplicate()`.
+/// - `union` ([`KafkoError`](crate::KafkoError)): `kind()` and `duplicate()`. The union
+///   is exhaustive, so that a caller that maps every failure (a server's answers) by a
+///   `match` with no `_` arm does not compile until a new failure is placed; the
+///   operation errors are `#[non_exhaustive]`.
 /// - `leaf` (an error the union holds flattened): `kind()` and its conversion into the
 ///   union.
 /// - `operation "what"`: `kind()`, its conversion into the union, and the
@@ -32,7 +35,7 @@ macro_rules! error_enum {
         error_enum! {
             @next [
                 $mode transparent
-                [$(#[$attr])* #[derive(Debug, thiserror::Error)] #[non_exhaustive]]
+                [$(#[$attr])* #[derive(Debug, thiserror::Error)]]
                 $name [$($what)?] [$($($never)*)?]
             ] []
             $($variant $(= $entry)?,)*
@@ -65,11 +68,11 @@ macro_rules! error_enum {
             }
         }
     };
-    (@leaf $attrs:tt $name:ident [] []
+    (@leaf [$($attr:tt)*] $name:ident [] []
         [$({ $decl:tt $kind:tt [$($to:tt)*] $from:tt $copy:tt })*]
     ) => {
         error_enum! {
-            @enum $attrs $name [$({ $decl $kind })*] {
+            @enum [$($attr)* #[non_exhaustive]] $name [$({ $decl $kind })*] {
                 /// This failure as a variant of the union.
                 fn into_union(self) -> crate::error::KafkoError {
                     match self {

@@ -77,11 +77,17 @@ pub(crate) enum V2BadBody {
 /// not binary or json v2, a retriable failure of the log.
 #[derive(IntoResponses)]
 pub(crate) enum V2ProduceRefusals {
-    #[response(status = 413, description = "Body or record too large")]
+    #[response(
+        status = 413,
+        description = "Body too large (413), a record past --max-record-bytes (42207), or more records than --max-records-per-request (41301); nothing stored"
+    )]
     TooLarge(ErrorBody),
     #[response(status = 415, description = "Not a binary or json v2 media type")]
     MediaType(ErrorBody),
-    #[response(status = 503, description = "error_code 50003: retriable")]
+    #[response(
+        status = 503,
+        description = "error_code 50003: retriable (a partition's write queue is full, or the server is stopping); nothing stored"
+    )]
     Retriable(ErrorBody),
 }
 

@@ -1,15 +1,18 @@
 //! The REST Proxy's error body, `{"error_code":N,"message":"…"}`, and its codes: the
 //! HTTP status times 100 plus a detail digit for the proxy's own codes (40401 unknown
 //! topic, 40403 unknown consumer instance…), the bare status for generic failures.
-//! Also the one place where a [`KafkoError`] becomes such an error.
+//! Also the proxy's rendering of a [`Failure`] (the one mapping from core errors, in
+//! `service::failure`).
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use kafko_core::{ErrorKind, KafkoError};
+use kafko_core::KafkoError;
 use serde::Serialize;
 
 use super::content_type::{V2_JSON, V3_JSON};
 use crate::error::ApiError;
+use crate::service::failure::{Failure, Kind};
+use crate::service::produce::ProduceFailure;
 
 /// Unknown topic.
 pub(crate) const TOPIC_NOT_FOUND: u32 = 40401;
@@ -36,6 +39,8 @@ pub(crate) const INVALID_CONSUMER_CONFIG: u32 = 42204;
 pub(crate) const INVALID_PAYLOAD: u32 = 42206;
 /// A record could not be serialized (e.g. larger than the limit).
 pub(crate) const SERIALIZATION: u32 = 42207;
+/// A request holding more records than `--max-records-per-request`.
+pub(crate) const TOO_MANY_RECORDS: u32 = 41301;
 /// A failure of the log itself.
 pub(crate) const KAFKA_ERROR: u32 = 50002;
 /// A failure worth retrying (backpressure, shutting down).
@@ -184,63 +189,57 @@ impl From<ApiError> for ProxyError {
     }
 }
 
-// Each operation's error maps through `KafkoError`'s table below.
-crate::error::via_kafko_error!(
-    ProxyError: kafko_core::AdminError,
+crate::error::via_failure!(
+    ProxyError: KafkoError,
+    kafko_core::AdminError,
     kafko_core::ProduceError,
     kafko_core::FetchError,
     kafko_core::GroupError
 );
 
-impl From<KafkoError> for ProxyError {
-    fn from(e: KafkoError) -> Self {
-        let message = e.to_string();
-        match &e {
-            KafkoError::TopicNotFound { topic } => Self::topic_not_found(topic),
-            KafkoError::PartitionNotFound { .. } => {
-                Self::new(StatusCode::NOT_FOUND, PARTITION_NOT_FOUND, message)
+impl From<Failure> for ProxyError {
+    // Long by design: the proxy's status and code of every failure, an arm per kind.
+    fn from(f: Failure) -> Self {
+        use StatusCode as S;
+        let message = f.detail;
+        match f.kind {
+            Kind::TopicNotFound { topic } => Self::topic_not_found(&topic),
+            Kind::TopicDeleted => Self::new(S::NOT_FOUND, TOPIC_NOT_FOUND, message),
+            Kind::PartitionNotFound => Self::new(S::NOT_FOUND, PARTITION_NOT_FOUND, message),
+            // A REST Proxy group lives as its consumer instances.
+            Kind::GroupNotFound | Kind::UnknownMember { .. } => {
+                Self::new(S::NOT_FOUND, CONSUMER_INSTANCE_NOT_FOUND, message)
             }
-            KafkoError::RecordTooLarge { .. } => {
-                Self::new(StatusCode::PAYLOAD_TOO_LARGE, SERIALIZATION, message)
+            Kind::TopicExists => Self::new(S::BAD_REQUEST, V3_BAD_TOPIC, message),
+            Kind::InvalidName | Kind::InvalidConfig | Kind::InvalidRequest | Kind::KeyRequired => {
+                Self::unprocessable(INVALID_PAYLOAD, message)
             }
-            KafkoError::InvalidName { .. }
-            | KafkoError::InvalidConfig { .. }
-            | KafkoError::InvalidRequest { .. }
-            | KafkoError::KeyRequired { .. } => Self::unprocessable(INVALID_PAYLOAD, message),
-            KafkoError::NotAssigned { .. }
-            | KafkoError::GroupHasMembers { .. }
-            | KafkoError::LimitReached { .. } => {
-                Self::new(StatusCode::CONFLICT, ILLEGAL_STATE, message)
+            Kind::RecordTooLarge => Self::new(S::PAYLOAD_TOO_LARGE, SERIALIZATION, message),
+            Kind::TooManyRecords { .. } => {
+                Self::new(S::PAYLOAD_TOO_LARGE, TOO_MANY_RECORDS, message)
             }
-            KafkoError::OffsetOutOfRange { .. } | KafkoError::NoValidOffset { .. } => {
-                Self::new(StatusCode::CONFLICT, ILLEGAL_STATE, message)
-            }
-            KafkoError::Backpressure { .. } | KafkoError::ShuttingDown => {
-                Self::new(StatusCode::SERVICE_UNAVAILABLE, KAFKA_RETRIABLE, message)
-            }
-            // Server-side failures: logged in full (paths, OS errors, panic text), answered
-            // with a generic message, as `/v1` does.
-            _ => {
-                tracing::error!(error = %e, "REST Proxy request failed");
-                match e.kind() {
-                    ErrorKind::Unavailable => Self::new(
-                        StatusCode::SERVICE_UNAVAILABLE,
-                        KAFKA_RETRIABLE,
-                        "the partition is temporarily unavailable",
-                    ),
-                    ErrorKind::StorageFull => Self::new(
-                        StatusCode::INSUFFICIENT_STORAGE,
-                        KAFKA_ERROR,
-                        "the server is out of disk space",
-                    ),
-                    _ => Self::new(
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        KAFKA_ERROR,
-                        "internal error; see the server log",
-                    ),
-                }
+            Kind::NotAssigned { .. }
+            | Kind::GroupHasMembers { .. }
+            | Kind::LimitReached { .. }
+            | Kind::StaleGeneration { .. }
+            | Kind::OffsetOutOfRange { .. }
+            | Kind::NoValidOffset { .. } => Self::new(S::CONFLICT, ILLEGAL_STATE, message),
+            Kind::Backpressure
+            | Kind::ShuttingDown
+            | Kind::PartitionReadOnly
+            | Kind::TooManyOpenFiles
+            | Kind::Unavailable => Self::new(S::SERVICE_UNAVAILABLE, KAFKA_RETRIABLE, message),
+            Kind::StorageFull => Self::new(S::INSUFFICIENT_STORAGE, KAFKA_ERROR, message),
+            Kind::Corruption | Kind::Internal => {
+                Self::new(S::INTERNAL_SERVER_ERROR, KAFKA_ERROR, message)
             }
         }
+    }
+}
+
+impl From<ProduceFailure> for ProxyError {
+    fn from(e: ProduceFailure) -> Self {
+        Failure::from(e).into()
     }
 }
 
@@ -248,27 +247,8 @@ impl From<KafkoError> for ProxyError {
 mod tests {
     use super::*;
 
-    #[test]
-    fn log_failures_map_to_the_proxys_codes() {
-        let t = || "t".to_owned();
-        let cases = [
-            (
-                KafkoError::TopicNotFound { topic: t() },
-                404,
-                TOPIC_NOT_FOUND,
-            ),
-            (KafkoError::ShuttingDown, 503, KAFKA_RETRIABLE),
-            (
-                KafkoError::RecordTooLarge { size: 2, max: 1 },
-                413,
-                SERIALIZATION,
-            ),
-        ];
-        for (e, status, code) in cases {
-            let p = ProxyError::from(e);
-            assert_eq!((p.status.as_u16(), p.error_code), (status, code));
-        }
-    }
+    // Every core failure's status and error_code: `crate::error`'s table test, which
+    // checks both front ends.
 
     #[test]
     fn a_server_side_failure_answers_a_generic_message() {

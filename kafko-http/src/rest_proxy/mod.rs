@@ -482,17 +482,16 @@ pub(crate) fn is_host_and_port(s: &str) -> bool {
 }
 
 /// The topic's producer; an unknown topic is created first when the server auto-creates
-/// topics (as Kafka's `auto.create.topics.enable`), else it is 40401.
+/// topics (as Kafka's `auto.create.topics.enable`), else it is 40401, as is a name no
+/// topic can have.
 pub(crate) async fn producer_for(
     state: &AppState,
     topic: &str,
 ) -> Result<kafko_core::Producer, ProxyError> {
-    use kafko_core::AdminError;
-    match state.kafko.producer_for(topic) {
-        Err(AdminError::TopicNotFound { .. }) => Ok(state.auto_created_producer(topic).await?),
-        Err(AdminError::InvalidName { .. }) => Err(ProxyError::topic_not_found(topic)),
-        other => Ok(other?),
+    if kafko_core::naming::validate_name(topic).is_err() {
+        return Err(ProxyError::topic_not_found(topic));
     }
+    Ok(crate::service::produce::producer(&state.kafko, &state.config.auto_create, topic).await?)
 }
 
 #[cfg(test)]

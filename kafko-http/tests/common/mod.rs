@@ -16,7 +16,7 @@ use tokio::process::{Child, Command};
 // The test storage layers and on-disk readers the library's tests use too: the
 // in-process server's tests inject faults and read the files the same way.
 #[allow(unused_imports)] // each test binary uses some of them
-pub use kafko_test_support::{failing_appends, interposed, on_disk};
+pub use kafko_test_support::{failing_appends, gate, interposed, on_disk};
 
 /// A running server process.
 pub struct Server {

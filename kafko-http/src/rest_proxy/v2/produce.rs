@@ -2,7 +2,9 @@
 //! `{"records":[{"key","value","partition"?}]}` in the binary (base64) or json embedded
 //! format. The answer is 200 with one offset per record; a record that cannot be
 //! written (an unknown partition) gets its `error_code` and `error` inside the 200, as
-//! on the proxy, and does not stop the others.
+//! on the proxy, and does not stop the others. The records are appended under the
+//! server's produce policy (`service::produce`: its limits, a full write queue
+//! refused), as on `/v1`.
 
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -10,7 +12,7 @@ use axum::response::Response;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use bytes::Bytes;
-use kafko_core::{ProducerRecord, SendOptions};
+use kafko_core::RecordRef;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -24,6 +26,7 @@ use crate::rest_proxy::error::{
     ErrorBody, INVALID_PAYLOAD, PARTITION_NOT_FOUND, ProxyError, ProxyResult,
 };
 use crate::rest_proxy::{ProxyBody, ProxyPath, parse_body, producer_for};
+use crate::service::produce::{Policy, Produce};
 use crate::state::AppState;
 
 /// One record of a v2 produce.
@@ -161,17 +164,7 @@ async fn produce(
 ) -> ProxyResult<Response> {
     let format = produce_format(headers)?;
     let request = checked_request(body)?;
-    let mut records = Vec::with_capacity(request.records.len());
-    for r in request.records {
-        records.push(ProducerRecord {
-            key: decode(r.key, format, "key")?,
-            value: decode(r.value, format, "value")?,
-            headers: Vec::new(),
-            timestamp: None,
-            partition: partition.or(r.partition),
-        });
-    }
-    let offsets = send(state, topic, records).await?;
+    let offsets = send(state, topic, partition, format, request.records).await?;
     Ok(v2_json(&ProduceResponse {
         offsets,
         key_schema_id: None,
@@ -210,42 +203,63 @@ fn checked_request(body: &[u8]) -> ProxyResult<ProduceRequest> {
     Ok(request)
 }
 
-/// Appends the records and says where each went, in order. A record for a partition
-/// that does not exist fails alone, inside the 200; the others are appended together.
+/// Appends the records under the server's produce policy (its limits, a full write
+/// queue refused) and says where each went, in order. A record for a partition that
+/// does not exist fails alone, inside the 200; the others are appended together.
 async fn send(
     state: &AppState,
     topic: &str,
-    records: Vec<ProducerRecord>,
+    partition: Option<u32>,
+    format: EmbeddedFormat,
+    records: Vec<ProduceRecord>,
 ) -> ProxyResult<Vec<PartitionOffset>> {
+    // Decoded and checked against the limits whole first: a request refused for its
+    // payload creates no topic.
+    let decoded = records
+        .into_iter()
+        .map(|r| {
+            let key = decode(r.key, format, "key")?;
+            let value = decode(r.value, format, "value")?;
+            Ok((key, value, partition.or(r.partition)))
+        })
+        .collect::<ProxyResult<Vec<_>>>()?;
+    let policy = Policy::of(&state.config);
+    for (nth, (key, value, partition)) in decoded.iter().enumerate() {
+        policy
+            .limits
+            .check(nth + 1, &record_ref(key, value, *partition))?;
+    }
     let producer = producer_for(state, topic).await?;
     let partitions = producer.partitions();
-    let (good, bad): (Vec<_>, Vec<_>) = records
-        .into_iter()
-        .enumerate()
-        .partition(|(_, r)| r.partition.is_none_or(|p| p < partitions));
-    let (indexes, good): (Vec<usize>, Vec<ProducerRecord>) = good.into_iter().unzip();
-    let mut offsets: Vec<Option<PartitionOffset>> = Vec::new();
-    offsets.resize_with(indexes.len() + bad.len(), || None);
-    for (i, r) in bad {
-        offsets[i] = Some(PartitionOffset {
-            partition: None,
-            offset: None,
-            error_code: Some(PARTITION_NOT_FOUND),
-            error: Some(format!(
-                "Partition {} of topic '{topic}' not found.",
-                r.partition.unwrap_or_default()
-            )),
-        });
+    let mut produce = Produce::new(&producer, policy);
+    // Each record's answer: `None` for a record sent, filled in from the receipt.
+    let mut offsets: Vec<Option<PartitionOffset>> = Vec::with_capacity(decoded.len());
+    for (key, value, partition) in &decoded {
+        let record = record_ref(key, value, *partition);
+        match record.partition {
+            Some(p) if p >= partitions => {
+                produce.skip(&record)?;
+                offsets.push(Some(PartitionOffset {
+                    partition: None,
+                    offset: None,
+                    error_code: Some(PARTITION_NOT_FOUND),
+                    error: Some(format!("Partition {p} of topic '{topic}' not found.")),
+                }));
+            }
+            _ => {
+                produce.push(record)?;
+                offsets.push(None);
+            }
+        }
     }
-    if !good.is_empty() {
-        let (count, bytes) = (good.len(), good.iter().map(ProducerRecord::size).sum());
-        let meta = producer
-            .send_batch_with(good, SendOptions::default())
-            .await
-            .map_err(ProxyError::from)?;
-        state.metrics.produced(topic, count, bytes);
-        for (i, m) in indexes.into_iter().zip(meta) {
-            offsets[i] = Some(PartitionOffset {
+    if produce.len() > 0 {
+        let receipt = produce.send().await?;
+        state
+            .metrics
+            .produced(topic, receipt.records, receipt.bytes);
+        let mut sent = receipt.sent.records();
+        for slot in offsets.iter_mut().filter(|o| o.is_none()) {
+            *slot = sent.next().map(|m| PartitionOffset {
                 partition: Some(m.partition),
                 offset: Some(m.offset),
                 error_code: None,
@@ -254,4 +268,19 @@ async fn send(
         }
     }
     Ok(offsets.into_iter().flatten().collect())
+}
+
+/// A decoded v2 record, to send.
+fn record_ref<'a>(
+    key: &'a Option<Bytes>,
+    value: &'a Option<Bytes>,
+    partition: Option<u32>,
+) -> RecordRef<'a> {
+    RecordRef {
+        key: key.as_deref(),
+        value: value.as_deref(),
+        headers: &[],
+        timestamp: None,
+        partition,
+    }
 }

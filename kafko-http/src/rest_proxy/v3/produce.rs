@@ -6,8 +6,9 @@
 //! is appended, so a client may keep the body open and send records while reading
 //! receipts. A record that fails gets `{"error_code","message"}` in its place and the
 //! others go on; a body that stops being JSON, pauses longer than
-//! `--body-read-timeout-ms`, or holds a record past [`record_limit`] ends the stream with
-//! one last error line.
+//! `--body-read-timeout-ms`, holds a record past [`record_limit`] or more records than
+//! `--max-records-per-request` ends the stream with one last error line. Each record is
+//! appended under the server's produce policy (`service::produce`), as on `/v1`.
 //!
 //! The body is read incrementally (`scan`): each byte is looked at once, and only the
 //! record being read is held, so a large record in small chunks costs time linear in its
@@ -32,7 +33,8 @@ use super::scan::{Next, Values};
 use crate::rest_proxy::api_doc::V3TopicPath;
 use crate::rest_proxy::content_type::V3_JSON;
 use crate::rest_proxy::error::{ErrorBody, INVALID_PAYLOAD, ProxyError};
-use crate::rest_proxy::producer_for;
+use crate::service::failure::{Failure, Kind};
+use crate::service::produce::{self, Policy};
 use crate::state::AppState;
 
 /// Receipts buffered ahead of a slow reader before appends wait for it.
@@ -53,10 +55,10 @@ fn line<T: Serialize>(value: &T) -> Bytes {
         (status = 200, description = "The record's receipt; for a stream, one line per record, in order: its receipt, or the error of a record that failed", body = Outcome),
         (status = 400, description = "The body does not start with a JSON record, or the one record's key, value, headers or timestamp cannot be decoded", body = ErrorBody),
         (status = 404, description = "Unknown cluster (404), topic (40403, auto-creation off) or the one record's partition (40402)", body = ErrorBody),
-        (status = 413, description = "The first record exceeds the body or record limit", body = ErrorBody),
+        (status = 413, description = "The first record exceeds the body or JSON record limit (413) or --max-record-bytes (42207); a stream past --max-records-per-request ends with an error line 41301", body = ErrorBody),
         (status = 415, description = "Not application/json", body = ErrorBody),
         (status = 422, description = "error_code 42206: empty body; 422: the one record is not a record", body = ErrorBody),
-        (status = 503, description = "error_code 50003: the partition is busy or the server is stopping; nothing was appended", body = ErrorBody),
+        (status = 503, description = "error_code 50003: the partition's write queue is full (refused at once, as on /v1) or the server is stopping; nothing was appended", body = ErrorBody),
         (status = 507, description = "error_code 50002: out of disk space; nothing was appended", body = ErrorBody),
     ))]
 pub(crate) async fn produce(
@@ -67,13 +69,7 @@ pub(crate) async fn produce(
     let (_, topic) = at.path;
     let state = at.state;
     check_media(&headers)?;
-    let producer = producer_for(&state, &topic).await.map_err(|e| {
-        if e.error_code == crate::rest_proxy::error::TOPIC_NOT_FOUND {
-            topic_not_found(&topic)
-        } else {
-            e.v3()
-        }
-    })?;
+    let producer = producer(&state, &topic).await?;
     let mut chunks = body.into_data_stream();
     let idle = state.config.body_read_timeout;
     let limit = record_limit(&state.config);
@@ -89,7 +85,7 @@ pub(crate) async fn produce(
     {
         read_rest(&mut chunks, &mut values, idle).await?;
         if values.only_whitespace_left() {
-            let receipt = produce_one(&state, &producer, &cluster_id, &topic, first)
+            let receipt = produce_one(&state, &producer, &cluster_id, (&topic, 1), first)
                 .await
                 .map_err(ProxyError::v3)?;
             let receipt = line(&Outcome::Receipt(receipt));
@@ -105,6 +101,7 @@ pub(crate) async fn produce(
         tx,
         idle,
         limit,
+        sent: 0,
     };
     tokio::spawn(stream.pump(chunks, first, values));
     let stream = futures_util::stream::unfold(rx, |mut rx| async move {
@@ -260,12 +257,14 @@ struct Stream {
     idle: Duration,
     /// [`record_limit`].
     limit: usize,
+    /// Records of the stream so far, counted against `--max-records-per-request`.
+    sent: usize,
 }
 
 impl Stream {
     /// Appends `first`, then reads records off the body as they arrive, sending one
     /// receipt per record; a stream that cannot go on ends with an error line.
-    async fn pump(self, mut chunks: BodyDataStream, first: Value, mut values: Values) {
+    async fn pump(mut self, mut chunks: BodyDataStream, first: Value, mut values: Values) {
         if !self.append(first).await {
             return;
         }
@@ -330,18 +329,28 @@ impl Stream {
         }
     }
 
-    /// Appends one record and sends its receipt; false once the client went away.
-    async fn append(&self, record: Value) -> bool {
+    /// Appends one record and sends its receipt; false once the client went away, or
+    /// once the stream holds more records than `--max-records-per-request` (it ends
+    /// with that error).
+    async fn append(&mut self, record: Value) -> bool {
+        self.sent += 1;
+        let policy = Policy::of(&self.state.config);
+        if let Err(e) = policy.limits.check_count(self.sent) {
+            let _ = self.tx.send(line(&ProxyError::from(e).body())).await;
+            return false;
+        }
         let Stream {
             state,
             producer,
             cluster_id,
             topic,
+            sent,
             ..
         } = self;
-        let outcome: Outcome = produce_one(state, producer, cluster_id, topic, record)
-            .await
-            .into();
+        let outcome: Outcome =
+            produce_one(state, producer, cluster_id, (topic.as_str(), *sent), record)
+                .await
+                .into();
         self.tx.send(line(&outcome)).await.is_ok()
     }
 
@@ -349,6 +358,23 @@ impl Stream {
     async fn end(&self, status: StatusCode, message: String) {
         let _ = self.tx.send(stream_error(status, message)).await;
     }
+}
+
+/// The topic's producer; an unknown topic is created first when the server auto-creates
+/// topics, else it is v3's unknown topic (404, 40403), as is a name no topic can have.
+async fn producer(state: &AppState, topic: &str) -> Result<Producer, ProxyError> {
+    if kafko_core::naming::validate_name(topic).is_err() {
+        return Err(topic_not_found(topic));
+    }
+    produce::producer(&state.kafko, &state.config.auto_create, topic)
+        .await
+        .map_err(|e| match Failure::from(e) {
+            Failure {
+                kind: Kind::TopicNotFound { .. },
+                ..
+            } => topic_not_found(topic),
+            other => ProxyError::from(other).v3(),
+        })
 }
 
 /// The last line of a stream that cannot go on.

@@ -7,12 +7,13 @@ use axum::http::StatusCode;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use bytes::Bytes;
-use kafko_core::{Header, Producer, ProducerRecord};
+use kafko_core::{Header, Producer, ProducerRecord, RecordRef};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::rest_proxy::error::{ErrorBody, PARTITION_NOT_FOUND, ProxyError};
 use crate::rest_proxy::timestamp::{format_ms, parse_ms};
+use crate::service::produce::{Policy, Produce};
 use crate::state::AppState;
 
 /// A key or a value: its type and data.
@@ -149,12 +150,13 @@ fn encode(d: Data, what: &str) -> Result<(Bytes, &'static str), ProxyError> {
     }
 }
 
-/// Appends one record (a JSON value off the body): its receipt, or its error.
+/// Appends one record (a JSON value off the body), the `nth` of its request, under the
+/// server's produce policy: its receipt, or its error.
 pub(crate) async fn produce_one(
     state: &AppState,
     producer: &Producer,
     cluster_id: &str,
-    topic: &str,
+    (topic, nth): (&str, usize),
     record: Value,
 ) -> Result<Receipt, ProxyError> {
     let unprocessable = |detail: String| {
@@ -168,18 +170,19 @@ pub(crate) async fn produce_one(
     }
     let r: RecordIn = serde_json::from_value(record).map_err(|e| unprocessable(e.to_string()))?;
     let (record, key, value) = to_producer_record(r, producer.partitions())?;
-    let size = record.size();
-    if size > state.config.max_record_bytes {
-        return Err(ProxyError::plain(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!(
-                "The record is {size} bytes, larger than the limit of {} bytes",
-                state.config.max_record_bytes
-            ),
-        ));
-    }
-    let meta = producer.send_record(record).await?;
-    state.metrics.produced(topic, 1, size);
+    let mut produce = Produce::new(producer, Policy::of(&state.config)).after(nth - 1);
+    produce.push(RecordRef::from(&record))?;
+    let receipt = produce.send().await?;
+    state
+        .metrics
+        .produced(topic, receipt.records, receipt.bytes);
+    // A send of one record that succeeds has stored it.
+    let meta = receipt.sent.records().next().ok_or_else(|| {
+        ProxyError::plain(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal error; see the server log",
+        )
+    })?;
     Ok(Receipt {
         error_code: 200,
         cluster_id: cluster_id.to_owned(),

@@ -13,10 +13,7 @@ use axum::response::Response;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use bytes::Bytes;
-use kafko_core::{
-    AdminError, Header, KafkoError, PartialSend, ProduceError, Producer, RecordMetadata, RecordRef,
-    SendOptions,
-};
+use kafko_core::{Header, PartialSend, Producer, RecordMetadata, RecordRef};
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
 use crate::codec::{Format, decode_from};
@@ -27,6 +24,7 @@ use crate::dto::{
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Body, Path, Query, check_topic, is_json, media_type};
 use crate::json;
+use crate::service::produce::{self, Limits, Policy, Produce, ProduceFailure};
 
 use super::created::created;
 use crate::state::AppState;
@@ -75,26 +73,23 @@ pub(crate) async fn produce(
         value_fmt,
         key_fmt,
         raw: raw_fields(shape, &q, raw_query.as_deref())?,
-        max_records: state.config.max_records_per_request,
-        max_record_bytes: state.config.max_record_bytes,
     };
-    let producer = producer(&state, &topic, &input).await?;
-    let mut batch = producer.batch();
-    let totals = input.for_each(|r| batch.push(r).map_err(ApiError::from))?;
-    let options = SendOptions {
-        sync: q.sync.unwrap_or(false),
-        no_wait: true,
-    };
+    let policy = Policy::of(&state.config).with_sync(q.sync.unwrap_or(false));
+    let producer = producer(&state, &topic, &input, policy.limits).await?;
+    let mut produce = Produce::new(&producer, policy);
+    input.for_each(|r| produce.push(r).map_err(ApiError::from))?;
     let per_record = match q.answer {
         Some(answer) => answer == ProduceAnswer::Records,
-        None => totals.records == 1,
+        None => produce.len() == 1,
     };
-    match batch.send(options).await {
+    match produce.send().await {
         Ok(receipt) => {
-            state.metrics.produced(&topic, totals.records, totals.bytes);
-            Ok(created(&receipt, per_record))
+            state
+                .metrics
+                .produced(&topic, receipt.records, receipt.bytes);
+            Ok(created(&receipt.sent, per_record))
         }
-        Err(ProduceError::PartiallyAppended(partial)) => {
+        Err(ProduceFailure::Partial(partial)) => {
             let stored = partial.appended.iter().map(|a| a.record_count).sum::<u64>();
             // Bytes are counted for whole requests only; the records count is exact.
             state
@@ -188,18 +183,26 @@ impl FromRequestParts<AppState> for BodyShape {
     }
 }
 
-/// The topic's producer, creating an unknown topic first when auto-creation is on: one
-/// lookup serves both the existence check and the send. For an unknown topic the request
-/// is checked whole first, so a request refused for its body creates nothing (and is
-/// refused for its body, not for the topic).
-async fn producer(state: &AppState, topic: &str, input: &Input<'_>) -> ApiResult<Producer> {
-    match state.kafko.producer_for(topic) {
-        Err(AdminError::TopicNotFound { .. }) => {
-            input.for_each(|_| Ok(()))?;
-            Ok(state.auto_created_producer(topic).await?)
-        }
-        other => Ok(other?),
+/// The topic's producer, creating an unknown topic first when auto-creation is on. For
+/// an unknown topic the request is checked whole first (its records and the limits), so
+/// a request refused for its body creates nothing (and is refused for its body, not for
+/// the topic).
+async fn producer(
+    state: &AppState,
+    topic: &str,
+    input: &Input<'_>,
+    limits: Limits,
+) -> ApiResult<Producer> {
+    if let Some(producer) = produce::existing(&state.kafko, topic)? {
+        return Ok(producer);
     }
+    let mut nth = 0;
+    input.for_each(|r| {
+        nth += 1;
+        limits.check(nth, &r)?;
+        Ok(())
+    })?;
+    Ok(produce::create(&state.kafko, &state.config.auto_create, topic).await?)
 }
 
 /// The fields of a raw-body record given in the query.
@@ -302,12 +305,6 @@ fn form_decode(text: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Counts of a request's records.
-struct Totals {
-    records: usize,
-    bytes: usize,
-}
-
 /// A produce request's records, read straight from its body (JSON, NDJSON or a raw
 /// value): each record is handed on as it is parsed, borrowing the body, so memory does
 /// not grow with a per-record value.
@@ -317,42 +314,14 @@ struct Input<'a> {
     value_fmt: Format,
     key_fmt: Format,
     raw: RawFields,
-    max_records: usize,
-    max_record_bytes: usize,
 }
 
 impl Input<'_> {
-    /// Checks each record against the server's limits and hands it to `each`, in order.
-    fn for_each(&self, mut each: impl FnMut(RecordRef<'_>) -> ApiResult<()>) -> ApiResult<Totals> {
-        let mut totals = Totals {
-            records: 0,
-            bytes: 0,
-        };
+    /// Hands each record to `each`, in order (which checks it against the limits).
+    fn for_each(&self, mut each: impl FnMut(RecordRef<'_>) -> ApiResult<()>) -> ApiResult<()> {
+        let mut records = 0_usize;
         let mut checked = |r: RecordRef<'_>| -> ApiResult<()> {
-            totals.records += 1;
-            if totals.records > self.max_records {
-                return Err(ApiError::new(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    "too_many_records",
-                    format!(
-                        "the request holds more than {} records; split it",
-                        self.max_records
-                    ),
-                )
-                .with(
-                    "max_records_per_request",
-                    serde_json::json!(self.max_records),
-                ));
-            }
-            let size = r.size();
-            if size > self.max_record_bytes {
-                return Err(KafkoError::RecordTooLarge {
-                    size,
-                    max: self.max_record_bytes,
-                }
-                .into());
-            }
-            totals.bytes += size;
+            records += 1;
             each(r)
         };
         match self.shape {
@@ -378,13 +347,13 @@ impl Input<'_> {
                 parse_batch(self.body, |r| self.convert(r, &mut checked))?;
             }
         }
-        if totals.records == 0 {
+        if records == 0 {
             return Err(ApiError::bad_request(
                 "invalid_request",
                 "no records in the request",
             ));
         }
-        Ok(totals)
+        Ok(())
     }
 
     /// Decodes one parsed record's members (plain strings share the body's buffer).
