@@ -356,16 +356,7 @@ fn snapshot(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
 async fn a_refused_open_leaves_the_directory_byte_for_byte_as_it_was() {
     for damage in ["group offsets", "first segment"] {
         let dir = tempfile::tempdir().unwrap();
-        let k = common::open(dir.path()).await;
-        let config = TopicConfig {
-            fsync: FsyncPolicy::Always,
-            ..common::small_segments(1)
-        };
-        k.create_topic_with_config("t", config).await.unwrap();
-        let p = k.producer_for("t").unwrap();
-        for i in 0..120 {
-            p.send(None, common::value(i)).await.unwrap();
-        }
+        let k = open_with_120_fsynced(dir.path()).await;
         let at = [kafko_core::PartitionOffset {
             partition: 0,
             offset: 60,

@@ -67,6 +67,18 @@ async fn subscribe(c: &reqwest::Client, base: &str, topics: &[String]) -> reqwes
         .unwrap()
 }
 
+/// Produces one binary record (`hi`) to `topic` through v2.
+async fn produce_hi(c: &reqwest::Client, s: &Server, topic: &str) {
+    let r = c
+        .post(s.url(&format!("/topics/{topic}")))
+        .header("content-type", BINARY)
+        .body(json!({"records": [{"value": "aGk="}]}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+}
+
 /// Starts a binary records read of instance `base` waiting up to `timeout_ms`; yields
 /// its records (the answer must be 200) and when it answered.
 fn spawn_read(
@@ -193,14 +205,7 @@ async fn a_waiting_read_does_not_look_for_missing_topics_every_50_ms() {
     let read = spawn_read(&c, &base, 10000);
     common::until_requests_waiting(&c, &s, 1).await;
     create_topic(&c, &s, "created-later", json!({})).await;
-    let r = c
-        .post(s.url("/topics/created-later"))
-        .header("content-type", BINARY)
-        .body(json!({"records": [{"value": "aGk="}]}).to_string())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
+    produce_hi(&c, &s, "created-later").await;
     let (got, _) = read.await.unwrap();
     assert_eq!(got[0]["value"], "aGk=", "{got}");
 }
@@ -217,14 +222,7 @@ async fn a_record_produced_during_a_waiting_read_arrives_at_once() {
     let read = spawn_read(&c, &base, 5000);
     common::until_requests_waiting(&c, &s, 1).await;
     let produced = Instant::now();
-    let r = c
-        .post(s.url("/topics/now"))
-        .header("content-type", BINARY)
-        .body(json!({"records": [{"value": "aGk="}]}).to_string())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
+    produce_hi(&c, &s, "now").await;
     let (got, answered) = read.await.unwrap();
     assert_eq!(got[0]["value"], "aGk=", "{got}");
     let took = answered.saturating_duration_since(produced);
@@ -413,14 +411,7 @@ async fn an_instance_whose_read_is_in_flight_does_not_expire() {
     // the idle ones, and a record arrives.
     tokio::time::sleep(Duration::from_millis(800)).await;
     instance(&c, &s, "other").await;
-    let r = c
-        .post(s.url("/topics/busy"))
-        .header("content-type", BINARY)
-        .body(json!({"records": [{"value": "aGk="}]}).to_string())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
+    produce_hi(&c, &s, "busy").await;
     let (got, _) = read.await.unwrap();
     assert_eq!(got.as_array().map(Vec::len), Some(1), "{got}");
     assert_eq!(got[0]["value"], "aGk=", "{got}");
