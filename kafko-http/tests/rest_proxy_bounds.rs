@@ -407,8 +407,9 @@ async fn an_instance_whose_read_is_in_flight_does_not_expire() {
         204
     );
     let read = spawn_read(&c, &base, 3000);
-    // Past the instance timeout, while the read waits: creating another instance sweeps
-    // the idle ones, and a record arrives.
+    // Once the read waits, let the instance timeout pass (time itself is the property
+    // here): creating another instance then sweeps the idle ones, and a record arrives.
+    common::until_requests_waiting(&c, &s, 1).await;
     tokio::time::sleep(Duration::from_millis(800)).await;
     instance(&c, &s, "other").await;
     produce_hi(&c, &s, "busy").await;
