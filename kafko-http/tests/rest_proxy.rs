@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use common::{Server, client, create_topic, fresh_server, json};
+use common::{Server, client, create_topic, fresh_server, json, read_lines};
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 
 const V2: &str = "application/vnd.kafka.v2+json";
 const BINARY: &str = "application/vnd.kafka.binary.v2+json";
@@ -601,36 +601,6 @@ async fn an_idle_instance_expires() {
     proxy_error(get(&c, format!("{base}/subscription")).await, 404, 40403).await;
 }
 
-/// Reads from `stream` until `lines` complete lines arrived after the response head.
-async fn read_lines(
-    stream: &mut tokio::net::TcpStream,
-    buf: &mut Vec<u8>,
-    lines: usize,
-) -> Vec<Value> {
-    tokio::time::timeout(Duration::from_secs(10), async {
-        loop {
-            let text = String::from_utf8_lossy(buf).into_owned();
-            if let Some((_, body)) = text.split_once("\r\n\r\n") {
-                let found: Vec<Value> = body
-                    .split("\r\n")
-                    .filter_map(|l| serde_json::from_str::<Value>(l.trim()).ok())
-                    // Chunk-size lines parse as numbers: only objects are receipts.
-                    .filter(Value::is_object)
-                    .collect();
-                if found.len() >= lines {
-                    return found;
-                }
-            }
-            let mut chunk = [0u8; 4096];
-            let n = stream.read(&mut chunk).await.expect("read");
-            assert!(n > 0, "connection closed early: {text}");
-            buf.extend_from_slice(&chunk[..n]);
-        }
-    })
-    .await
-    .expect("receipts in time")
-}
-
 fn chunk(data: &str) -> Vec<u8> {
     format!("{:x}\r\n{data}\r\n", data.len()).into_bytes()
 }
@@ -650,7 +620,9 @@ async fn v3_produce_streams_a_receipt_per_record_while_the_body_is_open() {
         .unwrap();
     let mut buf = Vec::new();
     // The first receipt arrives before the body is complete.
-    let first = read_lines(&mut tcp, &mut buf, 1).await;
+    let first = read_lines(&mut tcp, &mut buf, 1, Duration::from_secs(10))
+        .await
+        .0;
     assert_eq!(first[0]["error_code"], 200, "{first:?}");
     assert_eq!(first[0]["topic_name"], "stream");
     assert_eq!(first[0]["value"], json!({"type": "JSON", "size": 7}));
@@ -668,7 +640,9 @@ async fn v3_produce_streams_a_receipt_per_record_while_the_body_is_open() {
     tcp.write_all(&chunk(r#"ING","data":"tail"}}"#))
         .await
         .unwrap();
-    let all = read_lines(&mut tcp, &mut buf, 4).await;
+    let all = read_lines(&mut tcp, &mut buf, 4, Duration::from_secs(10))
+        .await
+        .0;
     assert_eq!(all[1]["partition_id"], 1);
     assert_eq!(all[1]["key"], json!({"type": "STRING", "size": 1}));
     assert_eq!(

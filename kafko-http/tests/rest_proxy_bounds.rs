@@ -11,7 +11,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
-use common::{Server, create_topic, fresh_server, json, memory_mib};
+use common::{Server, create_topic, fresh_server, json, memory_mib, read_lines};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -245,52 +245,6 @@ fn chunk(data: &[u8]) -> Vec<u8> {
     out.extend_from_slice(data);
     out.extend_from_slice(b"\r\n");
     out
-}
-
-/// Reads a chunked answer until `lines` JSON objects arrived in its body, or it ended
-/// (the terminating chunk or a close); the objects and whether it ended.
-async fn read_lines(
-    stream: &mut (impl tokio::io::AsyncRead + Unpin),
-    buf: &mut Vec<u8>,
-    lines: usize,
-    within: Duration,
-) -> (Vec<Value>, bool) {
-    tokio::time::timeout(within, async {
-        loop {
-            let text = String::from_utf8_lossy(buf).into_owned();
-            if let Some((_, body)) = text.split_once("\r\n\r\n") {
-                let found: Vec<Value> = body
-                    .split("\r\n")
-                    .filter_map(|l| serde_json::from_str::<Value>(l.trim()).ok())
-                    // Chunk-size lines parse as numbers: only objects are lines.
-                    .filter(Value::is_object)
-                    .collect();
-                let ended = body.ends_with("\r\n0\r\n\r\n") || body.starts_with("0\r\n\r\n");
-                if found.len() >= lines || ended {
-                    return (found, ended);
-                }
-            }
-            let mut more = [0u8; 4096];
-            let n = stream.read(&mut more).await.expect("read");
-            if n == 0 {
-                let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
-                let found = body
-                    .split("\r\n")
-                    .filter_map(|l| serde_json::from_str::<Value>(l.trim()).ok())
-                    .filter(Value::is_object)
-                    .collect();
-                return (found, true);
-            }
-            buf.extend_from_slice(&more[..n]);
-        }
-    })
-    .await
-    .unwrap_or_else(|_| {
-        panic!(
-            "no {lines} lines within {within:?}: {}",
-            String::from_utf8_lossy(buf)
-        )
-    })
 }
 
 #[tokio::test]

@@ -460,3 +460,50 @@ pub async fn until_requests_waiting(c: &reqwest::Client, s: &Server, n: u64) {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
+
+/// The JSON objects among the lines of a chunked body (chunk-size lines parse as
+/// numbers: only objects are lines).
+fn json_lines(body: &str) -> Vec<Value> {
+    body.split("\r\n")
+        .filter_map(|l| serde_json::from_str::<Value>(l.trim()).ok())
+        .filter(Value::is_object)
+        .collect()
+}
+
+/// Reads a chunked answer until `lines` JSON objects arrived in its body, or it ended
+/// (the terminating chunk or a close); the objects and whether it ended.
+pub async fn read_lines(
+    stream: &mut (impl tokio::io::AsyncRead + Unpin),
+    buf: &mut Vec<u8>,
+    lines: usize,
+    within: Duration,
+) -> (Vec<Value>, bool) {
+    tokio::time::timeout(within, async {
+        loop {
+            let text = String::from_utf8_lossy(buf).into_owned();
+            if let Some((_, body)) = text.split_once("\r\n\r\n") {
+                let found = json_lines(body);
+                let ended = body.ends_with("\r\n0\r\n\r\n") || body.starts_with("0\r\n\r\n");
+                if found.len() >= lines || ended {
+                    return (found, ended);
+                }
+            }
+            let mut more = [0u8; 4096];
+            let n = tokio::io::AsyncReadExt::read(stream, &mut more)
+                .await
+                .expect("read");
+            if n == 0 {
+                let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+                return (json_lines(body), true);
+            }
+            buf.extend_from_slice(&more[..n]);
+        }
+    })
+    .await
+    .unwrap_or_else(|_| {
+        panic!(
+            "no {lines} lines within {within:?}: {}",
+            String::from_utf8_lossy(buf)
+        )
+    })
+}
