@@ -22,6 +22,8 @@
 //! - [`openapi`]: the generated spec.
 //! - `rest_proxy/`: a wire-compatible subset of the Kafka REST Proxy API (v2 and v3); its
 //!   `error` renders a `Failure` as `{error_code, message}`.
+//! - [`kafka`]: the Kafka wire-protocol listener (`--kafka-bind`): stock Kafka clients
+//!   produce, fetch and manage topics on the same log.
 //! - [`probe`]: `kafko-http --healthcheck`, the container health probe (no curl needed).
 
 // Bad input and I/O failures answer with a problem, never a panic (tests may unwrap:
@@ -36,6 +38,7 @@
 )]
 
 pub mod config;
+pub mod kafka;
 pub mod openapi;
 pub mod probe;
 pub mod server;

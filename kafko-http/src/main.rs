@@ -41,6 +41,14 @@ struct Args {
     /// Address to listen on (port 0 picks a free port).
     #[arg(long, env = "KAFKO_BIND", default_value = "127.0.0.1:8080")]
     bind: String,
+    /// Also serve the Kafka wire protocol on this address (off unless set; port 0 picks
+    /// a free port): Kafka clients use this server as their broker.
+    #[arg(long, env = "KAFKO_KAFKA_BIND")]
+    kafka_bind: Option<String>,
+    /// The host:port Kafka clients are told to connect to (Metadata) [default: the
+    /// --kafka-bind address as bound, 127.0.0.1 for an unspecified IP].
+    #[arg(long, env = "KAFKO_KAFKA_ADVERTISED_ADDR")]
+    kafka_advertised_addr: Option<String>,
     /// Data directory (created if missing).
     #[arg(long, env = "KAFKO_DATA_DIR", default_value = "./kafko-data")]
     data_dir: PathBuf,
@@ -276,12 +284,56 @@ async fn run(args: Args) -> Result<(), ServerError> {
             source,
         })?;
     let addr = listener.local_addr()?;
+    let kafka = match args.kafka_bind.as_deref().filter(|b| !b.is_empty()) {
+        None => None,
+        Some(bind) => Some(bind_kafka(bind, args.kafka_advertised_addr.as_deref()).await?),
+    };
     let data = std::fs::canonicalize(&args.data_dir).unwrap_or_else(|_| args.data_dir.clone());
     println!("listening on http://{addr}");
     println!("data directory {}", data.display());
     let state = AppState::new(kafko, config);
+    if let Some((listener, advertised)) = kafka {
+        tokio::spawn(kafko_http::kafka::serve(
+            listener,
+            advertised,
+            state.clone(),
+        ));
+    }
     tokio::spawn(kafko_http::server::shutdown_on_signals(state.clone()));
     kafko_http::server::serve(listener, state).await
+}
+
+/// Binds the Kafka listener and prints where it listens (before the HTTP line, which
+/// tells scripts the server is up).
+async fn bind_kafka(
+    bind: &str,
+    advertised: Option<&str>,
+) -> Result<(tokio::net::TcpListener, kafko_http::kafka::Advertised), ServerError> {
+    let listener = tokio::net::TcpListener::bind(bind)
+        .await
+        .map_err(|source| ServerError::Bind {
+            addr: bind.to_owned(),
+            source,
+        })?;
+    let local = listener.local_addr()?;
+    let advertised = match advertised.filter(|a| !a.is_empty()) {
+        Some(a) => kafko_http::kafka::Advertised::parse(a).map_err(|e| {
+            ServerError::Io(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("--kafka-advertised-addr {e}"),
+            ))
+        })?,
+        None => kafko_http::kafka::Advertised {
+            host: if local.ip().is_unspecified() {
+                "127.0.0.1".to_owned()
+            } else {
+                local.ip().to_string()
+            },
+            port: local.port(),
+        },
+    };
+    println!("kafka listening on {local}");
+    Ok((listener, advertised))
 }
 
 #[tokio::main]

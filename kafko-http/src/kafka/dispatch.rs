@@ -1,0 +1,333 @@
+//! One request: its header (API key, version, correlation id, client id, and tagged
+//! fields from the flexible versions on), the version check against what this broker
+//! advertises, SASL gating, the body decoded by the message codec (bytes after the body
+//! are ignored: librdkafka's Metadata v12 carries some), the API family's handler, and
+//! the answer encoded with its header.
+//!
+//! An unsupported ApiVersions version is answered with error 35 in the v0 layout,
+//! listing the supported ranges, so the client retries with one of them. Any other
+//! unsupported API or version, or bytes that are no request, close the connection, as
+//! a Kafka broker does.
+
+use bytes::{Buf, BufMut, Bytes};
+use kafka_protocol::messages::api_versions_response::ApiVersion;
+use kafka_protocol::messages::{
+    ApiKey, ApiVersionsRequest, ApiVersionsResponse, CreateTopicsRequest, DeleteTopicsRequest,
+    DescribeGroupsRequest, FetchRequest, FindCoordinatorRequest, HeartbeatRequest,
+    InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest, ListGroupsRequest,
+    ListOffsetsRequest, MetadataRequest, OffsetCommitRequest, OffsetFetchRequest, ProduceRequest,
+    SaslAuthenticateRequest, SaslHandshakeRequest, SyncGroupRequest,
+};
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
+
+use super::{
+    Broker, admin, errors, fetch, frame, groups, idempotence, metadata, offsets, produce, sasl,
+};
+
+/// The APIs and versions this broker serves, as ApiVersions advertises them.
+const SUPPORTED: &[(ApiKey, i16, i16)] = &[
+    (ApiKey::Produce, 3, 9),
+    (ApiKey::Fetch, 4, 12),
+    (ApiKey::ListOffsets, 1, 7),
+    (ApiKey::Metadata, 1, 12),
+    (ApiKey::OffsetCommit, 2, 8),
+    (ApiKey::OffsetFetch, 1, 7),
+    (ApiKey::FindCoordinator, 0, 3),
+    (ApiKey::JoinGroup, 2, 7),
+    (ApiKey::Heartbeat, 0, 4),
+    (ApiKey::LeaveGroup, 0, 4),
+    (ApiKey::SyncGroup, 0, 5),
+    (ApiKey::DescribeGroups, 0, 5),
+    (ApiKey::ListGroups, 0, 4),
+    (ApiKey::ApiVersions, 0, 3),
+    (ApiKey::CreateTopics, 2, 7),
+    (ApiKey::DeleteTopics, 1, 6),
+    (ApiKey::InitProducerId, 0, 4),
+];
+
+/// Served, and advertised, only when the server requires authentication.
+const SASL: &[(ApiKey, i16, i16)] = &[
+    (ApiKey::SaslHandshake, 1, 1),
+    (ApiKey::SaslAuthenticate, 0, 2),
+];
+
+/// A connection's state between requests.
+#[derive(Debug)]
+pub(crate) struct Session {
+    /// Whether the server requires SASL/PLAIN before any other request.
+    pub(crate) auth_required: bool,
+    /// A SaslHandshake chose PLAIN.
+    pub(crate) handshake: bool,
+    /// A SaslAuthenticate succeeded.
+    pub(crate) authenticated: bool,
+}
+
+impl Session {
+    pub(crate) fn new(auth_required: bool) -> Self {
+        Session {
+            auth_required,
+            handshake: false,
+            authenticated: false,
+        }
+    }
+}
+
+/// What the connection does after a request.
+#[derive(Debug)]
+pub(crate) enum Outcome {
+    /// Send this frame.
+    Answer(Bytes),
+    /// Send nothing (a produce with acks=0).
+    Silent,
+    /// Send this frame, then close (a failed authentication).
+    AnswerAndClose(Bytes),
+    /// Close without an answer, for this reason.
+    Close(String),
+}
+
+/// The request header.
+#[derive(Debug)]
+pub(crate) struct Header {
+    pub(crate) api_key: i16,
+    pub(crate) version: i16,
+    pub(crate) correlation_id: i32,
+}
+
+fn parse_header(body: &mut Bytes) -> Result<Header, String> {
+    if body.len() < 10 {
+        return Err("a request shorter than its header".into());
+    }
+    let api_key = body.get_i16();
+    let version = body.get_i16();
+    let correlation_id = body.get_i32();
+    let client_id_len = body.get_i16();
+    if client_id_len > 0 {
+        let len = usize::try_from(client_id_len).unwrap_or(usize::MAX);
+        if len > body.len() {
+            return Err("client id past the request".into());
+        }
+        body.advance(len);
+    } else if client_id_len < -1 {
+        return Err("negative client id length".into());
+    }
+    let flexible = ApiKey::try_from(api_key)
+        .map(|key| key.request_header_version(version) >= 2)
+        .unwrap_or(false);
+    if flexible {
+        skip_tagged_fields(body)?;
+    }
+    Ok(Header {
+        api_key,
+        version,
+        correlation_id,
+    })
+}
+
+fn unsigned_varint(body: &mut Bytes) -> Result<u32, String> {
+    let mut value: u32 = 0;
+    for shift in (0..35).step_by(7) {
+        if body.is_empty() {
+            return Err("truncated varint in the request header".into());
+        }
+        let byte = body.get_u8();
+        value |= u32::from(byte & 0x7f) << shift;
+        if byte & 0x80 == 0 {
+            return Ok(value);
+        }
+    }
+    Err("varint too long in the request header".into())
+}
+
+fn skip_tagged_fields(body: &mut Bytes) -> Result<(), String> {
+    let count = unsigned_varint(body)?;
+    for _ in 0..count {
+        let _tag = unsigned_varint(body)?;
+        let size = usize::try_from(unsigned_varint(body)?).unwrap_or(usize::MAX);
+        if size > body.len() {
+            return Err("tagged field past the request header".into());
+        }
+        body.advance(size);
+    }
+    Ok(())
+}
+
+fn supported(session: &Session) -> impl Iterator<Item = &'static (ApiKey, i16, i16)> {
+    let sasl: &'static [(ApiKey, i16, i16)] = if session.auth_required { SASL } else { &[] };
+    SUPPORTED.iter().chain(sasl.iter())
+}
+
+fn decode<T: Decodable>(body: &mut Bytes, version: i16) -> Result<T, String> {
+    T::decode(body, version).map_err(|e| format!("undecodable request body: {e}"))
+}
+
+fn encode<T: Encodable + HeaderVersion>(
+    correlation_id: i32,
+    version: i16,
+    response: &T,
+) -> Result<Bytes, String> {
+    let mut buf = frame::start();
+    buf.put_i32(correlation_id);
+    if T::header_version(version) >= 1 {
+        buf.put_u8(0); // no tagged fields
+    }
+    response
+        .encode(&mut buf, version)
+        .map_err(|e| format!("encoding the answer: {e}"))?;
+    frame::seal(buf).map_err(|e| e.to_string())
+}
+
+/// Handles one request frame.
+pub(crate) async fn handle(broker: &Broker, session: &mut Session, mut body: Bytes) -> Outcome {
+    let header = match parse_header(&mut body) {
+        Ok(header) => header,
+        Err(why) => return Outcome::Close(why),
+    };
+    match route(broker, session, &header, body).await {
+        Ok(outcome) => outcome,
+        Err(why) => Outcome::Close(why),
+    }
+}
+
+/// Every advertised range, for ApiVersions.
+fn api_versions(session: &Session, error_code: i16) -> ApiVersionsResponse {
+    let mut response = ApiVersionsResponse::default();
+    response.error_code = error_code;
+    response.api_keys = supported(session)
+        .map(|(key, min, max)| {
+            let mut v = ApiVersion::default();
+            v.api_key = *key as i16;
+            v.min_version = *min;
+            v.max_version = *max;
+            v
+        })
+        .collect();
+    response
+}
+
+async fn route(
+    broker: &Broker,
+    session: &mut Session,
+    header: &Header,
+    mut body: Bytes,
+) -> Result<Outcome, String> {
+    let Ok(key) = ApiKey::try_from(header.api_key) else {
+        return Err(format!("unknown API key {}", header.api_key));
+    };
+    let version = header.version;
+    let correlation = header.correlation_id;
+    let in_range =
+        supported(session).any(|(k, min, max)| *k == key && (*min..=*max).contains(&version));
+    if key == ApiKey::ApiVersions {
+        if !in_range {
+            // KIP-511: the error answer is in the v0 layout whatever was asked.
+            let response = api_versions(session, errors::UNSUPPORTED_VERSION);
+            return Ok(Outcome::Answer(encode(correlation, 0, &response)?));
+        }
+        let _request: ApiVersionsRequest = decode(&mut body, version)?;
+        let response = api_versions(session, errors::NONE);
+        return Ok(Outcome::Answer(encode(correlation, version, &response)?));
+    }
+    if !in_range {
+        return Err(format!("{key:?} v{version} is not supported"));
+    }
+    if session.auth_required && !session.authenticated {
+        match key {
+            ApiKey::SaslHandshake => {
+                let request: SaslHandshakeRequest = decode(&mut body, version)?;
+                let response = sasl::handshake(session, &request);
+                return Ok(Outcome::Answer(encode(correlation, version, &response)?));
+            }
+            ApiKey::SaslAuthenticate => {
+                let request: SaslAuthenticateRequest = decode(&mut body, version)?;
+                let (response, ok) = sasl::authenticate(broker, session, &request);
+                let frame = encode(correlation, version, &response)?;
+                return Ok(if ok {
+                    Outcome::Answer(frame)
+                } else {
+                    Outcome::AnswerAndClose(frame)
+                });
+            }
+            _ => return Err(format!("{key:?} before SASL authentication")),
+        }
+    }
+    macro_rules! call {
+        ($request:ty, $handler:expr) => {{
+            let request: $request = decode(&mut body, version)?;
+            let response = $handler(broker, request, version).await;
+            Outcome::Answer(encode(correlation, version, &response)?)
+        }};
+    }
+    macro_rules! call_sync {
+        ($request:ty, $handler:expr) => {{
+            let request: $request = decode(&mut body, version)?;
+            let response = $handler(broker, request, version);
+            Outcome::Answer(encode(correlation, version, &response)?)
+        }};
+    }
+    Ok(match key {
+        ApiKey::Produce => {
+            let request: ProduceRequest = decode(&mut body, version)?;
+            match produce::handle(broker, request, version).await {
+                Some(response) => Outcome::Answer(encode(correlation, version, &response)?),
+                None => Outcome::Silent,
+            }
+        }
+        ApiKey::Fetch => call!(FetchRequest, fetch::handle),
+        ApiKey::ListOffsets => call_sync!(ListOffsetsRequest, offsets::handle),
+        ApiKey::Metadata => call!(MetadataRequest, metadata::handle),
+        ApiKey::FindCoordinator => call_sync!(FindCoordinatorRequest, metadata::find_coordinator),
+        ApiKey::CreateTopics => call!(CreateTopicsRequest, admin::create_topics),
+        ApiKey::DeleteTopics => call!(DeleteTopicsRequest, admin::delete_topics),
+        ApiKey::InitProducerId => call_sync!(InitProducerIdRequest, idempotence::init_producer_id),
+        ApiKey::JoinGroup => call_sync!(JoinGroupRequest, groups::join_group),
+        ApiKey::SyncGroup => call_sync!(SyncGroupRequest, groups::sync_group),
+        ApiKey::Heartbeat => call_sync!(HeartbeatRequest, groups::heartbeat),
+        ApiKey::LeaveGroup => call_sync!(LeaveGroupRequest, groups::leave_group),
+        ApiKey::OffsetCommit => call_sync!(OffsetCommitRequest, groups::offset_commit),
+        ApiKey::OffsetFetch => call_sync!(OffsetFetchRequest, groups::offset_fetch),
+        ApiKey::DescribeGroups => call_sync!(DescribeGroupsRequest, groups::describe_groups),
+        ApiKey::ListGroups => call_sync!(ListGroupsRequest, groups::list_groups),
+        ApiKey::SaslHandshake => {
+            let request: SaslHandshakeRequest = decode(&mut body, version)?;
+            let mut response = sasl::handshake(session, &request);
+            if session.authenticated {
+                response.error_code = errors::ILLEGAL_SASL_STATE;
+            }
+            Outcome::Answer(encode(correlation, version, &response)?)
+        }
+        other => return Err(format!("{other:?} is not served")),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_flexible_header_skips_its_tagged_fields() {
+        let mut raw = bytes::BytesMut::new();
+        raw.put_i16(3); // Metadata
+        raw.put_i16(12);
+        raw.put_i32(77);
+        raw.put_i16(3);
+        raw.put_slice(b"cli");
+        raw.put_u8(1); // one tagged field
+        raw.put_u8(5);
+        raw.put_u8(2);
+        raw.put_slice(b"xy");
+        raw.put_slice(b"BODY");
+        let mut body = raw.freeze();
+        let header = parse_header(&mut body).unwrap();
+        assert_eq!(
+            (header.api_key, header.version, header.correlation_id),
+            (3, 12, 77)
+        );
+        assert_eq!(&body[..], b"BODY");
+    }
+
+    #[test]
+    fn a_truncated_header_is_refused() {
+        let mut body = Bytes::from_static(&[0, 3, 0, 12, 0, 0, 0, 1, 0, 9, b'a']);
+        assert!(parse_header(&mut body).is_err());
+    }
+}

@@ -1,0 +1,74 @@
+//! Kafka error codes, and the one mapping from a service [`Failure`] to the code a
+//! Kafka client acts on (retriable where a retry can succeed).
+
+use crate::service::failure::{Failure, Kind};
+
+pub(crate) const NONE: i16 = 0;
+pub(crate) const UNKNOWN_SERVER_ERROR: i16 = -1;
+pub(crate) const OFFSET_OUT_OF_RANGE: i16 = 1;
+pub(crate) const CORRUPT_MESSAGE: i16 = 2;
+pub(crate) const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+pub(crate) const LEADER_NOT_AVAILABLE: i16 = 5;
+pub(crate) const NOT_LEADER_OR_FOLLOWER: i16 = 6;
+pub(crate) const REQUEST_TIMED_OUT: i16 = 7;
+pub(crate) const MESSAGE_TOO_LARGE: i16 = 10;
+pub(crate) const COORDINATOR_NOT_AVAILABLE: i16 = 15;
+pub(crate) const INVALID_TOPIC_EXCEPTION: i16 = 17;
+pub(crate) const RECORD_LIST_TOO_LARGE: i16 = 18;
+pub(crate) const INVALID_REQUIRED_ACKS: i16 = 21;
+pub(crate) const ILLEGAL_GENERATION: i16 = 22;
+pub(crate) const UNKNOWN_MEMBER_ID: i16 = 25;
+pub(crate) const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
+pub(crate) const ILLEGAL_SASL_STATE: i16 = 34;
+pub(crate) const UNSUPPORTED_VERSION: i16 = 35;
+pub(crate) const TOPIC_ALREADY_EXISTS: i16 = 36;
+pub(crate) const INVALID_PARTITIONS: i16 = 37;
+pub(crate) const INVALID_REPLICATION_FACTOR: i16 = 38;
+pub(crate) const INVALID_REPLICA_ASSIGNMENT: i16 = 39;
+pub(crate) const INVALID_CONFIG: i16 = 40;
+pub(crate) const INVALID_REQUEST: i16 = 42;
+pub(crate) const UNSUPPORTED_FOR_MESSAGE_FORMAT: i16 = 43;
+pub(crate) const POLICY_VIOLATION: i16 = 44;
+pub(crate) const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
+pub(crate) const INVALID_PRODUCER_EPOCH: i16 = 47;
+pub(crate) const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
+pub(crate) const KAFKA_STORAGE_ERROR: i16 = 56;
+pub(crate) const SASL_AUTHENTICATION_FAILED: i16 = 58;
+pub(crate) const NON_EMPTY_GROUP: i16 = 68;
+pub(crate) const GROUP_ID_NOT_FOUND: i16 = 69;
+pub(crate) const FETCH_SESSION_ID_NOT_FOUND: i16 = 70;
+pub(crate) const UNSUPPORTED_COMPRESSION_TYPE: i16 = 76;
+pub(crate) const INVALID_RECORD: i16 = 87;
+
+/// The Kafka error code for a failed operation.
+pub(crate) fn code(failure: &Failure) -> i16 {
+    match &failure.kind {
+        Kind::TopicNotFound { .. } | Kind::TopicDeleted | Kind::PartitionNotFound => {
+            UNKNOWN_TOPIC_OR_PARTITION
+        }
+        Kind::GroupNotFound => GROUP_ID_NOT_FOUND,
+        Kind::TopicExists => TOPIC_ALREADY_EXISTS,
+        Kind::InvalidName => INVALID_TOPIC_EXCEPTION,
+        Kind::InvalidConfig => INVALID_CONFIG,
+        // Kafka refuses a keyless record on a compacted topic as an invalid record.
+        Kind::KeyRequired => INVALID_RECORD,
+        Kind::InvalidRequest => INVALID_REQUEST,
+        Kind::RecordTooLarge => MESSAGE_TOO_LARGE,
+        Kind::TooManyRecords { .. } => RECORD_LIST_TOO_LARGE,
+        Kind::OffsetOutOfRange { .. } | Kind::NoValidOffset { .. } => OFFSET_OUT_OF_RANGE,
+        // A configured limit, as a broker policy refuses it.
+        Kind::LimitReached { .. } => POLICY_VIOLATION,
+        Kind::UnknownMember { .. } | Kind::NotAssigned { .. } => UNKNOWN_MEMBER_ID,
+        Kind::StaleGeneration { .. } => ILLEGAL_GENERATION,
+        Kind::GroupHasMembers { .. } => NON_EMPTY_GROUP,
+        // A full write queue stored nothing: retriable, as a timed-out request is.
+        Kind::Backpressure => REQUEST_TIMED_OUT,
+        // Clients refresh their metadata and retry, as when a leader moves.
+        Kind::ShuttingDown => NOT_LEADER_OR_FOLLOWER,
+        Kind::Unavailable => LEADER_NOT_AVAILABLE,
+        Kind::PartitionReadOnly | Kind::TooManyOpenFiles | Kind::StorageFull | Kind::Corruption => {
+            KAFKA_STORAGE_ERROR
+        }
+        Kind::Internal => UNKNOWN_SERVER_ERROR,
+    }
+}

@@ -1,0 +1,131 @@
+//! Accepting Kafka connections: at most `--max-connections` of them open at once (a
+//! connection past it is closed unread), each served by its own task that reads one
+//! request, answers it, and only then reads the next, so answers leave in request order
+//! (as a Kafka broker mutes a connection while a request is in flight). A connection that
+//! sends no complete request within the idle timeout is closed; so is one that sends
+//! bytes that are not a Kafka request. Shutdown stops accepting and closes every
+//! connection between requests or inside a waiting fetch.
+
+use std::sync::Arc;
+
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+
+use super::dispatch::{self, Outcome, Session};
+use super::frame::{self, FrameError};
+use super::{Broker, idempotence};
+use crate::state::AppState;
+
+/// The host and port clients are told to connect to (Metadata, FindCoordinator).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Advertised {
+    /// Host name or IP address.
+    pub host: String,
+    /// Port.
+    pub port: u16,
+}
+
+impl Advertised {
+    /// Parses `host:port` (an IPv6 address in brackets).
+    ///
+    /// # Errors
+    /// What is wrong with `addr`.
+    pub fn parse(addr: &str) -> Result<Self, String> {
+        let (host, port) = addr
+            .rsplit_once(':')
+            .ok_or_else(|| format!("'{addr}': expected host:port"))?;
+        let port = port
+            .parse()
+            .map_err(|_| format!("'{addr}': the port is not a number 0-65535"))?;
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        if host.is_empty() {
+            return Err(format!("'{addr}': no host"));
+        }
+        Ok(Advertised {
+            host: host.to_owned(),
+            port,
+        })
+    }
+}
+
+/// Serves Kafka clients on `listener` until the server shuts down.
+pub async fn serve(listener: TcpListener, advertised: Advertised, state: AppState) {
+    let broker = Arc::new(Broker {
+        advertised,
+        producers: idempotence::Producers::new(),
+        state: state.clone(),
+    });
+    let slots = Arc::new(Semaphore::new(state.config.max_connections.max(1)));
+    loop {
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            () = state.shutdown_requested() => break,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                tracing::warn!(error = %e, "kafka listener: accept failed");
+                // Out of descriptors, most likely: give connections time to close.
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
+            tracing::debug!("kafka listener: connection cap reached; closing a new connection");
+            drop(stream);
+            continue;
+        };
+        let broker = Arc::clone(&broker);
+        tokio::spawn(async move {
+            connection(stream, &broker).await;
+            drop(slot);
+        });
+    }
+    tracing::info!("kafka listener stopped");
+}
+
+async fn connection(mut stream: TcpStream, broker: &Broker) {
+    let _ = stream.set_nodelay(true);
+    let config = &broker.state.config;
+    let limit = config.max_body_bytes.max(1024 * 1024);
+    let mut session = Session::new(config.auth_token.is_some());
+    loop {
+        let read = tokio::select! {
+            r = tokio::time::timeout(config.idle_timeout, frame::read_frame(&mut stream, limit)) => r,
+            () = broker.state.shutdown_requested() => return,
+        };
+        let body = match read {
+            Ok(Ok(body)) => body,
+            Ok(Err(FrameError::Closed)) => return,
+            Ok(Err(e)) => {
+                tracing::debug!(error = %e, "kafka connection closed");
+                return;
+            }
+            Err(_) => {
+                tracing::debug!("kafka connection idle past the timeout; closed");
+                return;
+            }
+        };
+        let outcome = tokio::select! {
+            o = dispatch::handle(broker, &mut session, body) => o,
+            () = broker.state.shutdown_requested() => return,
+        };
+        match outcome {
+            Outcome::Answer(frame) => {
+                if let Err(e) = frame::write_frame(&mut stream, &frame).await {
+                    tracing::debug!(error = %e, "kafka connection: write failed");
+                    return;
+                }
+            }
+            Outcome::Silent => {}
+            Outcome::AnswerAndClose(frame) => {
+                let _ = frame::write_frame(&mut stream, &frame).await;
+                return;
+            }
+            Outcome::Close(why) => {
+                tracing::debug!(reason = %why, "kafka connection closed");
+                return;
+            }
+        }
+    }
+}

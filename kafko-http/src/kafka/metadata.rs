@@ -1,0 +1,155 @@
+//! Metadata and FindCoordinator: this listener's advertised address is the one broker
+//! (node 0), the controller, the leader and only replica of every partition, and the
+//! coordinator of every group. A Metadata request for unknown topics creates them when
+//! both the client allows it and the server auto-creates topics (`--auto-create`, with
+//! the server's default topic configuration), as Kafka's `auto.create.topics.enable`.
+
+use kafka_protocol::messages::metadata_response::{
+    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
+use kafka_protocol::messages::{
+    BrokerId, FindCoordinatorRequest, FindCoordinatorResponse, MetadataRequest, MetadataResponse,
+    TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+use kafko_core::TopicHandle;
+
+use super::{Broker, NODE_ID, errors};
+use crate::config::AutoCreate;
+use crate::service::failure::Failure;
+
+/// Kafka's topic id for a kafko topic incarnation (both are 128 bits).
+pub(crate) fn topic_uuid(topic: &TopicHandle) -> uuid::Uuid {
+    u128::from_str_radix(&topic.id().to_string(), 16)
+        .map_or(uuid::Uuid::nil(), uuid::Uuid::from_u128)
+}
+
+pub(crate) fn str(s: &str) -> StrBytes {
+    StrBytes::from_string(s.to_owned())
+}
+
+/// Answers Metadata.
+pub(crate) async fn handle(
+    broker: &Broker,
+    request: MetadataRequest,
+    version: i16,
+) -> MetadataResponse {
+    let kafko = &broker.state.kafko;
+    // v4 added the client's say; before it, Kafka auto-created on every Metadata.
+    let client_allows = version < 4 || request.allow_auto_topic_creation;
+    let names: Vec<Result<String, uuid::Uuid>> = match &request.topics {
+        None => kafko.list_topics().into_iter().map(Ok).collect(),
+        Some(topics) => topics
+            .iter()
+            .map(|t| match &t.name {
+                Some(name) => Ok(name.as_str().to_owned()),
+                None => Err(t.topic_id),
+            })
+            .collect(),
+    };
+    let mut topics = Vec::with_capacity(names.len());
+    for name in names {
+        let name = match name {
+            Ok(name) => name,
+            Err(id) => {
+                // A lookup by topic id (v10+): find the topic of that id.
+                let found = kafko.list_topics().into_iter().find(|n| {
+                    kafko
+                        .find_topic(n)
+                        .ok()
+                        .flatten()
+                        .is_some_and(|t| topic_uuid(&t) == id)
+                });
+                match found {
+                    Some(name) => name,
+                    None => {
+                        let mut t = MetadataResponseTopic::default();
+                        t.error_code = 100; // UNKNOWN_TOPIC_ID
+                        t.topic_id = id;
+                        topics.push(t);
+                        continue;
+                    }
+                }
+            }
+        };
+        topics.push(
+            describe(
+                broker,
+                &name,
+                client_allows && request.topics.is_some(),
+                version,
+            )
+            .await,
+        );
+    }
+    let mut response = MetadataResponse::default();
+    let mut node = MetadataResponseBroker::default();
+    node.node_id = BrokerId(NODE_ID);
+    node.host = str(&broker.advertised.host);
+    node.port = i32::from(broker.advertised.port);
+    response.brokers = vec![node];
+    if version >= 2 {
+        response.cluster_id = Some(str(&broker.state.config.cluster_id));
+    }
+    response.controller_id = BrokerId(NODE_ID);
+    response.topics = topics;
+    response
+}
+
+async fn describe(
+    broker: &Broker,
+    name: &str,
+    may_create: bool,
+    version: i16,
+) -> MetadataResponseTopic {
+    let kafko = &broker.state.kafko;
+    let mut topic = MetadataResponseTopic::default();
+    topic.name = Some(TopicName(str(name)));
+    let found = match kafko.find_topic(name) {
+        Ok(Some(handle)) => Ok(handle),
+        Ok(None) => match (&broker.state.config.auto_create, may_create) {
+            (AutoCreate::Enabled(config), true) => kafko
+                .topic_or_create(name, config.clone())
+                .await
+                .map_err(|e| errors::code(&Failure::from(e))),
+            _ => Err(errors::UNKNOWN_TOPIC_OR_PARTITION),
+        },
+        Err(e) => Err(errors::code(&Failure::from(e))),
+    };
+    let handle = match found {
+        Ok(handle) => handle,
+        Err(code) => {
+            topic.error_code = code;
+            return topic;
+        }
+    };
+    if version >= 10 {
+        topic.topic_id = topic_uuid(&handle);
+    }
+    topic.partitions = (0..handle.partitions())
+        .map(|p| {
+            let mut partition = MetadataResponsePartition::default();
+            partition.partition_index = i32::try_from(p).unwrap_or(i32::MAX);
+            partition.leader_id = BrokerId(NODE_ID);
+            partition.leader_epoch = 0;
+            partition.replica_nodes = vec![BrokerId(NODE_ID)];
+            partition.isr_nodes = vec![BrokerId(NODE_ID)];
+            partition
+        })
+        .collect();
+    topic
+}
+
+/// Answers FindCoordinator: this node coordinates every group. (A transactional id
+/// finds it too; InitProducerId then refuses transactions.)
+pub(crate) fn find_coordinator(
+    broker: &Broker,
+    _request: FindCoordinatorRequest,
+    _version: i16,
+) -> FindCoordinatorResponse {
+    let mut response = FindCoordinatorResponse::default();
+    response.node_id = BrokerId(NODE_ID);
+    response.host = str(&broker.advertised.host);
+    response.port = i32::from(broker.advertised.port);
+    response
+}

@@ -1,0 +1,46 @@
+//! The Kafka wire-protocol front end: stock Kafka clients (librdkafka, kafka-python,
+//! aiokafka, kafkajs, kcat) use this server as their one broker, on the same log as
+//! `/v1`. It depends downward only: this module → `service` (produce policy, failure
+//! mapping) → `kafko_core`.
+//!
+//! - `listener`: accepting, the connection cap, one task per connection that reads a
+//!   frame, answers it and only then reads the next (answers in request order), the idle
+//!   timeout, shutdown.
+//! - `frame`: the size-prefixed frames, refused past the limit before reading.
+//! - `dispatch`: the request header by API key and version, the advertised versions,
+//!   SASL gating, decoding bodies and encoding answers.
+//! - One file per API family: `metadata` (Metadata, FindCoordinator), `produce`, `fetch`,
+//!   `offsets` (ListOffsets), `admin` (CreateTopics, DeleteTopics), `idempotence`
+//!   (InitProducerId, sequence numbers), `groups` (the group APIs), `sasl`.
+//! - `records`: the record-batch codec; `errors`: Kafka error codes.
+
+mod admin;
+mod dispatch;
+mod errors;
+mod fetch;
+mod frame;
+mod groups;
+mod idempotence;
+mod listener;
+mod metadata;
+mod offsets;
+mod produce;
+mod records;
+mod sasl;
+
+pub use listener::{Advertised, serve};
+
+use crate::state::AppState;
+
+/// What every connection of the listener shares.
+pub(crate) struct Broker {
+    /// The server (log, configuration, shutdown).
+    pub(crate) state: AppState,
+    /// The address this broker tells clients to connect to.
+    pub(crate) advertised: Advertised,
+    /// Idempotent producers' ids and sequence numbers.
+    pub(crate) producers: idempotence::Producers,
+}
+
+/// The node id of this broker: the one node of the cluster.
+pub(crate) const NODE_ID: i32 = 0;

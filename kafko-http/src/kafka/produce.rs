@@ -1,0 +1,280 @@
+//! Produce: each partition's record batch is decoded (`records`), checked for its
+//! producer's sequence (`idempotence`) and appended through the same produce policy as
+//! `/v1` (`--max-record-bytes` → MESSAGE_TOO_LARGE, `--max-records-per-request`, the
+//! topic's own rules, auto-create, a full write queue refused at once). Keys, values,
+//! headers (duplicates kept) and CreateTime timestamps are stored as sent; a batch with
+//! LogAppendTime gets the append time. The partitions of a request are appended
+//! concurrently, each all or nothing, and answered each with its own error code.
+//!
+//! acks: 0 gets no answer at all; 1 and -1 (all: this node is every replica) are
+//! answered once the batch is appended as the topic's fsync policy acknowledges writes —
+//! in the page cache (`never`, `interval_ms`), or fsynced (`always`).
+
+use bytes::Bytes;
+use futures_util::future::join_all;
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
+use kafka_protocol::protocol::StrBytes;
+use kafko_core::{Producer, RecordRef};
+
+use super::idempotence::Check;
+use super::records::{self, BatchError, DecodedBatch};
+use super::{Broker, errors};
+use crate::service::failure::Failure;
+use crate::service::produce::{self as service, Policy, Produce};
+
+/// The most bytes one compressed batch may inflate to (the log's own batch ceiling).
+const MAX_UNCOMPRESSED: usize = 64 * 1024 * 1024;
+
+/// One partition's answer.
+struct Answer {
+    code: i16,
+    base_offset: i64,
+    log_start: i64,
+    message: Option<String>,
+}
+
+impl Answer {
+    fn error(code: i16, message: impl Into<String>) -> Self {
+        Answer {
+            code,
+            base_offset: -1,
+            log_start: -1,
+            message: Some(message.into()),
+        }
+    }
+
+    fn failure(failure: &Failure) -> Self {
+        Answer::error(errors::code(failure), failure.detail.clone())
+    }
+}
+
+/// Answers Produce; `None` for acks=0.
+pub(crate) async fn handle(
+    broker: &Broker,
+    request: ProduceRequest,
+    version: i16,
+) -> Option<ProduceResponse> {
+    let acks = request.acks;
+    let refuse_all = if request.transactional_id.is_some() {
+        Some((
+            errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+            "transactions are not supported",
+        ))
+    } else if !matches!(acks, -1..=1) {
+        Some((errors::INVALID_REQUIRED_ACKS, "acks must be -1, 0 or 1"))
+    } else {
+        None
+    };
+    let topics = join_all(
+        request
+            .topic_data
+            .into_iter()
+            .map(|topic| produce_topic(broker, topic, refuse_all)),
+    )
+    .await;
+    if acks == 0 {
+        return None;
+    }
+    let mut response = ProduceResponse::default();
+    response.responses = topics
+        .into_iter()
+        .map(|(name, answers)| {
+            let mut t = TopicProduceResponse::default();
+            t.name = name;
+            t.partition_responses = answers
+                .into_iter()
+                .map(|(index, a)| {
+                    let mut p = PartitionProduceResponse::default();
+                    p.index = index;
+                    p.error_code = a.code;
+                    p.base_offset = a.base_offset;
+                    p.log_append_time_ms = -1;
+                    if version >= 5 {
+                        p.log_start_offset = a.log_start;
+                    }
+                    if version >= 8 && a.code != errors::NONE {
+                        p.error_message = a.message.map(StrBytes::from_string);
+                    }
+                    p
+                })
+                .collect();
+            t
+        })
+        .collect();
+    Some(response)
+}
+
+type TopicAnswer = (kafka_protocol::messages::TopicName, Vec<(i32, Answer)>);
+
+async fn produce_topic(
+    broker: &Broker,
+    topic: TopicProduceData,
+    refuse_all: Option<(i16, &'static str)>,
+) -> TopicAnswer {
+    let name = topic.name.clone();
+    let all = |code: i16, message: &str| -> TopicAnswer {
+        let answers = topic
+            .partition_data
+            .iter()
+            .map(|p| (p.index, Answer::error(code, message)))
+            .collect();
+        (name.clone(), answers)
+    };
+    if let Some((code, message)) = refuse_all {
+        return all(code, message);
+    }
+    let state = &broker.state;
+    let producer =
+        match service::producer(&state.kafko, &state.config.auto_create, topic.name.as_str()).await
+        {
+            Ok(producer) => producer,
+            Err(e) => {
+                let failure = Failure::from(e);
+                return all(errors::code(&failure), &failure.detail);
+            }
+        };
+    let answers = join_all(
+        topic
+            .partition_data
+            .into_iter()
+            .map(|data| produce_partition(broker, &producer, data)),
+    )
+    .await;
+    (name, answers)
+}
+
+async fn produce_partition(
+    broker: &Broker,
+    producer: &Producer,
+    data: PartitionProduceData,
+) -> (i32, Answer) {
+    let index = data.index;
+    let partition = match u32::try_from(index) {
+        Ok(p) if p < producer.partitions() => p,
+        _ => {
+            return (
+                index,
+                Answer::error(errors::UNKNOWN_TOPIC_OR_PARTITION, "no such partition"),
+            );
+        }
+    };
+    let batch = match decode(data.records) {
+        Ok(batch) => batch,
+        Err((code, message)) => return (index, Answer::error(code, message)),
+    };
+    let mut answer = if batch.is_idempotent() {
+        let sequences = broker
+            .producers
+            .partition(batch.producer_id, producer.topic(), index);
+        let mut sequences = sequences.lock().await;
+        let (first, last) = (batch.base_sequence, batch.last_sequence());
+        match sequences.check(batch.producer_epoch, first, last) {
+            Check::Refuse(code) => Answer::error(code, "sequence or epoch refused"),
+            Check::Duplicate(base_offset) => Answer {
+                code: errors::NONE,
+                base_offset,
+                log_start: -1,
+                message: None,
+            },
+            Check::Write => {
+                let epoch = batch.producer_epoch;
+                let answer = append(broker, producer, partition, batch).await;
+                if answer.code == errors::NONE {
+                    sequences.written(epoch, first, last, answer.base_offset);
+                }
+                answer
+            }
+        }
+    } else {
+        append(broker, producer, partition, batch).await
+    };
+    if answer.code == errors::NONE
+        && let Some(log_start) = log_start(broker, producer, partition)
+    {
+        answer.log_start = log_start;
+    }
+    (index, answer)
+}
+
+/// The partition's log start offset, for the answer.
+fn log_start(broker: &Broker, producer: &Producer, partition: u32) -> Option<i64> {
+    let topic = broker.state.kafko.find_topic(producer.topic()).ok()??;
+    let offsets = topic.partition(partition).and_then(|p| p.offsets()).ok()?;
+    Some(i64::try_from(offsets.log_start).unwrap_or(i64::MAX))
+}
+
+/// The one batch of a partition's records, decoded.
+fn decode(records: Option<Bytes>) -> Result<DecodedBatch, (i16, String)> {
+    let Some(data) = records else {
+        return Err((errors::INVALID_RECORD, "no records".into()));
+    };
+    let mut batches = records::decode_batches(data, MAX_UNCOMPRESSED).map_err(|e| {
+        let code = match &e {
+            BatchError::Corrupt(_) => errors::CORRUPT_MESSAGE,
+            BatchError::Invalid(_) => errors::INVALID_RECORD,
+            BatchError::Magic(_) => errors::UNSUPPORTED_FOR_MESSAGE_FORMAT,
+            BatchError::Codec(_) => errors::UNSUPPORTED_COMPRESSION_TYPE,
+        };
+        (code, e.to_string())
+    })?;
+    if batches.len() != 1 {
+        return Err((
+            errors::INVALID_RECORD,
+            "a produce carries exactly one record batch per partition".into(),
+        ));
+    }
+    let batch = batches.swap_remove(0);
+    if batch.transactional {
+        return Err((
+            errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+            "transactions are not supported".into(),
+        ));
+    }
+    if batch.control {
+        return Err((
+            errors::INVALID_RECORD,
+            "control batches are not accepted".into(),
+        ));
+    }
+    Ok(batch)
+}
+
+/// Appends one partition's batch through the produce policy.
+async fn append(
+    broker: &Broker,
+    producer: &Producer,
+    partition: u32,
+    batch: DecodedBatch,
+) -> Answer {
+    let policy = Policy::of(&broker.state.config);
+    let mut produce = Produce::new(producer, policy);
+    for r in &batch.records {
+        let record = RecordRef {
+            key: r.key.as_deref(),
+            value: r.value.as_deref(),
+            headers: &r.headers,
+            timestamp: (!batch.log_append_time && r.timestamp >= 0).then_some(r.timestamp),
+            partition: Some(partition),
+        };
+        if let Err(e) = produce.push(record) {
+            return Answer::failure(&Failure::from(e));
+        }
+    }
+    if produce.len() == 0 {
+        return Answer::error(errors::INVALID_RECORD, "a batch with no records");
+    }
+    match produce.send().await {
+        Ok(receipt) => match receipt.sent.partitions().first() {
+            Some(append) => Answer {
+                code: errors::NONE,
+                base_offset: i64::try_from(append.base_offset).unwrap_or(i64::MAX),
+                log_start: -1,
+                message: None,
+            },
+            None => Answer::error(errors::UNKNOWN_SERVER_ERROR, "nothing appended"),
+        },
+        Err(e) => Answer::failure(&Failure::from(e)),
+    }
+}
