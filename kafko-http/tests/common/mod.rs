@@ -25,6 +25,8 @@ pub struct Server {
     pub base: String,
     /// `127.0.0.1:PORT`
     pub addr: String,
+    /// The Kafka listener's `127.0.0.1:PORT`, when started with `--kafka-bind`.
+    pub kafka: Option<String>,
     pub dir: PathBuf,
 }
 
@@ -79,10 +81,14 @@ impl Server {
             .expect("spawn kafko-http");
         let stdout = child.stdout.take().expect("stdout");
         let mut lines = BufReader::new(stdout).lines();
-        let addr = tokio::time::timeout(Duration::from_secs(30), async {
+        let (addr, kafka) = tokio::time::timeout(Duration::from_secs(30), async {
+            let mut kafka = None;
             while let Some(line) = lines.next_line().await.expect("read stdout") {
+                if let Some(addr) = line.strip_prefix("kafka listening on ") {
+                    kafka = Some(addr.to_owned());
+                }
                 if let Some(url) = line.strip_prefix("listening on http://") {
-                    return url.to_owned();
+                    return (url.to_owned(), kafka);
                 }
             }
             panic!(
@@ -98,6 +104,7 @@ impl Server {
             child,
             base: format!("http://{addr}"),
             addr,
+            kafka,
             dir: dir.to_path_buf(),
         }
     }

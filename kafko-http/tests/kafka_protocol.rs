@@ -1,0 +1,967 @@
+//! The Kafka wire-protocol listener, black-box: the real binary with `--kafka-bind`,
+//! spoken to with requests encoded by the `kafka-protocol` crate and record batches
+//! built here, next to `/v1` on the same log.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use common::{Server, client, get_json, produce};
+use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::{
+    ApiVersionsRequest, ApiVersionsResponse, CreateTopicsRequest, DeleteTopicsRequest,
+    FetchRequest, InitProducerIdRequest, ListOffsetsRequest, MetadataRequest, ProduceRequest,
+    RequestHeader, ResponseHeader, TopicName,
+};
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+// ---------------------------------------------------------------- a small client
+
+struct Kafka {
+    stream: TcpStream,
+    next: i32,
+}
+
+impl Kafka {
+    async fn connect(server: &Server) -> Kafka {
+        let addr = server.kafka.as_deref().expect("started with --kafka-bind");
+        Kafka {
+            stream: TcpStream::connect(addr).await.unwrap(),
+            next: 1,
+        }
+    }
+
+    /// Sends a request; returns its correlation id.
+    async fn send<R: Request>(&mut self, request: &R, version: i16, trailing: &[u8]) -> i32 {
+        let correlation = self.next;
+        self.next += 1;
+        let header = RequestHeader::default()
+            .with_request_api_key(R::KEY)
+            .with_request_api_version(version)
+            .with_correlation_id(correlation)
+            .with_client_id(Some(StrBytes::from_static_str("kafko-test")));
+        let mut body = BytesMut::new();
+        header
+            .encode(&mut body, R::header_version(version))
+            .unwrap();
+        request.encode(&mut body, version).unwrap();
+        body.put_slice(trailing);
+        self.write_frame(&body).await;
+        correlation
+    }
+
+    async fn write_frame(&mut self, body: &[u8]) {
+        let mut frame = Vec::with_capacity(body.len() + 4);
+        frame.extend_from_slice(&i32::try_from(body.len()).unwrap().to_be_bytes());
+        frame.extend_from_slice(body);
+        self.stream.write_all(&frame).await.unwrap();
+    }
+
+    async fn read_frame(&mut self) -> Bytes {
+        let mut size = [0u8; 4];
+        tokio::time::timeout(Duration::from_secs(30), self.stream.read_exact(&mut size))
+            .await
+            .expect("an answer in time")
+            .expect("an answer, not a close");
+        let mut body = vec![0u8; usize::try_from(i32::from_be_bytes(size)).unwrap()];
+        self.stream.read_exact(&mut body).await.unwrap();
+        Bytes::from(body)
+    }
+
+    /// Reads the next answer, which must be to a request of type `R` at `version`.
+    async fn recv<R: Request>(&mut self, version: i16) -> (i32, R::Response) {
+        let mut body = self.read_frame().await;
+        let header =
+            ResponseHeader::decode(&mut body, R::Response::header_version(version)).unwrap();
+        let response = R::Response::decode(&mut body, version).unwrap();
+        assert!(body.is_empty(), "{} bytes after the answer", body.len());
+        (header.correlation_id, response)
+    }
+
+    async fn call<R: Request>(&mut self, request: &R, version: i16) -> R::Response {
+        let sent = self.send(request, version, &[]).await;
+        let (correlation, response) = self.recv::<R>(version).await;
+        assert_eq!(correlation, sent);
+        response
+    }
+
+    /// Whether the server closed the connection (EOF) within the time limit.
+    async fn closed_by_server(&mut self) -> bool {
+        let mut buf = [0u8; 64];
+        loop {
+            match tokio::time::timeout(Duration::from_secs(20), self.stream.read(&mut buf)).await {
+                Err(_) => return false,
+                Ok(Ok(0) | Err(_)) => return true,
+                Ok(Ok(_)) => {}
+            }
+        }
+    }
+}
+
+fn name(s: &str) -> TopicName {
+    TopicName(StrBytes::from_string(s.to_owned()))
+}
+
+async fn start(dir: &std::path::Path, extra: &[&str]) -> Server {
+    let mut args = vec!["--kafka-bind", "127.0.0.1:0"];
+    args.extend_from_slice(extra);
+    Server::start(dir, &args).await
+}
+
+// ---------------------------------------------------------------- record batches
+
+#[derive(Clone, Default)]
+struct Rec {
+    key: Option<&'static [u8]>,
+    value: Option<&'static [u8]>,
+    headers: Vec<(&'static str, Option<&'static [u8]>)>,
+    timestamp: i64,
+}
+
+fn varlong(out: &mut BytesMut, v: i64) {
+    let mut raw = ((v << 1) ^ (v >> 63)) as u64;
+    while raw >= 0x80 {
+        out.put_u8((raw as u8 & 0x7f) | 0x80);
+        raw >>= 7;
+    }
+    out.put_u8(raw as u8);
+}
+
+fn put_bytes(out: &mut BytesMut, b: Option<&[u8]>) {
+    match b {
+        None => varlong(out, -1),
+        Some(b) => {
+            varlong(out, b.len() as i64);
+            out.put_slice(b);
+        }
+    }
+}
+
+/// A producer's batch: `codec` 0 (none) or 1 (gzip); `producer` = (id, epoch, base
+/// sequence), or none.
+fn batch(records: &[Rec], codec: i16, producer: Option<(i64, i16, i32)>) -> Bytes {
+    let base_ts = records[0].timestamp;
+    let mut area = BytesMut::new();
+    for (i, r) in records.iter().enumerate() {
+        let mut rec = BytesMut::new();
+        rec.put_i8(0);
+        varlong(&mut rec, r.timestamp - base_ts);
+        varlong(&mut rec, i as i64);
+        put_bytes(&mut rec, r.key);
+        put_bytes(&mut rec, r.value);
+        varlong(&mut rec, r.headers.len() as i64);
+        for (k, v) in &r.headers {
+            put_bytes(&mut rec, Some(k.as_bytes()));
+            put_bytes(&mut rec, *v);
+        }
+        varlong(&mut area, rec.len() as i64);
+        area.put_slice(&rec);
+    }
+    let area = if codec == 1 {
+        use std::io::Write;
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        enc.write_all(&area).unwrap();
+        Bytes::from(enc.finish().unwrap())
+    } else {
+        area.freeze()
+    };
+    let (pid, epoch, seq) = producer.unwrap_or((-1, -1, -1));
+    let mut b = BytesMut::new();
+    b.put_i64(0);
+    b.put_i32(0);
+    b.put_i32(-1);
+    b.put_i8(2);
+    b.put_u32(0);
+    b.put_i16(codec);
+    b.put_i32(records.len() as i32 - 1);
+    b.put_i64(base_ts);
+    b.put_i64(records.iter().map(|r| r.timestamp).max().unwrap());
+    b.put_i64(pid);
+    b.put_i16(epoch);
+    b.put_i32(seq);
+    b.put_i32(records.len() as i32);
+    b.put_slice(&area);
+    let len = (b.len() - 12) as i32;
+    b[8..12].copy_from_slice(&len.to_be_bytes());
+    let crc = crc32c::crc32c(&b[21..]);
+    b[17..21].copy_from_slice(&crc.to_be_bytes());
+    b.freeze()
+}
+
+/// A record as read back from a fetch.
+#[derive(Debug, PartialEq)]
+struct Got {
+    offset: i64,
+    timestamp: i64,
+    key: Option<Vec<u8>>,
+    value: Option<Vec<u8>>,
+    headers: Vec<(String, Vec<u8>)>,
+}
+
+fn get_varlong(b: &mut Bytes) -> i64 {
+    let mut raw = 0u64;
+    let mut shift = 0;
+    loop {
+        let byte = b.get_u8();
+        raw |= u64::from(byte & 0x7f) << shift;
+        if byte & 0x80 == 0 {
+            return (raw >> 1) as i64 ^ -((raw & 1) as i64);
+        }
+        shift += 7;
+    }
+}
+
+fn get_bytes(b: &mut Bytes) -> Option<Vec<u8>> {
+    let len = get_varlong(b);
+    (len >= 0).then(|| b.split_to(len as usize).to_vec())
+}
+
+/// Decodes fetched batches (uncompressed, as the broker sends them), checking each CRC.
+fn read_batches(mut data: Bytes) -> Vec<Got> {
+    let mut out = Vec::new();
+    while !data.is_empty() {
+        let base = data.get_i64();
+        let len = data.get_i32() as usize;
+        let mut batch = data.split_to(len);
+        let crc_covered = batch.slice(9..);
+        batch.advance(5);
+        assert_eq!(batch.get_u32(), crc32c::crc32c(&crc_covered), "batch CRC");
+        assert_eq!(batch.get_i16() & 7, 0, "uncompressed");
+        batch.advance(4);
+        let base_ts = batch.get_i64();
+        batch.advance(8 + 8 + 2 + 4);
+        let count = batch.get_i32();
+        for _ in 0..count {
+            let _len = get_varlong(&mut batch);
+            batch.advance(1);
+            let ts = base_ts + get_varlong(&mut batch);
+            let delta = get_varlong(&mut batch);
+            let key = get_bytes(&mut batch);
+            let value = get_bytes(&mut batch);
+            let n = get_varlong(&mut batch);
+            let headers = (0..n)
+                .map(|_| {
+                    let k = String::from_utf8(get_bytes(&mut batch).unwrap()).unwrap();
+                    (k, get_bytes(&mut batch).unwrap_or_default())
+                })
+                .collect();
+            out.push(Got {
+                offset: base + delta,
+                timestamp: ts,
+                key,
+                value,
+                headers,
+            });
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------- requests
+
+fn produce_request(topic: &str, partition: i32, records: Bytes, acks: i16) -> ProduceRequest {
+    ProduceRequest::default()
+        .with_acks(acks)
+        .with_timeout_ms(10_000)
+        .with_topic_data(vec![
+            TopicProduceData::default()
+                .with_name(name(topic))
+                .with_partition_data(vec![
+                    PartitionProduceData::default()
+                        .with_index(partition)
+                        .with_records(Some(records)),
+                ]),
+        ])
+}
+
+/// Produces one batch at v9; returns (error code, base offset).
+async fn produce_batch(k: &mut Kafka, topic: &str, partition: i32, records: Bytes) -> (i16, i64) {
+    let r = k
+        .call(&produce_request(topic, partition, records, -1), 9)
+        .await;
+    let p = &r.responses[0].partition_responses[0];
+    (p.error_code, p.base_offset)
+}
+
+fn fetch_request(topic: &str, partition: i32, offset: i64, max_wait_ms: i32) -> FetchRequest {
+    FetchRequest::default()
+        .with_replica_id((-1).into())
+        .with_max_wait_ms(max_wait_ms)
+        .with_min_bytes(1)
+        .with_max_bytes(50 * 1024 * 1024)
+        .with_session_epoch(-1)
+        .with_topics(vec![
+            FetchTopic::default()
+                .with_topic(name(topic))
+                .with_partitions(vec![
+                    FetchPartition::default()
+                        .with_partition(partition)
+                        .with_fetch_offset(offset)
+                        .with_partition_max_bytes(1024 * 1024),
+                ]),
+        ])
+}
+
+/// Fetches (v12) once: (error, high watermark, log start, records).
+async fn fetch(
+    k: &mut Kafka,
+    topic: &str,
+    partition: i32,
+    offset: i64,
+    wait: i32,
+) -> (i16, i64, i64, Vec<Got>) {
+    let r = k
+        .call(&fetch_request(topic, partition, offset, wait), 12)
+        .await;
+    let p = &r.responses[0].partitions[0];
+    let records = p.records.clone().map(read_batches).unwrap_or_default();
+    (p.error_code, p.high_watermark, p.log_start_offset, records)
+}
+
+async fn list_offset(
+    k: &mut Kafka,
+    topic: &str,
+    partition: i32,
+    timestamp: i64,
+) -> (i16, i64, i64) {
+    let request = ListOffsetsRequest::default()
+        .with_replica_id((-1).into())
+        .with_topics(vec![
+            ListOffsetsTopic::default()
+                .with_name(name(topic))
+                .with_partitions(vec![
+                    ListOffsetsPartition::default()
+                        .with_partition_index(partition)
+                        .with_timestamp(timestamp),
+                ]),
+        ]);
+    let r = k.call(&request, 7).await;
+    let p = &r.topics[0].partitions[0];
+    (p.error_code, p.offset, p.timestamp)
+}
+
+async fn create_topic(
+    k: &mut Kafka,
+    topic: &str,
+    partitions: i32,
+    configs: &[(&str, &str)],
+) -> i16 {
+    let request = CreateTopicsRequest::default()
+        .with_timeout_ms(10_000)
+        .with_topics(vec![
+            CreatableTopic::default()
+                .with_name(name(topic))
+                .with_num_partitions(partitions)
+                .with_replication_factor(-1)
+                .with_configs(
+                    configs
+                        .iter()
+                        .map(|(n, v)| {
+                            CreatableTopicConfig::default()
+                                .with_name(StrBytes::from_string((*n).to_owned()))
+                                .with_value(Some(StrBytes::from_string((*v).to_owned())))
+                        })
+                        .collect(),
+                ),
+        ]);
+    k.call(&request, 7).await.topics[0].error_code
+}
+
+fn rec(key: &'static str, value: &'static str, ts: i64) -> Rec {
+    Rec {
+        key: Some(key.as_bytes()),
+        value: Some(value.as_bytes()),
+        headers: vec![],
+        timestamp: ts,
+    }
+}
+
+// ---------------------------------------------------------------- tests
+
+#[tokio::test]
+async fn api_versions_advertises_exactly_the_served_ranges_and_answers_a_newer_version_in_v0() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = start(&tmp.path().join("d"), &[]).await;
+    let mut k = Kafka::connect(&s).await;
+    // kafka-python asks v4 first: the answer is error 35 in the v0 layout.
+    let correlation = k.send(&ApiVersionsRequest::default(), 4, &[]).await;
+    let mut body = k.read_frame().await;
+    assert_eq!(
+        body.get_i32(),
+        correlation,
+        "v0 response header: the correlation id only"
+    );
+    let refused = ApiVersionsResponse::decode(&mut body, 0).unwrap();
+    assert!(body.is_empty());
+    assert_eq!(refused.error_code, 35);
+    let expected: Vec<(i16, i16, i16)> = vec![
+        (0, 3, 9),
+        (1, 4, 12),
+        (2, 1, 7),
+        (3, 1, 12),
+        (8, 2, 8),
+        (9, 1, 7),
+        (10, 0, 3),
+        (11, 2, 7),
+        (12, 0, 4),
+        (13, 0, 4),
+        (14, 0, 5),
+        (15, 0, 5),
+        (16, 0, 4),
+        (18, 0, 3),
+        (19, 2, 7),
+        (20, 1, 6),
+        (22, 0, 4),
+    ];
+    let ranges = |r: &ApiVersionsResponse| {
+        let mut v: Vec<_> = r
+            .api_keys
+            .iter()
+            .map(|a| (a.api_key, a.min_version, a.max_version))
+            .collect();
+        v.sort_unstable();
+        v
+    };
+    assert_eq!(ranges(&refused), expected);
+    // Then v3 (flexible): the same ranges, and no tagged fields beyond the empty set.
+    let ok = k.call(&ApiVersionsRequest::default(), 3).await;
+    assert_eq!(ok.error_code, 0);
+    assert_eq!(ranges(&ok), expected);
+    assert!(ok.supported_features.is_empty() && ok.finalized_features.is_empty());
+    // And v0, as aiokafka asks.
+    assert_eq!(
+        ranges(&k.call(&ApiVersionsRequest::default(), 0).await),
+        expected
+    );
+}
+
+#[tokio::test]
+async fn trailing_bytes_after_a_metadata_body_are_tolerated() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = start(&tmp.path().join("d"), &[]).await;
+    let mut k = Kafka::connect(&s).await;
+    assert_eq!(create_topic(&mut k, "t", 3, &[]).await, 0);
+    // librdkafka 2.16's all-topics Metadata v12 carries 3 bytes after the body.
+    let sent = k
+        .send(
+            &MetadataRequest::default().with_topics(None),
+            12,
+            &[0, 0, 0],
+        )
+        .await;
+    let (correlation, r) = k.recv::<MetadataRequest>(12).await;
+    assert_eq!(correlation, sent);
+    assert_eq!(r.brokers.len(), 1);
+    let broker = &r.brokers[0];
+    assert_eq!(
+        format!("{}:{}", broker.host.as_str(), broker.port),
+        s.kafka.clone().unwrap()
+    );
+    let topic = r
+        .topics
+        .iter()
+        .find(|t| t.name.as_ref().unwrap().as_str() == "t")
+        .unwrap();
+    assert_eq!(topic.partitions.len(), 3);
+    assert!(
+        topic
+            .partitions
+            .iter()
+            .all(|p| p.leader_id.0 == 0 && p.error_code == 0)
+    );
+}
+
+#[tokio::test]
+async fn metadata_auto_creates_only_when_the_server_and_the_client_allow_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = start(&tmp.path().join("d"), &["--auto-create", "false"]).await;
+    let mut k = Kafka::connect(&s).await;
+    let ask = |t: &str, allow: bool| {
+        MetadataRequest::default()
+            .with_topics(Some(vec![
+                MetadataRequestTopic::default().with_name(Some(name(t))),
+            ]))
+            .with_allow_auto_topic_creation(allow)
+    };
+    assert_eq!(k.call(&ask("nope", true), 12).await.topics[0].error_code, 3);
+    let tmp2 = tempfile::tempdir().unwrap();
+    let s2 = start(&tmp2.path().join("d"), &[]).await;
+    let mut k2 = Kafka::connect(&s2).await;
+    assert_eq!(
+        k2.call(&ask("later", false), 12).await.topics[0].error_code,
+        3
+    );
+    let created = k2.call(&ask("made", true), 12).await;
+    assert_eq!(created.topics[0].error_code, 0);
+    assert_eq!(created.topics[0].partitions.len(), 1);
+}
+
+#[tokio::test]
+async fn acks_zero_gets_no_answer_and_the_next_request_is_answered_in_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = start(&tmp.path().join("d"), &[]).await;
+    let mut k = Kafka::connect(&s).await;
+    assert_eq!(create_topic(&mut k, "z", 1, &[]).await, 0);
+    let quiet = k
+        .send(
+            &produce_request("z", 0, batch(&[rec("k", "v0", 1000)], 0, None), 0),
+            9,
+            &[],
+        )
+        .await;
+    // Pipelined: three requests before reading any answer.
+    let a = k
+        .send(
+            &produce_request("z", 0, batch(&[rec("k", "v1", 1001)], 0, None), 1),
+            9,
+            &[],
+        )
+        .await;
+    let b = k.send(&MetadataRequest::default(), 12, &[]).await;
+    let (first, produced) = k.recv::<ProduceRequest>(9).await;
+    assert_ne!(first, quiet, "acks=0 is never answered");
+    assert_eq!(first, a);
+    // acks=0 was appended before the next request was read: the acks=1 record follows it.
+    assert_eq!(produced.responses[0].partition_responses[0].base_offset, 1);
+    let (second, _) = k.recv::<MetadataRequest>(12).await;
+    assert_eq!(second, b);
+}
+
+#[tokio::test]
+async fn a_corrupt_batch_is_corrupt_message_and_stores_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = start(&tmp.path().join("d"), &[]).await;
+    let mut k = Kafka::connect(&s).await;
+    assert_eq!(create_topic(&mut k, "c", 1, &[]).await, 0);
+    let good = batch(&[rec("k", "value", 1000)], 0, None);
+    let mut bad = BytesMut::from(&good[..]);
+    let last = bad.len() - 1;
+    bad[last] ^= 0x55;
+    assert_eq!(produce_batch(&mut k, "c", 0, bad.freeze()).await.0, 2);
+    assert_eq!(list_offset(&mut k, "c", 0, -1).await.1, 0, "nothing stored");
+    // The connection is still usable.
+    assert_eq!(produce_batch(&mut k, "c", 0, good).await, (0, 0));
+}
+
+#[tokio::test]
+async fn a_record_past_max_record_bytes_is_message_too_large() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = start(&tmp.path().join("d"), &["--max-record-bytes", "100"]).await;
+    let mut k = Kafka::connect(&s).await;
+    assert_eq!(create_topic(&mut k, "big", 1, &[]).await, 0);
+    let value: &'static [u8] = Box::leak(vec![b'x'; 200].into_boxed_slice());
+    let records = [
+        rec("k", "small", 1),
+        Rec {
+            key: None,
+            value: Some(value),
+            headers: vec![],
+            timestamp: 2,
+        },
+    ];
+    assert_eq!(
+        produce_batch(&mut k, "big", 0, batch(&records, 0, None))
+            .await
+            .0,
+        10
+    );
+    assert_eq!(
+        list_offset(&mut k, "big", 0, -1).await.1,
+        0,
+        "the batch is all or nothing"
+    );
+}
+
+#[tokio::test]
+async fn a_replayed_idempotent_batch_keeps_its_offsets_and_is_written_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = start(&tmp.path().join("d"), &[]).await;
+    let mut k = Kafka::connect(&s).await;
+    assert_eq!(create_topic(&mut k, "idem", 1, &[]).await, 0);
+    let init = k
+        .call(
+            &InitProducerIdRequest::default()
+                .with_transactional_id(None)
+                .with_transaction_timeout_ms(60_000),
+            4,
+        )
+        .await;
+    assert_eq!(init.error_code, 0);
+    let (pid, epoch) = (init.producer_id.0, init.producer_epoch);
+    assert!(pid >= 0);
+    let first = batch(
+        &[rec("a", "1", 1), rec("b", "2", 2), rec("c", "3", 3)],
+        0,
+        Some((pid, epoch, 0)),
+    );
+    let second = batch(
+        &[rec("d", "4", 4), rec("e", "5", 5)],
+        0,
+        Some((pid, epoch, 3)),
+    );
+    assert_eq!(
+        produce_batch(&mut k, "idem", 0, first.clone()).await,
+        (0, 0)
+    );
+    assert_eq!(
+        produce_batch(&mut k, "idem", 0, second.clone()).await,
+        (0, 3)
+    );
+    // Retries of both, as a producer whose answers were lost sends them.
+    assert_eq!(produce_batch(&mut k, "idem", 0, first).await, (0, 0));
+    assert_eq!(produce_batch(&mut k, "idem", 0, second).await, (0, 3));
+    let (_, hw, _, records) = fetch(&mut k, "idem", 0, 0, 0).await;
+    assert_eq!(hw, 5, "written once");
+    let values: Vec<_> = records.iter().map(|r| r.value.clone().unwrap()).collect();
+    assert_eq!(values, [b"1", b"2", b"3", b"4", b"5"].map(|v| v.to_vec()));
+    // A gap in the sequence is refused; so is an older epoch after a re-init.
+    let gap = batch(&[rec("f", "6", 6)], 0, Some((pid, epoch, 7)));
+    assert_eq!(produce_batch(&mut k, "idem", 0, gap).await.0, 45);
+    let next = batch(&[rec("f", "6", 6)], 0, Some((pid, epoch, 5)));
+    assert_eq!(produce_batch(&mut k, "idem", 0, next).await, (0, 5));
+    // A transactional producer gets a clear refusal, not a hang.
+    let txn = k
+        .call(
+            &InitProducerIdRequest::default()
+                .with_transactional_id(Some(kafka_protocol::messages::TransactionalId(
+                    StrBytes::from_static_str("tx"),
+                )))
+                .with_transaction_timeout_ms(60_000),
+            4,
+        )
+        .await;
+    assert_eq!(txn.error_code, 53);
+}
+
+#[tokio::test]
+async fn a_fetch_long_poll_is_woken_by_a_produce_through_v1() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = start(&tmp.path().join("d"), &[]).await;
+    let c = client();
+    let mut k = Kafka::connect(&s).await;
+    assert_eq!(create_topic(&mut k, "lp", 1, &[]).await, 0);
+    // Nothing there: the fetch waits its max_wait_ms, then answers empty.
+    let t0 = Instant::now();
+    let (err, hw, _, records) = fetch(&mut k, "lp", 0, 0, 300).await;
+    assert_eq!((err, hw, records.len()), (0, 0, 0));
+    assert!(
+        t0.elapsed() >= Duration::from_millis(290),
+        "{:?}",
+        t0.elapsed()
+    );
+    // A long fetch (30 s) in flight, then a produce through /v1: the fetch answers with it.
+    let t0 = Instant::now();
+    let sent = k.send(&fetch_request("lp", 0, 0, 30_000), 12, &[]).await;
+    produce(&c, &s, "lp", "", json!([{"key": "k", "value": "woken"}])).await;
+    let (correlation, r) = k.recv::<FetchRequest>(12).await;
+    assert_eq!(correlation, sent);
+    let got = read_batches(r.responses[0].partitions[0].records.clone().unwrap());
+    assert_eq!(got[0].value.as_deref(), Some(&b"woken"[..]));
+    assert!(
+        t0.elapsed() < Duration::from_secs(20),
+        "woken, not timed out: {:?}",
+        t0.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn records_produced_through_kafka_read_the_same_through_v1_and_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = start(&tmp.path().join("d"), &[]).await;
+    let c = client();
+    let mut k = Kafka::connect(&s).await;
+    assert_eq!(create_topic(&mut k, "rt", 1, &[]).await, 0);
+    let records = [
+        Rec {
+            key: Some(b"k1"),
+            value: Some(b"v1"),
+            headers: vec![("h", Some(b"1")), ("h", Some(b"2")), ("n", None)],
+            timestamp: 1_700_000_000_000,
+        },
+        Rec {
+            key: None,
+            value: Some(b"no key"),
+            headers: vec![],
+            timestamp: 1_700_000_000_001,
+        },
+        Rec {
+            key: Some(b"gone"),
+            value: None,
+            headers: vec![],
+            timestamp: 1_700_000_000_002,
+        },
+        Rec {
+            key: Some(b"empty"),
+            value: Some(b""),
+            headers: vec![],
+            timestamp: 1_700_000_000_003,
+        },
+    ];
+    // gzip, as a producer may compress.
+    assert_eq!(
+        produce_batch(&mut k, "rt", 0, batch(&records, 1, None)).await,
+        (0, 0)
+    );
+    let b = get_json(
+        &c,
+        &s,
+        "/v1/topics/rt/records?partition=0&offset=0&max_records=10",
+    )
+    .await;
+    let r = b["records"].as_array().unwrap();
+    assert_eq!(r.len(), 4);
+    assert_eq!(r[0]["key"], "k1");
+    assert_eq!(r[0]["value"], "v1");
+    assert_eq!(r[0]["timestamp"], 1_700_000_000_000i64);
+    // Duplicate header keys kept in order; a null header value is stored empty.
+    assert_eq!(
+        r[0]["headers"],
+        json!([{"name": "h", "value": "1"}, {"name": "h", "value": "2"}, {"name": "n", "value": ""}])
+    );
+    assert_eq!(r[1]["key"], serde_json::Value::Null);
+    assert_eq!(r[2]["value"], serde_json::Value::Null, "tombstone");
+    assert_eq!(r[3]["value"], "");
+    // And back: /v1 records read through Kafka.
+    produce(
+        &c,
+        &s,
+        "rt",
+        "",
+        json!([
+            {"key": "v1key", "value": "from v1", "timestamp": 1_700_000_000_100i64,
+             "headers": [{"name": "x", "value": "1"}, {"name": "x", "value": "2"}]},
+        ]),
+    )
+    .await;
+    let (err, hw, log_start, got) = fetch(&mut k, "rt", 0, 0, 0).await;
+    assert_eq!((err, hw, log_start), (0, 5, 0));
+    assert_eq!(got.len(), 5);
+    assert_eq!(
+        got[0],
+        Got {
+            offset: 0,
+            timestamp: 1_700_000_000_000,
+            key: Some(b"k1".to_vec()),
+            value: Some(b"v1".to_vec()),
+            headers: vec![
+                ("h".into(), b"1".to_vec()),
+                ("h".into(), b"2".to_vec()),
+                ("n".into(), vec![])
+            ],
+        }
+    );
+    assert_eq!(got[1].key, None);
+    assert_eq!(got[2].value, None);
+    assert_eq!(got[3].value, Some(vec![]));
+    assert_eq!(
+        got[4],
+        Got {
+            offset: 4,
+            timestamp: 1_700_000_000_100,
+            key: Some(b"v1key".to_vec()),
+            value: Some(b"from v1".to_vec()),
+            headers: vec![("x".into(), b"1".to_vec()), ("x".into(), b"2".to_vec())],
+        }
+    );
+    // From the middle; and past the end is OFFSET_OUT_OF_RANGE.
+    let (_, _, _, tail) = fetch(&mut k, "rt", 0, 3, 0).await;
+    assert_eq!(tail.first().map(|g| g.offset), Some(3));
+    assert_eq!(fetch(&mut k, "rt", 0, 6, 0).await.0, 1);
+    assert_eq!(fetch(&mut k, "missing", 0, 0, 0).await.0, 3);
+}
+
+#[tokio::test]
+async fn list_offsets_answers_earliest_latest_and_by_timestamp() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = start(&tmp.path().join("d"), &[]).await;
+    let mut k = Kafka::connect(&s).await;
+    assert_eq!(create_topic(&mut k, "lo", 1, &[]).await, 0);
+    let records = [
+        rec("a", "1", 1000),
+        rec("b", "2", 2000),
+        rec("c", "3", 3000),
+    ];
+    assert_eq!(
+        produce_batch(&mut k, "lo", 0, batch(&records, 0, None)).await,
+        (0, 0)
+    );
+    assert_eq!(list_offset(&mut k, "lo", 0, -2).await, (0, 0, -1));
+    assert_eq!(list_offset(&mut k, "lo", 0, -1).await, (0, 3, -1));
+    assert_eq!(list_offset(&mut k, "lo", 0, 1500).await, (0, 1, 2000));
+    assert_eq!(list_offset(&mut k, "lo", 0, 3000).await, (0, 2, 3000));
+    assert_eq!(list_offset(&mut k, "lo", 0, 9000).await, (0, -1, -1));
+    assert_eq!(list_offset(&mut k, "lo", 0, -3).await, (0, 2, 3000));
+    assert_eq!(list_offset(&mut k, "lo", 5, -1).await.0, 3);
+}
+
+#[tokio::test]
+async fn keyed_records_land_where_kafkas_murmur2_partitioner_puts_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = start(&tmp.path().join("d"), &[]).await;
+    let c = client();
+    let mut k = Kafka::connect(&s).await;
+    assert_eq!(create_topic(&mut k, "keys", 3, &[]).await, 0);
+    // Kafka's UtilsTest: murmur2("21") = -973932308; toPositive = 1173551340; % 3 = 0.
+    // murmur2("foobar") = -790332482 → 1357151166 % 3 = 0; "abc" = 479470107 → % 3 = 0;
+    // "a-little-bit-long-string" = -985981536 → 1161502112 % 3 = 2.
+    for (key, partition) in [("21", 0), ("a-little-bit-long-string", 2)] {
+        let offsets = produce(&c, &s, "keys", "", json!([{"key": key, "value": "x"}])).await;
+        assert_eq!(offsets[0]["partition"], partition, "key {key}");
+    }
+    assert_eq!(list_offset(&mut k, "keys", 0, -1).await.1, 1);
+    assert_eq!(list_offset(&mut k, "keys", 2, -1).await.1, 1);
+}
+
+#[tokio::test]
+async fn create_and_delete_topics_answer_kafka_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = start(&tmp.path().join("d"), &[]).await;
+    let c = client();
+    let mut k = Kafka::connect(&s).await;
+    let configs = [
+        ("cleanup.policy", "compact"),
+        ("retention.ms", "-1"),
+        ("compression.type", "zstd"),
+        ("max.message.bytes", "2048"),
+    ];
+    assert_eq!(create_topic(&mut k, "made", 2, &configs).await, 0);
+    let b = get_json(&c, &s, "/v1/topics/made").await;
+    assert_eq!(b["config"]["partitions"], 2);
+    assert_eq!(b["config"]["cleanup_policy"], "compact");
+    assert_eq!(b["config"]["retention_ms"], serde_json::Value::Null);
+    assert_eq!(b["config"]["compression"], "zstd");
+    assert_eq!(b["config"]["max_record_bytes"], 2048);
+    assert_eq!(create_topic(&mut k, "made", 2, &[]).await, 36);
+    assert_eq!(create_topic(&mut k, "zero", 0, &[]).await, 37);
+    assert_eq!(
+        create_topic(
+            &mut k,
+            "conf",
+            1,
+            &[("unclean.leader.election.enable", "true")]
+        )
+        .await,
+        40
+    );
+    assert_eq!(
+        create_topic(&mut k, "codec", 1, &[("compression.type", "snappy")]).await,
+        40
+    );
+    let delete = |names: &[&str]| {
+        DeleteTopicsRequest::default()
+            .with_timeout_ms(10_000)
+            .with_topic_names(names.iter().map(|n| name(n)).collect())
+    };
+    let r = k.call(&delete(&["made", "absent"]), 4).await;
+    assert_eq!(r.responses[0].error_code, 0);
+    assert_eq!(r.responses[1].error_code, 3);
+    assert_eq!(fetch(&mut k, "made", 0, 0, 0).await.0, 3);
+}
+
+#[tokio::test]
+async fn offsets_and_data_survive_a_restart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("d");
+    let mut s = start(&dir, &[]).await;
+    let mut k = Kafka::connect(&s).await;
+    assert_eq!(create_topic(&mut k, "keep", 2, &[]).await, 0);
+    let records = [rec("a", "1", 1000), rec("b", "2", 2000)];
+    assert_eq!(
+        produce_batch(&mut k, "keep", 1, batch(&records, 0, None)).await,
+        (0, 0)
+    );
+    assert!(s.sigterm().await.success());
+    let s = start(&dir, &[]).await;
+    let mut k = Kafka::connect(&s).await;
+    assert_eq!(list_offset(&mut k, "keep", 1, -2).await.1, 0);
+    assert_eq!(list_offset(&mut k, "keep", 1, -1).await.1, 2);
+    assert_eq!(list_offset(&mut k, "keep", 1, 1500).await, (0, 1, 2000));
+    let (_, hw, _, got) = fetch(&mut k, "keep", 1, 0, 0).await;
+    assert_eq!(hw, 2);
+    assert_eq!(
+        got.iter()
+            .map(|g| g.value.clone().unwrap())
+            .collect::<Vec<_>>(),
+        vec![b"1".to_vec(), b"2".to_vec()]
+    );
+}
+
+#[tokio::test]
+async fn garbage_bytes_close_that_connection_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = start(&tmp.path().join("d"), &[]).await;
+    let mut healthy = Kafka::connect(&s).await;
+    assert_eq!(
+        healthy
+            .call(&ApiVersionsRequest::default(), 3)
+            .await
+            .error_code,
+        0
+    );
+    // An HTTP request on the Kafka port: its first four bytes are a huge size.
+    let mut http = Kafka::connect(&s).await;
+    http.stream
+        .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    assert!(http.closed_by_server().await);
+    // A small frame that is no request: an unknown API key.
+    let mut junk = Kafka::connect(&s).await;
+    junk.write_frame(&[0x7f, 0x7f, 0, 0, 0, 0, 0, 1, 0, 0, 1, 2, 3])
+        .await;
+    assert!(junk.closed_by_server().await);
+    // A known API at a version not served.
+    let mut old = Kafka::connect(&s).await;
+    old.send(&MetadataRequest::default(), 0, &[]).await;
+    assert!(old.closed_by_server().await);
+    // The first connection is unaffected.
+    assert_eq!(
+        healthy
+            .call(&ApiVersionsRequest::default(), 3)
+            .await
+            .error_code,
+        0
+    );
+}
+
+#[tokio::test]
+async fn an_oversize_frame_is_refused_from_its_size_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = start(&tmp.path().join("d"), &["--max-body-bytes", "2000000"]).await;
+    let mut k = Kafka::connect(&s).await;
+    // Declares 1 GiB and sends nothing more: refused without waiting for the body.
+    k.stream
+        .write_all(&(1i32 << 30).to_be_bytes())
+        .await
+        .unwrap();
+    assert!(k.closed_by_server().await);
+    let mut fine = Kafka::connect(&s).await;
+    assert_eq!(
+        fine.call(&ApiVersionsRequest::default(), 3)
+            .await
+            .error_code,
+        0
+    );
+}
+
+#[tokio::test]
+async fn a_silent_connection_is_closed_after_the_idle_timeout() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = start(&tmp.path().join("d"), &["--idle-timeout-ms", "300"]).await;
+    let mut k = Kafka::connect(&s).await;
+    let t0 = Instant::now();
+    assert!(k.closed_by_server().await);
+    assert!(
+        t0.elapsed() >= Duration::from_millis(250),
+        "{:?}",
+        t0.elapsed()
+    );
+}
