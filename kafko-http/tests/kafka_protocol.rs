@@ -965,3 +965,54 @@ async fn a_silent_connection_is_closed_after_the_idle_timeout() {
         t0.elapsed()
     );
 }
+
+#[tokio::test]
+async fn with_a_token_sasl_plain_comes_first_and_a_wrong_password_closes() {
+    use kafka_protocol::messages::{SaslAuthenticateRequest, SaslHandshakeRequest};
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Server::start_env(
+        &tmp.path().join("d"),
+        &["--kafka-bind", "127.0.0.1:0"],
+        &[("KAFKO_AUTH_TOKEN", "s3cret")],
+    )
+    .await;
+    let handshake =
+        SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str("PLAIN"));
+    let plain = |password: &str| {
+        SaslAuthenticateRequest::default()
+            .with_auth_bytes(Bytes::from(format!("\0user\0{password}")))
+    };
+    // ApiVersions is open, and lists the SASL APIs.
+    let mut k = Kafka::connect(&s).await;
+    let versions = k.call(&ApiVersionsRequest::default(), 3).await;
+    let keys: Vec<i16> = versions.api_keys.iter().map(|a| a.api_key).collect();
+    assert!(keys.contains(&17) && keys.contains(&36), "{keys:?}");
+    // Anything else first closes the connection.
+    k.send(&MetadataRequest::default().with_topics(None), 12, &[])
+        .await;
+    assert!(k.closed_by_server().await);
+    // A mechanism other than PLAIN is refused, listing PLAIN.
+    let mut k = Kafka::connect(&s).await;
+    let other = k
+        .call(
+            &SaslHandshakeRequest::default()
+                .with_mechanism(StrBytes::from_static_str("SCRAM-SHA-256")),
+            1,
+        )
+        .await;
+    assert_eq!(other.error_code, 33);
+    assert_eq!(other.mechanisms, vec![StrBytes::from_static_str("PLAIN")]);
+    // A wrong password: SASL_AUTHENTICATION_FAILED, then the connection closes.
+    assert_eq!(k.call(&handshake, 1).await.error_code, 0);
+    assert_eq!(k.call(&plain("wrong"), 2).await.error_code, 58);
+    assert!(k.closed_by_server().await);
+    // The token as password: then the broker serves.
+    let mut k = Kafka::connect(&s).await;
+    assert_eq!(k.call(&handshake, 1).await.error_code, 0);
+    assert_eq!(k.call(&plain("s3cret"), 2).await.error_code, 0);
+    assert_eq!(create_topic(&mut k, "authed", 1, &[]).await, 0);
+    let r = k
+        .call(&MetadataRequest::default().with_topics(None), 12)
+        .await;
+    assert_eq!(r.topics.len(), 1);
+}

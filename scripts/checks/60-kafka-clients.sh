@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Stock Kafka clients against the Kafka listener (--kafka-bind), each running one flow
+# against the real debug binary: create a 3-partition topic, produce 1,000 keyed records
+# with headers, check every key landed where kafko's /v1 routes it (murmur2), read them
+# back with manual assignment, watermarks, ListOffsets earliest/latest/by timestamp,
+# delete the topic (scripts/clients/kafka_flow.py; kafkajs: scripts/clients/kafka/flow.mjs,
+# which reads back through /v1 since it consumes only in a group; kcat: below, topics
+# made through /v1 since it has no admin API). Then README.md's kcat session, run as
+# written against the same server.
+# Pinned clients, installed here on first use: PyPI into .venv-test/ (confluent-kafka,
+# kafka-python, aiokafka), npm into scripts/clients/kafka/node_modules from its lock
+# file (kafkajs), Debian's kcat.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+VENV=.venv-test
+PINS=(confluent-kafka==2.16.1 kafka-python==3.0.12 aiokafka==0.14.0)
+JS=scripts/clients/kafka
+
+[[ -x "$VENV/bin/python" ]] || python3 -m venv "$VENV"
+if ! "$VENV/bin/python" - "${PINS[@]}" <<'PY' 2>/dev/null
+import sys
+from importlib.metadata import version
+for pin in sys.argv[1:]:
+    name, want = pin.split("==")
+    if version(name) != want:
+        sys.exit(1)
+PY
+then
+    echo "installing ${PINS[*]} into $VENV"
+    "$VENV/bin/pip" install --quiet --disable-pip-version-check "${PINS[@]}"
+fi
+if ! command -v node >/dev/null || ! command -v npm >/dev/null || ! command -v kcat >/dev/null; then
+    echo "installing node, npm and kcat (Debian packages)"
+    apt-get update -qq && apt-get install -y -qq nodejs npm kcat >/dev/null
+fi
+LOCK_SUM=$(sha256sum "$JS/package-lock.json" | cut -d' ' -f1)
+if [[ "$(cat "$JS/node_modules/.lock-sum" 2>/dev/null)" != "$LOCK_SUM" ]]; then
+    echo "installing kafkajs (npm ci in $JS)"
+    (cd "$JS" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error)
+    echo "$LOCK_SUM" >"$JS/node_modules/.lock-sum"
+fi
+
+source scripts/lib/debug-server.sh
+start_server --kafka-bind 127.0.0.1:0
+KAFKA=$(sed -n 's/^kafka listening on //p' "$WORK/stdout")
+[[ -n "$KAFKA" ]] || { echo "the Kafka listener did not start"; cat "$WORK/server.log"; exit 1; }
+
+on_failure() {
+    echo "--- server log (tail) ---"; tail -50 "$WORK/server.log"
+}
+trap on_failure ERR
+
+for client in confluent kafka-python aiokafka; do
+    timeout 300 "$VENV/bin/python" scripts/clients/kafka_flow.py "$client" "$KAFKA" "$URL"
+done
+(cd "$JS" && timeout 300 node flow.mjs "$KAFKA" "$URL")
+
+echo "--- kcat"
+T=flow-kcat
+curl -fsS -X PUT "$URL/v1/topics/$T" -H 'content-type: application/json' -d '{"partitions":3}' >/dev/null
+seq 0 999 | awk '{print "key-"$1":value-"$1}' \
+    | timeout 60 kcat -P -b "$KAFKA" -t "$T" -K: -H dup=a -H dup=b -X partitioner=murmur2_random
+timeout 60 kcat -C -b "$KAFKA" -t "$T" -o beginning -e -q -f '%p %k %s %h\n' >"$WORK/kcat.txt"
+for p in 0 1 2; do
+    timeout 30 kcat -Q -b "$KAFKA" -t "$T:$p:-2" >>"$WORK/kcat-earliest.txt"
+    timeout 30 kcat -Q -b "$KAFKA" -t "$T:$p:-1" >>"$WORK/kcat-latest.txt"
+    timeout 30 kcat -Q -b "$KAFKA" -t "$T:$p:0" >>"$WORK/kcat-time.txt"
+done
+"$VENV/bin/python" - "$WORK" "$URL" "$T" <<'PY'
+import sys
+sys.path.insert(0, "scripts/clients")
+from kafka_flow import expected_partitions, check
+
+work, url, topic = sys.argv[1:]
+want = expected_partitions(url, topic)
+lines = open(f"{work}/kcat.txt").read().splitlines()
+check(len(lines) == 1000, f"read {len(lines)} records")
+for line in lines:
+    p, key, value, headers = line.split(" ")
+    check(want[key.encode()] == int(p), f"{key} on partition {p}")
+    check(value == "value-" + key[4:], f"value of {key}")
+    check(headers == "dup=a,dup=b", f"headers of {key}: {headers}")
+offset = lambda line: int(line.rsplit(" ", 1)[1])
+earliest = [offset(l) for l in open(f"{work}/kcat-earliest.txt").read().splitlines()]
+latest = [offset(l) for l in open(f"{work}/kcat-latest.txt").read().splitlines()]
+by_time = [offset(l) for l in open(f"{work}/kcat-time.txt").read().splitlines()]
+check(earliest == [0, 0, 0], f"earliest {earliest}")
+check(sum(latest) == 1000, f"latest {latest}")
+check(by_time == [0, 0, 0], f"by timestamp 0: {by_time}")
+print("  ok  produce, read back, watermarks, ListOffsets")
+PY
+curl -fsS -X DELETE "$URL/v1/topics/$T" >/dev/null
+echo "  ok  delete"
+
+echo "--- README.md's kcat session"
+# The first ```sh block after the "Kafka clients" heading, K= pointed at this server.
+awk '/^## Kafka clients/ { s = 1 } s && /^```sh$/ { b = 1; next } b && /^```$/ { exit } b' README.md \
+    | sed "s|^K=.*|K=$KAFKA|" >"$WORK/readme-kcat.sh"
+grep -q kcat "$WORK/readme-kcat.sh" || { echo "README.md has no kcat session"; exit 1; }
+(cd "$WORK" && timeout 120 bash -euo pipefail readme-kcat.sh) >"$WORK/readme-kcat.out" 2>&1 \
+    || { cat "$WORK/readme-kcat.out"; exit 1; }
+# What the README's text says the session shows.
+grep -q "broker 0 at $KAFKA" "$WORK/readme-kcat.out"
+grep -q "^0 0 alice order-1 source=kcat$" "$WORK/readme-kcat.out"
+grep -q "^0 2 alice order-3 source=kcat$" "$WORK/readme-kcat.out"
+grep -q "^orders \[0\] offset 3$" "$WORK/readme-kcat.out"
+echo "  ok  the session runs as written"
+fail_on_panic

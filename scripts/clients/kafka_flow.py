@@ -1,0 +1,386 @@
+"""One flow of a stock Kafka client against kafko's Kafka listener, checked step by step.
+
+Usage: kafka_flow.py CLIENT KAFKA_ADDR HTTP_URL   (CLIENT: confluent, kafka-python, aiokafka)
+
+The flow: create a 3-partition topic; produce 1,000 keyed records with headers (a repeated
+header name among them) and CreateTime timestamps; check every key went to the partition
+kafko's /v1 routes it to (Kafka's murmur2); read them all back with manual assignment
+(assign + seek to the beginning, no group) and compare keys, values, headers and
+timestamps; the watermarks; ListOffsets earliest, latest and by timestamp; delete the
+topic. Each client is an adapter of the same few calls; the steps are a list, so the
+consumer-group steps join it as further entries.
+"""
+
+import asyncio
+import json
+import sys
+import time
+import urllib.request
+
+RECORDS = 1000
+PARTITIONS = 3
+BASE_TS = 1_700_000_000_000
+
+
+def record(i):
+    return {
+        "key": f"key-{i}".encode(),
+        "value": f"value-{i}".encode(),
+        "headers": [("seq", str(i).encode()), ("dup", b"a"), ("dup", b"b")],
+        "timestamp": BASE_TS + i,
+    }
+
+
+def http(url, method="GET", body=None):
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, method=method, headers={"content-type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        text = r.read()
+        return json.loads(text) if text else None
+
+
+def expected_partitions(http_url, topic):
+    """Where kafko's /v1 routes each key (a scratch topic of the same partition count)."""
+    scratch = f"{topic}-routes"
+    http(f"{http_url}/v1/topics/{scratch}", "PUT", {"partitions": PARTITIONS})
+    out = http(
+        f"{http_url}/v1/topics/{scratch}/records?answer=records",
+        "POST",
+        {"records": [{"key": f"key-{i}", "value": ""} for i in range(RECORDS)]},
+    )
+    http(f"{http_url}/v1/topics/{scratch}", "DELETE")
+    return {f"key-{i}".encode(): o["partition"] for i, o in enumerate(out["offsets"])}
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+
+
+# ------------------------------------------------------------------- adapters
+
+
+class Confluent:
+    def __init__(self, bootstrap):
+        from confluent_kafka.admin import AdminClient
+
+        self.bootstrap = bootstrap
+        self.admin = AdminClient({"bootstrap.servers": bootstrap})
+        self.consumer = None
+
+    def create_topic(self, topic):
+        from confluent_kafka.admin import NewTopic
+
+        for f in self.admin.create_topics([NewTopic(topic, PARTITIONS, 1)]).values():
+            f.result(30)
+
+    def produce(self, topic, records):
+        from confluent_kafka import Producer
+
+        # librdkafka's default partitioner is CRC32-based: murmur2_random is Java's.
+        p = Producer({"bootstrap.servers": self.bootstrap, "partitioner": "murmur2_random",
+                      "enable.idempotence": True, "linger.ms": 5})
+        placed = {}
+
+        def done(err, msg):
+            check(err is None, f"delivery failed: {err}")
+            placed[msg.key()] = msg.partition()
+
+        for r in records:
+            p.produce(topic, key=r["key"], value=r["value"], headers=r["headers"],
+                      timestamp=r["timestamp"], on_delivery=done)
+            p.poll(0)
+        check(p.flush(30) == 0, "unflushed records")
+        return placed
+
+    def _consumer(self):
+        from confluent_kafka import Consumer
+
+        if self.consumer is None:
+            self.consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "kafko-flow-unused",
+                                      "enable.auto.commit": False, "enable.auto.offset.store": False})
+        return self.consumer
+
+    def read_all(self, topic, count):
+        from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+
+        c = self._consumer()
+        c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
+        out = []
+        deadline = time.time() + 60
+        while len(out) < count and time.time() < deadline:
+            for m in c.consume(500, 1.0):
+                check(m.error() is None, f"consume error: {m.error()}")
+                out.append({"partition": m.partition(), "key": m.key(), "value": m.value(),
+                            "headers": list(m.headers() or []), "timestamp": m.timestamp()[1]})
+        c.unassign()
+        return out
+
+    def watermarks(self, topic, partition):
+        from confluent_kafka import TopicPartition
+
+        return self._consumer().get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
+
+    def offset_for_time(self, topic, partition, ts):
+        from confluent_kafka import TopicPartition
+
+        [tp] = self._consumer().offsets_for_times([TopicPartition(topic, partition, ts)], timeout=10)
+        return tp.offset
+
+    def delete_topic(self, topic):
+        for f in self.admin.delete_topics([topic]).values():
+            f.result(30)
+
+    def close(self):
+        if self.consumer is not None:
+            self.consumer.close()
+
+
+class KafkaPython:
+    def __init__(self, bootstrap):
+        from kafka import KafkaAdminClient, KafkaConsumer
+
+        self.bootstrap = bootstrap
+        self.admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+        self.consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False)
+
+    def create_topic(self, topic):
+        from kafka.admin import NewTopic
+
+        self.admin.create_topics([NewTopic(topic, num_partitions=PARTITIONS, replication_factor=1)])
+
+    def produce(self, topic, records):
+        from kafka import KafkaProducer
+
+        # Idempotent by default in 3.0 (InitProducerId, sequence numbers).
+        p = KafkaProducer(bootstrap_servers=self.bootstrap, linger_ms=5)
+        futures = [(r["key"], p.send(topic, key=r["key"], value=r["value"], headers=r["headers"],
+                                     timestamp_ms=r["timestamp"])) for r in records]
+        p.flush(30)
+        placed = {k: f.get(30).partition for k, f in futures}
+        p.close()
+        return placed
+
+    def read_all(self, topic, count):
+        from kafka import TopicPartition
+
+        tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
+        self.consumer.assign(tps)
+        self.consumer.seek_to_beginning(*tps)
+        out = []
+        deadline = time.time() + 60
+        while len(out) < count and time.time() < deadline:
+            for tp, msgs in self.consumer.poll(timeout_ms=1000).items():
+                for m in msgs:
+                    out.append({"partition": tp.partition, "key": m.key, "value": m.value,
+                                "headers": list(m.headers), "timestamp": m.timestamp})
+        self.consumer.unsubscribe()
+        return out
+
+    def watermarks(self, topic, partition):
+        from kafka import TopicPartition
+
+        tp = TopicPartition(topic, partition)
+        return self.consumer.beginning_offsets([tp])[tp], self.consumer.end_offsets([tp])[tp]
+
+    def offset_for_time(self, topic, partition, ts):
+        from kafka import TopicPartition
+
+        tp = TopicPartition(topic, partition)
+        found = self.consumer.offsets_for_times({tp: ts})[tp]
+        return -1 if found is None else found.offset
+
+    def delete_topic(self, topic):
+        self.admin.delete_topics([topic])
+
+    def close(self):
+        self.consumer.close()
+        self.admin.close()
+
+
+class AioKafka:
+    """aiokafka's asyncio calls, run to completion one at a time."""
+
+    def __init__(self, bootstrap):
+        self.bootstrap = bootstrap
+        self.loop = asyncio.new_event_loop()
+        self.consumer = None
+
+    def run(self, coro):
+        return self.loop.run_until_complete(coro)
+
+    def _admin(self, op):
+        from aiokafka.admin import AIOKafkaAdminClient
+
+        async def go():
+            admin = AIOKafkaAdminClient(bootstrap_servers=self.bootstrap)
+            await admin.start()
+            try:
+                return await op(admin)
+            finally:
+                await admin.close()
+
+        return self.run(go())
+
+    def create_topic(self, topic):
+        from aiokafka.admin import NewTopic
+
+        self._admin(lambda a: a.create_topics([NewTopic(topic, num_partitions=PARTITIONS, replication_factor=1)]))
+
+    def produce(self, topic, records):
+        from aiokafka import AIOKafkaProducer
+
+        async def go():
+            p = AIOKafkaProducer(bootstrap_servers=self.bootstrap, enable_idempotence=True, linger_ms=5)
+            await p.start()
+            try:
+                futures = [(r["key"], await p.send(topic, key=r["key"], value=r["value"], headers=r["headers"],
+                                                    timestamp_ms=r["timestamp"])) for r in records]
+                return {k: (await f).partition for k, f in futures}
+            finally:
+                await p.stop()
+
+        return self.run(go())
+
+    def _consumer(self):
+        from aiokafka import AIOKafkaConsumer
+
+        async def make():
+            c = AIOKafkaConsumer(bootstrap_servers=self.bootstrap, group_id=None, enable_auto_commit=False)
+            await c.start()
+            return c
+
+        if self.consumer is None:
+            self.consumer = self.run(make())
+        return self.consumer
+
+    def read_all(self, topic, count):
+        from aiokafka import TopicPartition
+
+        c = self._consumer()
+        tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
+
+        async def go():
+            c.assign(tps)
+            await c.seek_to_beginning(*tps)
+            out = []
+            deadline = time.time() + 60
+            while len(out) < count and time.time() < deadline:
+                for tp, msgs in (await c.getmany(timeout_ms=1000)).items():
+                    for m in msgs:
+                        out.append({"partition": tp.partition, "key": m.key, "value": m.value,
+                                    "headers": list(m.headers), "timestamp": m.timestamp})
+            return out
+
+        return self.run(go())
+
+    def watermarks(self, topic, partition):
+        from aiokafka import TopicPartition
+
+        tp = TopicPartition(topic, partition)
+        c = self._consumer()
+        low = self.run(c.beginning_offsets([tp]))[tp]
+        high = self.run(c.end_offsets([tp]))[tp]
+        return low, high
+
+    def offset_for_time(self, topic, partition, ts):
+        from aiokafka import TopicPartition
+
+        tp = TopicPartition(topic, partition)
+        found = self.run(self._consumer().offsets_for_times({tp: ts}))[tp]
+        return -1 if found is None else found.offset
+
+    def delete_topic(self, topic):
+        self._admin(lambda a: a.delete_topics([topic]))
+
+    def close(self):
+        if self.consumer is not None:
+            self.run(self.consumer.stop())
+        self.loop.close()
+
+
+ADAPTERS = {"confluent": Confluent, "kafka-python": KafkaPython, "aiokafka": AioKafka}
+
+
+# ------------------------------------------------------------------- the flow
+
+
+class Flow:
+    def __init__(self, client, bootstrap, http_url):
+        self.c = ADAPTERS[client](bootstrap)
+        self.http_url = http_url
+        self.topic = f"flow-{client}"
+        self.records = [record(i) for i in range(RECORDS)]
+
+    def create(self):
+        self.c.create_topic(self.topic)
+        described = http(f"{self.http_url}/v1/topics/{self.topic}")
+        check(described["config"]["partitions"] == PARTITIONS, f"partitions: {described['config']}")
+
+    def produce(self):
+        placed = self.c.produce(self.topic, self.records)
+        check(len(placed) == RECORDS, f"{len(placed)} delivered")
+        want = expected_partitions(self.http_url, self.topic)
+        wrong = [k for k, p in placed.items() if want[k] != p]
+        check(not wrong, f"{len(wrong)} keys placed unlike kafko's murmur2, e.g. {wrong[:3]}")
+
+    def read_back(self):
+        got = self.c.read_all(self.topic, RECORDS)
+        check(len(got) == RECORDS, f"read {len(got)} of {RECORDS}")
+        want = expected_partitions(self.http_url, self.topic)
+        by_key = {r["key"]: r for r in self.records}
+        for m in got:
+            r = by_key[m["key"]]
+            check(m["value"] == r["value"], f"value of {m['key']}")
+            check(m["headers"] == r["headers"], f"headers of {m['key']}: {m['headers']}")
+            check(m["timestamp"] == r["timestamp"], f"timestamp of {m['key']}")
+            check(m["partition"] == want[m["key"]], f"partition of {m['key']}")
+        check(len({m["key"] for m in got}) == RECORDS, "duplicates read")
+
+    def watermarks(self):
+        total = 0
+        for p in range(PARTITIONS):
+            low, high = self.c.watermarks(self.topic, p)
+            check(low == 0, f"partition {p} low watermark {low}")
+            total += high
+        check(total == RECORDS, f"high watermarks sum to {total}")
+
+    def list_offsets(self):
+        # Record i has timestamp BASE_TS + i; each partition's records are in key order.
+        want = expected_partitions(self.http_url, self.topic)
+        for p in range(PARTITIONS):
+            mine = [i for i in range(RECORDS) if want[f"key-{i}".encode()] == p]
+            check(self.c.offset_for_time(self.topic, p, BASE_TS) == 0, "by timestamp: the first")
+            middle = mine[len(mine) // 2]
+            found = self.c.offset_for_time(self.topic, p, BASE_TS + middle)
+            check(found == len(mine) // 2, f"partition {p}: ts of record {middle} → {found}")
+            check(self.c.offset_for_time(self.topic, p, BASE_TS + RECORDS + 1) in (-1, None),
+                  "a timestamp past every record finds none")
+
+    def delete(self):
+        self.c.delete_topic(self.topic)
+        try:
+            http(f"{self.http_url}/v1/topics/{self.topic}")
+        except urllib.error.HTTPError as e:
+            check(e.code == 404, f"after delete: {e.code}")
+        else:
+            raise AssertionError("the topic is still there")
+
+    # The consumer-group steps (a group reads 500 and commits, a new member resumes at
+    # the commit, list and describe groups) go between read_back and delete.
+    STEPS = ["create", "produce", "read_back", "watermarks", "list_offsets", "delete"]
+
+    def run(self):
+        try:
+            for step in self.STEPS:
+                t0 = time.time()
+                getattr(self, step)()
+                print(f"  ok  {step} ({time.time() - t0:.2f} s)", flush=True)
+        finally:
+            self.c.close()
+
+
+if __name__ == "__main__":
+    client, bootstrap, http_url = sys.argv[1:4]
+    print(f"--- {client}", flush=True)
+    Flow(client, bootstrap, http_url).run()
