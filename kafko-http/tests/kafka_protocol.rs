@@ -533,6 +533,15 @@ async fn acks_zero_gets_no_answer_and_the_next_request_is_answered_in_order() {
     assert_eq!(produced.responses[0].partition_responses[0].base_offset, 1);
     let (second, _) = k.recv::<MetadataRequest>(12).await;
     assert_eq!(second, b);
+    // An acks=0 produce that fails closes the connection, as Kafka does: the client
+    // has no answer to learn it from.
+    k.send(
+        &produce_request("z", 7, batch(&[rec("k", "v", 1)], 0, None), 0),
+        9,
+        &[],
+    )
+    .await;
+    assert!(k.closed_by_server().await);
 }
 
 #[tokio::test]

@@ -5,7 +5,8 @@
 # back with manual assignment, watermarks, ListOffsets earliest/latest/by timestamp,
 # delete the topic (scripts/clients/kafka_flow.py; kafkajs: scripts/clients/kafka/flow.mjs,
 # which reads back through /v1 since it consumes only in a group; kcat: below, topics
-# made through /v1 since it has no admin API). Then README.md's kcat session, run as
+# made through /v1 since it has no admin API). Producers compress: snappy (confluent),
+# gzip (kafka-python, aiokafka, kafkajs), lz4 (kcat). Then README.md's kcat session, run as
 # written against the same server.
 # Pinned clients, installed here on first use: PyPI into .venv-test/ (confluent-kafka,
 # kafka-python, aiokafka), npm into scripts/clients/kafka/node_modules from its lock
@@ -60,7 +61,7 @@ echo "--- kcat"
 T=flow-kcat
 curl -fsS -X PUT "$URL/v1/topics/$T" -H 'content-type: application/json' -d '{"partitions":3}' >/dev/null
 seq 0 999 | awk '{print "key-"$1":value-"$1}' \
-    | timeout 60 kcat -P -b "$KAFKA" -t "$T" -K: -H dup=a -H dup=b -X partitioner=murmur2_random
+    | timeout 60 kcat -P -b "$KAFKA" -t "$T" -K: -H dup=a -H dup=b -X partitioner=murmur2_random -z lz4
 timeout 60 kcat -C -b "$KAFKA" -t "$T" -o beginning -e -q -f '%p %k %s %h\n' >"$WORK/kcat.txt"
 for p in 0 1 2; do
     timeout 30 kcat -Q -b "$KAFKA" -t "$T:$p:-2" >>"$WORK/kcat-earliest.txt"

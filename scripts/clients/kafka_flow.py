@@ -3,7 +3,8 @@
 Usage: kafka_flow.py CLIENT KAFKA_ADDR HTTP_URL   (CLIENT: confluent, kafka-python, aiokafka)
 
 The flow: create a 3-partition topic; produce 1,000 keyed records with headers (a repeated
-header name among them) and CreateTime timestamps; check every key went to the partition
+header name among them) and CreateTime timestamps, compressed (confluent: snappy; the
+others: gzip); check every key went to the partition
 kafko's /v1 routes it to (Kafka's murmur2); read them all back with manual assignment
 (assign + seek to the beginning, no group) and compare keys, values, headers and
 timestamps; the watermarks; ListOffsets earliest, latest and by timestamp; delete the
@@ -79,7 +80,7 @@ class Confluent:
 
         # librdkafka's default partitioner is CRC32-based: murmur2_random is Java's.
         p = Producer({"bootstrap.servers": self.bootstrap, "partitioner": "murmur2_random",
-                      "enable.idempotence": True, "linger.ms": 5})
+                      "enable.idempotence": True, "linger.ms": 5, "compression.type": "snappy"})
         placed = {}
 
         def done(err, msg):
@@ -153,7 +154,7 @@ class KafkaPython:
         from kafka import KafkaProducer
 
         # Idempotent by default in 3.0 (InitProducerId, sequence numbers).
-        p = KafkaProducer(bootstrap_servers=self.bootstrap, linger_ms=5)
+        p = KafkaProducer(bootstrap_servers=self.bootstrap, linger_ms=5, compression_type="gzip")
         futures = [(r["key"], p.send(topic, key=r["key"], value=r["value"], headers=r["headers"],
                                      timestamp_ms=r["timestamp"])) for r in records]
         p.flush(30)
@@ -231,7 +232,8 @@ class AioKafka:
         from aiokafka import AIOKafkaProducer
 
         async def go():
-            p = AIOKafkaProducer(bootstrap_servers=self.bootstrap, enable_idempotence=True, linger_ms=5)
+            p = AIOKafkaProducer(bootstrap_servers=self.bootstrap, enable_idempotence=True, linger_ms=5,
+                                 compression_type="gzip")
             await p.start()
             try:
                 futures = [(r["key"], await p.send(topic, key=r["key"], value=r["value"], headers=r["headers"],

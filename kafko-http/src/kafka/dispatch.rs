@@ -268,8 +268,13 @@ async fn route(
         ApiKey::Produce => {
             let request: ProduceRequest = decode(&mut body, version)?;
             match produce::handle(broker, request, version).await {
-                Some(response) => Outcome::Answer(encode(correlation, version, &response)?),
-                None => Outcome::Silent,
+                produce::Produced::Answer(response) => {
+                    Outcome::Answer(encode(correlation, version, &response)?)
+                }
+                produce::Produced::Silent => Outcome::Silent,
+                produce::Produced::SilentFailure => {
+                    Outcome::Close("an acks=0 produce was refused".into())
+                }
             }
         }
         ApiKey::Fetch => call!(FetchRequest, fetch::handle),

@@ -44,6 +44,7 @@ pub(crate) async fn handle(broker: &Broker, request: FetchRequest, version: i16)
         .filter(|b| *b > 0)
         .unwrap_or(usize::MAX)
         .min(config.max_fetch_bytes);
+    // A fetch asking for 0 bytes answers at once, as in Kafka.
     let min_bytes = usize::try_from(request.min_bytes).unwrap_or(0);
     let kafko = &broker.state.kafko;
     let topics: Vec<(TopicName, Option<TopicHandle>, Vec<FetchPartition>)> = request
@@ -65,7 +66,7 @@ pub(crate) async fn handle(broker: &Broker, request: FetchRequest, version: i16)
             w.as_mut().enable();
         }
         let (answer, bytes, failed) = read_all(broker, &topics, max_bytes, version);
-        if bytes >= min_bytes.max(1)
+        if bytes >= min_bytes
             || failed
             || tokio::time::Instant::now() >= deadline
             || broker.state.is_shutting_down()

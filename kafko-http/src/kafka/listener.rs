@@ -4,7 +4,7 @@
 //! (as a Kafka broker mutes a connection while a request is in flight). A connection that
 //! sends no complete request within the idle timeout is closed; so is one that sends
 //! bytes that are not a Kafka request. Shutdown stops accepting and closes every
-//! connection between requests or inside a waiting fetch.
+//! connection between requests (a waiting fetch answers at once).
 
 use std::sync::Arc;
 
@@ -106,10 +106,9 @@ async fn connection(mut stream: TcpStream, broker: &Broker) {
                 return;
             }
         };
-        let outcome = tokio::select! {
-            o = dispatch::handle(broker, &mut session, body) => o,
-            () = broker.state.shutdown_requested() => return,
-        };
+        // Not cut short by shutdown: a produce is answered once appended (the log drains
+        // appends handed to it), and a waiting fetch answers as shutdown begins.
+        let outcome = dispatch::handle(broker, &mut session, body).await;
         match outcome {
             Outcome::Answer(frame) => {
                 if let Err(e) = frame::write_frame(&mut stream, &frame).await {

@@ -6,7 +6,8 @@
 //! LogAppendTime gets the append time. The partitions of a request are appended
 //! concurrently, each all or nothing, and answered each with its own error code.
 //!
-//! acks: 0 gets no answer at all; 1 and -1 (all: this node is every replica) are
+//! acks: 0 gets no answer at all (a refused partition closes the connection, as Kafka
+//! does); 1 and -1 (all: this node is every replica) are
 //! answered once the batch is appended as the topic's fsync policy acknowledges writes —
 //! in the page cache (`never`, `interval_ms`), or fsynced (`always`).
 
@@ -50,12 +51,19 @@ impl Answer {
     }
 }
 
-/// Answers Produce; `None` for acks=0.
-pub(crate) async fn handle(
-    broker: &Broker,
-    request: ProduceRequest,
-    version: i16,
-) -> Option<ProduceResponse> {
+/// What a produce answers.
+pub(crate) enum Produced {
+    /// The answer (acks 1 or -1).
+    Answer(ProduceResponse),
+    /// Nothing: acks=0, every partition appended.
+    Silent,
+    /// acks=0 with a partition refused: the connection is closed, as Kafka does, so the
+    /// client learns something failed (and refreshes its metadata).
+    SilentFailure,
+}
+
+/// Answers Produce.
+pub(crate) async fn handle(broker: &Broker, request: ProduceRequest, version: i16) -> Produced {
     let acks = request.acks;
     let refuse_all = if request.transactional_id.is_some() {
         Some((
@@ -75,7 +83,14 @@ pub(crate) async fn handle(
     )
     .await;
     if acks == 0 {
-        return None;
+        let failed = topics
+            .iter()
+            .any(|(_, answers)| answers.iter().any(|(_, a)| a.code != errors::NONE));
+        return if failed {
+            Produced::SilentFailure
+        } else {
+            Produced::Silent
+        };
     }
     let mut response = ProduceResponse::default();
     response.responses = topics
@@ -103,7 +118,7 @@ pub(crate) async fn handle(
             t
         })
         .collect();
-    Some(response)
+    Produced::Answer(response)
 }
 
 type TopicAnswer = (kafka_protocol::messages::TopicName, Vec<(i32, Answer)>);

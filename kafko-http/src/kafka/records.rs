@@ -489,4 +489,41 @@ mod tests {
         ));
         assert_eq!(inflate(1, &compressed, 1 << 20).unwrap().len(), 1 << 20);
     }
+
+    #[test]
+    fn every_producer_codec_inflates() {
+        let raw: Vec<u8> = (0..100_000u32)
+            .flat_map(|i| (i % 251).to_le_bytes())
+            .collect();
+        // snappy-java's framing: magic, two versions, then length-prefixed raw blocks.
+        let mut xerial = b"\x82SNAPPY\x00\x00\x00\x00\x01\x00\x00\x00\x01".to_vec();
+        for block in raw.chunks(32 * 1024) {
+            let compressed = snap::raw::Encoder::new().compress_vec(block).unwrap();
+            xerial.extend_from_slice(&u32::try_from(compressed.len()).unwrap().to_be_bytes());
+            xerial.extend_from_slice(&compressed);
+        }
+        let plain_snappy = snap::raw::Encoder::new().compress_vec(&raw).unwrap();
+        let mut lz4 = lz4_flex::frame::FrameEncoder::new(Vec::new());
+        std::io::Write::write_all(&mut lz4, &raw).unwrap();
+        let lz4 = lz4.finish().unwrap();
+        let zstd = zstd::encode_all(&raw[..], 3).unwrap();
+        for (codec, data) in [(2, &xerial), (2, &plain_snappy), (3, &lz4), (4, &zstd)] {
+            assert_eq!(
+                inflate(codec, data, raw.len()).unwrap(),
+                raw,
+                "codec {codec}"
+            );
+            assert!(
+                matches!(
+                    inflate(codec, data, raw.len() - 1),
+                    Err(BatchError::Invalid(_))
+                ),
+                "codec {codec} past the bound"
+            );
+        }
+        assert!(matches!(
+            inflate(3, b"not lz4", 1 << 20),
+            Err(BatchError::Corrupt(_))
+        ));
+    }
 }

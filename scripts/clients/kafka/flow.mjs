@@ -7,7 +7,7 @@
 // by timestamp, delete) goes through kafkajs. The group steps join STEPS.
 import kafkajs from "kafkajs";
 
-const { Kafka, logLevel } = kafkajs;
+const { Kafka, CompressionTypes, logLevel } = kafkajs;
 const [bootstrap, httpUrl] = process.argv.slice(2);
 const RECORDS = 1000;
 const PARTITIONS = 3;
@@ -59,7 +59,7 @@ async function produce() {
     headers: { seq: `${i}`, dup: ["a", "b"] },
     timestamp: `${BASE_TS + i}`,
   }));
-  const sent = await producer.send({ topic, messages });
+  const sent = await producer.send({ topic, messages, compression: CompressionTypes.GZIP });
   await producer.disconnect();
   check(sent.every((m) => m.errorCode === 0), "produce errors");
 }
