@@ -1025,3 +1025,82 @@ async fn with_a_token_sasl_plain_comes_first_and_a_wrong_password_closes() {
         .await;
     assert_eq!(r.topics.len(), 1);
 }
+
+#[tokio::test]
+async fn an_unread_fetch_answer_holds_the_answer_budget_and_others_are_throttled() {
+    let tmp = tempfile::tempdir().unwrap();
+    let flags = [
+        "--max-answer-buffer-bytes",
+        "1048576",
+        "--max-fetch-bytes",
+        "67108864",
+    ];
+    let s = start(&tmp.path().join("d"), &flags).await;
+    let mut k = Kafka::connect(&s).await;
+    assert_eq!(create_topic(&mut k, "wide", 1, &[]).await, 0);
+    let value: &'static [u8] = Box::leak(vec![b'v'; 1_000_000].into_boxed_slice());
+    let four = vec![
+        Rec {
+            key: None,
+            value: Some(value),
+            headers: vec![],
+            timestamp: 1
+        };
+        4
+    ];
+    for _ in 0..8 {
+        assert_eq!(
+            produce_batch(&mut k, "wide", 0, batch(&four, 0, None))
+                .await
+                .0,
+            0
+        );
+    }
+    // A client asks for all 32 MB and does not read: its answer cannot be written whole.
+    let mut hog = Kafka::connect(&s).await;
+    let all = fetch_request("wide", 0, 0, 0)
+        .with_max_bytes(64 << 20)
+        .with_topics(vec![
+            FetchTopic::default()
+                .with_topic(name("wide"))
+                .with_partitions(vec![
+                    FetchPartition::default()
+                        .with_partition(0)
+                        .with_fetch_offset(0)
+                        .with_partition_max_bytes(64 << 20),
+                ]),
+        ]);
+    let sent = hog.send(&all, 12, &[]).await;
+    // Another fetch finds no room: no records, and a throttle time to wait out. (It may
+    // come before the hog's answer is built: then it fits, and the next one is refused.)
+    let mut other = Kafka::connect(&s).await;
+    let small = fetch_request("wide", 0, 0, 0);
+    let mut throttled = None;
+    for _ in 0..20 {
+        let r = other.call(&small, 12).await;
+        if r.throttle_time_ms > 0 {
+            throttled = Some(r);
+            break;
+        }
+    }
+    let r = throttled.expect("a fetch throttled while the unread answer holds the budget");
+    assert_eq!(r.throttle_time_ms, 1000);
+    assert_eq!(r.responses[0].partitions[0].error_code, 0);
+    assert!(
+        r.responses[0].partitions[0]
+            .records
+            .as_ref()
+            .unwrap()
+            .is_empty()
+    );
+    // Once the hog reads its answer, the room comes back.
+    let (correlation, answer) = hog.recv::<FetchRequest>(12).await;
+    assert_eq!(correlation, sent);
+    assert_eq!(
+        read_batches(answer.responses[0].partitions[0].records.clone().unwrap()).len(),
+        32
+    );
+    let (err, _, _, got) = fetch(&mut other, "wide", 0, 0, 0).await;
+    assert_eq!(err, 0);
+    assert!(!got.is_empty());
+}

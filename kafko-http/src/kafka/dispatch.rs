@@ -23,6 +23,7 @@ use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
 use super::{
     Broker, admin, errors, fetch, frame, groups, idempotence, metadata, offsets, produce, sasl,
 };
+use crate::answer_budget::Reservation;
 
 /// The APIs and versions this broker serves, as ApiVersions advertises them.
 const SUPPORTED: &[(ApiKey, i16, i16)] = &[
@@ -73,10 +74,11 @@ impl Session {
 }
 
 /// What the connection does after a request.
-#[derive(Debug)]
 pub(crate) enum Outcome {
     /// Send this frame.
     Answer(Bytes),
+    /// Send this frame, holding its room in the answer budget until it is written.
+    Held(Bytes, Reservation),
     /// Send nothing (a produce with acks=0).
     Silent,
     /// Send this frame, then close (a failed authentication).
@@ -277,7 +279,15 @@ async fn route(
                 }
             }
         }
-        ApiKey::Fetch => call!(FetchRequest, fetch::handle),
+        ApiKey::Fetch => {
+            let request: FetchRequest = decode(&mut body, version)?;
+            let (response, room) = fetch::handle(broker, request, version).await;
+            let frame = encode(correlation, version, &response)?;
+            match room {
+                Some(room) => Outcome::Held(frame, room),
+                None => Outcome::Answer(frame),
+            }
+        }
         ApiKey::ListOffsets => call_sync!(ListOffsetsRequest, offsets::handle),
         ApiKey::Metadata => call!(MetadataRequest, metadata::handle),
         ApiKey::FindCoordinator => call_sync!(FindCoordinatorRequest, metadata::find_coordinator),

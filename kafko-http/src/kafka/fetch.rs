@@ -8,6 +8,11 @@
 //! watermark; an offset outside `log_start..=high_watermark` is OFFSET_OUT_OF_RANGE.
 //! Fetch sessions are not created: the answer's session id is 0, so clients send full
 //! fetches.
+//!
+//! The answer holds room in the server's answer budget (`--max-answer-buffer-bytes`)
+//! from before the log is read until it is written to the connection. When the budget
+//! stays full, the fetch answers with no records and a throttle time, which clients
+//! wait out before fetching again.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,19 +26,29 @@ use kafko_core::TopicHandle;
 use tokio::sync::Notify;
 
 use super::{Broker, errors, records};
+use crate::answer_budget::Reservation;
 use crate::service::failure::Failure;
 
 fn to_i64(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
-/// Answers Fetch.
-pub(crate) async fn handle(broker: &Broker, request: FetchRequest, version: i16) -> FetchResponse {
+/// Per-partition bytes of an answer besides its records (an estimate for the budget).
+const PARTITION_OVERHEAD: usize = 128;
+/// How long a client is asked to wait when the answer budget is full.
+const THROTTLE_MS: i32 = 1000;
+
+/// Answers Fetch, with the room its answer holds in the answer budget.
+pub(crate) async fn handle(
+    broker: &Broker,
+    request: FetchRequest,
+    version: i16,
+) -> (FetchResponse, Option<Reservation>) {
     let mut response = FetchResponse::default();
     if version >= 7 && request.session_id != 0 {
         // This broker never hands out a session id.
         response.error_code = errors::FETCH_SESSION_ID_NOT_FOUND;
-        return response;
+        return (response, None);
     }
     let config = &broker.state.config;
     let wait =
@@ -55,6 +70,20 @@ pub(crate) async fn handle(broker: &Broker, request: FetchRequest, version: i16)
             (t.topic, handle, t.partitions)
         })
         .collect();
+    let asked: usize = topics
+        .iter()
+        .flat_map(|(_, _, partitions)| partitions)
+        .map(|p| usize::try_from(p.partition_max_bytes).unwrap_or(0) + PARTITION_OVERHEAD)
+        .fold(0, usize::saturating_add);
+    let budget = &broker.state.answers;
+    let Some(mut room) = budget
+        .reserve(asked.min(max_bytes.saturating_add(PARTITION_OVERHEAD)))
+        .await
+    else {
+        response.throttle_time_ms = THROTTLE_MS;
+        response.responses = empty(&topics, version);
+        return (response, None);
+    };
     let notifies: Vec<Arc<Notify>> = topics
         .iter()
         .filter_map(|(_, h, _)| h.as_ref().map(TopicHandle::activity))
@@ -71,8 +100,15 @@ pub(crate) async fn handle(broker: &Broker, request: FetchRequest, version: i16)
             || tokio::time::Instant::now() >= deadline
             || broker.state.is_shutting_down()
         {
+            let overhead =
+                answer.iter().map(|t| t.partitions.len()).sum::<usize>() * PARTITION_OVERHEAD;
+            if !room.fit(budget, bytes + overhead).await {
+                response.throttle_time_ms = THROTTLE_MS;
+                response.responses = empty(&topics, version);
+                return (response, None);
+            }
             response.responses = answer;
-            return response;
+            return (response, Some(room));
         }
         if woken.is_empty() {
             tokio::time::sleep_until(deadline).await;
@@ -84,6 +120,34 @@ pub(crate) async fn handle(broker: &Broker, request: FetchRequest, version: i16)
             () = broker.state.shutdown_requested() => {}
         }
     }
+}
+
+/// An answer with no records: every partition asked, no error (the client fetches the
+/// same offsets again).
+fn empty(
+    topics: &[(TopicName, Option<TopicHandle>, Vec<FetchPartition>)],
+    version: i16,
+) -> Vec<FetchableTopicResponse> {
+    topics
+        .iter()
+        .map(|(name, _, partitions)| {
+            let mut t = FetchableTopicResponse::default();
+            t.topic = name.clone();
+            t.partitions = partitions
+                .iter()
+                .map(|p| {
+                    let mut data = PartitionData::default();
+                    data.partition_index = p.partition;
+                    if version >= 11 {
+                        data.preferred_read_replica = BrokerId(-1);
+                    }
+                    data.records = Some(bytes::Bytes::new());
+                    data
+                })
+                .collect();
+            t
+        })
+        .collect()
 }
 
 /// Reads every partition once: the answer, the record bytes in it, and whether any

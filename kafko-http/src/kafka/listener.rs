@@ -116,6 +116,14 @@ async fn connection(mut stream: TcpStream, broker: &Broker) {
                     return;
                 }
             }
+            Outcome::Held(frame, room) => {
+                let written = frame::write_frame(&mut stream, &frame).await;
+                drop(room);
+                if let Err(e) = written {
+                    tracing::debug!(error = %e, "kafka connection: write failed");
+                    return;
+                }
+            }
             Outcome::Silent => {}
             Outcome::AnswerAndClose(frame) => {
                 let _ = frame::write_frame(&mut stream, &frame).await;
