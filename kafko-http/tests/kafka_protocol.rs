@@ -1104,3 +1104,283 @@ async fn an_unread_fetch_answer_holds_the_answer_budget_and_others_are_throttled
     assert_eq!(err, 0);
     assert!(!got.is_empty());
 }
+
+/// Sends `make(v)` at every version in `versions` and checks each is answered (not a
+/// closed connection) with a body that decodes whole; returns the answers.
+async fn every_version<R: Request>(
+    k: &mut Kafka,
+    versions: std::ops::RangeInclusive<i16>,
+    make: impl Fn(i16) -> R,
+) -> Vec<(i16, R::Response)> {
+    let mut out = Vec::new();
+    for v in versions {
+        out.push((v, k.call(&make(v), v).await));
+    }
+    out
+}
+
+#[tokio::test]
+async fn every_advertised_version_of_every_api_is_answered() {
+    use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
+    use kafka_protocol::messages::offset_commit_request::{
+        OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+    };
+    use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
+    use kafka_protocol::messages::{
+        DescribeGroupsRequest, FindCoordinatorRequest, GroupId, HeartbeatRequest, JoinGroupRequest,
+        LeaveGroupRequest, ListGroupsRequest, OffsetCommitRequest, OffsetFetchRequest,
+        SyncGroupRequest,
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let s = start(&tmp.path().join("d"), &[]).await;
+    let mut k = Kafka::connect(&s).await;
+    for (v, r) in every_version(&mut k, 0..=3, |_| ApiVersionsRequest::default()).await {
+        assert_eq!(r.error_code, 0, "ApiVersions v{v}");
+    }
+    for (v, r) in every_version(&mut k, 2..=7, |v| {
+        CreateTopicsRequest::default()
+            .with_timeout_ms(5000)
+            .with_topics(vec![
+                CreatableTopic::default()
+                    .with_name(name(&format!("v{v}")))
+                    .with_num_partitions(2)
+                    .with_replication_factor(1),
+            ])
+    })
+    .await
+    {
+        assert_eq!(r.topics[0].error_code, 0, "CreateTopics v{v}");
+    }
+    for (v, r) in every_version(&mut k, 1..=12, |_| {
+        MetadataRequest::default().with_topics(Some(vec![
+            MetadataRequestTopic::default().with_name(Some(name("v2"))),
+        ]))
+    })
+    .await
+    {
+        assert_eq!(r.topics[0].partitions.len(), 2, "Metadata v{v}");
+    }
+    for (v, r) in every_version(&mut k, 3..=9, |v| {
+        produce_request("v2", 1, batch(&[rec("k", "v", i64::from(v))], 0, None), 1)
+    })
+    .await
+    {
+        let p = &r.responses[0].partition_responses[0];
+        assert_eq!(
+            (p.error_code, p.base_offset),
+            (0, i64::from(v) - 3),
+            "Produce v{v}"
+        );
+    }
+    for (v, r) in every_version(&mut k, 4..=12, |_| fetch_request("v2", 1, 0, 0)).await {
+        let p = &r.responses[0].partitions[0];
+        assert_eq!((p.error_code, p.high_watermark), (0, 7), "Fetch v{v}");
+        assert_eq!(
+            read_batches(p.records.clone().unwrap()).len(),
+            7,
+            "Fetch v{v}"
+        );
+    }
+    for (v, r) in every_version(&mut k, 1..=7, |_| {
+        ListOffsetsRequest::default()
+            .with_replica_id((-1).into())
+            .with_topics(vec![
+                ListOffsetsTopic::default()
+                    .with_name(name("v2"))
+                    .with_partitions(vec![
+                        ListOffsetsPartition::default()
+                            .with_partition_index(1)
+                            .with_timestamp(-1),
+                    ]),
+            ])
+    })
+    .await
+    {
+        assert_eq!(r.topics[0].partitions[0].offset, 7, "ListOffsets v{v}");
+    }
+    for (v, r) in every_version(&mut k, 0..=4, |_| {
+        InitProducerIdRequest::default().with_transactional_id(None)
+    })
+    .await
+    {
+        assert!(
+            r.error_code == 0 && r.producer_id.0 >= 0,
+            "InitProducerId v{v}"
+        );
+    }
+    for (v, r) in every_version(&mut k, 0..=3, |_| {
+        FindCoordinatorRequest::default().with_key(StrBytes::from_static_str("g"))
+    })
+    .await
+    {
+        assert_eq!(
+            (r.error_code, r.node_id.0, r.port),
+            (
+                0,
+                0,
+                s.kafka
+                    .as_ref()
+                    .unwrap()
+                    .rsplit_once(':')
+                    .unwrap()
+                    .1
+                    .parse()
+                    .unwrap()
+            ),
+            "FindCoordinator v{v}"
+        );
+    }
+    let group = || GroupId(StrBytes::from_static_str("g"));
+    for (v, r) in every_version(&mut k, 2..=7, |_| {
+        JoinGroupRequest::default()
+            .with_group_id(group())
+            .with_session_timeout_ms(10_000)
+            .with_rebalance_timeout_ms(10_000)
+            .with_protocol_type(StrBytes::from_static_str("consumer"))
+    })
+    .await
+    {
+        assert_eq!(r.error_code, 15, "JoinGroup v{v}");
+    }
+    for (v, r) in every_version(&mut k, 0..=5, |_| {
+        SyncGroupRequest::default().with_group_id(group())
+    })
+    .await
+    {
+        assert_eq!(r.error_code, 15, "SyncGroup v{v}");
+    }
+    for (v, r) in every_version(&mut k, 0..=4, |_| {
+        HeartbeatRequest::default().with_group_id(group())
+    })
+    .await
+    {
+        assert_eq!(r.error_code, 15, "Heartbeat v{v}");
+    }
+    for (v, r) in every_version(&mut k, 0..=4, |_| {
+        LeaveGroupRequest::default().with_group_id(group())
+    })
+    .await
+    {
+        assert_eq!(r.error_code, 15, "LeaveGroup v{v}");
+    }
+    for (v, r) in every_version(&mut k, 2..=8, |_| {
+        OffsetCommitRequest::default()
+            .with_group_id(group())
+            .with_generation_id_or_member_epoch(-1)
+            .with_topics(vec![
+                OffsetCommitRequestTopic::default()
+                    .with_name(name("v2"))
+                    .with_partitions(vec![
+                        OffsetCommitRequestPartition::default()
+                            .with_partition_index(1)
+                            .with_committed_offset(3),
+                    ]),
+            ])
+    })
+    .await
+    {
+        assert_eq!(
+            r.topics[0].partitions[0].error_code, 15,
+            "OffsetCommit v{v}"
+        );
+    }
+    for (v, r) in every_version(&mut k, 1..=7, |_| {
+        OffsetFetchRequest::default()
+            .with_group_id(group())
+            .with_topics(Some(vec![
+                OffsetFetchRequestTopic::default()
+                    .with_name(name("v2"))
+                    .with_partition_indexes(vec![1]),
+            ]))
+    })
+    .await
+    {
+        assert_eq!(r.topics[0].partitions[0].error_code, 15, "OffsetFetch v{v}");
+    }
+    for (v, r) in every_version(&mut k, 0..=5, |_| {
+        DescribeGroupsRequest::default().with_groups(vec![group()])
+    })
+    .await
+    {
+        assert_eq!(r.groups[0].error_code, 15, "DescribeGroups v{v}");
+    }
+    for (v, r) in every_version(&mut k, 0..=4, |_| ListGroupsRequest::default()).await {
+        assert_eq!(r.error_code, 15, "ListGroups v{v}");
+    }
+    for (v, r) in every_version(&mut k, 1..=6, |v| {
+        let topic = name(&format!("v{}", v + 1));
+        if v >= 6 {
+            DeleteTopicsRequest::default()
+                .with_timeout_ms(5000)
+                .with_topics(vec![DeleteTopicState::default().with_name(Some(topic))])
+        } else {
+            DeleteTopicsRequest::default()
+                .with_timeout_ms(5000)
+                .with_topic_names(vec![topic])
+        }
+    })
+    .await
+    {
+        assert_eq!(r.responses[0].error_code, 0, "DeleteTopics v{v}");
+    }
+}
+
+#[tokio::test]
+async fn fetch_honours_partition_and_request_max_bytes_but_returns_a_first_large_record() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = start(&tmp.path().join("d"), &[]).await;
+    let mut k = Kafka::connect(&s).await;
+    assert_eq!(create_topic(&mut k, "mb", 2, &[]).await, 0);
+    let value: &'static [u8] = Box::leak(vec![b'v'; 1000].into_boxed_slice());
+    let ten = vec![
+        Rec {
+            key: None,
+            value: Some(value),
+            headers: vec![],
+            timestamp: 1
+        };
+        10
+    ];
+    for p in 0..2 {
+        assert_eq!(
+            produce_batch(&mut k, "mb", p, batch(&ten, 0, None)).await,
+            (0, 0)
+        );
+    }
+    let part = |p: i32, max: i32| {
+        FetchPartition::default()
+            .with_partition(p)
+            .with_fetch_offset(0)
+            .with_partition_max_bytes(max)
+    };
+    let ask = |max_bytes: i32, parts: Vec<FetchPartition>| {
+        fetch_request("mb", 0, 0, 0)
+            .with_max_bytes(max_bytes)
+            .with_topics(vec![
+                FetchTopic::default()
+                    .with_topic(name("mb"))
+                    .with_partitions(parts),
+            ])
+    };
+    let counts = |r: &kafka_protocol::messages::FetchResponse| -> Vec<usize> {
+        r.responses[0]
+            .partitions
+            .iter()
+            .map(|p| read_batches(p.records.clone().unwrap()).len())
+            .collect()
+    };
+    // Per partition: 2,500 bytes hold two records of 1,000.
+    let r = k
+        .call(&ask(1 << 20, vec![part(0, 2500), part(1, 2500)]), 12)
+        .await;
+    assert_eq!(counts(&r), [2, 2]);
+    // The request's max_bytes: the first partition takes it, the second gets none.
+    let r = k
+        .call(&ask(3500, vec![part(0, 1 << 20), part(1, 1 << 20)]), 12)
+        .await;
+    assert_eq!(counts(&r), [3, 0]);
+    assert_eq!(r.responses[0].partitions[1].high_watermark, 10);
+    // A first record larger than every limit still comes, alone.
+    let r = k.call(&ask(10, vec![part(0, 10), part(1, 10)]), 12).await;
+    assert_eq!(counts(&r), [1, 0]);
+}

@@ -226,7 +226,15 @@ fn read_partition(
         let fetched = reader
             .read(offset, config.max_records_per_fetch, limit.max(1))
             .map_err(fail)?;
-        records::encode_batch(&fetched.records, &mut out);
+        // Cut at the limit; the first data of the answer is one record at least.
+        let written = records::encode_batch(&fetched.records, &mut out, Some(limit));
+        if written == 0 && *used == 0 {
+            records::encode_batch(
+                &fetched.records[..1.min(fetched.records.len())],
+                &mut out,
+                None,
+            );
+        }
         data.high_watermark = to_i64(fetched.high_watermark);
         data.last_stable_offset = to_i64(fetched.high_watermark);
         data.log_start_offset = to_i64(fetched.log_start_offset);

@@ -356,14 +356,15 @@ fn offset_i64(offset: u64) -> i64 {
 }
 
 /// Appends `records` (of one partition, ascending offsets) to `out` as one batch: no
-/// compression, create-time timestamps, no producer id.
-pub(crate) fn encode_batch(records: &[Record], out: &mut BytesMut) {
-    let (Some(first), Some(last)) = (records.first(), records.last()) else {
-        return;
+/// compression, create-time timestamps, no producer id. With a `limit`, the batch stops
+/// before the record that would take it past `limit` bytes (and is left out when not
+/// even the first fits). Returns the records written.
+pub(crate) fn encode_batch(records: &[Record], out: &mut BytesMut, limit: Option<usize>) -> usize {
+    let Some(first) = records.first() else {
+        return 0;
     };
     let base_offset = offset_i64(first.offset);
     let base_timestamp = first.timestamp;
-    let max_timestamp = records.iter().map(|r| r.timestamp).max().unwrap_or(0);
     let start = out.len();
     out.put_i64(base_offset);
     out.put_i32(0); // length, set below
@@ -371,19 +372,24 @@ pub(crate) fn encode_batch(records: &[Record], out: &mut BytesMut) {
     out.put_i8(2); // magic
     out.put_u32(0); // crc, set below
     out.put_i16(0); // attributes
-    out.put_i32(i32::try_from(offset_i64(last.offset) - base_offset).unwrap_or(i32::MAX));
+    out.put_i32(0); // last offset delta, set below
     out.put_i64(base_timestamp);
-    out.put_i64(max_timestamp);
+    out.put_i64(0); // max timestamp, set below
     out.put_i64(-1); // producer id
     out.put_i16(-1); // producer epoch
     out.put_i32(-1); // base sequence
-    out.put_i32(i32::try_from(records.len()).unwrap_or(i32::MAX));
+    out.put_i32(0); // record count, set below
     let mut body = BytesMut::new();
+    let mut varint = BytesMut::new();
+    let mut written = 0usize;
+    let mut last_delta = 0i64;
+    let mut max_timestamp = base_timestamp;
     for r in records {
         body.clear();
         body.put_i8(0);
         put_varlong(&mut body, r.timestamp.wrapping_sub(base_timestamp));
-        put_varlong(&mut body, offset_i64(r.offset) - base_offset);
+        let delta = offset_i64(r.offset) - base_offset;
+        put_varlong(&mut body, delta);
         put_bytes(&mut body, r.key.as_deref());
         put_bytes(&mut body, r.value.as_deref());
         put_varlong(&mut body, i64::try_from(r.headers.len()).unwrap_or(0));
@@ -391,13 +397,31 @@ pub(crate) fn encode_batch(records: &[Record], out: &mut BytesMut) {
             put_bytes(&mut body, Some(h.name.as_bytes()));
             put_bytes(&mut body, Some(&h.value));
         }
-        put_varlong(out, i64::try_from(body.len()).unwrap_or(i64::MAX));
+        varint.clear();
+        put_varlong(&mut varint, i64::try_from(body.len()).unwrap_or(i64::MAX));
+        let after = out.len() - start + varint.len() + body.len();
+        if limit.is_some_and(|limit| after > limit) {
+            break;
+        }
+        out.put_slice(&varint);
         out.put_slice(&body);
+        written += 1;
+        last_delta = delta;
+        max_timestamp = max_timestamp.max(r.timestamp);
     }
-    let length = i32::try_from(out.len() - start - 12).unwrap_or(i32::MAX);
-    out[start + 8..start + 12].copy_from_slice(&length.to_be_bytes());
-    let crc = crc32c::crc32c(&out[start + CRC_START..]);
-    out[start + 17..start + 21].copy_from_slice(&crc.to_be_bytes());
+    if written == 0 {
+        out.truncate(start);
+        return 0;
+    }
+    let batch = &mut out[start..];
+    let length = i32::try_from(batch.len() - 12).unwrap_or(i32::MAX);
+    batch[8..12].copy_from_slice(&length.to_be_bytes());
+    batch[23..27].copy_from_slice(&i32::try_from(last_delta).unwrap_or(i32::MAX).to_be_bytes());
+    batch[35..43].copy_from_slice(&max_timestamp.to_be_bytes());
+    batch[57..61].copy_from_slice(&i32::try_from(written).unwrap_or(i32::MAX).to_be_bytes());
+    let crc = crc32c::crc32c(&batch[CRC_START..]);
+    batch[17..21].copy_from_slice(&crc.to_be_bytes());
+    written
 }
 
 #[cfg(test)]
@@ -431,7 +455,7 @@ mod tests {
             record(8, Some("k2"), Some(""), &[("a", "")]),
         ];
         let mut out = BytesMut::new();
-        encode_batch(&records, &mut out);
+        encode_batch(&records, &mut out, None);
         let batches = decode_batches(out.freeze(), 1 << 20).unwrap();
         assert_eq!(batches.len(), 1);
         let got = &batches[0].records;
@@ -445,9 +469,25 @@ mod tests {
     }
 
     #[test]
+    fn a_limit_cuts_the_batch_before_the_record_that_does_not_fit() {
+        let records: Vec<Record> = (0..5)
+            .map(|i| record(i, None, Some("0123456789"), &[]))
+            .collect();
+        let mut whole = BytesMut::new();
+        assert_eq!(encode_batch(&records, &mut whole, None), 5);
+        let mut cut = BytesMut::new();
+        assert_eq!(encode_batch(&records, &mut cut, Some(whole.len() - 1)), 4);
+        let batches = decode_batches(cut.freeze(), 1 << 20).unwrap();
+        assert_eq!(batches[0].records.len(), 4);
+        let mut none = BytesMut::new();
+        assert_eq!(encode_batch(&records, &mut none, Some(70)), 0);
+        assert!(none.is_empty());
+    }
+
+    #[test]
     fn a_flipped_bit_fails_the_crc() {
         let mut out = BytesMut::new();
-        encode_batch(&[record(0, Some("k"), Some("value"), &[])], &mut out);
+        encode_batch(&[record(0, Some("k"), Some("value"), &[])], &mut out, None);
         let last = out.len() - 1;
         out[last] ^= 1;
         assert!(matches!(
