@@ -7,7 +7,8 @@
 # which reads back through /v1 since it consumes only in a group; kcat: below, topics
 # made through /v1 since it has no admin API). Producers compress: snappy (confluent),
 # gzip (kafka-python, aiokafka, kafkajs), lz4 (kcat). Then README.md's kcat session, run as
-# written against the same server.
+# written against the same server; and confluent-kafka with SASL/PLAIN against a second
+# server run with --auth-token.
 # Pinned clients, installed here on first use: PyPI into .venv-test/ (confluent-kafka,
 # kafka-python, aiokafka), npm into scripts/clients/kafka/node_modules from its lock
 # file (kafkajs), Debian's kcat.
@@ -108,3 +109,17 @@ grep -q "^0 2 alice order-3 source=kcat$" "$WORK/readme-kcat.out"
 grep -q "^orders \[0\] offset 3$" "$WORK/readme-kcat.out"
 echo "  ok  the session runs as written"
 fail_on_panic
+
+# SASL/PLAIN: a second server with a token.
+mkdir "$WORK/sasl"
+KAFKO_AUTH_TOKEN=flow-token target/debug/kafko-http --bind 127.0.0.1:0 --kafka-bind 127.0.0.1:0 \
+    --data-dir "$WORK/sasl/data" >"$WORK/sasl/stdout" 2>"$WORK/sasl/server.log" &
+SASL_PID=$!
+trap 'kill "$SASL_PID" 2>/dev/null || true; cleanup' EXIT
+for _ in $(seq 1 100); do
+    grep -q "^listening on" "$WORK/sasl/stdout" 2>/dev/null && break
+    sleep 0.1
+done
+SASL_KAFKA=$(sed -n 's/^kafka listening on //p' "$WORK/sasl/stdout")
+[[ -n "$SASL_KAFKA" ]] || { echo "the SASL server did not start"; cat "$WORK/sasl/server.log"; exit 1; }
+timeout 120 "$VENV/bin/python" scripts/clients/kafka_flow.py sasl "$SASL_KAFKA" flow-token

@@ -1,6 +1,7 @@
 """One flow of a stock Kafka client against kafko's Kafka listener, checked step by step.
 
 Usage: kafka_flow.py CLIENT KAFKA_ADDR HTTP_URL   (CLIENT: confluent, kafka-python, aiokafka)
+       kafka_flow.py sasl KAFKA_ADDR TOKEN          (a server run with --auth-token TOKEN)
 
 The flow: create a 3-partition topic; produce 1,000 keyed records with headers (a repeated
 header name among them) and CreateTime timestamps, compressed (confluent: snappy; the
@@ -382,7 +383,46 @@ class Flow:
             self.c.close()
 
 
+def sasl(bootstrap, token):
+    """confluent-kafka with SASL/PLAIN against a server run with --auth-token: the token as
+    password produces and reads back; a wrong one is reported as an authentication
+    failure."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    print("--- confluent with SASL/PLAIN", flush=True)
+
+    def conf(password, **more):
+        return {"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanism": "PLAIN", "sasl.username": "flow", "sasl.password": password, **more}
+
+    admin = AdminClient(conf(token))
+    admin.create_topics([NewTopic("flow-sasl", 1, 1)])["flow-sasl"].result(30)
+    p = Producer(conf(token))
+    p.produce("flow-sasl", b"secret value", key=b"k")
+    check(p.flush(30) == 0, "unflushed")
+    c = Consumer(conf(token, **{"group.id": "kafko-flow-unused", "enable.auto.commit": False}))
+    c.assign([TopicPartition("flow-sasl", 0, OFFSET_BEGINNING)])
+    got = c.consume(1, 30)
+    c.close()
+    check(len(got) == 1 and got[0].value() == b"secret value", f"read back {got}")
+    print("  ok  the token as password: create, produce, read back", flush=True)
+    errors = []
+    refused = Producer(conf("wrong", **{"error_cb": errors.append, "log_level": 0}))
+    refused.produce("flow-sasl", b"x")
+    deadline = time.time() + 30
+    while not errors and time.time() < deadline:
+        refused.poll(0.1)
+    check(any(e.code() == KafkaError._AUTHENTICATION for e in errors), f"errors: {errors}")
+    refused.purge()
+    refused.flush(0)
+    print("  ok  a wrong password: authentication failure", flush=True)
+
+
 if __name__ == "__main__":
+    if sys.argv[1] == "sasl":
+        sasl(*sys.argv[2:4])
+        sys.exit(0)
     client, bootstrap, http_url = sys.argv[1:4]
     print(f"--- {client}", flush=True)
     Flow(client, bootstrap, http_url).run()
