@@ -31,6 +31,63 @@ use self::connections::Connections;
 
 pub use self::connections::{default_max_connections, default_max_open_segment_files};
 
+/// The open connections of every protocol the server speaks (HTTP, and the Kafka
+/// listener's), under one cap (`--max-connections`) and the same timeouts: at the cap
+/// a newcomer closes the oldest idle connection, whichever protocol it speaks.
+#[derive(Clone)]
+pub(crate) struct Registry {
+    connections: Arc<Connections>,
+}
+
+impl Registry {
+    /// An empty registry of at most `cap` connections.
+    pub(crate) fn new(cap: usize) -> Self {
+        Registry {
+            connections: Connections::new(cap),
+        }
+    }
+
+    /// Registers a connection served outside the HTTP accept loop; `None` when the cap
+    /// is reached and every open connection is busy (close the newcomer).
+    pub(crate) fn admit(&self) -> Option<Admitted> {
+        let (activity, close) = Activity::new();
+        let ticket = self.connections.admit(&activity)?;
+        Some(Admitted {
+            _ticket: ticket,
+            activity,
+            close: Some(close),
+        })
+    }
+}
+
+/// A connection's place in the [`Registry`]: what it is doing, and the signal that the
+/// server wants it closed (a timeout, room for a newcomer, shutdown). Unregistered on
+/// drop.
+pub(crate) struct Admitted {
+    _ticket: connections::Ticket,
+    activity: Arc<Activity>,
+    close: Option<connection::CloseSignal>,
+}
+
+/// A request in flight on an [`Admitted`] connection, until dropped: such a connection
+/// is neither idle nor evicted.
+pub(crate) struct Busy(#[allow(dead_code)] connection::InFlight);
+
+impl Admitted {
+    /// Marks a request in flight until the guard is dropped.
+    pub(crate) fn busy(&self) -> Busy {
+        Busy(connection::InFlight::begin(&self.activity))
+    }
+
+    /// Resolves once the server asks the connection to close (at once after it did).
+    pub(crate) async fn close_requested(&mut self) {
+        if let Some(signal) = self.close.as_mut() {
+            let _ = signal.await;
+            self.close = None;
+        }
+    }
+}
+
 /// How connections are accepted and served: the server's settings of the same names.
 #[derive(Debug, Clone, Copy)]
 pub struct ServeOptions {
@@ -69,7 +126,7 @@ pub async fn serve(listener: TcpListener, state: AppState) -> Result<(), ServerE
         shutdown: state.shutdown_signal(),
         metrics: Some(state.clone()),
     };
-    accept_loop(listener, router, options, events).await;
+    accept_loop(listener, router, options, events, &state.registry).await;
     state
         .kafko
         .shutdown()
@@ -93,7 +150,8 @@ pub async fn serve_router(
         shutdown,
         metrics: None,
     };
-    accept_loop(listener, router, options, events).await;
+    let registry = Registry::new(options.max_connections);
+    accept_loop(listener, router, options, events, &registry).await;
 }
 
 /// What the accept loop and its connections report to: the shutdown signal, and the
@@ -132,7 +190,13 @@ impl Events {
 }
 
 /// Accepts until shutdown, then waits (bounded by the grace) for open connections.
-async fn accept_loop(listener: TcpListener, router: Router, options: ServeOptions, events: Events) {
+async fn accept_loop(
+    listener: TcpListener,
+    router: Router,
+    options: ServeOptions,
+    events: Events,
+    registry: &Registry,
+) {
     let mut builder = auto::Builder::new(TokioExecutor::new());
     // hyper's own head timer starts only once the protocol is known, and would cut
     // keep-alive waits at the header timeout; the sweep of the connection registry
@@ -145,7 +209,7 @@ async fn accept_loop(listener: TcpListener, router: Router, options: ServeOption
         header: options.header_read_timeout,
         idle: options.idle_timeout,
     };
-    let connections = Connections::new(options.max_connections);
+    let connections = Arc::clone(&registry.connections);
     let sweeper = {
         let connections = Arc::clone(&connections);
         AbortOnDrop(tokio::spawn(async move { connections.sweep(limits).await }))

@@ -962,17 +962,70 @@ async fn an_oversize_frame_is_refused_from_its_size_alone() {
 }
 
 #[tokio::test]
-async fn a_silent_connection_is_closed_after_the_idle_timeout() {
+async fn silent_and_idle_connections_are_closed_by_the_server_timeouts() {
     let tmp = tempfile::tempdir().unwrap();
-    let s = start(&tmp.path().join("d"), &["--idle-timeout-ms", "300"]).await;
-    let mut k = Kafka::connect(&s).await;
+    let flags = [
+        "--header-read-timeout-ms",
+        "300",
+        "--idle-timeout-ms",
+        "600",
+    ];
+    let s = start(&tmp.path().join("d"), &flags).await;
+    // Never a request: closed after the header-read timeout.
+    let mut silent = Kafka::connect(&s).await;
     let t0 = Instant::now();
-    assert!(k.closed_by_server().await);
+    assert!(silent.closed_by_server().await);
     assert!(
         t0.elapsed() >= Duration::from_millis(250),
         "{:?}",
         t0.elapsed()
     );
+    // One request, then nothing: closed after the idle timeout from its answer.
+    let mut idle = Kafka::connect(&s).await;
+    assert_eq!(
+        idle.call(&ApiVersionsRequest::default(), 3)
+            .await
+            .error_code,
+        0
+    );
+    let t0 = Instant::now();
+    assert!(idle.closed_by_server().await);
+    assert!(
+        t0.elapsed() >= Duration::from_millis(500),
+        "{:?}",
+        t0.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn kafka_connections_count_under_the_servers_connection_cap() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = start(&tmp.path().join("d"), &["--max-connections", "2"]).await;
+    // Two connections busy with long fetches fill the cap: a third is closed unserved.
+    let mut busy = Vec::new();
+    for i in 0..2 {
+        let mut k = Kafka::connect(&s).await;
+        // Answered once: the connection is registered; then a long fetch keeps it busy.
+        if i == 0 {
+            assert_eq!(create_topic(&mut k, "cap", 1, &[]).await, 0);
+        } else {
+            assert_eq!(
+                k.call(&ApiVersionsRequest::default(), 3).await.error_code,
+                0
+            );
+        }
+        k.send(&fetch_request("cap", 0, 0, 30_000), 12, &[]).await;
+        busy.push(k);
+    }
+    let mut third = Kafka::connect(&s).await;
+    assert!(
+        third.closed_by_server().await,
+        "the cap refuses a newcomer when all are busy"
+    );
+    // HTTP connections count under the same cap: an HTTP client is answered 503.
+    let r = client().get(s.url("/v1/topics")).send().await.unwrap();
+    assert_eq!(r.status(), 503, "HTTP shares the cap");
+    drop(busy);
 }
 
 #[tokio::test]

@@ -1,19 +1,24 @@
-//! Accepting Kafka connections: at most `--max-connections` of them open at once (a
-//! connection past it is closed unread), each served by its own task that reads one
-//! request, answers it, and only then reads the next, so answers leave in request order
-//! (as a Kafka broker mutes a connection while a request is in flight). A connection that
-//! sends no complete request within the idle timeout is closed; so is one that sends
-//! bytes that are not a Kafka request. Shutdown stops accepting and closes every
-//! connection between requests (a waiting fetch answers at once).
+//! Accepting Kafka connections, each served by its own task that reads one request,
+//! answers it, and only then reads the next, so answers leave in request order (as a
+//! Kafka broker mutes a connection while a request is in flight).
+//!
+//! Kafka connections count under the server's one connection cap (`--max-connections`)
+//! with its HTTP connections, in the same registry and under the same timeouts: one that
+//! sends no complete request within `--header-read-timeout-ms` of accept, or nothing
+//! for `--idle-timeout-ms` after its last answer, is closed; at the cap a newcomer
+//! closes the oldest idle connection (clients reconnect), and is closed itself when
+//! every connection is busy. Bytes that are not a Kafka request close their connection
+//! only. Shutdown stops accepting and closes every connection between requests (a
+//! waiting fetch answers at once), and the log shuts down once they closed.
 
 use std::sync::Arc;
 
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
 
 use super::dispatch::{self, Outcome, Session};
 use super::frame::{self, FrameError};
 use super::{Broker, idempotence};
+use crate::server::Admitted;
 use crate::state::AppState;
 
 /// The host and port clients are told to connect to (Metadata, FindCoordinator).
@@ -55,7 +60,6 @@ pub async fn serve(listener: TcpListener, advertised: Advertised, state: AppStat
         producers: idempotence::Producers::new(),
         state: state.clone(),
     });
-    let slots = Arc::new(Semaphore::new(state.config.max_connections.max(1)));
     loop {
         let accepted = tokio::select! {
             a = listener.accept() => a,
@@ -70,42 +74,39 @@ pub async fn serve(listener: TcpListener, advertised: Advertised, state: AppStat
                 continue;
             }
         };
-        let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
-            tracing::debug!("kafka listener: connection cap reached; closing a new connection");
+        let Some(admitted) = state.registry.admit() else {
+            tracing::debug!(
+                "kafka listener: every connection is busy at the cap; closing a new one"
+            );
             drop(stream);
             continue;
         };
         let broker = Arc::clone(&broker);
-        tokio::spawn(async move {
-            connection(stream, &broker).await;
-            drop(slot);
-        });
+        tokio::spawn(async move { connection(stream, admitted, &broker).await });
     }
     tracing::info!("kafka listener stopped");
 }
 
-async fn connection(mut stream: TcpStream, broker: &Broker) {
+async fn connection(mut stream: TcpStream, mut admitted: Admitted, broker: &Broker) {
     let _ = stream.set_nodelay(true);
     let config = &broker.state.config;
     let limit = config.max_body_bytes.max(1024 * 1024);
     let mut session = Session::new(config.auth_token.is_some());
     loop {
         let read = tokio::select! {
-            r = tokio::time::timeout(config.idle_timeout, frame::read_frame(&mut stream, limit)) => r,
-            () = broker.state.shutdown_requested() => return,
+            r = frame::read_frame(&mut stream, limit) => r,
+            // A timeout, room for a newcomer, or shutdown.
+            () = admitted.close_requested() => return,
         };
         let body = match read {
-            Ok(Ok(body)) => body,
-            Ok(Err(FrameError::Closed)) => return,
-            Ok(Err(e)) => {
+            Ok(body) => body,
+            Err(FrameError::Closed) => return,
+            Err(e) => {
                 tracing::debug!(error = %e, "kafka connection closed");
                 return;
             }
-            Err(_) => {
-                tracing::debug!("kafka connection idle past the timeout; closed");
-                return;
-            }
         };
+        let _busy = admitted.busy();
         // Not cut short by shutdown: a produce is answered once appended (the log drains
         // appends handed to it), and a waiting fetch answers as shutdown begins.
         let outcome = dispatch::handle(broker, &mut session, body).await;

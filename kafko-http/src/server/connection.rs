@@ -183,10 +183,10 @@ impl Reason {
 
 /// One request in flight on a connection: counted from its head until its response body
 /// has been sent (or dropped), so a long-poll or a stream keeps the connection busy.
-struct InFlight(Arc<Activity>);
+pub(super) struct InFlight(Arc<Activity>);
 
 impl InFlight {
-    fn begin(activity: &Arc<Activity>) -> Self {
+    pub(super) fn begin(activity: &Arc<Activity>) -> Self {
         activity.started.store(true, Ordering::Release);
         activity.in_flight.fetch_add(1, Ordering::AcqRel);
         InFlight(Arc::clone(activity))
