@@ -785,6 +785,24 @@ async fn records_produced_through_kafka_read_the_same_through_v1_and_back() {
     assert_eq!(tail.first().map(|g| g.offset), Some(3));
     assert_eq!(fetch(&mut k, "rt", 0, 6, 0).await.0, 1);
     assert_eq!(fetch(&mut k, "missing", 0, 0, 0).await.0, 3);
+    // The server's metrics count Kafka traffic as /v1's: 4 + 1 records in; out, the /v1
+    // read (4) and the Kafka fetches (5 + 2).
+    let metrics = c
+        .get(s.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("kafko_records_in_total{topic=\"rt\"} 5"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("kafko_records_out_total{topic=\"rt\"} 11"),
+        "{metrics}"
+    );
 }
 
 #[tokio::test]

@@ -256,7 +256,11 @@ pub(crate) async fn delete_topics(
             None => result.error_code = 100, // UNKNOWN_TOPIC_ID
             Some(name) => {
                 result.name = Some(TopicName(StrBytes::from_string(name.clone())));
-                if let Err(e) = kafko.delete_topic(&name).await {
+                let deleted = kafko.delete_topic(&name).await;
+                if deleted.is_ok() {
+                    broker.state.metrics.forget_topic(&name);
+                }
+                if let Err(e) = deleted {
                     let failure = Failure::from(e);
                     result.error_code = match errors::code(&failure) {
                         errors::INVALID_TOPIC_EXCEPTION => errors::UNKNOWN_TOPIC_OR_PARTITION,

@@ -195,6 +195,16 @@ fn read_all(
     (answer, used, failed)
 }
 
+/// Key, value and header bytes, as the server's metrics count them.
+fn payload_bytes(r: &kafko_core::Record) -> usize {
+    r.key.as_ref().map_or(0, bytes::Bytes::len)
+        + r.value.as_ref().map_or(0, bytes::Bytes::len)
+        + r.headers
+            .iter()
+            .map(|h| h.name.len() + h.value.len())
+            .sum::<usize>()
+}
+
 fn read_partition(
     broker: &Broker,
     handle: &TopicHandle,
@@ -227,14 +237,14 @@ fn read_partition(
             .read(offset, config.max_records_per_fetch, limit.max(1))
             .map_err(fail)?;
         // Cut at the limit; the first data of the answer is one record at least.
-        let written = records::encode_batch(&fetched.records, &mut out, Some(limit));
+        let mut written = records::encode_batch(&fetched.records, &mut out, Some(limit));
         if written == 0 && *used == 0 {
-            records::encode_batch(
-                &fetched.records[..1.min(fetched.records.len())],
-                &mut out,
-                None,
-            );
+            let first = &fetched.records[..1.min(fetched.records.len())];
+            written = records::encode_batch(first, &mut out, None);
         }
+        let sent = &fetched.records[..written];
+        let bytes = sent.iter().map(payload_bytes).sum();
+        broker.state.metrics.consumed(handle.name(), written, bytes);
         data.high_watermark = to_i64(fetched.high_watermark);
         data.last_stable_offset = to_i64(fetched.high_watermark);
         data.log_start_offset = to_i64(fetched.log_start_offset);

@@ -282,12 +282,16 @@ async fn append(
     }
     match produce.send().await {
         Ok(receipt) => match receipt.sent.partitions().first() {
-            Some(append) => Answer {
-                code: errors::NONE,
-                base_offset: i64::try_from(append.base_offset).unwrap_or(i64::MAX),
-                log_start: -1,
-                message: None,
-            },
+            Some(append) => {
+                let metrics = &broker.state.metrics;
+                metrics.produced(producer.topic(), receipt.records, receipt.bytes);
+                Answer {
+                    code: errors::NONE,
+                    base_offset: i64::try_from(append.base_offset).unwrap_or(i64::MAX),
+                    log_start: -1,
+                    message: None,
+                }
+            }
             None => Answer::error(errors::UNKNOWN_SERVER_ERROR, "nothing appended"),
         },
         Err(e) => Answer::failure(&Failure::from(e)),
