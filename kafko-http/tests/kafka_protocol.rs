@@ -1040,9 +1040,19 @@ async fn kafka_connections_count_under_the_servers_connection_cap() {
         third.closed_by_server().await,
         "the cap refuses a newcomer when all are busy"
     );
-    // HTTP connections count under the same cap: an HTTP client is answered 503.
-    let r = client().get(s.url("/v1/topics")).send().await.unwrap();
-    assert_eq!(r.status(), 503, "HTTP shares the cap");
+    // HTTP connections count under the same cap: a new one is answered 503 at once,
+    // before it sends anything, and closed.
+    let mut http = TcpStream::connect(&s.addr).await.unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), http.read_to_end(&mut answer))
+        .await
+        .expect("the refusal in time")
+        .expect("read");
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(
+        answer.starts_with("HTTP/1.1 503"),
+        "HTTP shares the cap: {answer}"
+    );
     drop(busy);
 }
 
