@@ -2,25 +2,41 @@
 //! OffsetCommit, OffsetFetch, DescribeGroups, ListGroups. Until the group coordinator
 //! serves them, each answers COORDINATOR_NOT_AVAILABLE (retriable: a client keeps
 //! asking), in every group, partition and member slot its answer has. Consumers with
-//! manual assignment (assign + seek, no group) need none of these.
+//! manual assignment (assign + seek, no group) need none of these. FindCoordinator
+//! (`metadata`) already answers this node for every group.
 //!
-//! The coordinator these handlers call, per request:
-//! - JoinGroup: (group id, member id or empty, group instance id, protocol type,
-//!   protocols [(name, metadata bytes)], session and rebalance timeouts) → waits for the
-//!   rebalance → (error, generation, chosen protocol, leader id, own member id, and for
-//!   the leader every member's metadata). An empty member id answers
-//!   MEMBER_ID_REQUIRED with a new id first.
+//! Wiring: each handler here takes `(&Broker, request, version)` and returns its
+//! response; `dispatch` decodes and encodes them (versions: JoinGroup 2–7, SyncGroup
+//! 0–5, Heartbeat 0–4, LeaveGroup 0–4, OffsetCommit 2–8, OffsetFetch 1–7,
+//! DescribeGroups 0–5, ListGroups 0–4). A handler that waits (JoinGroup, SyncGroup)
+//! becomes `async` and its arm in `dispatch` moves from `call_sync!` to `call!`. Its
+//! connection answers nothing else meanwhile (answers leave in request order); clients
+//! talk to the coordinator on a connection of its own, so their fetches go on. The
+//! coordinator is reached through `broker.state.kafko`; its errors map to Kafka codes in
+//! `errors::code` (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, NON_EMPTY_GROUP,
+//! GROUP_ID_NOT_FOUND already; MEMBER_ID_REQUIRED 79, REBALANCE_IN_PROGRESS 27,
+//! INCONSISTENT_GROUP_PROTOCOL 23, INVALID_SESSION_TIMEOUT 26, INVALID_GROUP_ID 24 to
+//! add with it).
+//!
+//! What these handlers need from the coordinator, per request:
+//! - JoinGroup: (group id, member id or empty, group instance id, client id and host,
+//!   protocol type, protocols [(name, metadata bytes)], session and rebalance
+//!   timeouts) → waits until the known members have rejoined or the rebalance timeout
+//!   passed (a lone member at once) → (generation, chosen protocol, leader id, own
+//!   member id, and for the leader every member's (id, instance id, metadata)). An
+//!   empty member id is answered MEMBER_ID_REQUIRED with a new id first.
 //! - SyncGroup: (group, generation, member, assignments [(member, bytes)] from the
-//!   leader) → waits for the leader's assignment → this member's bytes, forwarded as
-//!   sent.
+//!   leader) → waits for the leader's → this member's bytes, forwarded as sent (never
+//!   computed here: cooperative assignors depend on it).
 //! - Heartbeat: (group, generation, member) → none, REBALANCE_IN_PROGRESS,
-//!   ILLEGAL_GENERATION or UNKNOWN_MEMBER_ID.
+//!   ILLEGAL_GENERATION or UNKNOWN_MEMBER_ID; a silent session expires.
 //! - LeaveGroup: (group, members) → per-member error.
-//! - OffsetCommit: (group, generation or -1, member, [(topic, partition, offset,
-//!   metadata string)]) → per-partition error; OffsetFetch: (group, topics or all) →
-//!   [(topic, partition, offset or -1, metadata)].
-//! - DescribeGroups: state, protocol type and name, members with their metadata and
-//!   assignment bytes; ListGroups: (group id, protocol type, state).
+//! - OffsetCommit: (group, generation or -1 for a group with no members, member,
+//!   [(topic, partition, offset, metadata string)]) → per-partition error.
+//!   OffsetFetch: (group, topics or none for all) → [(topic, partition, offset or -1,
+//!   metadata)]; the metadata strings are kept with the offsets.
+//! - DescribeGroups: state, protocol type and name, members with their client id, host,
+//!   metadata and assignment bytes; ListGroups: (group id, protocol type, state).
 
 use kafka_protocol::messages::describe_groups_response::DescribedGroup;
 use kafka_protocol::messages::offset_commit_response::{
