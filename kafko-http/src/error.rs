@@ -150,6 +150,8 @@ impl From<Failure> for ApiError {
                 "group_has_members",
                 vec![("members", json!(members))],
             ),
+            Kind::RebalanceInProgress => (S::CONFLICT, "rebalance_in_progress", vec![]),
+            Kind::InconsistentGroupProtocol => (S::CONFLICT, "inconsistent_group_protocol", vec![]),
             Kind::Backpressure => (S::SERVICE_UNAVAILABLE, "backpressure", vec![]),
             Kind::ShuttingDown => (S::SERVICE_UNAVAILABLE, "shutting_down", vec![]),
             Kind::PartitionReadOnly => (S::SERVICE_UNAVAILABLE, "partition_read_only", vec![]),
@@ -261,6 +263,8 @@ mod tests {
             KafkoError::StaleGeneration { .. } => "StaleGeneration",
             KafkoError::NotAssigned { .. } => "NotAssigned",
             KafkoError::GroupHasMembers { .. } => "GroupHasMembers",
+            KafkoError::RebalanceInProgress { .. } => "RebalanceInProgress",
+            KafkoError::InconsistentGroupProtocol { .. } => "InconsistentGroupProtocol",
             KafkoError::NoValidOffset { .. } => "NoValidOffset",
         }
     }
@@ -309,6 +313,8 @@ mod tests {
             (K::StaleGeneration { group: g(), current: 3, given: 2 }, (409, "stale_generation", None), (409, 40903)),
             (K::NotAssigned { topic: t(), partition: 1, member: m() }, (409, "not_assigned", None), (409, 40903)),
             (K::GroupHasMembers { group: g(), topic: t(), members: 2 }, (409, "group_has_members", None), (409, 40903)),
+            (K::RebalanceInProgress { group: g() }, (409, "rebalance_in_progress", None), (409, 40903)),
+            (K::InconsistentGroupProtocol { group: g(), reason: "r".into() }, (409, "inconsistent_group_protocol", None), (409, 40903)),
             (K::NoValidOffset { group: g(), topic: t(), partition: 0 }, (416, "no_valid_offset", None), (409, 40903)),
         ]
     }
@@ -332,7 +338,7 @@ mod tests {
         }
         assert!(wrong.is_empty(), "{wrong:#?}");
         // Every variant is in the table, but the partial send.
-        assert_eq!(seen.len(), 28, "{seen:?}");
+        assert_eq!(seen.len(), 30, "{seen:?}");
         assert!(!seen.contains("PartiallyAppended"));
     }
 
