@@ -223,7 +223,7 @@ fn configured(group: String, req: CreateRequest) -> ProxyResult<Instance> {
         reset,
         subscription: Vec::new(),
         assignment: Default::default(),
-        members: Default::default(),
+        member: None,
         closed: false,
     })
 }
