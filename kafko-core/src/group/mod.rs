@@ -1,5 +1,8 @@
-//! Consumer groups: server-kept cursors with Kafka's semantics, per group *and topic*,
-//! used through a [`GroupHandle`] ([`Kafko::group`](crate::Kafko::group)).
+//! Consumer groups with Kafka's semantics, used through a [`GroupHandle`]
+//! ([`Kafko::group`](crate::Kafko::group)): committed offsets and server-kept cursors
+//! per group and topic, and one membership per group, with one generation over every
+//! topic its members read — members assigned by kafko (range, per topic) or Kafka
+//! clients speaking the classic protocol (`classic`), never both in one group.
 //!
 //! - **Offsets.** A group has a committed offset (the next offset to read) per
 //!   partition, persisted in `<data>/groups/<group>/<topic>.offsets` before the commit
@@ -12,11 +15,13 @@
 //!   as read only once the caller confirms them; unconfirmed, the position goes back.
 //!   With auto-commit, a member's next poll commits what its previous confirmed poll
 //!   returned, before reading on (Kafka's auto-commit rule). See [`GroupHandle`].
-//! - **Members.** Members join and leave explicitly; every join, poll and commit is a
-//!   heartbeat, and a member silent for longer than its session timeout is removed by
-//!   the next operation on the group. Each change starts a new *generation* and
-//!   reassigns the partitions with the range assignor (`membership`); positions fall
-//!   back to the committed offsets, as after an eager Kafka rebalance. A poll or commit
+//! - **Members.** Members join (on one topic or a set of topics) and leave explicitly;
+//!   every join, poll, commit and heartbeat keeps the session alive, and a member
+//!   silent for longer than its session timeout is removed by the next operation on the
+//!   group. Each change starts a new *generation* of the whole group and reassigns each
+//!   topic's partitions among the members reading it with the range assignor
+//!   (`membership`); positions fall back to the committed offsets, as after an eager
+//!   Kafka rebalance. A poll or commit
 //!   carrying an older generation fails with [`KafkoError::StaleGeneration`](crate::KafkoError::StaleGeneration); the member
 //!   rejoins (same id) to learn its new assignment.
 //! - **The implicit member.** Calls without a member (`member: None`) act as one
