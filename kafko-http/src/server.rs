@@ -29,7 +29,7 @@ use self::accept::{Backoff, refuse};
 use self::connection::{Activity, Timeouts, Tracked};
 use self::connections::Connections;
 
-pub use self::connections::{default_max_connections, default_max_open_segment_files};
+pub use crate::descriptors::{default_max_connections, default_max_open_segment_files};
 
 /// How connections are accepted and served: the server's settings of the same names.
 #[derive(Debug, Clone, Copy)]

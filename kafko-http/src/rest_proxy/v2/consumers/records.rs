@@ -328,7 +328,7 @@ async fn read_once(state: &AppState, inst: &mut Instance, max_bytes: usize) -> P
     if inst.assignment.is_empty() {
         return Ok(Batch::Group(poll_all(state, inst, max_bytes).await?));
     }
-    let (assignment, source) = inst.assigned(&state.kafko, state.rest_proxy.timeout());
+    let (assignment, source) = inst.assigned(&state.kafko, state.config.consumer_instance_timeout);
     let read = assignment.read(&source, state.config.max_records_per_fetch, max_bytes)?;
     Ok(Batch::Assigned(read))
 }
@@ -360,7 +360,7 @@ async fn poll_all(
     inst: &mut Instance,
     max_bytes: usize,
 ) -> ProxyResult<Vec<(String, GroupPoll)>> {
-    let timeout = state.rest_proxy.timeout();
+    let timeout = state.config.consumer_instance_timeout;
     let max_records = state.config.max_records_per_fetch;
     let mut out: Vec<(String, GroupPoll)> = Vec::new();
     let mut budget = max_bytes;

@@ -100,7 +100,7 @@ fn distinct_topics(requested: Vec<String>) -> ProxyResult<Vec<String>> {
 /// starts a new generation of the group.
 /// A member none of whose topics exists any more leaves.
 pub(super) async fn join_subscribed(state: &AppState, inst: &mut Instance) -> ProxyResult<()> {
-    let timeout = state.rest_proxy.timeout();
+    let timeout = state.config.consumer_instance_timeout;
     let joined = inst
         .groups(&state.kafko, timeout)
         .join(&inst.subscription)?;
