@@ -27,7 +27,7 @@ use crate::consumer::SeekTo;
 use crate::convert::{millis, usize_saturating};
 use crate::error::{GroupError, KafkoError, Result};
 use crate::handle::TopicHandle;
-use crate::naming::validate_name;
+use crate::naming::validate_group_name;
 use crate::topic::Topic;
 
 /// Tells apart the leases of different polls.
@@ -71,7 +71,7 @@ impl Kafko {
     /// # Errors
     /// [`GroupError::InvalidName`].
     pub fn group(&self, name: &str) -> Result<GroupHandle, GroupError> {
-        validate_name(name)?;
+        validate_group_name(name)?;
         Ok(GroupHandle {
             kafko: self.clone(),
             name: name.into(),

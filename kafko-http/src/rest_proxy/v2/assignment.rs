@@ -58,7 +58,10 @@ pub(crate) struct Source<'a> {
 impl Source<'_> {
     /// The partition's reader; `None` while it does not exist (its topic deleted since
     /// the assignment, or recreated with fewer partitions; Kafka's consumer waits too).
-    fn reader(&self, (topic, partition): &Partition) -> kafko_core::Result<Option<PartitionReader>> {
+    fn reader(
+        &self,
+        (topic, partition): &Partition,
+    ) -> kafko_core::Result<Option<PartitionReader>> {
         match self.kafko.find_topic(topic)? {
             Some(t) if *partition < t.partitions() => Ok(Some(t.partition(*partition)?)),
             _ => Ok(None),
