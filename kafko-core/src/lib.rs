@@ -100,9 +100,12 @@ pub use error::{
     ProduceError, Result, StorageError,
 };
 pub use group::{
-    Delivery, GroupConfig, GroupDescription, GroupHandle, GroupLag, GroupLagPage, GroupListing,
-    GroupMemberDescription, GroupPartitionDescription, GroupPoll, GroupPollOptions,
-    GroupTopicDescription, MemberRef, Membership, OffsetReset, PartitionOffset,
+    ClassicGroupDescription, ClassicMemberDescription, CommitOffset, CommittedOffset, Delivery,
+    GroupConfig, GroupDescription, GroupHandle, GroupLag, GroupLagPage, GroupListing,
+    GroupMemberDescription, GroupMembership, GroupPartitionDescription, GroupPoll,
+    GroupPollOptions, GroupProtocol, GroupTopicDescription, JoinGroupAnswer, JoinGroupOutcome,
+    JoinGroupRequest, JoinedMember, MemberAssignment, MemberRef, Membership, OffsetReset,
+    PartitionOffset,
 };
 pub use handle::{Offsets, PartitionReader, TopicHandle};
 pub use partition::FetchedRecords;

@@ -97,7 +97,7 @@ pub fn public_url(raw: &str) -> Result<String, String> {
         return Err(bad("the scheme must be http or https"));
     }
     let (authority, path) = rest.find('/').map_or((rest, ""), |i| rest.split_at(i));
-    if !crate::rest_proxy::is_host_and_port(authority) {
+    if !is_host_and_port(authority) {
         return Err(bad("expected a host and an optional port after the scheme"));
     }
     if !path
@@ -114,6 +114,32 @@ pub fn public_url(raw: &str) -> Result<String, String> {
     ))
 }
 
+/// Whether `s` is a plain `host[:port]`: a name of letters, digits, `-`, `_` and `.`,
+/// or a bracketed IPv6 address, then optionally `:` and a port (0-65535); nothing else.
+pub(crate) fn is_host_and_port(s: &str) -> bool {
+    let is_port = |p: &str| {
+        (1..=5).contains(&p.len())
+            && p.bytes().all(|b| b.is_ascii_digit())
+            && p.parse::<u32>().is_ok_and(|n| n <= 65535)
+    };
+    let (host, port) = match s.strip_prefix('[') {
+        Some(rest) => {
+            return match rest.split_once(']') {
+                Some((v6, after)) if v6.parse::<std::net::Ipv6Addr>().is_ok() => {
+                    after.is_empty() || after.strip_prefix(':').is_some_and(is_port)
+                }
+                _ => false,
+            };
+        }
+        None => s.rsplit_once(':').map_or((s, None), |(h, p)| (h, Some(p))),
+    };
+    (1..=253).contains(&host.len())
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        && port.is_none_or(is_port)
+}
+
 impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
@@ -126,7 +152,7 @@ impl Default for ServerConfig {
             request_timeout: Duration::from_secs(60),
             header_read_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(60),
-            max_connections: crate::server::default_max_connections(),
+            max_connections: crate::descriptors::default_max_connections(),
             body_read_timeout: Duration::from_secs(10),
             shutdown_grace: Duration::from_secs(10),
             max_concurrent_requests: 1024,

@@ -5,26 +5,23 @@
 //! OpenAPI 3.1 spec.
 //! The contract is `openapi/openapi.json`, generated from the handlers in this crate.
 //!
-//! ## Layout
-//! - [`config`]: [`ServerConfig`], every server setting (the binary fills it from flags).
-//! - [`state`]: [`AppState`], what every handler shares (log, config, metrics, shutdown).
-//! - `router`: [`app`], the full [`axum::Router`] with its middleware stack.
-//! - [`server`]: the accept loop with header-read timeout and graceful shutdown.
-//! - `routes/`: `topics`, `records/{produce,fetch,single,stream}`, `groups`, `admin`,
-//!   `health`.
-//! - `service/`: what every front end calls, with no HTTP in it: `produce` (one policy:
-//!   limits, full queue, auto-create) and `failure` (the one exhaustive mapping from a
-//!   core error to a `Failure`).
-//! - `error`: problem+json responses: `/v1`'s rendering of a `Failure`.
-//! - `extract`: extractors whose rejections are problem+json too.
-//! - `dto`, `codec`: wire types and the `format` (string/json/base64) encodings.
-//! - `metrics`, `middleware`: Prometheus counters; auth, limits, timing.
-//! - [`openapi`]: the generated spec.
-//! - `rest_proxy/`: a wire-compatible subset of the Kafka REST Proxy API (v2 and v3); its
-//!   `error` renders a `Failure` as `{error_code, message}`.
-//! - [`kafka`]: the Kafka wire-protocol listener (`--kafka-bind`): stock Kafka clients
-//!   produce, fetch and manage topics on the same log.
-//! - [`probe`]: `kafko-http --healthcheck`, the container health probe (no curl needed).
+//! ## Layers
+//! Modules depend downward only; the front ends do not know one another.
+//! 1. Shared ground: [`config`] ([`ServerConfig`]), `descriptors` (the file-descriptor
+//!    budget), `metrics`, `answer_budget`, `on_sent`, `doc_parts`; then [`state`]
+//!    ([`AppState`]: log, config, metrics, shutdown).
+//! 2. `service/`: what every front end calls, with no HTTP in it: `produce` (one policy:
+//!    limits, full queue, auto-create) and `failure` (the one exhaustive mapping from a
+//!    core error to a `Failure`).
+//! 3. HTTP toolkit: `error` (problem+json, `/v1`'s rendering of a `Failure`), `extract`
+//!    (extractors whose rejections are problem+json), `json`, `dto`, `codec`.
+//! 4. Front ends: `routes/` (`/v1`: topics, records, groups, admin, health, the console),
+//!    `rest_proxy/` (the Kafka REST Proxy v2/v3 subset, with its own error shape and its
+//!    consumer-instance registry) and [`kafka`] (the Kafka wire-protocol listener,
+//!    `--kafka-bind`: stock Kafka clients on the same log).
+//! 5. The edge: `router` ([`app`]: every front end's routes and the middleware stack),
+//!    [`openapi`] (the merged spec), `middleware`, [`server`] (accept loop, connection
+//!    limits, graceful shutdown), [`probe`] (`kafko-http --healthcheck`).
 
 // Bad input and I/O failures answer with a problem, never a panic (tests may unwrap:
 // clippy.toml).
@@ -46,9 +43,13 @@ pub mod state;
 
 mod answer_budget;
 mod codec;
+mod descriptors;
+mod doc_parts;
 mod dto;
 mod error;
 mod extract;
+#[cfg(test)]
+mod front_end_answers;
 mod json;
 mod metrics;
 mod middleware;

@@ -301,21 +301,3 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     }
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
-
-/// 404 for unknown paths.
-pub(crate) async fn not_found(req: Request) -> ApiError {
-    ApiError::new(
-        StatusCode::NOT_FOUND,
-        "not_found",
-        format!("no route for {} {}", req.method(), req.uri().path()),
-    )
-}
-
-/// 405 for known paths with another method.
-pub(crate) async fn method_not_allowed(req: Request) -> ApiError {
-    ApiError::new(
-        StatusCode::METHOD_NOT_ALLOWED,
-        "method_not_allowed",
-        format!("{} is not allowed on {}", req.method(), req.uri().path()),
-    )
-}

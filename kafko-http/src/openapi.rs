@@ -1,6 +1,7 @@
 //! The OpenAPI 3.1 document, generated from the handlers' `#[utoipa::path]` attributes.
 //! `openapi/openapi.json` is this document, committed; a test keeps them equal.
 
+use crate::doc_parts::{content_of, operations};
 use utoipa::OpenApi;
 
 use crate::rest_proxy::RestProxyPaths;
@@ -16,7 +17,7 @@ use crate::routes::{admin, groups, health, records, topics};
         groups::poll, groups::commit, groups::seek, groups::join, groups::leave,
         groups::list, groups::describe, groups::configure, groups::delete,
         admin::shutdown,
-        health::healthz, health::readyz, health::metrics, health::openapi,
+        health::healthz, health::readyz, health::metrics, spec,
     ),
     components(schemas(crate::codec::Format)),
     modifiers(&RestProxyPaths, &BearerAuth, &NameRules, &ClientRules),
@@ -178,28 +179,6 @@ impl utoipa::Modify for ClientRules {
     }
 }
 
-/// A body whose schema is the component `schema`.
-pub(crate) fn content_of(schema: &str) -> utoipa::openapi::Content {
-    utoipa::openapi::ContentBuilder::new()
-        .schema(Some(utoipa::openapi::Ref::from_schema_name(schema)))
-        .build()
-}
-
-/// Every operation of a path.
-pub(crate) fn operations(
-    item: &mut utoipa::openapi::PathItem,
-) -> impl Iterator<Item = &mut utoipa::openapi::path::Operation> {
-    [
-        &mut item.get,
-        &mut item.put,
-        &mut item.post,
-        &mut item.delete,
-        &mut item.patch,
-    ]
-    .into_iter()
-    .flatten()
-}
-
 /// `oneOf: [null, T]` → `T`; any other schema as it is.
 fn without_null(
     schema: utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
@@ -231,4 +210,14 @@ pub fn json() -> String {
         .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
     text.push('\n');
     text
+}
+
+/// This server's OpenAPI 3.1 document.
+#[utoipa::path(get, path = "/openapi.json", operation_id = "get_openapi", tag = "operations",
+    responses((status = 200, description = "The OpenAPI document", body = Object)))]
+pub(crate) async fn spec() -> impl axum::response::IntoResponse {
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        json(),
+    )
 }

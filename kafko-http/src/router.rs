@@ -62,14 +62,16 @@ pub fn app(state: AppState) -> Router {
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))
-        .route("/openapi.json", get(health::openapi))
+        .route("/openapi.json", get(crate::openapi::spec))
         .route("/", any(ui::root))
         .route("/ui", get(ui::index))
         .route("/ui/", get(ui::index))
         .route("/ui/{file}", get(ui::asset))
-        .merge(crate::rest_proxy::routes())
-        .fallback(middleware::not_found)
-        .method_not_allowed_fallback(middleware::method_not_allowed)
+        .merge(crate::rest_proxy::routes(
+            state.config.consumer_instance_timeout,
+        ))
+        .fallback(crate::error::not_found)
+        .method_not_allowed_fallback(crate::error::method_not_allowed)
         .layer(middleware::EnvelopeLayer(state.clone()));
     if let Some(cors) = cors(&state.config.cors_origins) {
         router = router.layer(cors);

@@ -29,7 +29,7 @@ use self::accept::{Backoff, refuse};
 use self::connection::{Activity, Timeouts, Tracked};
 use self::connections::Connections;
 
-pub use self::connections::{default_max_connections, default_max_open_segment_files};
+pub use crate::descriptors::{default_max_connections, default_max_open_segment_files};
 
 /// The open connections of every protocol the server speaks (HTTP, and the Kafka
 /// listener's), under one cap (`--max-connections`) and the same timeouts: at the cap

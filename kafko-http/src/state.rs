@@ -27,8 +27,6 @@ pub struct Shared {
     pub(crate) waiting_permits: Semaphore,
     /// The memory that record answers may hold until sent.
     pub(crate) answers: crate::answer_budget::AnswerBudget,
-    /// The REST Proxy API's consumer instances.
-    pub(crate) rest_proxy: crate::rest_proxy::Instances,
     /// Open connections, HTTP and Kafka, under one cap.
     pub(crate) registry: crate::server::Registry,
     /// Flips to `true` once shutdown begins: streams and long-polls end, the accept loop stops.
@@ -53,7 +51,6 @@ impl AppState {
                 permits: Semaphore::new(config.max_concurrent_requests.max(1)),
                 waiting_permits: Semaphore::new(config.max_waiting_requests.max(1)),
                 answers: crate::answer_budget::AnswerBudget::new(config.max_answer_buffer_bytes),
-                rest_proxy: crate::rest_proxy::Instances::new(config.consumer_instance_timeout),
                 registry: crate::server::Registry::new(config.max_connections),
                 config,
                 metrics,

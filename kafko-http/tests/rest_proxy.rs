@@ -897,3 +897,105 @@ async fn records_reads_wait_under_the_servers_waiting_limit() {
     assert_eq!(waiting.await.unwrap().unwrap().status(), 200);
     assert_eq!(read(&bases[1], 100).await.unwrap().status(), 200);
 }
+
+/// Each member's partitions of each topic, as `/v1` describes the group: `(member,
+/// topic, partitions)`, and the generations the topics report.
+async fn group_members(
+    c: &reqwest::Client,
+    s: &Server,
+    group: &str,
+) -> (Vec<(String, String, Vec<u64>)>, Vec<u64>) {
+    let d = get_json(c, s.url(&format!("/v1/groups/{group}"))).await;
+    let mut members = Vec::new();
+    let mut generations = Vec::new();
+    for t in d["topics"].as_array().unwrap() {
+        generations.push(t["generation"].as_u64().unwrap());
+        for m in t["members"].as_array().unwrap() {
+            let parts = m["assignment"].as_array().unwrap();
+            members.push((
+                m["member_id"].as_str().unwrap().to_owned(),
+                t["topic"].as_str().unwrap().to_owned(),
+                parts.iter().map(|p| p.as_u64().unwrap()).collect(),
+            ));
+        }
+    }
+    (members, generations)
+}
+
+#[tokio::test]
+async fn an_instance_subscribed_to_three_topics_is_one_member_with_one_generation() {
+    let (_tmp, s, c) = fresh_server(&[]).await;
+    for topic in ["t1", "t2", "t3"] {
+        create_topic(&c, &s, topic, json!({"partitions": 2})).await;
+        for p in 0..2 {
+            produce_to(&c, &s, topic, p, 3).await;
+        }
+    }
+    let subscribe = json!({"topics": ["t1", "t2", "t3"]});
+    let config = json!({"format": "binary", "auto.offset.reset": "earliest"});
+    let a = instance(&c, &s, "multi", config.clone()).await;
+    assert_eq!(
+        post_v2(&c, format!("{a}/subscription"), subscribe.clone()).await,
+        204
+    );
+    let (members, generations) = group_members(&c, &s, "multi").await;
+    assert_eq!(
+        generations,
+        [1, 1, 1],
+        "one generation over the three topics"
+    );
+    let ids: std::collections::BTreeSet<&str> = members.iter().map(|m| m.0.as_str()).collect();
+    assert_eq!(ids.len(), 1, "one member: {members:?}");
+    assert!(members.iter().all(|m| m.2 == [0, 1]), "{members:?}");
+
+    // A second instance: one new generation for the group, each topic split in two.
+    let b = instance(&c, &s, "multi", config).await;
+    assert_eq!(
+        post_v2(&c, format!("{b}/subscription"), subscribe).await,
+        204
+    );
+    let (members, generations) = group_members(&c, &s, "multi").await;
+    assert_eq!(generations, [2, 2, 2]);
+    let ids: std::collections::BTreeSet<&str> = members.iter().map(|m| m.0.as_str()).collect();
+    assert_eq!(ids.len(), 2);
+    assert!(members.iter().all(|m| m.2.len() == 1), "{members:?}");
+    // The group has one generation: a change on one topic moves all three.
+    let r = c
+        .post(s.url("/v1/groups/multi/topics/t1/members"))
+        .json(&json!({"member_id": "solo", "session_timeout_ms": 30000}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    assert_eq!(group_members(&c, &s, "multi").await.1, [3, 3, 3]);
+    let r = c
+        .delete(s.url("/v1/groups/multi/topics/t1/members/solo"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 204);
+    assert_eq!(group_members(&c, &s, "multi").await.1, [4, 4, 4]);
+
+    // Together they read every record once (18), each only its own partitions.
+    let mut seen = Vec::new();
+    for base in [&a, &b] {
+        let r = read_records(&c, base, 500, BINARY).await;
+        assert_eq!(r.status(), 200);
+        for rec in json(r).await.as_array().unwrap() {
+            let topic = rec["topic"].as_str().unwrap().to_owned();
+            seen.push((
+                topic,
+                rec["partition"].as_u64().unwrap(),
+                rec["offset"].as_u64().unwrap(),
+            ));
+        }
+    }
+    seen.sort();
+    seen.dedup();
+    assert_eq!(seen.len(), 18, "{seen:?}");
+    for base in [&a, &b] {
+        assert_eq!(delete(&c, base.clone()).await.status(), 204);
+    }
+    let (members, _) = group_members(&c, &s, "multi").await;
+    assert!(members.is_empty(), "{members:?}");
+}

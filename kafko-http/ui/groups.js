@@ -28,7 +28,7 @@ export function mountList(main) {
     fill(rows, groups.map((g) => h('tr', {},
       h('th', { scope: 'row' }, h('a', { href: `#/group/${enc(g.group)}` }, g.group)),
       h('td', {}, g.topics.map((t, i) => [i ? ', ' : '', h('a', { href: `#/topic/${enc(t)}` }, t)])),
-      h('td', {}, num(g.members)))));
+      h('td', {}, num(g.members), g.protocol_type ? ' (Kafka clients)' : ''))));
   });
 }
 
@@ -46,7 +46,9 @@ export function mountGroup(main, _params, group) {
       d = await get(`/v1/groups/${enc(group)}`);
       err = showError(err, null);
     } catch (e) { err = showError(err, e); return; }
-    config.textContent = `Offset reset: ${d.config.offset_reset ?? 'earliest'} · ${d.topics.length} topic${d.topics.length === 1 ? '' : 's'}`;
+    const kafka = d.kafka ? ` · Kafka clients (${d.kafka.protocol || d.kafka.protocol_type}) · ${d.kafka.state}` : '';
+    config.textContent = `Offset reset: ${d.config.offset_reset ?? 'earliest'} · generation ${d.generation} · ${d.topics.length} topic${d.topics.length === 1 ? '' : 's'}${kafka}`;
+    config.dataset.kafka = d.kafka ? d.kafka.state : '';
     const now = Date.now();
     const seen = new Set();
     for (const t of d.topics) {
@@ -58,7 +60,7 @@ export function mountGroup(main, _params, group) {
         container.append(s.el);
       }
       for (const p of t.partitions) if (p.lag !== null && p.lag !== undefined) lagHistory.add(`${group}\n${t.topic}\n${p.partition}`, now, p.lag);
-      s.update(t);
+      s.update(t, Boolean(d.kafka));
     }
     for (const [name, s] of sections) if (!seen.has(name)) { s.el.remove(); sections.delete(name); }
   });
@@ -83,7 +85,9 @@ function topicSection(group, topic) {
     seek.el);
   return {
     el,
-    update(t) {
+    update(t, kafkaMembers) {
+      // Kafka clients move their own offsets; kafko's seek is for its own members.
+      seek.el.hidden = kafkaMembers && t.members.length > 0;
       head.textContent = `generation ${t.generation} · ${t.members.length} member${t.members.length === 1 ? '' : 's'} · total lag ${num(t.total_lag)}`;
       head.dataset.totalLag = t.total_lag;
       membersBox.hidden = t.members.length === 0;

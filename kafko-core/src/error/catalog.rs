@@ -287,6 +287,24 @@ catalog! { $
         /// Live members.
         members: usize,
     }
+    /// The group is rebalancing: rejoin (Kafka's REBALANCE_IN_PROGRESS).
+    #[kind(Conflict)]
+    #[error("group '{group}' is rebalancing; rejoin")]
+    RebalanceInProgress {
+        /// Group name.
+        group: String,
+    }
+    /// The call's member kind or protocol does not fit the group's: Kafka members and
+    /// members of kafko's own APIs cannot share a group, and Kafka members must share a
+    /// protocol type and one assignor.
+    #[kind(Conflict)]
+    #[error("group '{group}' has members of another protocol: {reason}")]
+    InconsistentGroupProtocol {
+        /// Group name.
+        group: String,
+        /// What does not fit.
+        reason: String,
+    }
     /// The group has no valid position and its reset policy is `error`: seek.
     #[kind(OutOfRange)]
     #[error(

@@ -70,6 +70,9 @@ fn union_cases() -> Vec<(KafkoError, ErrorKind, &'static str)> {
             "partition 0 of topic 't' is not assigned to member 'm'"),
         (K::GroupHasMembers { group: g(), topic: t(), members: 2 }, Conflict,
             "group 'g' has 2 active member(s) on topic 't'; join it or wait for them to leave"),
+        (K::RebalanceInProgress { group: g() }, Conflict, "group 'g' is rebalancing; rejoin"),
+        (K::InconsistentGroupProtocol { group: g(), reason: "r".into() }, Conflict,
+            "group 'g' has members of another protocol: r"),
         (K::NoValidOffset { group: g(), topic: t(), partition: 0 }, OutOfRange,
             "group 'g' has no valid offset for t-0 and offset_reset=error"),
     ]
@@ -174,6 +177,8 @@ fn each_operation_keeps_exactly_the_failures_it_can_have() {
         "StaleGeneration",
         "NotAssigned",
         "GroupHasMembers",
+        "RebalanceInProgress",
+        "InconsistentGroupProtocol",
         "NoValidOffset",
         "OffsetOutOfRange",
         "TopicDeleted",

@@ -56,7 +56,9 @@ pub(super) struct TopicState {
     pub(super) answers: BTreeMap<u64, Answer>,
     /// The implicit member's frontier per partition: what its auto-commit may commit.
     pub(super) frontier: BTreeMap<u32, Frontier>,
-    pub(super) members: Members,
+    /// The metadata string of each partition's last commit that carried one (Kafka
+    /// clients read it back); kept in memory only.
+    pub(super) metadata: BTreeMap<u32, String>,
 }
 
 /// An offset delivered to `member` (`""`: the implicit member), to be committed by its
@@ -71,13 +73,12 @@ impl TopicState {
     /// Forgets positions and answers in flight: the group reads from its committed
     /// offsets again (after a rebalance, as an eager Kafka rebalance). Deliveries stay
     /// pending for the members that got them, except for members no longer in the group.
-    pub(super) fn reset_positions(&mut self) {
+    pub(super) fn reset_positions(&mut self, members: &Members) {
         self.positions.clear();
         self.leases.clear();
         self.frontier.clear();
-        let members = &self.members.members;
         self.pending
-            .retain(|_, p| p.member.is_empty() || members.contains_key(&p.member));
+            .retain(|_, p| p.member.is_empty() || members.members.contains_key(&p.member));
     }
 
     /// What a joined member's next poll commits: its pending deliveries that are still
@@ -113,6 +114,7 @@ impl TopicState {
     /// answer in flight on it no longer moves it.
     pub(super) fn set_committed(&mut self, partition: u32, offset: u64) {
         self.committed.insert(partition, offset);
+        self.metadata.remove(&partition);
         self.positions.insert(partition, offset);
         self.leases.remove(&partition);
         self.pending.remove(&partition);
@@ -137,6 +139,8 @@ impl TopicState {
 
 pub(super) struct GroupState {
     pub(super) config: GroupConfig,
+    /// Who reads, in which generation: one membership over all the group's topics.
+    pub(super) members: Members,
     pub(super) topics: BTreeMap<String, TopicState>,
     pub(super) persist: Arc<Persist>,
     /// Whether the group has files on disk (found at open, or configured): such a group
@@ -145,16 +149,50 @@ pub(super) struct GroupState {
     pub(super) durable: bool,
     /// The group's last join, poll, commit or seek.
     pub(super) last_used: Instant,
+    /// Woken when a Kafka-protocol rebalance moves on (members waiting in JoinGroup or
+    /// SyncGroup).
+    pub(super) changed: Arc<tokio::sync::Notify>,
 }
 
 impl GroupState {
+    /// Starts a new generation: positions and answers in flight on every topic are
+    /// forgotten (as after an eager Kafka rebalance).
+    pub(super) fn rebalance(&mut self) {
+        self.members.rebalance();
+        for ts in self.topics.values_mut() {
+            ts.reset_positions(&self.members);
+        }
+    }
+
+    /// Forgets a deleted topic in the members' subscriptions: members left without a
+    /// topic leave, and the group rebalances if anyone read it.
+    pub(super) fn forget_topic(&mut self, topic: &str) {
+        let mut changed = false;
+        self.members.members.retain(|_, m| {
+            changed |= m.topics.remove(topic);
+            !m.topics.is_empty()
+        });
+        if changed {
+            self.rebalance();
+        }
+    }
+
+    /// Expires silent server-assigned members, and rebalances if any left.
+    pub(super) fn expire(&mut self, now: Instant) {
+        if !self.members.expire(now).is_empty() {
+            self.rebalance();
+        }
+    }
+
     pub(super) fn new(config: GroupConfig) -> Self {
         GroupState {
             config,
+            members: Members::default(),
             topics: BTreeMap::new(),
             persist: Arc::new(Persist::default()),
             durable: false,
             last_used: Instant::now(),
+            changed: Arc::new(tokio::sync::Notify::new()),
         }
     }
 }
@@ -294,6 +332,7 @@ impl Coordinator {
             let _writing = persist.lock.lock().await;
             if let Some(g) = self.lock().get_mut(&group) {
                 g.topics.remove(topic);
+                g.forget_topic(topic);
             }
             if !persist.deleted.load(Ordering::Acquire) {
                 let store = self.store.clone();
@@ -314,43 +353,38 @@ pub(super) fn group_not_found(group: &str) -> KafkoError {
     }
 }
 
-/// Expires silent members and rebalances if any left.
-pub(super) fn expire(ts: &mut TopicState, partitions: u32, now: Instant) {
-    if !ts.members.expire(now).is_empty() {
-        ts.members.rebalance(partitions);
-        ts.reset_positions();
-    }
-}
-
 /// Checks the caller may act on this group and topic now; returns the partitions it owns
 /// and its generation, and records the heartbeat.
 pub(super) fn authorize(
     group: &str,
     topic: &str,
-    ts: &mut TopicState,
+    members: &mut Members,
     caller: Caller<'_>,
     partitions: u32,
     now: Instant,
 ) -> Result<(Vec<u32>, u64)> {
     match caller {
         Caller::Implicit => {
-            if !ts.members.members.is_empty() {
+            let live = members.count_on(topic) + members.classic.members.len();
+            if live > 0 {
                 return Err(KafkoError::GroupHasMembers {
                     group: group.to_owned(),
                     topic: topic.to_owned(),
-                    members: ts.members.members.len(),
+                    members: live,
                 });
             }
             Ok(((0..partitions).collect(), 0))
         }
         Caller::Member(m) => {
-            let generation = ts.members.generation;
-            let Some(member) = ts.members.members.get_mut(&m.member_id) else {
-                return Err(KafkoError::UnknownMember {
-                    group: group.to_owned(),
-                    member: m.member_id.clone(),
-                });
+            let generation = members.generation;
+            let unknown = || KafkoError::UnknownMember {
+                group: group.to_owned(),
+                member: m.member_id.clone(),
             };
+            let member = members.members.get_mut(&m.member_id).ok_or_else(unknown)?;
+            if !member.topics.contains(topic) {
+                return Err(unknown());
+            }
             if m.generation != generation {
                 return Err(KafkoError::StaleGeneration {
                     group: group.to_owned(),
@@ -359,7 +393,10 @@ pub(super) fn authorize(
                 });
             }
             member.last_seen = now;
-            Ok((member.assignment.clone(), generation))
+            Ok((
+                members.assignment(&m.member_id, topic, partitions),
+                generation,
+            ))
         }
     }
 }

@@ -26,14 +26,9 @@ impl GroupState {
     /// member's session is live.
     fn is_unused(&self, now: Instant) -> bool {
         Arc::strong_count(&self.persist) == 1
-            && self.topics.values().all(|ts| {
-                ts.leases.is_empty()
-                    && ts
-                        .members
-                        .members
-                        .values()
-                        .all(|m| now.saturating_duration_since(m.last_seen) > m.session_timeout)
-            })
+            && !self.members.classic.is_active()
+            && self.members.members.values().all(|m| m.expired(now))
+            && self.topics.values().all(|ts| ts.leases.is_empty())
     }
 
     /// In-memory entries it holds (positions, leases, pending deliveries, members).
@@ -46,9 +41,9 @@ impl GroupState {
                     + ts.pending.len()
                     + ts.answers.len()
                     + ts.frontier.len()
-                    + ts.members.members.len()
             })
             .sum::<usize>()
+            .saturating_add(self.members.members.len())
             .max(1)
     }
 }

@@ -13,22 +13,21 @@ use tokio::time::Instant;
 
 use super::acknowledge::{acknowledge, committable};
 use super::coordinator::{
-    Caller, Coordinator, GroupState, Lease, TopicState, authorize, expire, group_not_found,
-    not_assigned, validate_session_timeout,
+    Caller, Coordinator, GroupState, Lease, TopicState, authorize, group_not_found, not_assigned,
 };
 use super::delivery::{Delivery, GroupPoll};
 use super::lease::{Kept, Read, Start, keep_leases, lease_partitions, read_leased};
-use super::membership::{Member, new_member_id};
+use super::membership::Members;
 use super::{
     GroupConfig, GroupDescription, GroupListing, GroupMemberDescription, GroupPartitionDescription,
-    GroupPollOptions, GroupTopicDescription, MemberRef, Membership, PartitionOffset,
+    GroupPollOptions, GroupTopicDescription, MemberRef, PartitionOffset,
 };
 use crate::broker::Kafko;
 use crate::consumer::SeekTo;
 use crate::convert::{millis, usize_saturating};
 use crate::error::{GroupError, KafkoError, Result};
 use crate::handle::TopicHandle;
-use crate::naming::validate_name;
+use crate::naming::validate_group_name;
 use crate::topic::Topic;
 
 /// Tells apart the leases of different polls.
@@ -46,8 +45,8 @@ static NEXT_LEASE: AtomicU64 = AtomicU64::new(1);
 /// polls gets those records again.
 #[derive(Clone)]
 pub struct GroupHandle {
-    kafko: Kafko,
-    name: Arc<str>,
+    pub(super) kafko: Kafko,
+    pub(super) name: Arc<str>,
 }
 
 impl std::fmt::Debug for GroupHandle {
@@ -60,9 +59,9 @@ impl std::fmt::Debug for GroupHandle {
 
 /// Which entries a call created, so a failed call can remove them again.
 #[derive(Clone, Copy, Default)]
-struct Created {
-    group: bool,
-    topic: bool,
+pub(super) struct Created {
+    pub(super) group: bool,
+    pub(super) topic: bool,
 }
 
 impl Kafko {
@@ -72,7 +71,7 @@ impl Kafko {
     /// # Errors
     /// [`GroupError::InvalidName`].
     pub fn group(&self, name: &str) -> Result<GroupHandle, GroupError> {
-        validate_name(name)?;
+        validate_group_name(name)?;
         Ok(GroupHandle {
             kafko: self.clone(),
             name: name.into(),
@@ -88,7 +87,9 @@ impl Kafko {
             .map(|(name, g)| GroupListing {
                 group: name.clone(),
                 topics: g.topics.keys().cloned().collect(),
-                members: g.topics.values().map(|t| t.members.members.len()).sum(),
+                members: g.members.members.len() + g.members.classic.members.len(),
+                protocol_type: g.members.classic.protocol_type.clone(),
+                state: g.members.classic.phase.name(),
             })
             .collect()
     }
@@ -100,11 +101,11 @@ impl GroupHandle {
         &self.name
     }
 
-    fn coordinator(&self) -> &Coordinator {
+    pub(super) fn coordinator(&self) -> &Coordinator {
         &self.kafko.inner.groups
     }
 
-    fn check_not_closing(&self) -> Result<()> {
+    pub(super) fn check_not_closing(&self) -> Result<()> {
         if self.kafko.is_shutting_down() {
             return Err(KafkoError::ShuttingDown);
         }
@@ -115,11 +116,11 @@ impl GroupHandle {
     /// creating the group and topic entries first when `create` (and removing them
     /// again if `f` fails). Without `create` a missing group is `GroupNotFound`, and a
     /// topic the group never used is seen as an empty state that is not kept.
-    fn with_state<T>(
+    pub(super) fn with_state<T>(
         &self,
         topic: &Topic,
         create: bool,
-        f: impl FnOnce(&GroupConfig, &mut TopicState) -> Result<T>,
+        f: impl FnOnce(&GroupConfig, &mut Members, &mut TopicState) -> Result<T>,
     ) -> Result<(T, Created)> {
         topic.check_live()?;
         let name = &*self.name;
@@ -138,15 +139,16 @@ impl GroupHandle {
             created.group = true;
         }
         let g = groups.get_mut(name).ok_or_else(|| group_not_found(name))?;
-        g.last_used = Instant::now();
+        let now = Instant::now();
+        g.last_used = now;
+        g.expire(now);
         if !create && !g.topics.contains_key(&*topic.name) {
             // The group never used this topic: answer from an empty state, keep none.
-            return f(&g.config, &mut TopicState::default()).map(|v| (v, created));
+            return f(&g.config, &mut g.members, &mut TopicState::default()).map(|v| (v, created));
         }
         created.topic = !g.topics.contains_key(&*topic.name);
         let ts = g.topics.entry(topic.name.to_string()).or_default();
-        expire(ts, topic.partition_count(), Instant::now());
-        let out = f(&g.config, ts);
+        let out = f(&g.config, &mut g.members, ts);
         drop(groups);
         match out {
             Ok(v) => Ok((v, created)),
@@ -158,19 +160,23 @@ impl GroupHandle {
     }
 
     /// Removes entries a failed call created, if they are still untouched.
-    fn undo(&self, created: Created, topic: &str) {
+    pub(super) fn undo(&self, created: Created, topic: &str) {
         let mut groups = self.coordinator().lock();
         let Some(g) = groups.get_mut(&*self.name) else {
             return;
         };
         if created.topic
-            && g.topics.get(topic).is_some_and(|ts| {
-                ts.committed.is_empty() && ts.positions.is_empty() && ts.members.members.is_empty()
-            })
+            && g.topics
+                .get(topic)
+                .is_some_and(|ts| ts.committed.is_empty() && ts.positions.is_empty())
         {
             g.topics.remove(topic);
         }
-        if created.group && g.topics.is_empty() {
+        if created.group
+            && g.topics.is_empty()
+            && g.members.members.is_empty()
+            && !g.members.classic.is_active()
+        {
             groups.remove(&*self.name);
         }
     }
@@ -204,107 +210,6 @@ impl GroupHandle {
             g.config = config;
             g.durable = true;
         }
-        Ok(())
-    }
-
-    /// Joins the group on `topic` (creating the group). Without `member_id` a new id is
-    /// generated; joining again with a live member's id is a heartbeat that returns its
-    /// current assignment without a rebalance. A new member starts a new generation.
-    ///
-    /// # Errors
-    /// [`GroupError::InvalidSessionTimeout`], [`GroupError::InvalidName`] (the member
-    /// id), `TopicDeleted`.
-    pub fn join(
-        &self,
-        topic: &TopicHandle,
-        member_id: Option<&str>,
-        session_timeout: std::time::Duration,
-    ) -> Result<Membership, GroupError> {
-        validate_session_timeout(session_timeout)?;
-        if let Some(id) = member_id {
-            validate_name(id)?;
-        }
-        let t = topic.inner();
-        let n = t.partition_count();
-        let group = &*self.name;
-        let (membership, _) = self.with_state(t, true, |_, ts| {
-            let now = Instant::now();
-            let id = member_id.map_or_else(new_member_id, str::to_owned);
-            if let Some(m) = ts.members.members.get_mut(&id) {
-                m.last_seen = now;
-                m.session_timeout = session_timeout;
-            } else {
-                ts.members.members.insert(
-                    id.clone(),
-                    Member {
-                        session_timeout,
-                        last_seen: now,
-                        assignment: Vec::new(),
-                    },
-                );
-                ts.members.rebalance(n);
-                ts.reset_positions();
-                tracing::info!(group, topic = %t.name, member = %id, generation = ts.members.generation, "member joined");
-            }
-            let assignment = ts
-                .members
-                .members
-                .get(&id)
-                .map(|m| m.assignment.clone())
-                .unwrap_or_default();
-            Ok(Membership {
-                group: group.to_owned(),
-                topic: t.name.to_string(),
-                member_id: id,
-                generation: ts.members.generation,
-                assignment,
-            })
-        })?;
-        Ok(membership)
-    }
-
-    /// Removes a member after committing what it was delivered with auto-commit; its
-    /// partitions move to the others (a new generation).
-    ///
-    /// # Errors
-    /// [`GroupError::GroupNotFound`], [`GroupError::UnknownMember`], `TopicDeleted`, or a
-    /// storage failure committing its delivered records (it stays a member).
-    pub async fn leave(&self, topic: &TopicHandle, member_id: &str) -> Result<(), GroupError> {
-        let t = topic.inner();
-        let n = t.partition_count();
-        let group = &*self.name;
-        let unknown = || KafkoError::UnknownMember {
-            group: group.to_owned(),
-            member: member_id.to_owned(),
-        };
-        let lookup = self.with_state(t, false, |_, ts| {
-            ts.members.members.get(member_id).ok_or_else(unknown)?;
-            Ok(ts.pending_of(member_id))
-        });
-        let (pending, _) = lookup?;
-        let leave = |ts: &mut TopicState| {
-            if ts.members.members.remove(member_id).is_none() {
-                return false;
-            }
-            ts.members.rebalance(n);
-            ts.reset_positions();
-            true
-        };
-        let mut left = false;
-        if pending.is_empty() {
-            self.with_state(t, false, |_, ts| {
-                left = leave(ts);
-                Ok(())
-            })?;
-        } else {
-            self.coordinator()
-                .commit(group, &t.name, &pending, |ts| left = leave(ts))
-                .await?;
-        }
-        if !left {
-            return Err(unknown().into());
-        }
-        tracing::info!(group, topic = %t.name, member = member_id, "member left");
         Ok(())
     }
 
@@ -387,8 +292,8 @@ impl GroupHandle {
     ) -> Result<(Vec<PartitionOffset>, Created)> {
         let group = &*self.name;
         let n = t.partition_count();
-        let ((to_commit, moved_back), created) = self.with_state(t, true, |_, ts| {
-            authorize(group, &t.name, ts, caller, n, Instant::now())?;
+        let ((to_commit, moved_back), created) = self.with_state(t, true, |_, members, ts| {
+            authorize(group, &t.name, members, caller, n, Instant::now())?;
             let moved_back = match (caller, options.acknowledged) {
                 (Caller::Implicit, Some(cursor)) => acknowledge(ts, cursor),
                 _ => false,
@@ -427,8 +332,9 @@ impl GroupHandle {
     ) -> Result<(Vec<Start>, u64)> {
         let group = &*self.name;
         let n = t.partition_count();
-        let leased = self.with_state(t, true, |config, ts| {
-            let (owned, generation) = authorize(group, &t.name, ts, caller, n, Instant::now())?;
+        let leased = self.with_state(t, true, |config, members, ts| {
+            let (owned, generation) =
+                authorize(group, &t.name, members, caller, n, Instant::now())?;
             let lease = Lease {
                 id,
                 start: 0,
@@ -498,8 +404,8 @@ impl GroupHandle {
         let n = t.partition_count();
         let group = &*self.name;
         let caller = Caller::of(member);
-        let (wanted, created) = self.with_state(t, true, |_, ts| {
-            let (owned, _) = authorize(group, &t.name, ts, caller, n, Instant::now())?;
+        let (wanted, created) = self.with_state(t, true, |_, members, ts| {
+            let (owned, _) = authorize(group, &t.name, members, caller, n, Instant::now())?;
             let wanted: Vec<PartitionOffset> = match offsets {
                 Some(list) => list.to_vec(),
                 None => owned
@@ -560,8 +466,8 @@ impl GroupHandle {
         let group = &*self.name;
         let caller = Caller::of(member);
         // Resolve the target offsets first: a timestamp lookup reads segments.
-        let (owned, created) = self.with_state(t, true, |_, ts| {
-            authorize(group, &t.name, ts, caller, n, Instant::now()).map(|(o, _)| o)
+        let (owned, created) = self.with_state(t, true, |_, members, _| {
+            authorize(group, &t.name, members, caller, n, Instant::now()).map(|(o, _)| o)
         })?;
         let targets = match partition {
             Some(p) if t.partition(p).is_ok() && !owned.contains(&p) => {
@@ -622,17 +528,24 @@ impl GroupHandle {
             .get_mut(group)
             .ok_or_else(|| group_not_found(group))?;
         let now = Instant::now();
+        g.expire(now);
+        let classic = &mut g.members.classic;
+        classic.expire(now, &mut g.members.generation);
         let mut out = GroupDescription {
             group: group.to_owned(),
             config: g.config.clone(),
+            generation: g.members.generation,
             topics: Vec::new(),
+            classic: g
+                .members
+                .classic
+                .is_active()
+                .then(|| g.members.classic.describe()),
         };
-        for (name, ts) in g.topics.iter_mut() {
+        for (name, ts) in &g.topics {
             let topic = topics.get(name);
-            if let Some(t) = topic {
-                expire(ts, t.partition_count(), now);
-            }
-            out.topics.push(describe_topic(name, ts, topic, now));
+            out.topics
+                .push(describe_topic(name, ts, &g.members, topic, now));
         }
         Ok(out)
     }
@@ -650,20 +563,22 @@ impl GroupHandle {
             let g = groups
                 .get_mut(group)
                 .ok_or_else(|| group_not_found(group))?;
+            // Expired members do not keep a group alive.
             let now = Instant::now();
-            for ts in g.topics.values_mut() {
-                // Expired members do not keep a group alive.
-                let _ = ts.members.expire(now);
-            }
-            if let Some((topic, ts)) = g
-                .topics
-                .iter()
-                .find(|(_, ts)| !ts.members.members.is_empty())
-            {
+            g.expire(now);
+            g.members.classic.expire(now, &mut g.members.generation);
+            let live = g.members.members.len() + g.members.classic.members.len();
+            if live > 0 {
+                let topic = g
+                    .members
+                    .members
+                    .values()
+                    .flat_map(|m| m.topics.iter())
+                    .next();
                 return Err(GroupError::GroupHasMembers {
                     group: group.to_owned(),
-                    topic: topic.clone(),
-                    members: ts.members.members.len(),
+                    topic: topic.cloned().unwrap_or_default(),
+                    members: live,
                 });
             }
             g.persist.clone()
@@ -681,20 +596,31 @@ impl GroupHandle {
 fn describe_topic(
     name: &str,
     ts: &TopicState,
+    members: &Members,
     topic: Option<&Arc<Topic>>,
     now: Instant,
 ) -> GroupTopicDescription {
-    let members = ts
-        .members
+    let partitions_of = topic.map_or(0, |t| t.partition_count());
+    let described = members
         .members
         .iter()
+        .filter(|(_, m)| m.topics.contains(name))
         .map(|(id, m)| GroupMemberDescription {
             member_id: id.clone(),
-            assignment: m.assignment.clone(),
+            assignment: members.assignment(id, name, partitions_of),
+            session_timeout_ms: millis(m.session_timeout),
+            idle_ms: millis(now.saturating_duration_since(m.last_seen)),
+        });
+    let classic = members.classic.members.iter().filter_map(|(id, m)| {
+        let owned = m.partitions.iter().find(|(t, _)| t == name)?;
+        Some(GroupMemberDescription {
+            member_id: id.clone(),
+            assignment: owned.1.clone(),
             session_timeout_ms: millis(m.session_timeout),
             idle_ms: millis(now.saturating_duration_since(m.last_seen)),
         })
-        .collect();
+    });
+    let members_described: Vec<GroupMemberDescription> = described.chain(classic).collect();
     let partitions: Vec<GroupPartitionDescription> = topic
         .map(|t| {
             t.partitions
@@ -705,7 +631,10 @@ fn describe_topic(
                     let hw = p.log.high_watermark();
                     GroupPartitionDescription {
                         partition: n,
-                        owner: ts.members.owner(n).map(str::to_owned),
+                        owner: members_described
+                            .iter()
+                            .find(|m| m.assignment.contains(&n))
+                            .map(|m| m.member_id.clone()),
                         committed,
                         position: ts
                             .positions
@@ -722,8 +651,8 @@ fn describe_topic(
         .unwrap_or_default();
     GroupTopicDescription {
         topic: name.to_owned(),
-        generation: ts.members.generation,
-        members,
+        generation: members.generation,
+        members: members_described,
         total_lag: partitions.iter().filter_map(|p| p.lag).sum(),
         partitions,
     }

@@ -1,5 +1,8 @@
-//! Consumer groups: server-kept cursors with Kafka's semantics, per group *and topic*,
-//! used through a [`GroupHandle`] ([`Kafko::group`](crate::Kafko::group)).
+//! Consumer groups with Kafka's semantics, used through a [`GroupHandle`]
+//! ([`Kafko::group`](crate::Kafko::group)): committed offsets and server-kept cursors
+//! per group and topic, and one membership per group, with one generation over every
+//! topic its members read — members assigned by kafko (range, per topic) or Kafka
+//! clients speaking the classic protocol (`classic`), never both in one group.
 //!
 //! - **Offsets.** A group has a committed offset (the next offset to read) per
 //!   partition, persisted in `<data>/groups/<group>/<topic>.offsets` before the commit
@@ -12,11 +15,13 @@
 //!   as read only once the caller confirms them; unconfirmed, the position goes back.
 //!   With auto-commit, a member's next poll commits what its previous confirmed poll
 //!   returned, before reading on (Kafka's auto-commit rule). See [`GroupHandle`].
-//! - **Members.** Members join and leave explicitly; every join, poll and commit is a
-//!   heartbeat, and a member silent for longer than its session timeout is removed by
-//!   the next operation on the group. Each change starts a new *generation* and
-//!   reassigns the partitions with the range assignor (`membership`); positions fall
-//!   back to the committed offsets, as after an eager Kafka rebalance. A poll or commit
+//! - **Members.** Members join (on one topic or a set of topics) and leave explicitly;
+//!   every join, poll, commit and heartbeat keeps the session alive, and a member
+//!   silent for longer than its session timeout is removed by the next operation on the
+//!   group. Each change starts a new *generation* of the whole group and reassigns each
+//!   topic's partitions among the members reading it with the range assignor
+//!   (`membership`); positions fall back to the committed offsets, as after an eager
+//!   Kafka rebalance. A poll or commit
 //!   carrying an older generation fails with [`KafkoError::StaleGeneration`](crate::KafkoError::StaleGeneration); the member
 //!   rejoins (same id) to learn its new assignment.
 //! - **The implicit member.** Calls without a member (`member: None`) act as one
@@ -38,10 +43,13 @@
 //! members.
 
 mod acknowledge;
+mod classic;
+mod classic_calls;
 mod coordinator;
 mod delivery;
 mod eviction;
 mod handle;
+mod join;
 mod lag;
 mod lease;
 mod membership;
@@ -49,6 +57,11 @@ mod offsets;
 
 use std::time::Duration;
 
+pub use classic::{
+    ClassicGroupDescription, ClassicMemberDescription, GroupProtocol, JoinGroupAnswer,
+    JoinGroupOutcome, JoinGroupRequest, JoinedMember, MemberAssignment,
+};
+pub use classic_calls::{CommitOffset, CommittedOffset};
 pub(crate) use coordinator::Coordinator;
 pub use delivery::{Delivery, GroupPoll};
 pub(crate) use eviction::DEFAULT_IDLE_GROUP_TIMEOUT;
@@ -89,7 +102,8 @@ pub struct MemberRef {
     pub generation: u64,
 }
 
-/// A member's place in its group after joining.
+/// A member's place in its group on one topic (see [`GroupMembership`] for a member
+/// of several topics).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Membership {
     /// Group name.
@@ -102,6 +116,38 @@ pub struct Membership {
     pub generation: u64,
     /// Partitions this member owns, ascending.
     pub assignment: Vec<u32>,
+}
+
+/// A member's place in its group after joining on a set of topics: one generation, and
+/// the partitions it owns on each of its topics.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupMembership {
+    /// Group name.
+    pub group: String,
+    /// The member's id.
+    pub member_id: String,
+    /// The group's generation; pass it back with every poll and commit.
+    pub generation: u64,
+    /// Each topic the member reads, by name, with the partitions it owns (ascending).
+    pub assignment: Vec<(String, Vec<u32>)>,
+}
+
+impl GroupMembership {
+    /// The reference to poll and commit with.
+    pub fn member_ref(&self) -> MemberRef {
+        MemberRef {
+            member_id: self.member_id.clone(),
+            generation: self.generation,
+        }
+    }
+
+    /// The partitions owned on `topic` (empty if the member does not read it).
+    pub fn partitions(&self, topic: &str) -> &[u32] {
+        self.assignment
+            .iter()
+            .find(|(t, _)| t == topic)
+            .map_or(&[], |(_, p)| p.as_slice())
+    }
 }
 
 impl Membership {
@@ -191,9 +237,9 @@ pub struct GroupPartitionDescription {
 pub struct GroupTopicDescription {
     /// Topic name.
     pub topic: String,
-    /// Current generation (0 until the first member joins).
+    /// The group's generation (0 until the first member joins).
     pub generation: u64,
-    /// Live members, by id.
+    /// Live members reading this topic, by id.
     pub members: Vec<GroupMemberDescription>,
     /// Every partition of the topic (empty when the topic no longer exists).
     pub partitions: Vec<GroupPartitionDescription>,
@@ -208,8 +254,12 @@ pub struct GroupDescription {
     pub group: String,
     /// Its options.
     pub config: GroupConfig,
+    /// The group's generation (0 until the first member joins).
+    pub generation: u64,
     /// One entry per topic the group has used, by name.
     pub topics: Vec<GroupTopicDescription>,
+    /// The Kafka-protocol side, when Kafka clients are its members.
+    pub classic: Option<ClassicGroupDescription>,
 }
 
 /// A line of [`Kafko::list_groups`](crate::Kafko::list_groups).
@@ -219,6 +269,11 @@ pub struct GroupListing {
     pub group: String,
     /// Topics it has offsets or members on.
     pub topics: Vec<String>,
-    /// Live members over all its topics.
+    /// Live members.
     pub members: usize,
+    /// "consumer" (or another Kafka protocol type) for a group of Kafka clients, empty
+    /// for one of kafko's own APIs.
+    pub protocol_type: String,
+    /// Kafka's state name for a group of Kafka clients ("Empty" otherwise).
+    pub state: &'static str,
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use super::GroupConfig;
 use crate::disk;
 use crate::error::{KafkoError, Result};
-use crate::naming::validate_name;
+use crate::naming::{validate_group_name, validate_name};
 use crate::storage::{self, Storage};
 
 const CONFIG_FILE: &str = "group.json";
@@ -73,7 +73,7 @@ impl OffsetStore {
             let Some(group) = file_name(&dir) else {
                 continue;
             };
-            if validate_name(&group).is_err() {
+            if validate_group_name(&group).is_err() {
                 continue;
             }
             let mut stored = StoredGroup {

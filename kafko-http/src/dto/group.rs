@@ -75,13 +75,49 @@ pub(crate) struct GroupTopic {
     total_lag: u64,
 }
 
+/// Partitions of one topic a Kafka member was assigned.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct KafkaAssignment {
+    topic: String,
+    partitions: Vec<u32>,
+}
+
+/// A member of a group of Kafka clients.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct KafkaMember {
+    member_id: String,
+    /// Static membership id (`group.instance.id`), if the client set one.
+    group_instance_id: Option<String>,
+    client_id: String,
+    client_host: String,
+    /// What the group leader's assignment gave it, when kafko could read it.
+    assignment: Vec<KafkaAssignment>,
+}
+
+/// The Kafka-protocol side of a group whose members are Kafka clients.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct KafkaGroup {
+    /// Kafka's group state: `Empty`, `PreparingRebalance`, `CompletingRebalance` or
+    /// `Stable`.
+    state: String,
+    /// `consumer` for consumers.
+    protocol_type: String,
+    /// The assignor the members agreed on (`range`, `roundrobin`, …).
+    protocol: String,
+    members: Vec<KafkaMember>,
+}
+
 /// Everything about a group.
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct GroupDescription {
     group: String,
     config: GroupConfig,
+    /// The group's generation: one over all its topics (0 until a member joins).
+    generation: u64,
     /// One entry per topic the group has used, by name.
     topics: Vec<GroupTopic>,
+    /// Present when the group's members are Kafka clients.
+    kafka: Option<KafkaGroup>,
 }
 
 /// One group in `GET /v1/groups`.
@@ -90,8 +126,10 @@ pub(crate) struct GroupListing {
     group: String,
     /// Topics it has offsets or members on.
     topics: Vec<String>,
-    /// Live members over all its topics.
+    /// Live members.
     members: usize,
+    /// `consumer` (a Kafka protocol type) for a group of Kafka clients, empty otherwise.
+    protocol_type: String,
 }
 
 /// `GET /v1/groups` response.
@@ -191,7 +229,34 @@ impl From<kafko_core::GroupDescription> for GroupDescription {
         GroupDescription {
             group: d.group,
             config: d.config.into(),
+            generation: d.generation,
             topics: d.topics.into_iter().map(Into::into).collect(),
+            kafka: d.classic.map(Into::into),
+        }
+    }
+}
+
+impl From<kafko_core::ClassicGroupDescription> for KafkaGroup {
+    fn from(g: kafko_core::ClassicGroupDescription) -> Self {
+        KafkaGroup {
+            state: g.state.to_owned(),
+            protocol_type: g.protocol_type,
+            protocol: g.protocol,
+            members: g
+                .members
+                .into_iter()
+                .map(|m| KafkaMember {
+                    member_id: m.member_id,
+                    group_instance_id: m.group_instance_id,
+                    client_id: m.client_id,
+                    client_host: m.client_host,
+                    assignment: m
+                        .partitions
+                        .into_iter()
+                        .map(|(topic, partitions)| KafkaAssignment { topic, partitions })
+                        .collect(),
+                })
+                .collect(),
         }
     }
 }
@@ -202,6 +267,7 @@ impl From<kafko_core::GroupListing> for GroupListing {
             group: l.group,
             topics: l.topics,
             members: l.members,
+            protocol_type: l.protocol_type,
         }
     }
 }

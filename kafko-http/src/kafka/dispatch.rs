@@ -61,14 +61,17 @@ pub(crate) struct Session {
     pub(crate) handshake: bool,
     /// A SaslAuthenticate succeeded.
     pub(crate) authenticated: bool,
+    /// The client's address, as group descriptions show it.
+    pub(crate) peer: String,
 }
 
 impl Session {
-    pub(crate) fn new(auth_required: bool) -> Self {
+    pub(crate) fn new(auth_required: bool, peer: String) -> Self {
         Session {
             auth_required,
             handshake: false,
             authenticated: false,
+            peer,
         }
     }
 }
@@ -93,6 +96,8 @@ pub(crate) struct Header {
     pub(crate) api_key: i16,
     pub(crate) version: i16,
     pub(crate) correlation_id: i32,
+    /// The client id the request names (empty when null).
+    pub(crate) client_id: String,
 }
 
 fn parse_header(body: &mut Bytes) -> Result<Header, String> {
@@ -103,12 +108,13 @@ fn parse_header(body: &mut Bytes) -> Result<Header, String> {
     let version = body.get_i16();
     let correlation_id = body.get_i32();
     let client_id_len = body.get_i16();
+    let mut client_id = String::new();
     if client_id_len > 0 {
         let len = usize::try_from(client_id_len).unwrap_or(usize::MAX);
         if len > body.len() {
             return Err("client id past the request".into());
         }
-        body.advance(len);
+        client_id = String::from_utf8_lossy(&body.split_to(len)).into_owned();
     } else if client_id_len < -1 {
         return Err("negative client id length".into());
     }
@@ -122,6 +128,7 @@ fn parse_header(body: &mut Bytes) -> Result<Header, String> {
         api_key,
         version,
         correlation_id,
+        client_id,
     })
 }
 
@@ -294,11 +301,19 @@ async fn route(
         ApiKey::CreateTopics => call!(CreateTopicsRequest, admin::create_topics),
         ApiKey::DeleteTopics => call!(DeleteTopicsRequest, admin::delete_topics),
         ApiKey::InitProducerId => call_sync!(InitProducerIdRequest, idempotence::init_producer_id),
-        ApiKey::JoinGroup => call_sync!(JoinGroupRequest, groups::join_group),
-        ApiKey::SyncGroup => call_sync!(SyncGroupRequest, groups::sync_group),
+        ApiKey::JoinGroup => {
+            let request: JoinGroupRequest = decode(&mut body, version)?;
+            let client = groups::Client {
+                id: &header.client_id,
+                host: &session.peer,
+            };
+            let response = groups::join_group(broker, &client, request, version).await;
+            Outcome::Answer(encode(correlation, version, &response)?)
+        }
+        ApiKey::SyncGroup => call!(SyncGroupRequest, groups::sync_group),
         ApiKey::Heartbeat => call_sync!(HeartbeatRequest, groups::heartbeat),
         ApiKey::LeaveGroup => call_sync!(LeaveGroupRequest, groups::leave_group),
-        ApiKey::OffsetCommit => call_sync!(OffsetCommitRequest, groups::offset_commit),
+        ApiKey::OffsetCommit => call!(OffsetCommitRequest, groups::offset_commit),
         ApiKey::OffsetFetch => call_sync!(OffsetFetchRequest, groups::offset_fetch),
         ApiKey::DescribeGroups => call_sync!(DescribeGroupsRequest, groups::describe_groups),
         ApiKey::ListGroups => call_sync!(ListGroupsRequest, groups::list_groups),

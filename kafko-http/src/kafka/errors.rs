@@ -12,7 +12,6 @@ pub(crate) const LEADER_NOT_AVAILABLE: i16 = 5;
 pub(crate) const NOT_LEADER_OR_FOLLOWER: i16 = 6;
 pub(crate) const REQUEST_TIMED_OUT: i16 = 7;
 pub(crate) const MESSAGE_TOO_LARGE: i16 = 10;
-pub(crate) const COORDINATOR_NOT_AVAILABLE: i16 = 15;
 pub(crate) const INVALID_TOPIC_EXCEPTION: i16 = 17;
 pub(crate) const RECORD_LIST_TOO_LARGE: i16 = 18;
 pub(crate) const INVALID_REQUIRED_ACKS: i16 = 21;
@@ -39,6 +38,11 @@ pub(crate) const GROUP_ID_NOT_FOUND: i16 = 69;
 pub(crate) const FETCH_SESSION_ID_NOT_FOUND: i16 = 70;
 pub(crate) const UNSUPPORTED_COMPRESSION_TYPE: i16 = 76;
 pub(crate) const INVALID_RECORD: i16 = 87;
+pub(crate) const INCONSISTENT_GROUP_PROTOCOL: i16 = 23;
+pub(crate) const INVALID_GROUP_ID: i16 = 24;
+pub(crate) const INVALID_SESSION_TIMEOUT: i16 = 26;
+pub(crate) const REBALANCE_IN_PROGRESS: i16 = 27;
+pub(crate) const MEMBER_ID_REQUIRED: i16 = 79;
 
 /// The Kafka error code for a failed operation.
 pub(crate) fn code(failure: &Failure) -> i16 {
@@ -61,6 +65,8 @@ pub(crate) fn code(failure: &Failure) -> i16 {
         Kind::UnknownMember { .. } | Kind::NotAssigned { .. } => UNKNOWN_MEMBER_ID,
         Kind::StaleGeneration { .. } => ILLEGAL_GENERATION,
         Kind::GroupHasMembers { .. } => NON_EMPTY_GROUP,
+        Kind::RebalanceInProgress => REBALANCE_IN_PROGRESS,
+        Kind::InconsistentGroupProtocol => INCONSISTENT_GROUP_PROTOCOL,
         // A full write queue stored nothing: retriable, as a timed-out request is.
         Kind::Backpressure => REQUEST_TIMED_OUT,
         // Clients refresh their metadata and retry, as when a leader moves.

@@ -91,7 +91,10 @@ async fn connection(mut stream: TcpStream, mut admitted: Admitted, broker: &Brok
     let _ = stream.set_nodelay(true);
     let config = &broker.state.config;
     let limit = config.max_body_bytes.max(1024 * 1024);
-    let mut session = Session::new(config.auth_token.is_some());
+    let peer = stream
+        .peer_addr()
+        .map_or_else(|_| String::new(), |a| format!("/{}", a.ip()));
+    let mut session = Session::new(config.auth_token.is_some(), peer);
     loop {
         let read = tokio::select! {
             r = frame::read_frame(&mut stream, limit) => r,

@@ -222,6 +222,8 @@ impl From<Failure> for ProxyError {
             | Kind::GroupHasMembers { .. }
             | Kind::LimitReached { .. }
             | Kind::StaleGeneration { .. }
+            | Kind::RebalanceInProgress
+            | Kind::InconsistentGroupProtocol
             | Kind::OffsetOutOfRange { .. }
             | Kind::NoValidOffset { .. } => Self::new(S::CONFLICT, ILLEGAL_STATE, message),
             Kind::Backpressure

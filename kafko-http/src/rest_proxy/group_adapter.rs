@@ -1,8 +1,9 @@
-//! The one place where the REST Proxy touches kafko's consumer groups. A consumer
-//! instance is a member of its group on each subscribed topic (kafko's groups are per
-//! group *and* topic); this module joins, polls, commits, seeks and leaves for it, and
-//! handles generations itself: a member whose generation went stale (someone joined or
-//! left) rejoins under the same id and retries once, so clients never see generations.
+//! The one place where the REST Proxy touches kafko's consumer groups. A subscribed
+//! consumer instance is one member of its group, reading every subscribed topic that
+//! exists, in the group's one generation; this module joins, polls, commits, seeks and
+//! leaves for it, and handles generations itself: a member whose generation went stale
+//! (someone joined or left) rejoins under the same id and retries once, so clients never
+//! see generations.
 //! Polls are two-phase: the caller confirms a poll's `Delivery` once its answer went
 //! out, and a poll dropped unconfirmed puts its records back. An instance with a manual
 //! assignment is no member: it commits as the group's implicit member.
@@ -11,8 +12,8 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use kafko_core::{
-    GroupConfig, GroupError, GroupHandle, GroupPoll, GroupPollOptions, Kafko, KafkoError,
-    Membership, OffsetReset, PartitionOffset, SeekTo, TopicHandle,
+    GroupConfig, GroupError, GroupHandle, GroupMembership, GroupPoll, GroupPollOptions, Kafko,
+    KafkoError, MemberRef, OffsetReset, PartitionOffset, SeekTo, TopicHandle,
 };
 
 /// Longest member session kafko accepts.
@@ -74,37 +75,78 @@ impl<'a> GroupAdapter<'a> {
         Ok(())
     }
 
-    /// Joins (or heartbeats on) `topic`.
-    pub(crate) fn join(&self, topic: &str) -> kafko_core::Result<Membership> {
-        let (g, t) = self.handles(topic)?;
-        Ok(g.join(&t, Some(self.member_id), self.session)?)
+    /// Joins (or heartbeats) as one member reading every topic of `subscription` that
+    /// exists now (Kafka waits for a subscribed topic to appear; so does a later read).
+    /// `None` when none exists yet.
+    pub(crate) fn join(
+        &self,
+        subscription: &[String],
+    ) -> kafko_core::Result<Option<GroupMembership>> {
+        let mut handles = Vec::new();
+        for topic in subscription {
+            if let Some(t) = self.kafko.find_topic(topic)? {
+                handles.push(t);
+            }
+        }
+        if handles.is_empty() {
+            return Ok(None);
+        }
+        let topics: Vec<&TopicHandle> = handles.iter().collect();
+        let group = self.kafko.group(self.group)?;
+        Ok(Some(group.join_topics(
+            &topics,
+            Some(self.member_id),
+            self.session,
+        )?))
     }
 
-    /// Leaves `topic` (committing what auto-commit owes); a member that is already gone
-    /// (expired, or its topic deleted) is not an error.
-    pub(crate) async fn leave(&self, topic: &str) -> kafko_core::Result<()> {
-        let left = match self.handles(topic) {
-            Ok((g, t)) => g.leave(&t, self.member_id).await.map_err(KafkoError::from),
-            Err(e) => Err(e),
-        };
-        match left {
-            Err(
-                KafkoError::UnknownMember { .. }
-                | KafkoError::TopicNotFound { .. }
-                | KafkoError::GroupNotFound { .. },
-            )
-            | Ok(()) => Ok(()),
-            Err(e) => Err(e),
+    /// Leaves the group (committing what auto-commit owes); a member that is already
+    /// gone (expired, or its topics deleted) is not an error.
+    pub(crate) async fn leave(&self) -> kafko_core::Result<()> {
+        match self
+            .kafko
+            .group(self.group)?
+            .leave_group(self.member_id)
+            .await
+        {
+            Err(GroupError::UnknownMember { .. } | GroupError::GroupNotFound { .. }) | Ok(()) => {
+                Ok(())
+            }
+            Err(e) => Err(e.into()),
         }
     }
 
-    /// Polls `topic` at once (no wait), rejoining first if the generation moved. The
-    /// records count as read only once the poll's delivery is confirmed.
+    /// Runs `op` as `member` on `topic`; if the group moved on (a stale generation, or
+    /// the member expired), rejoins under the same id with `subscription` and runs it
+    /// once more, so clients never see generations.
+    async fn as_member(
+        &self,
+        member: &mut GroupMembership,
+        subscription: &[String],
+        topic: &str,
+        op: MemberOp<'_>,
+    ) -> kafko_core::Result<Done> {
+        let (g, t) = self.handles(topic)?;
+        match op.run(&g, &t, &member.member_ref()).await {
+            Err(e) if needs_rejoin(&e) => {
+                let Some(rejoined) = self.join(subscription)? else {
+                    return Err(e);
+                };
+                *member = rejoined;
+                op.run(&g, &t, &member.member_ref()).await
+            }
+            other => other,
+        }
+    }
+
+    /// Polls `topic` at once (no wait). The records count as read only once the poll's
+    /// delivery is confirmed.
     pub(crate) async fn poll(
         &self,
-        member: &mut Membership,
-        max_records: usize,
-        max_bytes: usize,
+        member: &mut GroupMembership,
+        subscription: &[String],
+        topic: &str,
+        (max_records, max_bytes): (usize, usize),
         auto_commit: bool,
     ) -> kafko_core::Result<GroupPoll> {
         let options = GroupPollOptions {
@@ -114,60 +156,39 @@ impl<'a> GroupAdapter<'a> {
             auto_commit,
             acknowledged: None,
         };
-        let (g, t) = self.handles(&member.topic)?;
-        match g
-            .poll(&t, Some(&member.member_ref()), &options)
-            .await
-            .map_err(KafkoError::from)
-        {
-            Err(e) if needs_rejoin(&e) => {
-                *member = g.join(&t, Some(self.member_id), self.session)?;
-                Ok(g.poll(&t, Some(&member.member_ref()), &options).await?)
-            }
-            other => other,
-        }
+        let done = self
+            .as_member(member, subscription, topic, MemberOp::Poll(&options))
+            .await?;
+        done.polled()
     }
 
-    /// Commits `offsets` (next offsets to read), or everything delivered when `None`.
+    /// Commits `offsets` (next offsets to read) on `topic`, or everything delivered
+    /// there when `None`.
     pub(crate) async fn commit(
         &self,
-        member: &mut Membership,
+        member: &mut GroupMembership,
+        subscription: &[String],
+        topic: &str,
         offsets: Option<&[PartitionOffset]>,
     ) -> kafko_core::Result<Vec<PartitionOffset>> {
-        let (g, t) = self.handles(&member.topic)?;
-        match g
-            .commit(&t, Some(&member.member_ref()), offsets)
-            .await
-            .map_err(KafkoError::from)
-        {
-            Err(e) if needs_rejoin(&e) => {
-                *member = g.join(&t, Some(self.member_id), self.session)?;
-                Ok(g.commit(&t, Some(&member.member_ref()), offsets).await?)
-            }
-            other => other,
-        }
+        let done = self
+            .as_member(member, subscription, topic, MemberOp::Commit(offsets))
+            .await?;
+        done.offsets()
     }
 
-    /// Moves one owned partition to `to` (kafko commits the new position).
+    /// Moves one owned partition of `topic` to `to` (kafko commits the new position).
     pub(crate) async fn seek(
         &self,
-        member: &mut Membership,
-        partition: u32,
+        member: &mut GroupMembership,
+        subscription: &[String],
+        (topic, partition): (&str, u32),
         to: SeekTo,
     ) -> kafko_core::Result<Vec<PartitionOffset>> {
-        let (g, t) = self.handles(&member.topic)?;
-        match g
-            .seek(&t, Some(&member.member_ref()), Some(partition), to)
-            .await
-            .map_err(KafkoError::from)
-        {
-            Err(e) if needs_rejoin(&e) => {
-                *member = g.join(&t, Some(self.member_id), self.session)?;
-                Ok(g.seek(&t, Some(&member.member_ref()), Some(partition), to)
-                    .await?)
-            }
-            other => other,
-        }
+        let done = self
+            .as_member(member, subscription, topic, MemberOp::Seek(partition, to))
+            .await?;
+        done.offsets()
     }
 
     /// Commits `offsets` (next offsets to read) on `topic` as the group's implicit
@@ -196,5 +217,59 @@ impl<'a> GroupAdapter<'a> {
             .flat_map(|t| t.partitions)
             .filter_map(|p| p.committed.map(|c| (p.partition, c)))
             .collect())
+    }
+}
+
+/// A member's operation on one topic, run again after a rejoin.
+#[derive(Clone, Copy)]
+enum MemberOp<'a> {
+    Poll(&'a GroupPollOptions),
+    Commit(Option<&'a [PartitionOffset]>),
+    Seek(u32, SeekTo),
+}
+
+/// What a [`MemberOp`] returned.
+enum Done {
+    Polled(Box<GroupPoll>),
+    Offsets(Vec<PartitionOffset>),
+}
+
+impl Done {
+    /// A poll's answer (a poll always answers `Polled`).
+    fn polled(self) -> kafko_core::Result<GroupPoll> {
+        match self {
+            Done::Polled(p) => Ok(*p),
+            Done::Offsets(_) => Err(mismatched("a poll")),
+        }
+    }
+
+    /// A commit's or seek's offsets (they always answer `Offsets`).
+    fn offsets(self) -> kafko_core::Result<Vec<PartitionOffset>> {
+        match self {
+            Done::Offsets(o) => Ok(o),
+            Done::Polled(_) => Err(mismatched("a commit")),
+        }
+    }
+}
+
+fn mismatched(operation: &'static str) -> KafkoError {
+    KafkoError::Internal(kafko_core::InternalError::Unexpected {
+        operation,
+        error: "the group call answered another kind of result".into(),
+    })
+}
+
+impl MemberOp<'_> {
+    async fn run(
+        self,
+        g: &GroupHandle,
+        t: &TopicHandle,
+        m: &MemberRef,
+    ) -> kafko_core::Result<Done> {
+        Ok(match self {
+            MemberOp::Poll(options) => Done::Polled(Box::new(g.poll(t, Some(m), options).await?)),
+            MemberOp::Commit(offsets) => Done::Offsets(g.commit(t, Some(m), offsets).await?),
+            MemberOp::Seek(p, to) => Done::Offsets(g.seek(t, Some(m), Some(p), to).await?),
+        })
     }
 }

@@ -36,10 +36,13 @@ use error::ProxyError;
 pub(crate) use v2::instances::Instances;
 
 /// Every REST Proxy route, to merge into the application router.
-pub(crate) fn routes() -> Router<AppState> {
+/// The REST Proxy's routes; its consumer instances live in a registry the routes carry
+/// as a request extension (`instance_timeout`: how long an idle one lives).
+pub(crate) fn routes(instance_timeout: std::time::Duration) -> Router<AppState> {
+    let registry = std::sync::Arc::new(Instances::new(instance_timeout));
     Router::new()
         .merge(v2_routes())
-        .merge(consumer_routes())
+        .merge(consumer_routes().layer(axum::Extension(registry)))
         .merge(v3_routes())
 }
 
@@ -184,7 +187,7 @@ pub(crate) struct RestProxyPaths;
 
 impl utoipa::Modify for RestProxyPaths {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        use crate::openapi::{content_of, operations};
+        use crate::doc_parts::{content_of, operations};
         use utoipa::OpenApi;
         use utoipa::openapi::ResponseBuilder;
         let mut doc = RestProxyDoc::openapi();
@@ -440,7 +443,7 @@ pub(crate) fn base_url(
         return Ok(url.clone());
     }
     let host = match headers.get(header::HOST) {
-        Some(h) => h.to_str().ok().filter(|h| is_host_and_port(h)).ok_or_else(|| {
+        Some(h) => h.to_str().ok().filter(|h| crate::config::is_host_and_port(h)).ok_or_else(|| {
             ProxyError::plain(
                 StatusCode::BAD_REQUEST,
                 "Invalid Host header: expected host[:port] (set --public-url to name the server's URL)",
@@ -449,36 +452,10 @@ pub(crate) fn base_url(
         None => uri
             .authority()
             .map(axum::http::uri::Authority::as_str)
-            .filter(|a| is_host_and_port(a))
+            .filter(|a| crate::config::is_host_and_port(a))
             .unwrap_or("localhost"),
     };
     Ok(format!("http://{host}"))
-}
-
-/// Whether `s` is a plain `host[:port]`: a name of letters, digits, `-`, `_` and `.`,
-/// or a bracketed IPv6 address, then optionally `:` and a port (0-65535); nothing else.
-pub(crate) fn is_host_and_port(s: &str) -> bool {
-    let is_port = |p: &str| {
-        (1..=5).contains(&p.len())
-            && p.bytes().all(|b| b.is_ascii_digit())
-            && p.parse::<u32>().is_ok_and(|n| n <= 65535)
-    };
-    let (host, port) = match s.strip_prefix('[') {
-        Some(rest) => {
-            return match rest.split_once(']') {
-                Some((v6, after)) if v6.parse::<std::net::Ipv6Addr>().is_ok() => {
-                    after.is_empty() || after.strip_prefix(':').is_some_and(is_port)
-                }
-                _ => false,
-            };
-        }
-        None => s.rsplit_once(':').map_or((s, None), |(h, p)| (h, Some(p))),
-    };
-    (1..=253).contains(&host.len())
-        && host
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-        && port.is_none_or(is_port)
 }
 
 /// The topic's producer; an unknown topic is created first when the server auto-creates
@@ -506,7 +483,7 @@ mod tests {
             "[::1]:80",
             "a_b-c.d:65535",
         ] {
-            assert!(super::is_host_and_port(good), "{good}");
+            assert!(crate::config::is_host_and_port(good), "{good}");
         }
         for bad in [
             "",
@@ -523,7 +500,7 @@ mod tests {
             "host/path",
             "h\u{e9}",
         ] {
-            assert!(!super::is_host_and_port(bad), "{bad}");
+            assert!(!crate::config::is_host_and_port(bad), "{bad}");
         }
     }
 

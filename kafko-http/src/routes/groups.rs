@@ -1,4 +1,5 @@
-//! Consumer groups: server-kept cursors per group and topic (independent groups = fan-out).
+//! Consumer groups: server-kept cursors per group and topic (independent groups = fan-out),
+//! and one membership per group over the topics its members join.
 //!
 //! - `POST …/poll` reads the next records after the group's position. Delivery is
 //!   at-least-once: a record counts as consumed only once committed, and with

@@ -1,4 +1,4 @@
-//! Probes and introspection: `/healthz`, `/readyz`, `/metrics`, `/openapi.json`.
+//! Probes and introspection: `/healthz`, `/readyz`, `/metrics`.
 
 use axum::extract::State;
 use axum::http::{StatusCode, header};
@@ -59,14 +59,4 @@ pub(crate) async fn metrics(State(state): State<AppState>) -> ApiResult<impl Int
         )],
         text,
     ))
-}
-
-/// This server's OpenAPI 3.1 document.
-#[utoipa::path(get, path = "/openapi.json", operation_id = "get_openapi", tag = "operations",
-    responses((status = 200, description = "The OpenAPI document", body = Object)))]
-pub(crate) async fn openapi() -> impl IntoResponse {
-    (
-        [(header::CONTENT_TYPE, "application/json")],
-        crate::openapi::json(),
-    )
 }

@@ -15,7 +15,6 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 
 use crate::extract::Path;
-use crate::middleware;
 
 /// One embedded file.
 struct Asset {
@@ -84,7 +83,7 @@ pub(crate) async fn root(req: Request) -> Response {
     if is_browser_navigation(req.method(), req.headers()) {
         return Redirect::temporary("/ui").into_response();
     }
-    middleware::not_found(req).await.into_response()
+    crate::error::not_found(req).await.into_response()
 }
 
 /// A `GET`/`HEAD` whose `Accept` names `text/html`: what a browser's address bar sends.

@@ -81,6 +81,10 @@ pub(crate) enum Kind {
         /// How many.
         members: usize,
     },
+    /// The group is rebalancing: rejoin.
+    RebalanceInProgress,
+    /// The caller's kind of membership does not fit the group's members.
+    InconsistentGroupProtocol,
     /// A partition's write queue is full: nothing stored, retry.
     Backpressure,
     /// The server is stopping.
@@ -195,6 +199,8 @@ impl From<KafkoError> for Failure {
             KafkoError::GroupHasMembers { members, .. } => {
                 client(Kind::GroupHasMembers { members })
             }
+            KafkoError::RebalanceInProgress { .. } => client(Kind::RebalanceInProgress),
+            KafkoError::InconsistentGroupProtocol { .. } => client(Kind::InconsistentGroupProtocol),
             KafkoError::Backpressure { .. } => client(Kind::Backpressure).retry(1),
             KafkoError::ShuttingDown => client(Kind::ShuttingDown).retry(5),
             // A send some of whose partitions appended, where the front end answers for

@@ -56,8 +56,16 @@ pub(crate) struct Source<'a> {
 }
 
 impl Source<'_> {
-    fn reader(&self, (topic, partition): &Partition) -> kafko_core::Result<PartitionReader> {
-        Ok(self.kafko.topic(topic)?.partition(*partition)?)
+    /// The partition's reader; `None` while it does not exist (its topic deleted since
+    /// the assignment, or recreated with fewer partitions; Kafka's consumer waits too).
+    fn reader(
+        &self,
+        (topic, partition): &Partition,
+    ) -> kafko_core::Result<Option<PartitionReader>> {
+        match self.kafko.find_topic(topic)? {
+            Some(t) if *partition < t.partitions() => Ok(Some(t.partition(*partition)?)),
+            _ => Ok(None),
+        }
     }
 
     /// Where `auto.offset.reset` puts a partition without a usable position.
@@ -128,12 +136,8 @@ impl Assignment {
             if budget == 0 || count >= max_records {
                 break;
             }
-            let reader = match source.reader(tp) {
-                Ok(r) => r,
-                Err(KafkoError::TopicNotFound { .. } | KafkoError::PartitionNotFound { .. }) => {
-                    continue;
-                }
-                Err(e) => return Err(e),
+            let Some(reader) = source.reader(tp)? else {
+                continue;
             };
             let from = match position.next {
                 Some(next) => next,

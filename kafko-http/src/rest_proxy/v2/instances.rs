@@ -6,12 +6,12 @@
 //! flight (a read waiting for records) is in use, never idle: it cannot expire until
 //! that request ends, and its idle time counts from then.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use kafko_core::{Kafko, Membership, OffsetReset};
+use kafko_core::{GroupMembership, Kafko, OffsetReset};
 
 use crate::rest_proxy::content_type::EmbeddedFormat;
 use crate::rest_proxy::group_adapter::GroupAdapter;
@@ -29,8 +29,9 @@ pub(crate) struct Instance {
     pub(crate) reset: OffsetReset,
     /// Subscribed topics, in the order given.
     pub(crate) subscription: Vec<String>,
-    /// Memberships per subscribed topic that exists (joined lazily, on first use).
-    pub(crate) members: BTreeMap<String, Membership>,
+    /// The instance's one membership in its group, over the subscribed topics that
+    /// exist (joined again when one appears).
+    pub(crate) member: Option<GroupMembership>,
     /// Manually assigned partitions (never together with a subscription).
     pub(crate) assignment: Assignment,
     /// Set once the instance is deleted or expired (a request that was waiting on the
@@ -79,16 +80,22 @@ impl Instance {
         self.assignment = Assignment::default();
     }
 
-    /// Leaves every group the instance joined and drops its manual assignment.
+    /// Leaves the group the instance joined and drops its manual assignment.
     pub(crate) async fn leave_all(&mut self, kafko: &Kafko, session: Duration) {
         self.unassign(kafko, session).await;
-        let topics: Vec<String> = self.members.keys().cloned().collect();
-        for topic in topics {
-            if let Err(e) = self.groups(kafko, session).leave(&topic).await {
-                tracing::warn!(group = %self.group, topic, error = %e, "consumer instance could not leave its group");
-            }
+        if self.member.take().is_some()
+            && let Err(e) = self.groups(kafko, session).leave().await
+        {
+            tracing::warn!(group = %self.group, error = %e, "consumer instance could not leave its group");
         }
-        self.members.clear();
+    }
+
+    /// The topics the instance reads as a member, by name.
+    pub(crate) fn joined_topics(&self) -> Vec<String> {
+        self.member
+            .as_ref()
+            .map(|m| m.assignment.iter().map(|(t, _)| t.clone()).collect())
+            .unwrap_or_default()
     }
 }
 

@@ -50,18 +50,19 @@ pub(crate) async fn assignments(at: InstanceAt) -> ProxyResult<Response> {
             .collect();
         return Ok(v2_json(&Partitions { partitions }));
     }
-    join_subscribed(state, &mut inst)?;
-    let timeout = at.timeout();
-    let mut partitions = Vec::new();
-    for topic in inst.members.keys().cloned().collect::<Vec<_>>() {
-        // A join with the member's own id is a heartbeat that reports the current assignment.
-        let m = inst.groups(&state.kafko, timeout).join(&topic)?;
-        partitions.extend(m.assignment.iter().map(|&p| TopicPartition {
-            topic: topic.clone(),
-            partition: p,
-        }));
-        inst.members.insert(topic, m);
-    }
+    // A join with the member's own id is a heartbeat that reports the current assignment.
+    join_subscribed(state, &mut inst).await?;
+    let partitions = inst
+        .member
+        .iter()
+        .flat_map(|m| &m.assignment)
+        .flat_map(|(topic, owned)| {
+            owned.iter().map(|&p| TopicPartition {
+                topic: topic.clone(),
+                partition: p,
+            })
+        })
+        .collect();
     Ok(v2_json(&Partitions { partitions }))
 }
 

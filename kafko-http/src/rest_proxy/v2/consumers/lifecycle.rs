@@ -4,6 +4,9 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use std::sync::Arc;
+
+use axum::Extension;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::Response;
@@ -18,7 +21,7 @@ use crate::rest_proxy::content_type::EmbeddedFormat;
 use crate::rest_proxy::error::{
     CONSUMER_ALREADY_EXISTS, ErrorBody, INVALID_CONSUMER_CONFIG, ProxyError, ProxyResult,
 };
-use crate::rest_proxy::v2::instances::{self, Instance};
+use crate::rest_proxy::v2::instances::{self, Instance, Instances};
 use crate::rest_proxy::v2::v2_json;
 use crate::rest_proxy::{ProxyBody, ProxyPath, base_url, parse_optional_body};
 use crate::state::AppState;
@@ -173,6 +176,7 @@ fn generated_name() -> String {
     ))]
 pub(crate) async fn create(
     State(state): State<AppState>,
+    Extension(registry): Extension<Arc<Instances>>,
     ProxyPath(group): ProxyPath<String>,
     headers: HeaderMap,
     uri: Uri,
@@ -185,7 +189,7 @@ pub(crate) async fn create(
     }
     let instance = configured(group, req)?;
     let (group, name) = (instance.group.clone(), instance.name.clone());
-    register(&state, instance).await?;
+    register(&state, &registry, instance).await?;
     Ok(v2_json(&CreateResponse {
         base_uri: format!("{base}/consumers/{group}/instances/{name}"),
         instance_id: name,
@@ -223,7 +227,7 @@ fn configured(group: String, req: CreateRequest) -> ProxyResult<Instance> {
         reset,
         subscription: Vec::new(),
         assignment: Default::default(),
-        members: Default::default(),
+        member: None,
         closed: false,
     })
 }
@@ -256,10 +260,10 @@ fn offset_reset(value: Option<&str>) -> ProxyResult<OffsetReset> {
 
 /// Adds the instance to the registry (40902 if one of that name exists) and sets the
 /// group's `auto.offset.reset`; an instance whose group refuses that is removed again.
-async fn register(state: &AppState, instance: Instance) -> ProxyResult<()> {
-    let timeout = state.rest_proxy.timeout();
+async fn register(state: &AppState, registry: &Instances, instance: Instance) -> ProxyResult<()> {
+    let timeout = registry.timeout();
     let reset = instance.reset;
-    let (created, swept) = state.rest_proxy.insert(instance);
+    let (created, swept) = registry.insert(instance);
     instances::close(&state.kafko, timeout, swept).await;
     let Some(handle) = created else {
         return Err(ProxyError::new(
@@ -276,7 +280,7 @@ async fn register(state: &AppState, instance: Instance) -> ProxyResult<()> {
     {
         let (group, name) = (guard.group.clone(), guard.name.clone());
         drop(guard);
-        state.rest_proxy.remove(&group, &name);
+        registry.remove(&group, &name);
         return Err(e.into());
     }
     Ok(())

@@ -38,6 +38,8 @@ use crate::state::AppState;
 /// refused before an unknown instance, as on the proxy), then calls [`InstanceAt::lock`].
 pub(crate) struct InstanceAt {
     pub(crate) state: AppState,
+    /// The registry of live instances (a request extension of the REST Proxy's routes).
+    pub(crate) instances: Arc<instances::Instances>,
     group: String,
     name: String,
 }
@@ -48,8 +50,10 @@ impl FromRequestParts<AppState> for InstanceAt {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ProxyResult<Self> {
         let ProxyPath((group, name)) =
             ProxyPath::<(String, String)>::from_request_parts(parts, state).await?;
+        let instances = registry(parts)?;
         Ok(InstanceAt {
             state: state.clone(),
+            instances,
             group,
             name,
         })
@@ -60,7 +64,7 @@ impl InstanceAt {
     /// The live instance, locked: 40403 if it is unknown, deleted or expired (an
     /// expired one is closed), or was closed while this request waited for the lock.
     pub(crate) async fn lock(&self) -> ProxyResult<Locked> {
-        let registry = &self.state.rest_proxy;
+        let registry = &self.instances;
         let in_use = match registry.get(&self.group, &self.name) {
             Ok(h) => h,
             Err(expired) => {
@@ -80,8 +84,7 @@ impl InstanceAt {
     /// Removes the instance and closes it (it leaves its groups): 40403 if unknown.
     pub(crate) async fn remove(&self) -> ProxyResult<()> {
         let handle = self
-            .state
-            .rest_proxy
+            .instances
             .remove(&self.group, &self.name)
             .ok_or_else(ProxyError::instance_not_found)?;
         instances::close(&self.state.kafko, self.timeout(), vec![handle]).await;
@@ -90,8 +93,23 @@ impl InstanceAt {
 
     /// How long an idle instance lives, also its group members' session timeout.
     pub(crate) fn timeout(&self) -> Duration {
-        self.state.rest_proxy.timeout()
+        self.instances.timeout()
     }
+}
+
+/// The instance registry the REST Proxy's routes carry as a request extension.
+pub(crate) fn registry(parts: &Parts) -> ProxyResult<Arc<instances::Instances>> {
+    parts
+        .extensions
+        .get::<Arc<instances::Instances>>()
+        .cloned()
+        .ok_or_else(|| {
+            ProxyError::new(
+                axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                crate::rest_proxy::error::KAFKA_ERROR,
+                "the consumer instance registry is missing",
+            )
+        })
 }
 
 /// A locked live instance: the request has it to itself, and it is in use (cannot

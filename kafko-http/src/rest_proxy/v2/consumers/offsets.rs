@@ -95,25 +95,24 @@ async fn commit_assigned(at: &InstanceAt, inst: &mut Instance, asked: ByTopic) -
 /// Commits through a subscribed instance's group members: the offsets asked for (40903
 /// for a topic it is not a member on), or, if none are, what each member consumed.
 async fn commit_members(at: &InstanceAt, inst: &mut Instance, asked: ByTopic) -> ProxyResult<()> {
+    let joined = inst.joined_topics();
     let by_topic = if asked.is_empty() {
-        inst.members
-            .keys()
-            .map(|t| (t.clone(), Vec::new()))
-            .collect()
+        joined.iter().map(|t| (t.clone(), Vec::new())).collect()
     } else {
         asked
     };
     for (topic, offsets) in by_topic {
-        let Some(mut member) = inst.members.remove(&topic) else {
+        let member = inst.member.take().filter(|_| joined.contains(&topic));
+        let Some(mut member) = member else {
             let p = offsets.first().map_or(0, |o| o.partition);
             return Err(ProxyError::not_assigned(&topic, p));
         };
         let offsets = (!offsets.is_empty()).then_some(offsets);
         let done = inst
             .groups(&at.state.kafko, at.timeout())
-            .commit(&mut member, offsets.as_deref())
+            .commit(&mut member, &inst.subscription, &topic, offsets.as_deref())
             .await;
-        inst.members.insert(topic.clone(), member);
+        inst.member = Some(member);
         done?;
     }
     Ok(())

@@ -67,16 +67,20 @@ async fn seek_each(
         return Ok(StatusCode::NO_CONTENT);
     }
     let timeout = at.timeout();
-    join_subscribed(state, &mut inst)?;
+    join_subscribed(state, &mut inst).await?;
     for (topic, partition, to) in targets {
-        let Some(mut member) = inst.members.remove(&topic) else {
+        let Some(mut member) = inst.member.take() else {
             return Err(ProxyError::not_assigned(&topic, partition));
         };
+        if !member.assignment.iter().any(|(t, _)| *t == topic) {
+            inst.member = Some(member);
+            return Err(ProxyError::not_assigned(&topic, partition));
+        }
         let done = inst
             .groups(&state.kafko, timeout)
-            .seek(&mut member, partition, to)
+            .seek(&mut member, &inst.subscription, (&topic, partition), to)
             .await;
-        inst.members.insert(topic.clone(), member);
+        inst.member = Some(member);
         match done {
             Err(KafkoError::NotAssigned { .. }) => {
                 return Err(ProxyError::not_assigned(&topic, partition));

@@ -10,7 +10,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use kafko_core::{Delivery, GroupPoll, KafkoError, Record};
+use kafko_core::{Delivery, GroupPoll, Record};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::Notify;
@@ -161,7 +161,7 @@ async fn wait_for_records(
         let created = topics_changed.notified();
         tokio::pin!(created);
         created.as_mut().enable();
-        join_subscribed(state, inst)?;
+        join_subscribed(state, inst).await?;
         let watched = watched_topics(inst);
         let activities: Vec<Arc<Notify>> = watched
             .iter()
@@ -241,7 +241,7 @@ fn key_value_bytes(r: &Record) -> usize {
 /// The topics a waiting read watches: the joined ones, or the assigned ones.
 fn watched_topics(inst: &Instance) -> Vec<String> {
     if inst.assignment.is_empty() {
-        inst.members.keys().cloned().collect()
+        inst.joined_topics()
     } else {
         inst.assignment.topics()
     }
@@ -328,7 +328,7 @@ async fn read_once(state: &AppState, inst: &mut Instance, max_bytes: usize) -> P
     if inst.assignment.is_empty() {
         return Ok(Batch::Group(poll_all(state, inst, max_bytes).await?));
     }
-    let (assignment, source) = inst.assigned(&state.kafko, state.rest_proxy.timeout());
+    let (assignment, source) = inst.assigned(&state.kafko, state.config.consumer_instance_timeout);
     let read = assignment.read(&source, state.config.max_records_per_fetch, max_bytes)?;
     Ok(Batch::Assigned(read))
 }
@@ -360,33 +360,34 @@ async fn poll_all(
     inst: &mut Instance,
     max_bytes: usize,
 ) -> ProxyResult<Vec<(String, GroupPoll)>> {
-    let timeout = state.rest_proxy.timeout();
+    let timeout = state.config.consumer_instance_timeout;
     let max_records = state.config.max_records_per_fetch;
     let mut out: Vec<(String, GroupPoll)> = Vec::new();
     let mut budget = max_bytes;
     let mut count = 0;
-    let topics: Vec<String> = inst.members.keys().cloned().collect();
-    for topic in topics {
+    for topic in inst.joined_topics() {
         if budget == 0 || count >= max_records {
             break;
         }
-        let Some(mut member) = inst.members.remove(&topic) else {
+        // Deleted meanwhile: the next join forgets it until it comes back.
+        if state.kafko.find_topic(&topic)?.is_none() {
             continue;
+        }
+        let Some(mut member) = inst.member.take() else {
+            break;
         };
         let polled = inst
             .groups(&state.kafko, timeout)
-            .poll(&mut member, max_records - count, budget, inst.auto_commit)
+            .poll(
+                &mut member,
+                &inst.subscription,
+                &topic,
+                (max_records - count, budget),
+                inst.auto_commit,
+            )
             .await;
-        inst.members.insert(topic.clone(), member);
-        let got = match polled {
-            Ok(got) => got,
-            // Deleted meanwhile: forget it until it comes back.
-            Err(KafkoError::TopicNotFound { .. }) => {
-                inst.members.remove(&topic);
-                continue;
-            }
-            Err(e) => return Err(e.into()),
-        };
+        inst.member = Some(member);
+        let got = polled?;
         for r in got.records() {
             budget = budget.saturating_sub(key_value_bytes(r));
         }

@@ -5,7 +5,6 @@ use std::collections::HashSet;
 
 use axum::http::StatusCode;
 use axum::response::Response;
-use kafko_core::KafkoError;
 use serde::{Deserialize, Serialize};
 
 use super::InstanceAt;
@@ -70,21 +69,8 @@ pub(crate) async fn subscribe(
     if sub.topics.is_empty() {
         return Err(bad_config("subscribe to at least one topic"));
     }
-    let topics = distinct_topics(sub.topics)?;
-    let timeout = at.timeout();
-    let kept: HashSet<&str> = topics.iter().map(String::as_str).collect();
-    let dropped: Vec<String> = inst
-        .members
-        .keys()
-        .filter(|t| !kept.contains(t.as_str()))
-        .cloned()
-        .collect();
-    for topic in dropped {
-        inst.groups(&state.kafko, timeout).leave(&topic).await?;
-        inst.members.remove(&topic);
-    }
-    inst.subscription = topics;
-    join_subscribed(state, &mut inst)?;
+    inst.subscription = distinct_topics(sub.topics)?;
+    join_subscribed(state, &mut inst).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -109,22 +95,19 @@ fn distinct_topics(requested: Vec<String>) -> ProxyResult<Vec<String>> {
     Ok(topics)
 }
 
-/// Joins the group on every subscribed topic that exists and is not joined yet.
-pub(super) fn join_subscribed(state: &AppState, inst: &mut Instance) -> ProxyResult<()> {
-    let timeout = state.rest_proxy.timeout();
-    for topic in inst.subscription.clone() {
-        if inst.members.contains_key(&topic) {
-            continue;
-        }
-        match inst.groups(&state.kafko, timeout).join(&topic) {
-            Ok(m) => {
-                inst.members.insert(topic, m);
-            }
-            // Kafka waits for a subscribed topic to appear; so do we (joined on a later read).
-            Err(KafkoError::TopicNotFound { .. } | KafkoError::InvalidName { .. }) => {}
-            Err(e) => return Err(e.into()),
-        }
+/// Joins (or heartbeats) as the instance's one member over every subscribed topic that
+/// exists; a join whose topics changed (one appeared, or the subscription changed)
+/// starts a new generation of the group.
+/// A member none of whose topics exists any more leaves.
+pub(super) async fn join_subscribed(state: &AppState, inst: &mut Instance) -> ProxyResult<()> {
+    let timeout = state.config.consumer_instance_timeout;
+    let joined = inst
+        .groups(&state.kafko, timeout)
+        .join(&inst.subscription)?;
+    if joined.is_none() && inst.member.is_some() {
+        inst.groups(&state.kafko, timeout).leave().await?;
     }
+    inst.member = joined;
     Ok(())
 }
 

@@ -1,0 +1,379 @@
+//! The calls of Kafka's classic group protocol on a [`GroupHandle`]: JoinGroup (the
+//! barrier), SyncGroup (the relay), Heartbeat, LeaveGroup, OffsetCommit with its
+//! generation check and metadata, and what OffsetFetch reads. The state machine is in
+//! `classic`; this module takes the groups' lock, waits for the rebalance to move on,
+//! and turns refusals into the group's errors.
+//!
+//! A waiting call holds no lock: it waits on the group's `changed` signal until the
+//! phase moves or its deadline passes, then looks again. Whichever call notices a
+//! passed deadline completes the rebalance, so no timer task is needed.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use super::classic::{JoinGroupOutcome, JoinGroupRequest, MemberAssignment, Phase, Refusal};
+use super::coordinator::{GroupState, group_not_found, validate_session_timeout};
+use super::handle::GroupHandle;
+use super::membership::new_member_id;
+use super::{GroupConfig, PartitionOffset};
+use crate::error::{GroupError, KafkoError, Result};
+use crate::handle::TopicHandle;
+
+/// One partition's offset in an OffsetCommit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommitOffset {
+    /// Partition.
+    pub partition: u32,
+    /// Next offset to read.
+    pub offset: u64,
+    /// The client's metadata string, read back by OffsetFetch.
+    pub metadata: Option<String>,
+}
+
+/// A committed offset as OffsetFetch reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommittedOffset {
+    /// Partition.
+    pub partition: u32,
+    /// Next offset to read.
+    pub offset: u64,
+    /// The metadata string of the commit, if it carried one.
+    pub metadata: Option<String>,
+}
+
+impl GroupHandle {
+    /// Turns a refusal of the state machine into this group's error.
+    fn refused(&self, member: &str, refusal: Refusal, given: u64) -> KafkoError {
+        let group = self.name.to_string();
+        match refusal {
+            Refusal::UnknownMember => KafkoError::UnknownMember {
+                group,
+                member: member.to_owned(),
+            },
+            Refusal::StaleGeneration { current } => KafkoError::StaleGeneration {
+                group,
+                current,
+                given,
+            },
+            Refusal::RebalanceInProgress => KafkoError::RebalanceInProgress { group },
+            Refusal::Inconsistent(reason) => {
+                KafkoError::InconsistentGroupProtocol { group, reason }
+            }
+        }
+    }
+
+    /// The group's rebalance signal, to register on before looking at its state (so a
+    /// change between the look and the wait is not missed).
+    fn changed(&self) -> Result<Arc<Notify>> {
+        self.coordinator()
+            .lock()
+            .get(&*self.name)
+            .map(|g| g.changed.clone())
+            .ok_or_else(|| group_not_found(&self.name))
+    }
+
+    /// Runs `f` on the group after expiring silent members of both kinds; `create`
+    /// makes the group if it is missing.
+    fn with_classic<T>(
+        &self,
+        create: bool,
+        f: impl FnOnce(&mut GroupState, &Arc<Notify>) -> Result<T>,
+    ) -> Result<T> {
+        let name = &*self.name;
+        let mut groups = self.coordinator().lock();
+        if !groups.contains_key(name) {
+            if !create {
+                return Err(group_not_found(name));
+            }
+            self.coordinator().make_room(&mut groups)?;
+            self.coordinator().count_created(&mut groups, 1);
+            groups.insert(name.to_owned(), GroupState::new(GroupConfig::default()));
+        }
+        let g = groups.get_mut(name).ok_or_else(|| group_not_found(name))?;
+        let now = Instant::now();
+        g.last_used = now;
+        g.expire(now);
+        let changed = g.changed.clone();
+        let m = &mut g.members;
+        if m.classic.expire(now, &mut m.generation) {
+            changed.notify_waiters();
+        }
+        f(g, &changed)
+    }
+
+    /// Kafka's JoinGroup: admits the member (the member-id handshake first, when the
+    /// request asks for it) and waits until the rebalance it joined completes — at once
+    /// for a lone member, else when every known member has rejoined or the rebalance
+    /// timeout passed (the silent ones are then removed). Only the leader's answer lists
+    /// the members with their metadata.
+    ///
+    /// # Errors
+    /// `InconsistentGroupProtocol` (the group has members of kafko's own APIs, another
+    /// protocol type, or no assignor in common), `UnknownMember` (an id the group never
+    /// gave out, or removed while waiting), `InvalidSessionTimeout`, `LimitReached`,
+    /// `ShuttingDown`.
+    pub async fn join_group(
+        &self,
+        request: JoinGroupRequest,
+    ) -> Result<JoinGroupOutcome, GroupError> {
+        self.check_not_closing()?;
+        validate_session_timeout(request.session_timeout)?;
+        let group = &*self.name;
+        let admitted = self.with_classic(true, |g, changed| {
+            if !g.members.members.is_empty() {
+                return Err(self.refused(
+                    &request.member_id,
+                    Refusal::Inconsistent("its members use kafko's HTTP APIs".into()),
+                    0,
+                ));
+            }
+            let now = Instant::now();
+            let c = &mut g.members.classic;
+            c.check_protocols(&request)
+                .map_err(|r| self.refused(&request.member_id, r, 0))?;
+            let id = if request.member_id.is_empty() {
+                let id = new_member_id();
+                if request.require_known_member_id {
+                    c.pending_ids
+                        .insert(id.clone(), now + request.session_timeout);
+                    return Ok(Err(JoinGroupOutcome::MemberIdRequired(id)));
+                }
+                id
+            } else if c.members.contains_key(&request.member_id)
+                || c.pending_ids.contains_key(&request.member_id)
+            {
+                request.member_id.clone()
+            } else {
+                return Err(self.refused(&request.member_id, Refusal::UnknownMember, 0));
+            };
+            let generation = g.members.generation;
+            if !c.admit(&id, &request, now) {
+                let answer = c.answer(&id, generation);
+                return Ok(Err(answer.map_or_else(
+                    || JoinGroupOutcome::MemberIdRequired(id.clone()),
+                    JoinGroupOutcome::Joined,
+                )));
+            }
+            if c.try_complete(&mut g.members.generation, false) {
+                changed.notify_waiters();
+            }
+            tracing::info!(group, member = %id, "member joining (Kafka protocol)");
+            Ok(Ok((id, generation)))
+        })?;
+        let (id, joined_in) = match admitted {
+            Ok(waiting) => waiting,
+            Err(answered) => return Ok(answered),
+        };
+        loop {
+            let changed = self.changed()?;
+            let notified = changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let step = self.with_classic(false, |g, changed| {
+                let m = &mut g.members;
+                let c = &mut m.classic;
+                if !c.members.contains_key(&id) {
+                    return Err(self.refused(&id, Refusal::UnknownMember, 0));
+                }
+                match c.phase {
+                    Phase::Preparing { deadline } if m.generation == joined_in => {
+                        if Instant::now() >= deadline {
+                            if c.try_complete(&mut m.generation, true) {
+                                changed.notify_waiters();
+                            }
+                            return Ok(Err(None));
+                        }
+                        Ok(Err(Some(deadline)))
+                    }
+                    _ => Ok(Ok(c.answer(&id, m.generation))),
+                }
+            })?;
+            match step {
+                Ok(Some(answer)) => return Ok(JoinGroupOutcome::Joined(answer)),
+                Ok(None) => return Err(self.refused(&id, Refusal::UnknownMember, 0).into()),
+                Err(None) => continue,
+                Err(Some(deadline)) => {
+                    let _ = tokio::time::timeout_at(deadline, notified).await;
+                }
+            }
+        }
+    }
+
+    /// Kafka's SyncGroup: the leader hands in every member's assignment (which makes
+    /// the group stable); the others wait for it. Each member gets its own assignment,
+    /// unchanged.
+    ///
+    /// # Errors
+    /// `UnknownMember`, `StaleGeneration`, `RebalanceInProgress` (rejoin), `GroupNotFound`.
+    pub async fn sync_group(
+        &self,
+        member_id: &str,
+        generation: u64,
+        assignments: Vec<MemberAssignment>,
+    ) -> Result<Bytes, GroupError> {
+        let mut assignments = Some(assignments);
+        loop {
+            let changed = self.changed()?;
+            let notified = changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let step = self.with_classic(false, |g, changed| {
+                let now = Instant::now();
+                let m = &mut g.members;
+                let c = &mut m.classic;
+                c.check(member_id, generation, m.generation, now)
+                    .map_err(|r| self.refused(member_id, r, generation))?;
+                if c.phase == Phase::Completing && c.leader.as_deref() == Some(member_id) {
+                    c.assign(assignments.take().unwrap_or_default());
+                    changed.notify_waiters();
+                }
+                if c.phase == Phase::Stable {
+                    let own = c.members.get(member_id).map(|m| m.assignment.clone());
+                    return Ok(Ok(own.unwrap_or_default()));
+                }
+                // Wait for the leader, at most until its session would expire.
+                let leader_expires = c
+                    .leader
+                    .as_ref()
+                    .and_then(|l| c.members.get(l))
+                    .map_or(now, |l| l.last_seen + l.session_timeout);
+                Ok(Err(leader_expires))
+            })?;
+            match step {
+                Ok(assignment) => return Ok(assignment),
+                Err(deadline) => {
+                    let _ = tokio::time::timeout_at(deadline, notified).await;
+                }
+            }
+        }
+    }
+
+    /// Kafka's Heartbeat: keeps the member's session alive.
+    ///
+    /// # Errors
+    /// `RebalanceInProgress` (rejoin), `StaleGeneration`, `UnknownMember`,
+    /// `GroupNotFound`.
+    pub fn heartbeat_group(&self, member_id: &str, generation: u64) -> Result<(), GroupError> {
+        self.with_classic(false, |g, _| {
+            let m = &mut g.members;
+            m.classic
+                .check(member_id, generation, m.generation, Instant::now())
+                .map_err(|r| self.refused(member_id, r, generation))
+        })?;
+        Ok(())
+    }
+
+    /// Kafka's LeaveGroup: removes the members; the others rejoin. Returns the ids that
+    /// were not members.
+    ///
+    /// # Errors
+    /// `GroupNotFound`.
+    pub fn leave_classic(&self, member_ids: &[String]) -> Result<Vec<String>, GroupError> {
+        let gone = self.with_classic(false, |g, changed| {
+            let m = &mut g.members;
+            let gone = m
+                .classic
+                .remove(member_ids, Instant::now(), &mut m.generation);
+            if !gone.is_empty() {
+                changed.notify_waiters();
+            }
+            Ok(gone)
+        })?;
+        Ok(member_ids
+            .iter()
+            .filter(|id| !gone.contains(id))
+            .cloned()
+            .collect())
+    }
+
+    /// Kafka's OffsetCommit on one topic: from a member in its generation
+    /// (`Some((member, generation))`), or, for a group without Kafka members, from a
+    /// client that is no member (`None`, generation −1 in Kafka). Durable before it
+    /// returns; keeps each offset's metadata string.
+    ///
+    /// # Errors
+    /// `UnknownMember`, `StaleGeneration`, `RebalanceInProgress`, `GroupHasMembers` (a
+    /// commit without a member while kafko's own members read the topic),
+    /// `PartitionNotFound`, `TopicDeleted`, `ShuttingDown`, or the write's storage
+    /// failure (nothing changes).
+    pub async fn commit_offsets(
+        &self,
+        member: Option<(&str, u64)>,
+        topic: &TopicHandle,
+        offsets: &[CommitOffset],
+    ) -> Result<(), GroupError> {
+        self.check_not_closing()?;
+        let t = topic.inner();
+        t.check_live()?;
+        for o in offsets {
+            t.partition(o.partition)?;
+        }
+        let group = &*self.name;
+        self.with_classic(true, |g, _| {
+            let m = &mut g.members;
+            match member {
+                Some((id, generation)) => m
+                    .classic
+                    .check(id, generation, m.generation, Instant::now())
+                    .map_err(|r| self.refused(id, r, generation)),
+                None if m.classic.is_active() => Err(self.refused("", Refusal::UnknownMember, 0)),
+                None if m.count_on(&t.name) > 0 => Err(KafkoError::GroupHasMembers {
+                    group: group.to_owned(),
+                    topic: t.name.to_string(),
+                    members: m.count_on(&t.name),
+                }),
+                None => Ok(()),
+            }
+        })?;
+        let plain: Vec<PartitionOffset> = offsets
+            .iter()
+            .map(|o| PartitionOffset {
+                partition: o.partition,
+                offset: o.offset,
+            })
+            .collect();
+        self.coordinator()
+            .commit(group, &t.name, &plain, |ts| {
+                for o in offsets {
+                    ts.set_committed(o.partition, o.offset);
+                    if let Some(text) = o.metadata.as_ref().filter(|s| !s.is_empty()) {
+                        ts.metadata.insert(o.partition, text.clone());
+                    }
+                }
+            })
+            .await?;
+        Ok(())
+    }
+
+    /// The committed offsets of every topic the group has committed on (OffsetFetch
+    /// without a topic list), by topic name.
+    ///
+    /// # Errors
+    /// `GroupNotFound`.
+    pub fn committed_offsets(&self) -> Result<BTreeMap<String, Vec<CommittedOffset>>, GroupError> {
+        let groups = self.coordinator().lock();
+        let g = groups
+            .get(&*self.name)
+            .ok_or_else(|| group_not_found(&self.name))?;
+        Ok(g.topics
+            .iter()
+            .filter(|(_, ts)| !ts.committed.is_empty())
+            .map(|(topic, ts)| {
+                let offsets = ts
+                    .committed
+                    .iter()
+                    .map(|(&partition, &offset)| CommittedOffset {
+                        partition,
+                        offset,
+                        metadata: ts.metadata.get(&partition).cloned(),
+                    })
+                    .collect();
+                (topic.clone(), offsets)
+            })
+            .collect())
+    }
+}

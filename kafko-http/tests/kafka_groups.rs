@@ -1,0 +1,461 @@
+//! Consumer groups over the Kafka protocol, black-box: the real binary with
+//! `--kafka-bind`, classic-protocol requests encoded by the `kafka-protocol` crate. Two
+//! members rebalance and, committing as they go, read every record exactly once; stale
+//! generations and unknown members are refused; offsets committed over Kafka are the
+//! ones `/v1` shows and survive a restart; DescribeGroups, ListGroups and any group id.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use common::{Server, client, create_topic, get_json};
+use kafka_protocol::messages::consumer_protocol_assignment::TopicPartition;
+use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
+use kafka_protocol::messages::offset_commit_request::{
+    OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+};
+use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
+use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
+use kafka_protocol::messages::{
+    ConsumerProtocolAssignment, DescribeGroupsRequest, GroupId, HeartbeatRequest, JoinGroupRequest,
+    JoinGroupResponse, LeaveGroupRequest, ListGroupsRequest, OffsetCommitRequest,
+    OffsetFetchRequest, RequestHeader, ResponseHeader, SyncGroupRequest, TopicName,
+};
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const MEMBER_ID_REQUIRED: i16 = 79;
+const REBALANCE_IN_PROGRESS: i16 = 27;
+const ILLEGAL_GENERATION: i16 = 22;
+const UNKNOWN_MEMBER_ID: i16 = 25;
+
+/// One connection speaking the Kafka protocol.
+struct Kafka {
+    stream: TcpStream,
+    next: i32,
+}
+
+impl Kafka {
+    async fn connect(server: &Server) -> Kafka {
+        let addr = server.kafka.as_deref().expect("started with --kafka-bind");
+        Kafka {
+            stream: TcpStream::connect(addr).await.unwrap(),
+            next: 1,
+        }
+    }
+
+    async fn call<R: Request>(&mut self, request: &R, version: i16) -> R::Response {
+        let correlation = self.next;
+        self.next += 1;
+        let header = RequestHeader::default()
+            .with_request_api_key(R::KEY)
+            .with_request_api_version(version)
+            .with_correlation_id(correlation)
+            .with_client_id(Some(StrBytes::from_static_str("group-test")));
+        let mut body = BytesMut::new();
+        header
+            .encode(&mut body, R::header_version(version))
+            .unwrap();
+        request.encode(&mut body, version).unwrap();
+        let mut frame = Vec::with_capacity(body.len() + 4);
+        frame.extend_from_slice(&i32::try_from(body.len()).unwrap().to_be_bytes());
+        frame.extend_from_slice(&body);
+        self.stream.write_all(&frame).await.unwrap();
+        let mut size = [0u8; 4];
+        tokio::time::timeout(Duration::from_secs(30), self.stream.read_exact(&mut size))
+            .await
+            .expect("an answer in time")
+            .unwrap();
+        let mut answer = vec![0u8; usize::try_from(i32::from_be_bytes(size)).unwrap()];
+        self.stream.read_exact(&mut answer).await.unwrap();
+        let mut answer = Bytes::from(answer);
+        let header =
+            ResponseHeader::decode(&mut answer, R::Response::header_version(version)).unwrap();
+        assert_eq!(header.correlation_id, correlation);
+        R::Response::decode(&mut answer, version).unwrap()
+    }
+}
+
+fn s(text: &str) -> StrBytes {
+    StrBytes::from_string(text.to_owned())
+}
+
+fn join_request(group: &str, member: &str) -> JoinGroupRequest {
+    let mut protocol = JoinGroupRequestProtocol::default();
+    protocol.name = s("range");
+    protocol.metadata = Bytes::from(format!("subscription of {member}"));
+    let mut request = JoinGroupRequest::default();
+    request.group_id = GroupId(s(group));
+    request.session_timeout_ms = 10_000;
+    request.rebalance_timeout_ms = 30_000;
+    request.member_id = s(member);
+    request.protocol_type = s("consumer");
+    request.protocols = vec![protocol];
+    request
+}
+
+/// The member-id handshake, then the join (v5); returns the answer.
+async fn join(k: &mut Kafka, group: &str) -> JoinGroupResponse {
+    let first = k.call(&join_request(group, ""), 5).await;
+    assert_eq!(first.error_code, MEMBER_ID_REQUIRED);
+    rejoin(k, group, first.member_id.as_str()).await
+}
+
+async fn rejoin(k: &mut Kafka, group: &str, member: &str) -> JoinGroupResponse {
+    let answer = k.call(&join_request(group, member), 5).await;
+    assert_eq!(answer.error_code, 0, "join of {member}");
+    answer
+}
+
+/// A consumer-protocol assignment of `partitions` of `topic`.
+fn assignment(topic: &str, partitions: &[i32]) -> Bytes {
+    let mut tp = TopicPartition::default();
+    tp.topic = TopicName(s(topic));
+    tp.partitions = partitions.to_vec();
+    let mut a = ConsumerProtocolAssignment::default();
+    a.assigned_partitions = vec![tp];
+    let mut buf = BytesMut::new();
+    buf.put_i16(3);
+    a.encode(&mut buf, 3).unwrap();
+    buf.freeze()
+}
+
+async fn sync(
+    k: &mut Kafka,
+    group: &str,
+    member: &str,
+    generation: i32,
+    assignments: Vec<(&str, Bytes)>,
+) -> (i16, Bytes) {
+    let mut request = SyncGroupRequest::default();
+    request.group_id = GroupId(s(group));
+    request.generation_id = generation;
+    request.member_id = s(member);
+    request.assignments = assignments
+        .into_iter()
+        .map(|(id, bytes)| {
+            let mut a = SyncGroupRequestAssignment::default();
+            a.member_id = s(id);
+            a.assignment = bytes;
+            a
+        })
+        .collect();
+    let answer = k.call(&request, 3).await;
+    (answer.error_code, answer.assignment)
+}
+
+async fn heartbeat(k: &mut Kafka, group: &str, member: &str, generation: i32) -> i16 {
+    let mut request = HeartbeatRequest::default();
+    request.group_id = GroupId(s(group));
+    request.generation_id = generation;
+    request.member_id = s(member);
+    k.call(&request, 3).await.error_code
+}
+
+/// Commits `offsets` (partition, next offset) of `topic`; the partitions' error codes.
+async fn commit(
+    k: &mut Kafka,
+    (group, member, generation): (&str, &str, i32),
+    topic: &str,
+    offsets: &[(i32, i64)],
+) -> Vec<i16> {
+    let mut t = OffsetCommitRequestTopic::default();
+    t.name = TopicName(s(topic));
+    t.partitions = offsets
+        .iter()
+        .map(|&(p, o)| {
+            let mut partition = OffsetCommitRequestPartition::default();
+            partition.partition_index = p;
+            partition.committed_offset = o;
+            partition.committed_metadata = Some(s(&format!("by {member}")));
+            partition
+        })
+        .collect();
+    let mut request = OffsetCommitRequest::default();
+    request.group_id = GroupId(s(group));
+    request.generation_id_or_member_epoch = generation;
+    request.member_id = s(member);
+    request.topics = vec![t];
+    let answer = k.call(&request, 8).await;
+    answer.topics[0]
+        .partitions
+        .iter()
+        .map(|p| p.error_code)
+        .collect()
+}
+
+/// The committed offset and metadata of each of `partitions` (v7).
+async fn fetch_offsets(
+    k: &mut Kafka,
+    group: &str,
+    topic: &str,
+    partitions: &[i32],
+) -> Vec<(i64, String)> {
+    let mut t = OffsetFetchRequestTopic::default();
+    t.name = TopicName(s(topic));
+    t.partition_indexes = partitions.to_vec();
+    let mut request = OffsetFetchRequest::default();
+    request.group_id = GroupId(s(group));
+    request.topics = Some(vec![t]);
+    let answer = k.call(&request, 7).await;
+    assert_eq!(answer.error_code, 0);
+    answer.topics[0]
+        .partitions
+        .iter()
+        .map(|p| {
+            let metadata = p
+                .metadata
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            (p.committed_offset, metadata)
+        })
+        .collect()
+}
+
+/// Reads `partition` of `topic` from `from` through `/v1`: the values, and the next
+/// offset.
+async fn read(server: &Server, topic: &str, partition: i32, from: i64) -> (Vec<String>, i64) {
+    let c = client();
+    let path =
+        format!("/v1/topics/{topic}/records?partition={partition}&offset={from}&max_records=1000");
+    let body = get_json(&c, server, &path).await;
+    let values: Vec<String> = common::record_values(&body);
+    let next = from + i64::try_from(values.len()).unwrap();
+    (values, next)
+}
+
+async fn start(dir: &std::path::Path) -> Server {
+    Server::start(dir, &["--kafka-bind", "127.0.0.1:0"]).await
+}
+
+#[tokio::test]
+async fn two_members_rebalance_and_read_every_record_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path()).await;
+    let c = client();
+    create_topic(&c, &server, "orders", json!({"partitions": 4})).await;
+    for p in 0..4 {
+        let records: Vec<_> = (0..10)
+            .map(|i| json!({"value": format!("p{p}-{i}"), "partition": p}))
+            .collect();
+        let r = common::post_json(
+            &c,
+            &server,
+            "/v1/topics/orders/records",
+            &json!({"records": records}),
+        )
+        .await;
+        assert_eq!(r.status(), 201);
+    }
+    let mut a = Kafka::connect(&server).await;
+    let joined = join(&mut a, "billing").await;
+    let a_id = joined.member_id.to_string();
+    assert_eq!(
+        (joined.generation_id, joined.leader.as_str()),
+        (1, a_id.as_str())
+    );
+    assert_eq!(joined.members.len(), 1);
+    let (code, mine) = sync(
+        &mut a,
+        "billing",
+        &a_id,
+        1,
+        vec![(&a_id, assignment("orders", &[0, 1, 2, 3]))],
+    )
+    .await;
+    assert_eq!((code, mine), (0, assignment("orders", &[0, 1, 2, 3])));
+
+    // a reads half of each partition and commits.
+    let mut seen = BTreeSet::new();
+    for p in 0..4 {
+        let (values, _) = read(&server, "orders", p, 0).await;
+        for v in &values[..5] {
+            assert!(seen.insert(v.clone()));
+        }
+    }
+    let codes = commit(
+        &mut a,
+        ("billing", &a_id, 1),
+        "orders",
+        &[(0, 5), (1, 5), (2, 5), (3, 5)],
+    )
+    .await;
+    assert_eq!(codes, [0, 0, 0, 0]);
+
+    // b joins on its own connection: its join waits until a rejoins.
+    let b_join = tokio::spawn({
+        let addr = server.kafka.clone();
+        async move {
+            let mut b = Kafka {
+                stream: TcpStream::connect(addr.unwrap()).await.unwrap(),
+                next: 1,
+            };
+            let answer = join(&mut b, "billing").await;
+            (b, answer)
+        }
+    });
+    loop {
+        match heartbeat(&mut a, "billing", &a_id, 1).await {
+            REBALANCE_IN_PROGRESS => break,
+            0 => tokio::task::yield_now().await,
+            other => panic!("heartbeat answered {other}"),
+        }
+    }
+    assert!(!b_join.is_finished());
+    let a2 = rejoin(&mut a, "billing", &a_id).await;
+    let (mut b, b2) = b_join.await.unwrap();
+    let b_id = b2.member_id.to_string();
+    assert_eq!((a2.generation_id, b2.generation_id), (2, 2));
+    assert_eq!(a2.leader.as_str(), a_id);
+    assert_eq!(a2.members.len(), 2, "the leader sees every member");
+    assert!(b2.members.is_empty());
+    let b_metadata = a2
+        .members
+        .iter()
+        .find(|m| m.member_id.as_str() == b_id)
+        .unwrap();
+    assert_eq!(
+        &b_metadata.metadata[..],
+        format!("subscription of {b_id}").as_bytes()
+    );
+
+    // b's sync waits for the leader's, then gets its assignment byte for byte.
+    let b_sync = tokio::spawn({
+        let b_id = b_id.clone();
+        async move {
+            let got = sync(&mut b, "billing", &b_id, 2, Vec::new()).await;
+            (b, got)
+        }
+    });
+    let for_a = assignment("orders", &[0, 1]);
+    let for_b = assignment("orders", &[2, 3]);
+    let (code, mine) = sync(
+        &mut a,
+        "billing",
+        &a_id,
+        2,
+        vec![(&a_id, for_a.clone()), (&b_id, for_b.clone())],
+    )
+    .await;
+    assert_eq!((code, mine), (0, for_a));
+    let (mut b, (code, got)) = b_sync.await.unwrap();
+    assert_eq!((code, got), (0, for_b));
+
+    // A commit of the old generation is refused; an unknown member too.
+    let stale = commit(&mut a, ("billing", &a_id, 1), "orders", &[(0, 9)]).await;
+    assert_eq!(stale, [ILLEGAL_GENERATION]);
+    assert_eq!(
+        heartbeat(&mut a, "billing", "nobody", 2).await,
+        UNKNOWN_MEMBER_ID
+    );
+
+    // Each resumes its partitions at the commits and reads the rest.
+    for (k, id, partitions) in [(&mut a, &a_id, [0, 1]), (&mut b, &b_id, [2, 3])] {
+        let committed = fetch_offsets(k, "billing", "orders", &partitions).await;
+        assert_eq!(committed, vec![(5, format!("by {a_id}")); 2]);
+        let mut next = Vec::new();
+        for (p, (from, _)) in partitions.iter().zip(committed) {
+            let (values, end) = read(&server, "orders", *p, from).await;
+            for v in values {
+                assert!(seen.insert(v.clone()), "{v} read twice");
+            }
+            next.push((*p, end));
+        }
+        assert_eq!(commit(k, ("billing", id, 2), "orders", &next).await, [0, 0]);
+    }
+    assert_eq!(seen.len(), 40, "every record once");
+
+    // /v1 sees the same group: its Kafka side, members and what they were assigned.
+    let d = get_json(&c, &server, "/v1/groups/billing").await;
+    assert_eq!(d["kafka"]["state"], "Stable");
+    assert_eq!(d["kafka"]["protocol"], "range");
+    assert_eq!(d["generation"], 2);
+    let owners: Vec<&str> = d["topics"][0]["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["owner"].as_str().unwrap())
+        .collect();
+    assert_eq!(owners, [a_id.as_str(), &a_id, &b_id, &b_id]);
+    let committed: Vec<u64> = d["topics"][0]["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["committed"].as_u64().unwrap())
+        .collect();
+    assert_eq!(committed, [10, 10, 10, 10]);
+
+    // DescribeGroups and ListGroups.
+    let mut describe = DescribeGroupsRequest::default();
+    describe.groups = vec![GroupId(s("billing")), GroupId(s("nothing here"))];
+    let described = a.call(&describe, 5).await;
+    let billing = &described.groups[0];
+    assert_eq!(billing.group_state.as_str(), "Stable");
+    assert_eq!(billing.protocol_data.as_str(), "range");
+    assert_eq!(billing.members.len(), 2);
+    assert_eq!(billing.members[0].client_id.as_str(), "group-test");
+    assert_eq!(described.groups[1].group_state.as_str(), "Dead");
+    let listed = a.call(&ListGroupsRequest::default(), 4).await;
+    let names: Vec<&str> = listed.groups.iter().map(|g| g.group_id.as_str()).collect();
+    assert_eq!(names, ["billing"]);
+
+    // b leaves; a is told to rejoin.
+    let mut leave = LeaveGroupRequest::default();
+    leave.group_id = GroupId(s("billing"));
+    leave.member_id = s(&b_id);
+    assert_eq!(b.call(&leave, 1).await.error_code, 0);
+    assert_eq!(
+        heartbeat(&mut a, "billing", &a_id, 2).await,
+        REBALANCE_IN_PROGRESS
+    );
+}
+
+#[tokio::test]
+async fn offsets_committed_over_kafka_survive_a_restart_and_any_group_id_works() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = start(dir.path()).await;
+    let c = client();
+    create_topic(&c, &server, "t", json!({"partitions": 2})).await;
+    let mut k = Kafka::connect(&server).await;
+    // A client that is no member commits to an empty group (generation −1); the id
+    // holds characters kafko's names do not.
+    let odd = "team a/consumers:v2";
+    assert_eq!(
+        commit(&mut k, (odd, "", -1), "t", &[(0, 0), (1, 0)]).await,
+        [0, 0]
+    );
+    let r = common::post_json(
+        &c,
+        &server,
+        "/v1/topics/t/records",
+        &json!({"records": [{"value": "x", "partition": 1}]}),
+    )
+    .await;
+    assert_eq!(r.status(), 201);
+    assert_eq!(commit(&mut k, (odd, "", -1), "t", &[(1, 1)]).await, [0]);
+    assert_eq!(
+        fetch_offsets(&mut k, odd, "t", &[0, 1]).await,
+        [(0, "by ".to_owned()), (1, "by ".to_owned())]
+    );
+    server.sigterm().await;
+    let server = start(dir.path()).await;
+    let mut k = Kafka::connect(&server).await;
+    let after: Vec<i64> = fetch_offsets(&mut k, odd, "t", &[0, 1])
+        .await
+        .into_iter()
+        .map(|(o, _)| o)
+        .collect();
+    assert_eq!(after, [0, 1]);
+    let listed = k.call(&ListGroupsRequest::default(), 4).await;
+    let names: Vec<&str> = listed.groups.iter().map(|g| g.group_id.as_str()).collect();
+    assert_eq!(names, [odd]);
+    // An unknown group has no offsets (-1), and a member id it never gave out is unknown.
+    assert_eq!(fetch_offsets(&mut k, "fresh", "t", &[0]).await[0].0, -1);
+    let answer = k.call(&join_request("fresh", "made-up"), 5).await;
+    assert_eq!(answer.error_code, UNKNOWN_MEMBER_ID);
+}
