@@ -3,8 +3,9 @@
 # against the real debug binary: create a 3-partition topic, produce 1,000 keyed records
 # with headers, check every key landed where kafko's /v1 routes it (murmur2), read them
 # back with manual assignment, watermarks, ListOffsets earliest/latest/by timestamp,
+# a consumer group reads 500 and commits and a new consumer resumes at the commit,
 # delete the topic (scripts/clients/kafka_flow.py; kafkajs: scripts/clients/kafka/flow.mjs,
-# which reads back through /v1 since it consumes only in a group; kcat: below, topics
+# which compares records through /v1 since it consumes only in a group; kcat: below, topics
 # made through /v1 since it has no admin API). Producers compress: snappy (confluent),
 # gzip (kafka-python, aiokafka, kafkajs), lz4 (kcat). Then README.md's kcat session, run as
 # written against the same server; and confluent-kafka with SASL/PLAIN against a second
@@ -92,6 +93,15 @@ check(sum(latest) == 1000, f"latest {latest}")
 check(by_time == [0, 0, 0], f"by timestamp 0: {by_time}")
 print("  ok  produce, read back, watermarks, ListOffsets")
 PY
+# A group (librdkafka's balanced consumer, committing on close) reads 500; a new
+# consumer of the group resumes at the commit and reads the other 500.
+G=flow-kcat-group
+timeout 60 kcat -b "$KAFKA" -G "$G" "$T" -c 500 -q -f '%k\n' -X auto.offset.reset=earliest >"$WORK/kcat-g1.txt"
+timeout 60 kcat -b "$KAFKA" -G "$G" "$T" -e -q -f '%k\n' -X auto.offset.reset=earliest >"$WORK/kcat-g2.txt"
+[[ $(wc -l <"$WORK/kcat-g1.txt") == 500 && $(wc -l <"$WORK/kcat-g2.txt") == 500 ]] \
+    || { echo "the group read $(wc -l <"$WORK/kcat-g1.txt") then $(wc -l <"$WORK/kcat-g2.txt")"; exit 1; }
+[[ $(sort -u "$WORK/kcat-g1.txt" "$WORK/kcat-g2.txt" | wc -l) == 1000 ]] || { echo "records read twice"; exit 1; }
+echo "  ok  a group reads 500 and commits; a new consumer resumes at the commit"
 curl -fsS -X DELETE "$URL/v1/topics/$T" >/dev/null
 echo "  ok  delete"
 

@@ -9,8 +9,9 @@ others: gzip); check every key went to the partition
 kafko's /v1 routes it to (Kafka's murmur2); read them all back with manual assignment
 (assign + seek to the beginning, no group) and compare keys, values, headers and
 timestamps; the watermarks; ListOffsets earliest, latest and by timestamp; delete the
-topic. Each client is an adapter of the same few calls; the steps are a list, so the
-consumer-group steps join it as further entries.
+topic. Between them, a consumer group reads 500 records and commits, and a new consumer
+of the group resumes at the commit and reads the other 500; the group is listed and
+described. Each client is an adapter of the same few calls; the steps are a list.
 """
 
 import asyncio
@@ -52,6 +53,15 @@ def expected_partitions(http_url, topic):
     )
     http(f"{http_url}/v1/topics/{scratch}", "DELETE")
     return {f"key-{i}".encode(): o["partition"] for i, o in enumerate(out["offsets"])}
+
+
+def next_offsets(read):
+    """The offset to commit per partition after reading `read` ((partition, offset, key)
+    in order): one past the last one read."""
+    out = {}
+    for partition, offset, _ in read:
+        out[partition] = max(out.get(partition, 0), offset + 1)
+    return out
 
 
 def check(cond, what):
@@ -133,6 +143,30 @@ class Confluent:
         for f in self.admin.delete_topics([topic]).values():
             f.result(30)
 
+    def group_read(self, topic, group, count):
+        from confluent_kafka import Consumer, TopicPartition
+
+        c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": group,
+                      "auto.offset.reset": "earliest", "enable.auto.commit": False})
+        c.subscribe([topic])
+        out = []
+        deadline = time.time() + 60
+        while len(out) < count and time.time() < deadline:
+            for m in c.consume(count - len(out), 1.0):
+                check(m.error() is None, f"consume error: {m.error()}")
+                out.append((m.partition(), m.offset(), m.key()))
+        c.commit(offsets=[TopicPartition(topic, p, o) for p, o in next_offsets(out).items()],
+                 asynchronous=False)
+        c.close()
+        return out
+
+    def groups(self):
+        return sorted(g.group_id for g in self.admin.list_consumer_groups().result(30).valid)
+
+    def describe_group(self, group):
+        d = self.admin.describe_consumer_groups([group])[group].result(30)
+        return str(d.state.name).lower(), len(d.members)
+
     def close(self):
         if self.consumer is not None:
             self.consumer.close()
@@ -194,6 +228,29 @@ class KafkaPython:
 
     def delete_topic(self, topic):
         self.admin.delete_topics([topic])
+
+    def group_read(self, topic, group, count):
+        from kafka import KafkaConsumer, TopicPartition
+        from kafka.structs import OffsetAndMetadata
+
+        c = KafkaConsumer(topic, bootstrap_servers=self.bootstrap, group_id=group,
+                          auto_offset_reset="earliest", enable_auto_commit=False)
+        out = []
+        deadline = time.time() + 60
+        while len(out) < count and time.time() < deadline:
+            for tp, msgs in c.poll(timeout_ms=1000, max_records=count - len(out)).items():
+                out.extend((tp.partition, m.offset, m.key) for m in msgs)
+        c.commit({TopicPartition(topic, p): OffsetAndMetadata(o, "", -1)
+                  for p, o in next_offsets(out).items()})
+        c.close()
+        return out
+
+    def groups(self):
+        return sorted(g["group_id"] for g in self.admin.list_groups())
+
+    def describe_group(self, group):
+        d = self.admin.describe_groups([group])[group]
+        return d["group_state"].lower(), len(d["members"])
 
     def close(self):
         self.consumer.close()
@@ -296,6 +353,35 @@ class AioKafka:
     def delete_topic(self, topic):
         self._admin(lambda a: a.delete_topics([topic]))
 
+    def group_read(self, topic, group, count):
+        from aiokafka import AIOKafkaConsumer, TopicPartition
+
+        async def go():
+            c = AIOKafkaConsumer(topic, bootstrap_servers=self.bootstrap, group_id=group,
+                                 auto_offset_reset="earliest", enable_auto_commit=False)
+            await c.start()
+            try:
+                out = []
+                deadline = time.time() + 60
+                while len(out) < count and time.time() < deadline:
+                    got = await c.getmany(timeout_ms=1000, max_records=count - len(out))
+                    for tp, msgs in got.items():
+                        out.extend((tp.partition, m.offset, m.key) for m in msgs)
+                await c.commit({TopicPartition(topic, p): o for p, o in next_offsets(out).items()})
+                return out
+            finally:
+                await c.stop()
+
+        return self.run(go())
+
+    def groups(self):
+        return sorted(g[0] for g in self._admin(lambda a: a.list_consumer_groups()))
+
+    def describe_group(self, group):
+        [response] = self._admin(lambda a: a.describe_consumer_groups([group]))
+        d = response.to_object()["groups"][0]
+        return d["state"].lower(), len(d["members"])
+
     def close(self):
         if self.consumer is not None:
             self.run(self.consumer.stop())
@@ -369,9 +455,25 @@ class Flow:
         else:
             raise AssertionError("the topic is still there")
 
-    # The consumer-group steps (a group reads 500 and commits, a new member resumes at
-    # the commit, list and describe groups) go between read_back and delete.
-    STEPS = ["create", "produce", "read_back", "watermarks", "list_offsets", "delete"]
+    def group(self):
+        """A group reads 500 records and commits; a new consumer of the group resumes
+        exactly at the commit and reads the other 500; /v1 shows the same commits; the
+        group is listed and described."""
+        group = f"{self.topic}-group"
+        first = self.c.group_read(self.topic, group, RECORDS // 2)
+        check(len(first) == RECORDS // 2, f"the group read {len(first)}")
+        committed = http(f"{self.http_url}/v1/groups/{group}")["topics"][0]["partitions"]
+        check(sum(p["committed"] or 0 for p in committed) == RECORDS // 2,
+              f"/v1 shows the commits: {committed}")
+        second = self.c.group_read(self.topic, group, RECORDS - RECORDS // 2)
+        keys = [k for _, _, k in first] + [k for _, _, k in second]
+        check(len(keys) == RECORDS and len(set(keys)) == RECORDS,
+              f"{len(keys)} read, {len(set(keys))} distinct: the second resumed at the commit")
+        check(group in self.c.groups(), f"{group} listed: {self.c.groups()}")
+        state, members = self.c.describe_group(group)
+        check(state == "empty" and members == 0, f"described: {state}, {members} members")
+
+    STEPS = ["create", "produce", "read_back", "watermarks", "list_offsets", "group", "delete"]
 
     def run(self):
         try:

@@ -1,10 +1,12 @@
 // kafkajs against kafko's Kafka listener: the flow of kafka_flow.py.
 // Usage: node flow.mjs KAFKA_ADDR HTTP_URL
 //
-// kafkajs consumes only as a group member (it has no manual assignment), so until
-// consumer groups are served its records are read back through /v1; every other step
-// (create, produce with the Java-compatible murmur2 partitioner, watermarks, ListOffsets
-// by timestamp, delete) goes through kafkajs. The group steps join STEPS.
+// kafkajs consumes only as a group member (it has no manual assignment): the records are
+// compared field by field through /v1, and read through kafkajs by the group step (a
+// group reads 500 and commits, a new consumer of the group resumes at the commit and
+// reads the other 500; list and describe the group). Every other step (create, produce
+// with the Java-compatible murmur2 partitioner, watermarks, ListOffsets by timestamp,
+// delete) goes through kafkajs.
 import kafkajs from "kafkajs";
 
 const { Kafka, CompressionTypes, logLevel } = kafkajs;
@@ -109,9 +111,49 @@ async function remove() {
   check((await http(`/v1/topics/${topic}`)) === null, "the topic is still there");
 }
 
-// The consumer-group steps (a group reads 500 and commits, a new member resumes at the
-// commit, list and describe groups) go between readBack and remove.
-const STEPS = [create, produce, readBack, watermarks, listOffsets, remove];
+/** Reads `count` records as a member of `groupId`, committing each one read; the keys. */
+async function groupRead(groupId, count) {
+  const consumer = kafka.consumer({ groupId });
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  const keys = [];
+  await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`group read ${keys.length} of ${count}`)), 60_000);
+    consumer.run({
+      autoCommit: false,
+      eachMessage: async ({ partition, message }) => {
+        if (keys.length >= count) return;
+        keys.push(message.key.toString());
+        const next = (BigInt(message.offset) + 1n).toString();
+        await consumer.commitOffsets([{ topic, partition, offset: next }]);
+        if (keys.length === count) {
+          clearTimeout(timer);
+          resolve();
+        }
+      },
+    }).catch(reject);
+  });
+  await consumer.disconnect();
+  return keys;
+}
+
+async function group() {
+  const groupId = `${topic}-group`;
+  const first = await groupRead(groupId, RECORDS / 2);
+  const d = await http(`/v1/groups/${groupId}`);
+  const committed = d.topics[0].partitions.reduce((n, p) => n + (p.committed ?? 0), 0);
+  check(committed === RECORDS / 2, `/v1 shows ${committed} committed`);
+  const second = await groupRead(groupId, RECORDS / 2);
+  const all = new Set([...first, ...second]);
+  check(all.size === RECORDS, `${all.size} distinct keys: the second resumed at the commit`);
+  const listed = (await admin.listGroups()).groups.map((g) => g.groupId);
+  check(listed.includes(groupId), `${groupId} listed: ${listed}`);
+  const [described] = (await admin.describeGroups([groupId])).groups;
+  check(described.state === "Empty" && described.members.length === 0,
+    `described: ${described.state}, ${described.members.length} members`);
+}
+
+const STEPS = [create, produce, readBack, watermarks, listOffsets, group, remove];
 
 console.log("--- kafkajs");
 await admin.connect();
