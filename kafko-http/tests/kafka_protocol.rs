@@ -949,6 +949,13 @@ async fn garbage_bytes_close_that_connection_only() {
     let mut old = Kafka::connect(&s).await;
     old.send(&MetadataRequest::default(), 0, &[]).await;
     assert!(old.closed_by_server().await);
+    // A Metadata request of 14 bytes declaring 2^31 - 1 topics: refused before anything
+    // is reserved for them (the server lives on).
+    let mut huge = Kafka::connect(&s).await;
+    let mut body = vec![0, 3, 0, 1, 0, 0, 0, 9, 0xff, 0xff];
+    body.extend_from_slice(&i32::MAX.to_be_bytes());
+    huge.write_frame(&body).await;
+    assert!(huge.closed_by_server().await);
     // The first connection is unaffected.
     assert_eq!(
         healthy

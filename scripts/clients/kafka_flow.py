@@ -170,6 +170,7 @@ class Confluent:
     def close(self):
         if self.consumer is not None:
             self.consumer.close()
+            self.consumer = None
 
 
 class KafkaPython:
@@ -253,8 +254,9 @@ class KafkaPython:
         return d["group_state"].lower(), len(d["members"])
 
     def close(self):
-        self.consumer.close()
-        self.admin.close()
+        if self.consumer is not None:
+            self.consumer.close()
+            self.consumer = None
 
 
 class AioKafka:
@@ -385,7 +387,7 @@ class AioKafka:
     def close(self):
         if self.consumer is not None:
             self.run(self.consumer.stop())
-        self.loop.close()
+            self.consumer = None
 
 
 ADAPTERS = {"confluent": Confluent, "kafka-python": KafkaPython, "aiokafka": AioKafka}
@@ -447,6 +449,9 @@ class Flow:
                   "a timestamp past every record finds none")
 
     def delete(self):
+        # Consumers stop first: a consumer still fetching refreshes its metadata, which
+        # may create the topic again (auto-create), as against Kafka.
+        self.c.close()
         self.c.delete_topic(self.topic)
         try:
             http(f"{self.http_url}/v1/topics/{self.topic}")

@@ -21,7 +21,8 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
 
 use super::{
-    Broker, admin, errors, fetch, frame, groups, idempotence, metadata, offsets, produce, sasl,
+    Broker, admin, errors, fetch, frame, groups, guard, idempotence, metadata, offsets, produce,
+    sasl,
 };
 use crate::answer_budget::Reservation;
 
@@ -226,18 +227,20 @@ async fn route(
     let correlation = header.correlation_id;
     let in_range =
         supported(session).any(|(k, min, max)| *k == key && (*min..=*max).contains(&version));
-    if key == ApiKey::ApiVersions {
-        if !in_range {
-            // KIP-511: the error answer is in the v0 layout whatever was asked.
-            let response = api_versions(session, errors::UNSUPPORTED_VERSION);
-            return Ok(Outcome::Answer(encode(correlation, 0, &response)?));
-        }
-        let _request: ApiVersionsRequest = decode(&mut body, version)?;
-        let response = api_versions(session, errors::NONE);
-        return Ok(Outcome::Answer(encode(correlation, version, &response)?));
+    if key == ApiKey::ApiVersions && !in_range {
+        // KIP-511: the error answer is in the v0 layout whatever was asked.
+        let response = api_versions(session, errors::UNSUPPORTED_VERSION);
+        return Ok(Outcome::Answer(encode(correlation, 0, &response)?));
     }
     if !in_range {
         return Err(format!("{key:?} v{version} is not supported"));
+    }
+    // Before the codec reserves room for any array it declares.
+    guard::check(key, version, &body)?;
+    if key == ApiKey::ApiVersions {
+        let _request: ApiVersionsRequest = decode(&mut body, version)?;
+        let response = api_versions(session, errors::NONE);
+        return Ok(Outcome::Answer(encode(correlation, version, &response)?));
     }
     if session.auth_required && !session.authenticated {
         match key {

@@ -12,6 +12,7 @@
 //! - One file per API family: `metadata` (Metadata, FindCoordinator), `produce`, `fetch`,
 //!   `offsets` (ListOffsets), `admin` (CreateTopics, DeleteTopics), `idempotence`
 //!   (InitProducerId, sequence numbers), `groups` (the group APIs), `sasl`.
+//! - `guard`: bounds on a request body's arrays before the codec decodes it.
 //! - `records`: the record-batch codec; `errors`: Kafka error codes.
 
 mod admin;
@@ -20,6 +21,7 @@ mod errors;
 mod fetch;
 mod frame;
 mod groups;
+mod guard;
 mod idempotence;
 mod listener;
 mod metadata;
