@@ -7,9 +7,9 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::time::Duration;
 
 use bytes::{BufMut, Bytes, BytesMut};
+use common::kafka::Kafka;
 use common::{Server, client, create_topic, get_json};
 use kafka_protocol::messages::consumer_protocol_assignment::TopicPartition;
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
@@ -21,64 +21,16 @@ use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::{
     ConsumerProtocolAssignment, DescribeGroupsRequest, GroupId, HeartbeatRequest, JoinGroupRequest,
     JoinGroupResponse, LeaveGroupRequest, ListGroupsRequest, OffsetCommitRequest,
-    OffsetFetchRequest, RequestHeader, ResponseHeader, SyncGroupRequest, TopicName,
+    OffsetFetchRequest, SyncGroupRequest, TopicName,
 };
-use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
+use kafka_protocol::protocol::{Encodable, StrBytes};
 use serde_json::json;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 const MEMBER_ID_REQUIRED: i16 = 79;
 const REBALANCE_IN_PROGRESS: i16 = 27;
 const ILLEGAL_GENERATION: i16 = 22;
 const UNKNOWN_MEMBER_ID: i16 = 25;
-
-/// One connection speaking the Kafka protocol.
-struct Kafka {
-    stream: TcpStream,
-    next: i32,
-}
-
-impl Kafka {
-    async fn connect(server: &Server) -> Kafka {
-        let addr = server.kafka.as_deref().expect("started with --kafka-bind");
-        Kafka {
-            stream: TcpStream::connect(addr).await.unwrap(),
-            next: 1,
-        }
-    }
-
-    async fn call<R: Request>(&mut self, request: &R, version: i16) -> R::Response {
-        let correlation = self.next;
-        self.next += 1;
-        let header = RequestHeader::default()
-            .with_request_api_key(R::KEY)
-            .with_request_api_version(version)
-            .with_correlation_id(correlation)
-            .with_client_id(Some(StrBytes::from_static_str("group-test")));
-        let mut body = BytesMut::new();
-        header
-            .encode(&mut body, R::header_version(version))
-            .unwrap();
-        request.encode(&mut body, version).unwrap();
-        let mut frame = Vec::with_capacity(body.len() + 4);
-        frame.extend_from_slice(&i32::try_from(body.len()).unwrap().to_be_bytes());
-        frame.extend_from_slice(&body);
-        self.stream.write_all(&frame).await.unwrap();
-        let mut size = [0u8; 4];
-        tokio::time::timeout(Duration::from_secs(30), self.stream.read_exact(&mut size))
-            .await
-            .expect("an answer in time")
-            .unwrap();
-        let mut answer = vec![0u8; usize::try_from(i32::from_be_bytes(size)).unwrap()];
-        self.stream.read_exact(&mut answer).await.unwrap();
-        let mut answer = Bytes::from(answer);
-        let header =
-            ResponseHeader::decode(&mut answer, R::Response::header_version(version)).unwrap();
-        assert_eq!(header.correlation_id, correlation);
-        R::Response::decode(&mut answer, version).unwrap()
-    }
-}
 
 fn s(text: &str) -> StrBytes {
     StrBytes::from_string(text.to_owned())
@@ -398,7 +350,7 @@ async fn two_members_rebalance_and_read_every_record_once() {
     assert_eq!(billing.group_state.as_str(), "Stable");
     assert_eq!(billing.protocol_data.as_str(), "range");
     assert_eq!(billing.members.len(), 2);
-    assert_eq!(billing.members[0].client_id.as_str(), "group-test");
+    assert_eq!(billing.members[0].client_id.as_str(), "kafko-test");
     assert_eq!(described.groups[1].group_state.as_str(), "Dead");
     let listed = a.call(&ListGroupsRequest::default(), 4).await;
     let names: Vec<&str> = listed.groups.iter().map(|g| g.group_id.as_str()).collect();

@@ -18,6 +18,8 @@ use tokio::process::{Child, Command};
 #[allow(unused_imports)] // each test binary uses some of them
 pub use kafko_test_support::{failing_appends, gate, interposed, on_disk};
 
+pub mod kafka;
+
 /// A running server process.
 pub struct Server {
     child: Child,

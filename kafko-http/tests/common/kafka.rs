@@ -1,0 +1,277 @@
+//! A small Kafka-protocol client for the black-box tests of the Kafka listener: requests
+//! encoded by the `kafka-protocol` crate over one connection, record batches (v2, CRC-32C,
+//! optional gzip) built and read here.
+
+use std::time::Duration;
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::{ProduceRequest, RequestHeader, ResponseHeader, TopicName};
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use super::Server;
+
+pub struct Kafka {
+    pub stream: TcpStream,
+    pub next: i32,
+}
+
+impl Kafka {
+    pub async fn connect(server: &Server) -> Kafka {
+        let addr = server.kafka.as_deref().expect("started with --kafka-bind");
+        Kafka {
+            stream: TcpStream::connect(addr).await.unwrap(),
+            next: 1,
+        }
+    }
+
+    /// Sends a request; returns its correlation id.
+    pub async fn send<R: Request>(&mut self, request: &R, version: i16, trailing: &[u8]) -> i32 {
+        let correlation = self.next;
+        self.next += 1;
+        let header = RequestHeader::default()
+            .with_request_api_key(R::KEY)
+            .with_request_api_version(version)
+            .with_correlation_id(correlation)
+            .with_client_id(Some(StrBytes::from_static_str("kafko-test")));
+        let mut body = BytesMut::new();
+        header
+            .encode(&mut body, R::header_version(version))
+            .unwrap();
+        request.encode(&mut body, version).unwrap();
+        body.put_slice(trailing);
+        self.write_frame(&body).await;
+        correlation
+    }
+
+    pub async fn write_frame(&mut self, body: &[u8]) {
+        let mut frame = Vec::with_capacity(body.len() + 4);
+        frame.extend_from_slice(&i32::try_from(body.len()).unwrap().to_be_bytes());
+        frame.extend_from_slice(body);
+        self.stream.write_all(&frame).await.unwrap();
+    }
+
+    pub async fn read_frame(&mut self) -> Bytes {
+        let mut size = [0u8; 4];
+        tokio::time::timeout(Duration::from_secs(30), self.stream.read_exact(&mut size))
+            .await
+            .expect("an answer in time")
+            .expect("an answer, not a close");
+        let mut body = vec![0u8; usize::try_from(i32::from_be_bytes(size)).unwrap()];
+        self.stream.read_exact(&mut body).await.unwrap();
+        Bytes::from(body)
+    }
+
+    /// Reads the next answer, which must be to a request of type `R` at `version`.
+    pub async fn recv<R: Request>(&mut self, version: i16) -> (i32, R::Response) {
+        let mut body = self.read_frame().await;
+        let header =
+            ResponseHeader::decode(&mut body, R::Response::header_version(version)).unwrap();
+        let response = R::Response::decode(&mut body, version).unwrap();
+        assert!(body.is_empty(), "{} bytes after the answer", body.len());
+        (header.correlation_id, response)
+    }
+
+    pub async fn call<R: Request>(&mut self, request: &R, version: i16) -> R::Response {
+        let sent = self.send(request, version, &[]).await;
+        let (correlation, response) = self.recv::<R>(version).await;
+        assert_eq!(correlation, sent);
+        response
+    }
+
+    /// Whether the server closed the connection (EOF) within the time limit.
+    pub async fn closed_by_server(&mut self) -> bool {
+        let mut buf = [0u8; 64];
+        loop {
+            match tokio::time::timeout(Duration::from_secs(20), self.stream.read(&mut buf)).await {
+                Err(_) => return false,
+                Ok(Ok(0) | Err(_)) => return true,
+                Ok(Ok(_)) => {}
+            }
+        }
+    }
+}
+
+pub fn name(s: &str) -> TopicName {
+    TopicName(StrBytes::from_string(s.to_owned()))
+}
+
+#[derive(Clone, Default)]
+pub struct Rec {
+    pub key: Option<&'static [u8]>,
+    pub value: Option<&'static [u8]>,
+    pub headers: Vec<(&'static str, Option<&'static [u8]>)>,
+    pub timestamp: i64,
+}
+
+pub fn varlong(out: &mut BytesMut, v: i64) {
+    let mut raw = ((v << 1) ^ (v >> 63)) as u64;
+    while raw >= 0x80 {
+        out.put_u8((raw as u8 & 0x7f) | 0x80);
+        raw >>= 7;
+    }
+    out.put_u8(raw as u8);
+}
+
+pub fn put_bytes(out: &mut BytesMut, b: Option<&[u8]>) {
+    match b {
+        None => varlong(out, -1),
+        Some(b) => {
+            varlong(out, b.len() as i64);
+            out.put_slice(b);
+        }
+    }
+}
+
+/// A producer's batch: `codec` 0 (none) or 1 (gzip); `producer` = (id, epoch, base
+/// sequence), or none.
+pub fn batch(records: &[Rec], codec: i16, producer: Option<(i64, i16, i32)>) -> Bytes {
+    let base_ts = records[0].timestamp;
+    let mut area = BytesMut::new();
+    for (i, r) in records.iter().enumerate() {
+        let mut rec = BytesMut::new();
+        rec.put_i8(0);
+        varlong(&mut rec, r.timestamp - base_ts);
+        varlong(&mut rec, i as i64);
+        put_bytes(&mut rec, r.key);
+        put_bytes(&mut rec, r.value);
+        varlong(&mut rec, r.headers.len() as i64);
+        for (k, v) in &r.headers {
+            put_bytes(&mut rec, Some(k.as_bytes()));
+            put_bytes(&mut rec, *v);
+        }
+        varlong(&mut area, rec.len() as i64);
+        area.put_slice(&rec);
+    }
+    let area = if codec == 1 {
+        use std::io::Write;
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        enc.write_all(&area).unwrap();
+        Bytes::from(enc.finish().unwrap())
+    } else {
+        area.freeze()
+    };
+    let (pid, epoch, seq) = producer.unwrap_or((-1, -1, -1));
+    let mut b = BytesMut::new();
+    b.put_i64(0);
+    b.put_i32(0);
+    b.put_i32(-1);
+    b.put_i8(2);
+    b.put_u32(0);
+    b.put_i16(codec);
+    b.put_i32(records.len() as i32 - 1);
+    b.put_i64(base_ts);
+    b.put_i64(records.iter().map(|r| r.timestamp).max().unwrap());
+    b.put_i64(pid);
+    b.put_i16(epoch);
+    b.put_i32(seq);
+    b.put_i32(records.len() as i32);
+    b.put_slice(&area);
+    let len = (b.len() - 12) as i32;
+    b[8..12].copy_from_slice(&len.to_be_bytes());
+    let crc = crc32c::crc32c(&b[21..]);
+    b[17..21].copy_from_slice(&crc.to_be_bytes());
+    b.freeze()
+}
+
+/// A record as read back from a fetch.
+#[derive(Debug, PartialEq)]
+pub struct Got {
+    pub offset: i64,
+    pub timestamp: i64,
+    pub key: Option<Vec<u8>>,
+    pub value: Option<Vec<u8>>,
+    pub headers: Vec<(String, Vec<u8>)>,
+}
+
+pub fn get_varlong(b: &mut Bytes) -> i64 {
+    let mut raw = 0u64;
+    let mut shift = 0;
+    loop {
+        let byte = b.get_u8();
+        raw |= u64::from(byte & 0x7f) << shift;
+        if byte & 0x80 == 0 {
+            return (raw >> 1) as i64 ^ -((raw & 1) as i64);
+        }
+        shift += 7;
+    }
+}
+
+pub fn get_bytes(b: &mut Bytes) -> Option<Vec<u8>> {
+    let len = get_varlong(b);
+    (len >= 0).then(|| b.split_to(len as usize).to_vec())
+}
+
+/// Decodes fetched batches (uncompressed, as the broker sends them), checking each CRC.
+pub fn read_batches(mut data: Bytes) -> Vec<Got> {
+    let mut out = Vec::new();
+    while !data.is_empty() {
+        let base = data.get_i64();
+        let len = data.get_i32() as usize;
+        let mut batch = data.split_to(len);
+        let crc_covered = batch.slice(9..);
+        batch.advance(5);
+        assert_eq!(batch.get_u32(), crc32c::crc32c(&crc_covered), "batch CRC");
+        assert_eq!(batch.get_i16() & 7, 0, "uncompressed");
+        batch.advance(4);
+        let base_ts = batch.get_i64();
+        batch.advance(8 + 8 + 2 + 4);
+        let count = batch.get_i32();
+        for _ in 0..count {
+            let _len = get_varlong(&mut batch);
+            batch.advance(1);
+            let ts = base_ts + get_varlong(&mut batch);
+            let delta = get_varlong(&mut batch);
+            let key = get_bytes(&mut batch);
+            let value = get_bytes(&mut batch);
+            let n = get_varlong(&mut batch);
+            let headers = (0..n)
+                .map(|_| {
+                    let k = String::from_utf8(get_bytes(&mut batch).unwrap()).unwrap();
+                    (k, get_bytes(&mut batch).unwrap_or_default())
+                })
+                .collect();
+            out.push(Got {
+                offset: base + delta,
+                timestamp: ts,
+                key,
+                value,
+                headers,
+            });
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------- requests
+
+pub fn produce_request(topic: &str, partition: i32, records: Bytes, acks: i16) -> ProduceRequest {
+    ProduceRequest::default()
+        .with_acks(acks)
+        .with_timeout_ms(10_000)
+        .with_topic_data(vec![
+            TopicProduceData::default()
+                .with_name(name(topic))
+                .with_partition_data(vec![
+                    PartitionProduceData::default()
+                        .with_index(partition)
+                        .with_records(Some(records)),
+                ]),
+        ])
+}
+
+/// Produces one batch at v9; returns (error code, base offset).
+pub async fn produce_batch(
+    k: &mut Kafka,
+    topic: &str,
+    partition: i32,
+    records: Bytes,
+) -> (i16, i64) {
+    let r = k
+        .call(&produce_request(topic, partition, records, -1), 9)
+        .await;
+    let p = &r.responses[0].partition_responses[0];
+    (p.error_code, p.base_offset)
+}
