@@ -7,8 +7,8 @@
 # delete the topic (scripts/clients/kafka_flow.py; kafkajs: scripts/clients/kafka/flow.mjs,
 # which compares records through /v1 since it consumes only in a group; kcat: below, topics
 # made through /v1 since it has no admin API). Producers compress: snappy (confluent),
-# gzip (kafka-python, aiokafka, kafkajs), lz4 (kcat). Then README.md's kcat session, run as
-# written against the same server; and confluent-kafka with SASL/PLAIN against a second
+# gzip (kafka-python, aiokafka, kafkajs), lz4 (kcat). Then README.md's kcat and Python
+# sessions, run as written against the same server; and confluent-kafka with SASL/PLAIN against a second
 # server run with --auth-token.
 # Pinned clients, installed here on first use: PyPI into .venv-test/ (confluent-kafka,
 # kafka-python, aiokafka), npm into scripts/clients/kafka/node_modules from its lock
@@ -118,6 +118,16 @@ grep -q "^0 0 alice order-1 source=kcat$" "$WORK/readme-kcat.out"
 grep -q "^0 2 alice order-3 source=kcat$" "$WORK/readme-kcat.out"
 grep -q "^orders \[0\] offset 3$" "$WORK/readme-kcat.out"
 echo "  ok  the session runs as written"
+# The ```python block after it, K pointed at this server, with the pinned confluent-kafka.
+awk '/^## Kafka clients/ { s = 1 } s && /^```python$/ { b = 1; next } b && /^```$/ { exit } b' README.md \
+    | sed "s|^K = .*|K = \"$KAFKA\"|" >"$WORK/readme-kafka.py"
+grep -q confluent_kafka "$WORK/readme-kafka.py" || { echo "README.md has no Python session"; exit 1; }
+timeout 120 "$VENV/bin/python" "$WORK/readme-kafka.py" >"$WORK/readme-kafka.out" 2>&1 \
+    || { cat "$WORK/readme-kafka.out"; exit 1; }
+grep -q "^0 3 carol order-4$" "$WORK/readme-kafka.out" || { cat "$WORK/readme-kafka.out"; exit 1; }
+[[ $(curl -fsS "$URL/v1/groups/billing" | "$VENV/bin/python" -c 'import json,sys; print(json.load(sys.stdin)["topics"][0]["partitions"][0]["committed"])') == 4 ]] \
+    || { echo "the Python session's group did not commit 4"; exit 1; }
+echo "  ok  the Python session runs as written"
 fail_on_panic
 
 # SASL/PLAIN: a second server with a token.
