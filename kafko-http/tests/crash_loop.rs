@@ -4,7 +4,8 @@
 //! partition must be a gap-free prefix (each offset below the high watermark readable),
 //! and nothing may appear that a client never sent, or twice. A 17th connection produces
 //! into a topic that only exists once its first request auto-creates it: an acknowledged
-//! topic must survive too.
+//! topic must survive too. An 18th connection produces over the Kafka protocol (acks=all,
+//! batches of 1–4 records): what it was acknowledged must survive the same way.
 //!
 //! The second test does the same with consumer-group commits in the mix (8 producer
 //! and 8 committer connections): after every restart each group's committed offset is
@@ -22,6 +23,7 @@ use std::time::{Duration, Instant};
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
+use common::kafka::{Kafka, Rec, batch, produce_request};
 use common::{Server, client, json};
 use serde_json::json;
 
@@ -193,6 +195,62 @@ async fn producer(
     acked
 }
 
+/// A Kafka-protocol producer on its own connection: batches of 1–4 records to a random
+/// partition with acks=all, until the server goes away; every acknowledged record goes
+/// into the ledger at the offset the broker gave it.
+async fn kafka_producer(addr: String, cycle: u64, seed: u64, ledger: Arc<Mutex<Ledger>>) -> usize {
+    let mut rng = Rng(seed ^ (cycle << 32) ^ 0x4b41_464b);
+    let Ok(stream) = tokio::net::TcpStream::connect(&addr).await else {
+        return 0;
+    };
+    let mut k = Kafka { stream, next: 1 };
+    let mut acked = 0;
+    for n in 0u64.. {
+        let partition = rng.below(PARTITIONS);
+        let count = 1 + rng.below(4);
+        let values: Vec<&'static [u8]> = (0..count)
+            .map(|i| {
+                &*Box::leak(
+                    payload(&mut rng, &format!("c{cycle}-kafka-n{n}-{i}")).into_boxed_slice(),
+                )
+            })
+            .collect();
+        {
+            let mut l = ledger.lock().unwrap();
+            for v in &values {
+                assert!(l.sent.insert(v.to_vec()), "payload reused");
+            }
+        }
+        let records: Vec<Rec> = values
+            .iter()
+            .map(|v| Rec {
+                value: Some(v),
+                timestamp: 1_700_000_000_000,
+                ..Rec::default()
+            })
+            .collect();
+        let request = produce_request("crash", partition as i32, batch(&records, 0, None), -1);
+        let Some(answer) = k.try_call(&request, 9).await else {
+            return acked;
+        };
+        let p = &answer.responses[0].partition_responses[0];
+        match p.error_code {
+            0 => {}
+            // Busy or stopping: nothing stored, or stored unacknowledged.
+            7 | 6 => continue,
+            other => panic!("Kafka produce answered error {other}"),
+        }
+        let mut l = ledger.lock().unwrap();
+        for (i, v) in values.iter().enumerate() {
+            let pos = (partition, p.base_offset as u64 + i as u64);
+            let previous = l.acked.insert(pos, v.to_vec());
+            assert!(previous.is_none(), "offset {pos:?} acknowledged twice");
+            acked += 1;
+        }
+    }
+    acked
+}
+
 /// Reads every partition from offset 0 and checks the ledger against it. Returns the
 /// number of records stored.
 async fn verify(c: &reqwest::Client, s: &Server, ledger: &Ledger, cycle: u64) -> usize {
@@ -275,7 +333,8 @@ async fn sigkill_under_load_loses_no_acknowledged_record() {
         .unwrap();
     let ledger: Arc<Mutex<Ledger>> = Arc::default();
     let started = Instant::now();
-    let mut s = Server::start(&dir, &["--default-partitions", "4"]).await;
+    let kafka = ["--kafka-bind", "127.0.0.1:0"];
+    let mut s = Server::start(&dir, &["--default-partitions", "4", kafka[0], kafka[1]]).await;
     let r = client()
         .put(s.url("/v1/topics/crash"))
         .json(&json!({"partitions": PARTITIONS, "segment_bytes": 65536}))
@@ -283,7 +342,7 @@ async fn sigkill_under_load_loses_no_acknowledged_record() {
         .await
         .unwrap();
     assert_eq!(r.status(), 201);
-    let mut acked_total = 0;
+    let (mut acked_total, mut kafka_total) = (0, 0);
     for cycle in 0..kills {
         let creator = tokio::spawn(auto_creator(
             c.clone(),
@@ -304,6 +363,12 @@ async fn sigkill_under_load_loses_no_acknowledged_record() {
                 ))
             })
             .collect();
+        let kafka_worker = tokio::spawn(kafka_producer(
+            s.kafka.clone().expect("started with --kafka-bind"),
+            cycle,
+            seed,
+            ledger.clone(),
+        ));
         // A random moment: sometimes right at the start, mostly mid-stream.
         let delay = 20 + rng.below(480);
         tokio::time::sleep(Duration::from_millis(delay)).await;
@@ -311,8 +376,11 @@ async fn sigkill_under_load_loses_no_acknowledged_record() {
         for w in workers {
             acked_total += w.await.expect("producer panicked");
         }
+        let over_kafka = kafka_worker.await.expect("Kafka producer panicked");
+        acked_total += over_kafka;
+        kafka_total += over_kafka;
         creator.await.expect("auto-creator panicked");
-        s = Server::start(&dir, &[]).await;
+        s = Server::start(&dir, &kafka).await;
         let log = std::fs::read_to_string(dir.with_extension("log")).unwrap();
         assert!(
             log.contains("no clean shutdown marker; scanning active segments"),
@@ -337,9 +405,13 @@ async fn sigkill_under_load_loses_no_acknowledged_record() {
         "load too light to mean anything: {} acks over {kills} kills",
         l.acked.len()
     );
+    assert!(
+        kafka_total as u64 >= kills,
+        "the Kafka producer was acknowledged only {kafka_total} records"
+    );
     let auto_topics: HashSet<&str> = l.auto.iter().map(|a| a.0.as_str()).collect();
     eprintln!(
-        "crash loop: {kills} SIGKILLs survived, {} acknowledged records verified byte for byte, 0 lost, {} sent; \
+        "crash loop: {kills} SIGKILLs survived, {} acknowledged records ({kafka_total} over Kafka) verified byte for byte, 0 lost, {} sent; \
          {} auto-created topics ({} acked records in them) all survived; {:.1} s (seed {seed})",
         l.acked.len(),
         l.sent.len(),

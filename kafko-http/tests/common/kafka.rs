@@ -81,6 +81,33 @@ impl Kafka {
         response
     }
 
+    /// Like [`call`](Self::call), but `None` when the connection fails on the way (the
+    /// server was killed): for clients that go on until the server goes away.
+    pub async fn try_call<R: Request>(&mut self, request: &R, version: i16) -> Option<R::Response> {
+        let correlation = self.next;
+        self.next += 1;
+        let header = RequestHeader::default()
+            .with_request_api_key(R::KEY)
+            .with_request_api_version(version)
+            .with_correlation_id(correlation);
+        let mut body = BytesMut::new();
+        header.encode(&mut body, R::header_version(version)).ok()?;
+        request.encode(&mut body, version).ok()?;
+        let mut frame = Vec::with_capacity(body.len() + 4);
+        frame.extend_from_slice(&i32::try_from(body.len()).ok()?.to_be_bytes());
+        frame.extend_from_slice(&body);
+        self.stream.write_all(&frame).await.ok()?;
+        let mut size = [0u8; 4];
+        self.stream.read_exact(&mut size).await.ok()?;
+        let mut answer = vec![0u8; usize::try_from(i32::from_be_bytes(size)).ok()?];
+        self.stream.read_exact(&mut answer).await.ok()?;
+        let mut answer = Bytes::from(answer);
+        let header =
+            ResponseHeader::decode(&mut answer, R::Response::header_version(version)).ok()?;
+        assert_eq!(header.correlation_id, correlation);
+        R::Response::decode(&mut answer, version).ok()
+    }
+
     /// Whether the server closed the connection (EOF) within the time limit.
     pub async fn closed_by_server(&mut self) -> bool {
         let mut buf = [0u8; 64];
