@@ -45,6 +45,16 @@ pub struct CommittedOffset {
     pub metadata: Option<String>,
 }
 
+/// What a waiting call's look at its group found.
+enum Step<T> {
+    /// The answer.
+    Done(T),
+    /// Look again at once (the look moved the group on).
+    Again,
+    /// Wait for a change, at most until then.
+    Until(Instant),
+}
+
 impl GroupHandle {
     /// Turns a refusal of the state machine into this group's error.
     fn refused(&self, member: &str, refusal: Refusal, given: u64) -> KafkoError {
@@ -74,6 +84,28 @@ impl GroupHandle {
             .get(&*self.name)
             .map(|g| g.changed.clone())
             .ok_or_else(|| group_not_found(&self.name))
+    }
+
+    /// Looks at the group with `look` until it says it is done, waiting on the group's
+    /// signal (registered before each look, so no change is missed) up to the deadline
+    /// it names in between.
+    async fn wait_for<T>(
+        &self,
+        mut look: impl FnMut(&mut GroupState, &Arc<Notify>) -> Result<Step<T>>,
+    ) -> Result<T> {
+        loop {
+            let changed = self.changed()?;
+            let notified = changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            match self.with_classic(false, &mut look)? {
+                Step::Done(value) => return Ok(value),
+                Step::Again => {}
+                Step::Until(deadline) => {
+                    let _ = tokio::time::timeout_at(deadline, notified).await;
+                }
+            }
+        }
     }
 
     /// Runs `f` on the group after expiring silent members of both kinds; `create`
@@ -168,12 +200,8 @@ impl GroupHandle {
             Ok(waiting) => waiting,
             Err(answered) => return Ok(answered),
         };
-        loop {
-            let changed = self.changed()?;
-            let notified = changed.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            let step = self.with_classic(false, |g, changed| {
+        let answer = self
+            .wait_for(|g, changed| {
                 let m = &mut g.members;
                 let c = &mut m.classic;
                 if !c.members.contains_key(&id) {
@@ -181,26 +209,22 @@ impl GroupHandle {
                 }
                 match c.phase {
                     Phase::Preparing { deadline } if m.generation == joined_in => {
-                        if Instant::now() >= deadline {
-                            if c.try_complete(&mut m.generation, true) {
-                                changed.notify_waiters();
-                            }
-                            return Ok(Err(None));
+                        if Instant::now() < deadline {
+                            return Ok(Step::Until(deadline));
                         }
-                        Ok(Err(Some(deadline)))
+                        if c.try_complete(&mut m.generation, true) {
+                            changed.notify_waiters();
+                        }
+                        Ok(Step::Again)
                     }
-                    _ => Ok(Ok(c.answer(&id, m.generation))),
+                    _ => c
+                        .answer(&id, m.generation)
+                        .map(Step::Done)
+                        .ok_or_else(|| self.refused(&id, Refusal::UnknownMember, 0)),
                 }
-            })?;
-            match step {
-                Ok(Some(answer)) => return Ok(JoinGroupOutcome::Joined(answer)),
-                Ok(None) => return Err(self.refused(&id, Refusal::UnknownMember, 0).into()),
-                Err(None) => continue,
-                Err(Some(deadline)) => {
-                    let _ = tokio::time::timeout_at(deadline, notified).await;
-                }
-            }
-        }
+            })
+            .await?;
+        Ok(JoinGroupOutcome::Joined(answer))
     }
 
     /// Kafka's SyncGroup: the leader hands in every member's assignment (which makes
@@ -216,12 +240,8 @@ impl GroupHandle {
         assignments: Vec<MemberAssignment>,
     ) -> Result<Bytes, GroupError> {
         let mut assignments = Some(assignments);
-        loop {
-            let changed = self.changed()?;
-            let notified = changed.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            let step = self.with_classic(false, |g, changed| {
+        let assignment = self
+            .wait_for(|g, changed| {
                 let now = Instant::now();
                 let m = &mut g.members;
                 let c = &mut m.classic;
@@ -233,7 +253,7 @@ impl GroupHandle {
                 }
                 if c.phase == Phase::Stable {
                     let own = c.members.get(member_id).map(|m| m.assignment.clone());
-                    return Ok(Ok(own.unwrap_or_default()));
+                    return Ok(Step::Done(own.unwrap_or_default()));
                 }
                 // Wait for the leader, at most until its session would expire.
                 let leader_expires = c
@@ -241,15 +261,10 @@ impl GroupHandle {
                     .as_ref()
                     .and_then(|l| c.members.get(l))
                     .map_or(now, |l| l.last_seen + l.session_timeout);
-                Ok(Err(leader_expires))
-            })?;
-            match step {
-                Ok(assignment) => return Ok(assignment),
-                Err(deadline) => {
-                    let _ = tokio::time::timeout_at(deadline, notified).await;
-                }
-            }
-        }
+                Ok(Step::Until(leader_expires))
+            })
+            .await?;
+        Ok(assignment)
     }
 
     /// Kafka's Heartbeat: keeps the member's session alive.
