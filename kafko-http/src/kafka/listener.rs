@@ -7,8 +7,9 @@
 //! sends no complete request within `--header-read-timeout-ms` of accept, or nothing
 //! for `--idle-timeout-ms` after its last answer, is closed; at the cap a newcomer
 //! closes the oldest idle connection (clients reconnect), and is closed itself when
-//! every connection is busy. Bytes that are not a Kafka request close their connection
-//! only. Shutdown stops accepting and closes every connection between requests (a
+//! every connection is busy. An answer the client does not take within
+//! `--request-timeout-ms` closes the connection. Bytes that are not a Kafka request close
+//! their connection only. Shutdown stops accepting and closes every connection between requests (a
 //! waiting fetch answers at once), and the log shuts down once they closed.
 
 use std::sync::Arc;
@@ -126,13 +127,15 @@ async fn connection(mut stream: TcpStream, mut admitted: Admitted, broker: &Brok
         let outcome = dispatch::handle(broker, &mut session, body).await;
         match outcome {
             Outcome::Answer(frame) => {
-                if let Err(e) = frame::write_frame(&mut stream, &frame).await {
+                if let Err(e) =
+                    frame::write_frame(&mut stream, &frame, config.request_timeout).await
+                {
                     tracing::debug!(error = %e, "kafka connection: write failed");
                     return;
                 }
             }
             Outcome::Held(frame, room) => {
-                let written = frame::write_frame(&mut stream, &frame).await;
+                let written = frame::write_frame(&mut stream, &frame, config.request_timeout).await;
                 drop(room);
                 if let Err(e) = written {
                     tracing::debug!(error = %e, "kafka connection: write failed");
@@ -141,7 +144,7 @@ async fn connection(mut stream: TcpStream, mut admitted: Admitted, broker: &Brok
             }
             Outcome::Silent => {}
             Outcome::AnswerAndClose(frame) => {
-                let _ = frame::write_frame(&mut stream, &frame).await;
+                let _ = frame::write_frame(&mut stream, &frame, config.request_timeout).await;
                 return;
             }
             Outcome::Close(why) => {
