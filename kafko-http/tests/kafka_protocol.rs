@@ -170,11 +170,25 @@ async fn api_versions_advertises_exactly_the_served_ranges_and_answers_a_newer_v
         v
     };
     assert_eq!(ranges(&refused), expected);
-    // Then v3 (flexible): the same ranges, and no tagged fields beyond the empty set.
-    let ok = k.call(&ApiVersionsRequest::default(), 3).await;
+    // Then v3 (flexible): the same ranges, and no tagged field at all (kcat's librdkafka
+    // misreads default-valued ones): the body is exactly what its fields encode to,
+    // ending in an empty tagged-field set.
+    let correlation = k.send(&ApiVersionsRequest::default(), 3, &[]).await;
+    let mut body = k.read_frame().await;
+    assert_eq!(
+        body.get_i32(),
+        correlation,
+        "ApiVersions answers have a v0 header"
+    );
+    let raw = body.clone();
+    let ok = ApiVersionsResponse::decode(&mut body, 3).unwrap();
     assert_eq!(ok.error_code, 0);
     assert_eq!(ranges(&ok), expected);
-    assert!(ok.supported_features.is_empty() && ok.finalized_features.is_empty());
+    assert!(ok.unknown_tagged_fields.is_empty());
+    let mut again = BytesMut::new();
+    ok.encode(&mut again, 3).unwrap();
+    assert_eq!(&again[..], &raw[..]);
+    assert_eq!(raw.last(), Some(&0));
     // And v0, as aiokafka asks.
     assert_eq!(
         ranges(&k.call(&ApiVersionsRequest::default(), 0).await),

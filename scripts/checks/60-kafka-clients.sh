@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# Stock Kafka clients against the Kafka listener (--kafka-bind), each running one flow
-# against the real debug binary: create a 3-partition topic, produce 1,000 keyed records
-# with headers, check every key landed where kafko's /v1 routes it (murmur2), read them
+# Stock Kafka clients against the Kafka listener (--kafka-bind) of the real debug binary.
+# Each runs one flow: create a 3-partition topic, produce 1,000 keyed records with
+# headers (compressed: snappy by confluent, gzip by kafka-python, aiokafka and kafkajs,
+# lz4 by kcat), check every key landed where kafko's /v1 routes it (murmur2), read them
 # back with manual assignment, watermarks, ListOffsets earliest/latest/by timestamp,
 # a consumer group reads 500 and commits and a new consumer resumes at the commit,
-# delete the topic (scripts/clients/kafka_flow.py; kafkajs: scripts/clients/kafka/flow.mjs,
-# which compares records through /v1 since it consumes only in a group; kcat: below, topics
-# made through /v1 since it has no admin API). Producers compress: snappy (confluent),
-# gzip (kafka-python, aiokafka, kafkajs), lz4 (kcat). Then README.md's kcat and Python
-# sessions, run as written against the same server; and confluent-kafka with SASL/PLAIN against a second
-# server run with --auth-token.
+# delete the topic. The Python clients run scripts/clients/kafka_flow.py; kafkajs runs
+# scripts/clients/kafka/flow.mjs and compares records through /v1 (it consumes only in a
+# group); kcat runs below, its topic made through /v1 (it has no admin API). Then: a
+# transactional producer is refused at once; README.md's kcat and Python sessions run as
+# written; confluent-kafka over SASL/PLAIN against a second server run with --auth-token.
 # Pinned clients, installed here on first use: PyPI into .venv-test/ (confluent-kafka,
 # kafka-python, aiokafka), npm into scripts/clients/kafka/node_modules from its lock
 # file (kafkajs), Debian's kcat.
@@ -58,6 +58,7 @@ for client in confluent kafka-python aiokafka; do
     timeout 300 "$VENV/bin/python" scripts/clients/kafka_flow.py "$client" "$KAFKA" "$URL"
 done
 (cd "$JS" && timeout 300 node flow.mjs "$KAFKA" "$URL")
+timeout 60 "$VENV/bin/python" scripts/clients/kafka_flow.py transactions "$KAFKA"
 
 echo "--- kcat"
 T=flow-kcat

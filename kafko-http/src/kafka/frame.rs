@@ -1,9 +1,13 @@
 //! Framing: every Kafka request and response is a 4-byte big-endian size followed by
 //! that many bytes. A frame whose declared size is negative or past the limit is refused
-//! from its prefix alone, before any of it is read or buffered.
+//! from its prefix alone, before any of it is read or buffered; a frame's buffer grows
+//! as its bytes arrive.
 
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+/// The most a frame buffer holds before its bytes arrive.
+const INITIAL_CAPACITY: usize = 64 * 1024;
 
 /// Why a connection stops reading frames.
 #[derive(Debug, thiserror::Error)]
@@ -47,8 +51,16 @@ pub(crate) async fn read_frame<R: AsyncRead + Unpin>(
             size: i64::from(size),
             limit,
         })?;
-    let mut body = BytesMut::zeroed(len);
-    reader.read_exact(&mut body).await?;
+    // Grown as bytes arrive: a declared size reserves nothing the peer has not sent.
+    let mut body = BytesMut::with_capacity(len.min(INITIAL_CAPACITY));
+    while body.len() < len {
+        body.reserve((len - body.len()).min(INITIAL_CAPACITY));
+        let want = len - body.len();
+        let n = (&mut *reader).take(want as u64).read_buf(&mut body).await?;
+        if n == 0 {
+            return Err(FrameError::Io(std::io::ErrorKind::UnexpectedEof.into()));
+        }
+    }
     Ok(body.freeze())
 }
 
@@ -70,14 +82,60 @@ pub(crate) fn seal(mut buf: BytesMut) -> std::io::Result<Bytes> {
     Ok(buf.freeze())
 }
 
-/// Writes a sealed frame.
+/// Writes a sealed frame, within `limit`: a peer that stops reading its answers is not
+/// waited for longer.
 ///
 /// # Errors
-/// The socket's failure.
+/// The socket's failure; `TimedOut` past the limit.
 pub(crate) async fn write_frame<W: AsyncWrite + Unpin>(
     writer: &mut W,
     frame: &[u8],
+    limit: std::time::Duration,
 ) -> std::io::Result<()> {
-    writer.write_all(frame).await?;
-    writer.flush().await
+    let write = async {
+        writer.write_all(frame).await?;
+        writer.flush().await
+    };
+    tokio::time::timeout(limit, write)
+        .await
+        .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn frames_are_read_whole_refused_past_the_limit_and_cut_short_is_an_error() {
+        let (mut client, mut server) = tokio::io::duplex(1 << 20);
+        let body = vec![7u8; 200_000];
+        client.write_all(&200_000i32.to_be_bytes()).await.unwrap();
+        client.write_all(&body).await.unwrap();
+        assert_eq!(
+            &read_frame(&mut server, 1 << 20).await.unwrap()[..],
+            &body[..]
+        );
+        // Past the limit, from the prefix alone.
+        client.write_all(&(2i32 << 20).to_be_bytes()).await.unwrap();
+        assert!(matches!(
+            read_frame(&mut server, 1 << 20).await,
+            Err(FrameError::TooLarge { .. })
+        ));
+        // Cut short by the peer's close.
+        let (mut client, mut server) = tokio::io::duplex(1024);
+        client.write_all(&100i32.to_be_bytes()).await.unwrap();
+        client.write_all(&[1, 2, 3]).await.unwrap();
+        drop(client);
+        assert!(matches!(
+            read_frame(&mut server, 1 << 20).await,
+            Err(FrameError::Io(_))
+        ));
+        // Between frames, a close is just that.
+        let (client, mut server) = tokio::io::duplex(1024);
+        drop(client);
+        assert!(matches!(
+            read_frame(&mut server, 1 << 20).await,
+            Err(FrameError::Closed)
+        ));
+    }
 }

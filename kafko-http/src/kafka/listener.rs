@@ -7,8 +7,9 @@
 //! sends no complete request within `--header-read-timeout-ms` of accept, or nothing
 //! for `--idle-timeout-ms` after its last answer, is closed; at the cap a newcomer
 //! closes the oldest idle connection (clients reconnect), and is closed itself when
-//! every connection is busy. Bytes that are not a Kafka request close their connection
-//! only. Shutdown stops accepting and closes every connection between requests (a
+//! every connection is busy. An answer the client does not take within
+//! `--request-timeout-ms` closes the connection. Bytes that are not a Kafka request close
+//! their connection only. Shutdown stops accepting and closes every connection between requests (a
 //! waiting fetch answers at once), and the log shuts down once they closed.
 
 use std::sync::Arc;
@@ -30,21 +31,35 @@ pub struct Advertised {
     pub port: u16,
 }
 
+/// Why an advertised address was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AdvertisedError {
+    /// No `:port` part.
+    #[error("'{0}': expected host:port")]
+    NoPort(String),
+    /// The port is not a number from 0 to 65535.
+    #[error("'{0}': the port is not a number 0-65535")]
+    BadPort(String),
+    /// Nothing before the port.
+    #[error("'{0}': no host")]
+    NoHost(String),
+}
+
 impl Advertised {
     /// Parses `host:port` (an IPv6 address in brackets).
     ///
     /// # Errors
-    /// What is wrong with `addr`.
-    pub fn parse(addr: &str) -> Result<Self, String> {
+    /// [`AdvertisedError`]: what is wrong with `addr`.
+    pub fn parse(addr: &str) -> Result<Self, AdvertisedError> {
         let (host, port) = addr
             .rsplit_once(':')
-            .ok_or_else(|| format!("'{addr}': expected host:port"))?;
+            .ok_or_else(|| AdvertisedError::NoPort(addr.to_owned()))?;
         let port = port
             .parse()
-            .map_err(|_| format!("'{addr}': the port is not a number 0-65535"))?;
+            .map_err(|_| AdvertisedError::BadPort(addr.to_owned()))?;
         let host = host.trim_start_matches('[').trim_end_matches(']');
         if host.is_empty() {
-            return Err(format!("'{addr}': no host"));
+            return Err(AdvertisedError::NoHost(addr.to_owned()));
         }
         Ok(Advertised {
             host: host.to_owned(),
@@ -115,13 +130,15 @@ async fn connection(mut stream: TcpStream, mut admitted: Admitted, broker: &Brok
         let outcome = dispatch::handle(broker, &mut session, body).await;
         match outcome {
             Outcome::Answer(frame) => {
-                if let Err(e) = frame::write_frame(&mut stream, &frame).await {
+                if let Err(e) =
+                    frame::write_frame(&mut stream, &frame, config.request_timeout).await
+                {
                     tracing::debug!(error = %e, "kafka connection: write failed");
                     return;
                 }
             }
             Outcome::Held(frame, room) => {
-                let written = frame::write_frame(&mut stream, &frame).await;
+                let written = frame::write_frame(&mut stream, &frame, config.request_timeout).await;
                 drop(room);
                 if let Err(e) = written {
                     tracing::debug!(error = %e, "kafka connection: write failed");
@@ -130,7 +147,7 @@ async fn connection(mut stream: TcpStream, mut admitted: Admitted, broker: &Brok
             }
             Outcome::Silent => {}
             Outcome::AnswerAndClose(frame) => {
-                let _ = frame::write_frame(&mut stream, &frame).await;
+                let _ = frame::write_frame(&mut stream, &frame, config.request_timeout).await;
                 return;
             }
             Outcome::Close(why) => {
@@ -138,5 +155,37 @@ async fn connection(mut stream: TcpStream, mut admitted: Admitted, broker: &Brok
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn advertised_addresses_parse_with_their_errors() {
+        let ok = |host: &str, port| {
+            Ok(Advertised {
+                host: host.to_owned(),
+                port,
+            })
+        };
+        assert_eq!(
+            Advertised::parse("kafko.example:9092"),
+            ok("kafko.example", 9092)
+        );
+        assert_eq!(Advertised::parse("[::1]:9092"), ok("::1", 9092));
+        assert!(matches!(
+            Advertised::parse("kafko"),
+            Err(AdvertisedError::NoPort(_))
+        ));
+        assert!(matches!(
+            Advertised::parse("h:70000"),
+            Err(AdvertisedError::BadPort(_))
+        ));
+        assert!(matches!(
+            Advertised::parse(":9092"),
+            Err(AdvertisedError::NoHost(_))
+        ));
     }
 }

@@ -30,7 +30,7 @@ mod produce;
 mod records;
 mod sasl;
 
-pub use listener::{Advertised, serve};
+pub use listener::{Advertised, AdvertisedError, serve};
 
 use crate::state::AppState;
 

@@ -11,6 +11,8 @@
 //! answered once the batch is appended as the topic's fsync policy acknowledges writes —
 //! in the page cache (`never`, `interval_ms`), or fsynced (`always`).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use bytes::Bytes;
 use futures_util::future::join_all;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
@@ -25,7 +27,8 @@ use super::{Broker, errors};
 use crate::service::failure::Failure;
 use crate::service::produce::{self as service, Policy, Produce};
 
-/// The most bytes one compressed batch may inflate to (the log's own batch ceiling).
+/// The most bytes the compressed batches of one request may inflate to, together (the
+/// log's own batch ceiling).
 const MAX_UNCOMPRESSED: usize = 64 * 1024 * 1024;
 
 /// One partition's answer.
@@ -75,11 +78,13 @@ pub(crate) async fn handle(broker: &Broker, request: ProduceRequest, version: i1
     } else {
         None
     };
+    // Shared by the request's partitions, decoded one after the other on this task.
+    let inflate_budget = AtomicUsize::new(MAX_UNCOMPRESSED);
     let topics = join_all(
         request
             .topic_data
             .into_iter()
-            .map(|topic| produce_topic(broker, topic, refuse_all)),
+            .map(|topic| produce_topic(broker, topic, refuse_all, &inflate_budget)),
     )
     .await;
     if acks == 0 {
@@ -127,6 +132,7 @@ async fn produce_topic(
     broker: &Broker,
     topic: TopicProduceData,
     refuse_all: Option<(i16, &'static str)>,
+    inflate_budget: &AtomicUsize,
 ) -> TopicAnswer {
     let name = topic.name.clone();
     let all = |code: i16, message: &str| -> TopicAnswer {
@@ -154,7 +160,7 @@ async fn produce_topic(
         topic
             .partition_data
             .into_iter()
-            .map(|data| produce_partition(broker, &producer, data)),
+            .map(|data| produce_partition(broker, &producer, data, inflate_budget)),
     )
     .await;
     (name, answers)
@@ -164,6 +170,7 @@ async fn produce_partition(
     broker: &Broker,
     producer: &Producer,
     data: PartitionProduceData,
+    inflate_budget: &AtomicUsize,
 ) -> (i32, Answer) {
     let index = data.index;
     let partition = match u32::try_from(index) {
@@ -175,7 +182,7 @@ async fn produce_partition(
             );
         }
     };
-    let batch = match decode(data.records) {
+    let batch = match decode(data.records, inflate_budget) {
         Ok(batch) => batch,
         Err((code, message)) => return (index, Answer::error(code, message)),
     };
@@ -220,12 +227,19 @@ fn log_start(broker: &Broker, producer: &Producer, partition: u32) -> Option<i64
     Some(i64::try_from(offsets.log_start).unwrap_or(i64::MAX))
 }
 
-/// The one batch of a partition's records, decoded.
-fn decode(records: Option<Bytes>) -> Result<DecodedBatch, (i16, String)> {
+/// The one batch of a partition's records, decoded within what the request may still
+/// inflate.
+fn decode(
+    records: Option<Bytes>,
+    inflate_budget: &AtomicUsize,
+) -> Result<DecodedBatch, (i16, String)> {
     let Some(data) = records else {
         return Err((errors::INVALID_RECORD, "no records".into()));
     };
-    let mut batches = records::decode_batches(data, MAX_UNCOMPRESSED).map_err(|e| {
+    let mut left = inflate_budget.load(Ordering::Relaxed);
+    let decoded = records::decode_batches(data, &mut left);
+    inflate_budget.store(left, Ordering::Relaxed);
+    let mut batches = decoded.map_err(|e| {
         let code = match &e {
             BatchError::Corrupt(_) => errors::CORRUPT_MESSAGE,
             BatchError::Invalid(_) => errors::INVALID_RECORD,

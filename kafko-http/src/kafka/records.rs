@@ -72,14 +72,14 @@ impl DecodedBatch {
 }
 
 /// Splits a produce's `records` bytes into batches and decodes each; the whole set is
-/// refused on the first bad batch. `max_uncompressed` bounds the bytes a compressed
-/// batch may inflate to.
+/// refused on the first bad batch. `inflate_budget` bounds the bytes compressed batches
+/// may inflate to, and is reduced by what they did.
 ///
 /// # Errors
 /// [`BatchError`] for the first batch that fails.
 pub(crate) fn decode_batches(
     mut data: Bytes,
-    max_uncompressed: usize,
+    inflate_budget: &mut usize,
 ) -> Result<Vec<DecodedBatch>, BatchError> {
     let mut batches = Vec::new();
     while !data.is_empty() {
@@ -99,7 +99,7 @@ pub(crate) fn decode_batches(
             .filter(|t| *t >= BATCH_HEADER_LEN && *t <= data.len())
             .ok_or_else(|| BatchError::Corrupt("batch length past the data".into()))?;
         let batch = data.split_to(total);
-        batches.push(decode_batch(batch, max_uncompressed)?);
+        batches.push(decode_batch(batch, inflate_budget)?);
     }
     if batches.is_empty() {
         return Err(BatchError::Invalid("no record batch".into()));
@@ -107,7 +107,7 @@ pub(crate) fn decode_batches(
     Ok(batches)
 }
 
-fn decode_batch(batch: Bytes, max_uncompressed: usize) -> Result<DecodedBatch, BatchError> {
+fn decode_batch(batch: Bytes, inflate_budget: &mut usize) -> Result<DecodedBatch, BatchError> {
     let mut head = &batch[CRC_START - 4..BATCH_HEADER_LEN];
     let crc = head.get_u32();
     if crc32c::crc32c(&batch[CRC_START..]) != crc {
@@ -127,7 +127,11 @@ fn decode_batch(batch: Bytes, max_uncompressed: usize) -> Result<DecodedBatch, B
     let codec = attributes & 0x7;
     let body = match codec {
         0 => body,
-        1..=4 => inflate(codec, &body, max_uncompressed)?,
+        1..=4 => {
+            let inflated = inflate(codec, &body, *inflate_budget)?;
+            *inflate_budget -= inflated.len();
+            inflated
+        }
         other => return Err(BatchError::Codec(other)),
     };
     // Every record takes at least 7 bytes: a bound on the count before allocating.
@@ -456,7 +460,7 @@ mod tests {
         ];
         let mut out = BytesMut::new();
         encode_batch(&records, &mut out, None);
-        let batches = decode_batches(out.freeze(), 1 << 20).unwrap();
+        let batches = decode_batches(out.freeze(), &mut (1 << 20)).unwrap();
         assert_eq!(batches.len(), 1);
         let got = &batches[0].records;
         assert_eq!(got.len(), 3);
@@ -477,7 +481,7 @@ mod tests {
         assert_eq!(encode_batch(&records, &mut whole, None), 5);
         let mut cut = BytesMut::new();
         assert_eq!(encode_batch(&records, &mut cut, Some(whole.len() - 1)), 4);
-        let batches = decode_batches(cut.freeze(), 1 << 20).unwrap();
+        let batches = decode_batches(cut.freeze(), &mut (1 << 20)).unwrap();
         assert_eq!(batches[0].records.len(), 4);
         let mut none = BytesMut::new();
         assert_eq!(encode_batch(&records, &mut none, Some(70)), 0);
@@ -491,7 +495,7 @@ mod tests {
         let last = out.len() - 1;
         out[last] ^= 1;
         assert!(matches!(
-            decode_batches(out.freeze(), 1 << 20),
+            decode_batches(out.freeze(), &mut (1 << 20)),
             Err(BatchError::Corrupt(_))
         ));
     }
@@ -564,6 +568,37 @@ mod tests {
         assert!(matches!(
             inflate(3, b"not lz4", 1 << 20),
             Err(BatchError::Corrupt(_))
+        ));
+    }
+
+    #[test]
+    fn compressed_batches_share_one_inflate_budget() {
+        use std::io::Write;
+        let records: Vec<Record> = (0..100)
+            .map(|i| record(i, None, Some(&"x".repeat(1000)), &[]))
+            .collect();
+        let mut plain = BytesMut::new();
+        encode_batch(&records, &mut plain, None);
+        // The same batch with its record area gzipped (attributes codec 1).
+        let area = &plain[BATCH_HEADER_LEN..];
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(area).unwrap();
+        let gz = gz.finish().unwrap();
+        let mut batch = BytesMut::from(&plain[..BATCH_HEADER_LEN]);
+        batch[21..23].copy_from_slice(&1i16.to_be_bytes());
+        batch.extend_from_slice(&gz);
+        let length = i32::try_from(batch.len() - 12).unwrap();
+        batch[8..12].copy_from_slice(&length.to_be_bytes());
+        let crc = crc32c::crc32c(&batch[CRC_START..]);
+        batch[17..21].copy_from_slice(&crc.to_be_bytes());
+        let batch = batch.freeze();
+        let mut budget = area.len() * 3 / 2;
+        let decoded = decode_batches(batch.clone(), &mut budget).unwrap();
+        assert_eq!(decoded[0].records.len(), 100);
+        assert_eq!(budget, area.len() / 2);
+        assert!(matches!(
+            decode_batches(batch, &mut budget),
+            Err(BatchError::Invalid(_))
         ));
     }
 }
