@@ -17,7 +17,7 @@ use kafka_protocol::messages::{
     ApiVersionsRequest, ApiVersionsResponse, CreateTopicsRequest, DeleteTopicsRequest,
     FetchRequest, InitProducerIdRequest, ListOffsetsRequest, MetadataRequest, ProduceRequest,
 };
-use kafka_protocol::protocol::{Decodable, Request, StrBytes};
+use kafka_protocol::protocol::{Decodable, Encodable, Request, StrBytes};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
