@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Bounded fuzzing of every kafko on-disk decoder (fuzz/fuzz_targets/*).
+# Bounded fuzzing of every kafko on-disk decoder and the Kafka request decoder
+# (fuzz/fuzz_targets/*).
 #
 #   scripts/fuzz.sh [seconds-per-target] [target...]
 #
@@ -22,7 +23,7 @@ secs="${1:-60}"
 shift || true
 targets=("$@")
 if [ "${#targets[@]}" -eq 0 ]; then
-    targets=(batch record_area decompress sparse_index state_file recovery_scan)
+    targets=(batch record_area decompress sparse_index state_file recovery_scan kafka_request)
 fi
 
 if ! cargo fuzz --version >/dev/null 2>&1; then
