@@ -213,10 +213,16 @@ fn every_flag_and_variable_of_the_image_and_compose_exists_in_help() {
     assert!(bind.starts_with("0.0.0.0:"), "KAFKO_BIND={bind}");
     let port = port_of(bind);
     assert_eq!(d.expose, vec![port], "EXPOSE vs KAFKO_BIND");
+    // Compose also turns the Kafka listener on, on every interface, and publishes it.
+    let kafka = c
+        .kafko_env
+        .get("KAFKO_KAFKA_BIND")
+        .expect("compose sets KAFKO_KAFKA_BIND");
+    assert!(kafka.starts_with("0.0.0.0:"), "KAFKO_KAFKA_BIND={kafka}");
     assert_eq!(
         c.kafko_container_ports,
-        vec![port],
-        "compose ports vs KAFKO_BIND"
+        vec![port, port_of(kafka)],
+        "compose ports vs KAFKO_BIND and KAFKO_KAFKA_BIND"
     );
     let url = c
         .load_url
