@@ -12,21 +12,8 @@ cd "$(dirname "$0")/../.."
 
 VENV=.venv-test
 PINS=(kafka-bridge-client==0.7.1 aiohttp==3.14.5 requests==2.34.2 pytest==9.2.0)
-if [[ ! -x "$VENV/bin/python" ]]; then
-    python3 -m venv "$VENV"
-fi
-if ! "$VENV/bin/python" - "${PINS[@]}" <<'PY' 2>/dev/null
-import sys
-from importlib.metadata import version
-for pin in sys.argv[1:]:
-    name, want = pin.split("==")
-    if version(name) != want:
-        sys.exit(1)
-PY
-then
-    echo "installing ${PINS[*]} into $VENV"
-    "$VENV/bin/pip" install --quiet --disable-pip-version-check "${PINS[@]}"
-fi
+source scripts/lib/python-pins.sh
+install_pins "$VENV" "${PINS[@]}"
 
 source scripts/lib/debug-server.sh
 # A short instance timeout, so the expiry test takes seconds (the default is 300 s).

@@ -20,19 +20,8 @@ VENV=.venv-test
 PINS=(confluent-kafka==2.16.1 kafka-python==3.0.12 aiokafka==0.14.0)
 JS=scripts/clients/kafka
 
-[[ -x "$VENV/bin/python" ]] || python3 -m venv "$VENV"
-if ! "$VENV/bin/python" - "${PINS[@]}" <<'PY' 2>/dev/null
-import sys
-from importlib.metadata import version
-for pin in sys.argv[1:]:
-    name, want = pin.split("==")
-    if version(name) != want:
-        sys.exit(1)
-PY
-then
-    echo "installing ${PINS[*]} into $VENV"
-    "$VENV/bin/pip" install --quiet --disable-pip-version-check "${PINS[@]}"
-fi
+source scripts/lib/python-pins.sh
+install_pins "$VENV" "${PINS[@]}"
 if ! command -v node >/dev/null || ! command -v npm >/dev/null || ! command -v kcat >/dev/null; then
     echo "installing node, npm and kcat (Debian packages)"
     apt-get update -qq && apt-get install -y -qq nodejs npm kcat >/dev/null

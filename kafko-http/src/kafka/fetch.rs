@@ -122,6 +122,16 @@ pub(crate) async fn handle(
     }
 }
 
+/// A partition's answer before it is read: its index, and no preferred replica (v11+).
+fn partition_answer(p: &FetchPartition, version: i16) -> PartitionData {
+    let mut data = PartitionData::default();
+    data.partition_index = p.partition;
+    if version >= 11 {
+        data.preferred_read_replica = BrokerId(-1);
+    }
+    data
+}
+
 /// An answer with no records: every partition asked, no error (the client fetches the
 /// same offsets again).
 fn empty(
@@ -136,11 +146,7 @@ fn empty(
             t.partitions = partitions
                 .iter()
                 .map(|p| {
-                    let mut data = PartitionData::default();
-                    data.partition_index = p.partition;
-                    if version >= 11 {
-                        data.preferred_read_replica = BrokerId(-1);
-                    }
+                    let mut data = partition_answer(p, version);
                     data.records = Some(bytes::Bytes::new());
                     data
                 })
@@ -168,11 +174,7 @@ fn read_all(
             t.partitions = partitions
                 .iter()
                 .map(|p| {
-                    let mut data = PartitionData::default();
-                    data.partition_index = p.partition;
-                    if version >= 11 {
-                        data.preferred_read_replica = BrokerId(-1);
-                    }
+                    let mut data = partition_answer(p, version);
                     let result = match handle {
                         Some(handle) => {
                             read_partition(broker, handle, p, max_bytes, &mut used, &mut data)

@@ -421,6 +421,40 @@ fn offset_out(o: Option<&CommittedOffset>) -> (i64, Option<StrBytes>) {
     }
 }
 
+/// The rows of an OffsetFetch answer in the layout of its version: `$topic` and
+/// `$partition` are the single-group types (v1–7) or the group-list ones (v8+), which
+/// hold the same fields.
+macro_rules! offset_rows {
+    ($rows:expr, $topic:ty, $partition:ty) => {
+        $rows
+            .into_iter()
+            .map(|(topic, partitions)| {
+                let mut t = <$topic>::default();
+                t.name = TopicName(str(&topic));
+                t.partitions = partitions
+                    .iter()
+                    .map(|(p, o)| {
+                        let mut row = <$partition>::default();
+                        row.partition_index = *p;
+                        (row.committed_offset, row.metadata) = offset_out(o.as_ref());
+                        row.committed_leader_epoch = -1;
+                        row
+                    })
+                    .collect();
+                t
+            })
+            .collect()
+    };
+}
+
+/// The topics asked of OffsetFetch (`None`: all of them).
+fn asked_topics<T>(
+    topics: Option<Vec<T>>,
+    name_and_partitions: impl Fn(T) -> (String, Vec<i32>),
+) -> Option<Vec<(String, Vec<i32>)>> {
+    topics.map(|ts| ts.into_iter().map(name_and_partitions).collect())
+}
+
 /// Answers OffsetFetch: one group (v1–7; no topics from v2 on means all of them) or a
 /// list of groups (v8+).
 pub(crate) fn offset_fetch(
@@ -432,31 +466,14 @@ pub(crate) fn offset_fetch(
     if version >= 8 {
         for asked in request.groups {
             let mut answer = OffsetFetchResponseGroup::default();
-            let topics = asked.topics.map(|ts| {
-                ts.into_iter()
-                    .map(|t| (t.name.to_string(), t.partition_indexes))
-                    .collect()
-            });
+            let topics = asked_topics(asked.topics, |t| (t.name.to_string(), t.partition_indexes));
             match committed(broker, asked.group_id.as_str(), topics) {
                 Ok(rows) => {
-                    answer.topics = rows
-                        .into_iter()
-                        .map(|(topic, partitions)| {
-                            let mut t = OffsetFetchResponseTopics::default();
-                            t.name = TopicName(str(&topic));
-                            t.partitions = partitions
-                                .iter()
-                                .map(|(p, o)| {
-                                    let mut row = OffsetFetchResponsePartitions::default();
-                                    row.partition_index = *p;
-                                    (row.committed_offset, row.metadata) = offset_out(o.as_ref());
-                                    row.committed_leader_epoch = -1;
-                                    row
-                                })
-                                .collect();
-                            t
-                        })
-                        .collect();
+                    answer.topics = offset_rows!(
+                        rows,
+                        OffsetFetchResponseTopics,
+                        OffsetFetchResponsePartitions
+                    );
                 }
                 Err(code) => answer.error_code = code,
             }
@@ -465,31 +482,13 @@ pub(crate) fn offset_fetch(
         }
         return response;
     }
-    let topics = request.topics.map(|ts| {
-        ts.into_iter()
-            .map(|t| (t.name.to_string(), t.partition_indexes))
-            .collect()
+    let topics = asked_topics(request.topics, |t| {
+        (t.name.to_string(), t.partition_indexes)
     });
     match committed(broker, request.group_id.as_str(), topics) {
         Ok(rows) => {
-            response.topics = rows
-                .into_iter()
-                .map(|(topic, partitions)| {
-                    let mut t = OffsetFetchResponseTopic::default();
-                    t.name = TopicName(str(&topic));
-                    t.partitions = partitions
-                        .iter()
-                        .map(|(p, o)| {
-                            let mut row = OffsetFetchResponsePartition::default();
-                            row.partition_index = *p;
-                            (row.committed_offset, row.metadata) = offset_out(o.as_ref());
-                            row.committed_leader_epoch = -1;
-                            row
-                        })
-                        .collect();
-                    t
-                })
-                .collect();
+            response.topics =
+                offset_rows!(rows, OffsetFetchResponseTopic, OffsetFetchResponsePartition);
         }
         Err(code) if version >= 2 => response.error_code = code,
         Err(_) => {}
