@@ -9,7 +9,7 @@ fn headroom(limit: u64) -> u64 {
     (limit / 4).max(64).min(limit / 2)
 }
 
-/// The default connection cap: the soft `RLIMIT_NOFILE` minus [`headroom`], or 1,024 where
+/// The default connection cap: the soft `RLIMIT_NOFILE` minus `headroom`, or 1,024 where
 /// the limit cannot be read.
 pub fn default_max_connections() -> usize {
     match soft_nofile_limit() {

@@ -8,7 +8,7 @@
 //! ## Layers
 //! Modules depend downward only; the front ends do not know one another.
 //! 1. Shared ground: [`config`] ([`ServerConfig`]), `descriptors` (the file-descriptor
-//!    budget), `metrics`, `answer_budget`, `on_sent`, `doc_parts`; then [`state`]
+//!    budget), `connections` (every listener's connections under one cap), `metrics`, `answer_budget`, `on_sent`, `doc_parts`; then [`state`]
 //!    ([`AppState`]: log, config, metrics, shutdown).
 //! 2. `service/`: what every front end calls, with no HTTP in it: `produce` (one policy:
 //!    limits, full queue, auto-create) and `failure` (the one exhaustive mapping from a
@@ -43,6 +43,7 @@ pub mod state;
 
 mod answer_budget;
 mod codec;
+mod connections;
 mod descriptors;
 mod doc_parts;
 mod dto;

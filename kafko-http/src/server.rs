@@ -1,5 +1,5 @@
 //! Serving: the accept loop (connection cap, backoff when out of descriptors; connections
-//! closed when silent or idle by a sweep of the registry, see `connections`), and the one graceful
+//! closed when silent or idle by a sweep of the registry, see `crate::connections`), and the one graceful
 //! shutdown path shared by SIGTERM, SIGINT and `POST /v1/admin/shutdown`: stop
 //! accepting, let in-flight requests finish (bounded by `shutdown_grace`), then
 //! `Kafko::shutdown` (drain and fsync every partition, write the clean marker).
@@ -8,7 +8,6 @@
 
 mod accept;
 mod connection;
-mod connections;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,68 +24,11 @@ use crate::metrics::ClosedBy;
 use crate::router::app;
 use crate::state::AppState;
 
-use self::accept::{Backoff, refuse};
-use self::connection::{Activity, Timeouts, Tracked};
-use self::connections::Connections;
+use self::accept::refuse;
+use self::connection::Tracked;
+use crate::connections::{Activity, Backoff, Registry, Timeouts};
 
 pub use crate::descriptors::{default_max_connections, default_max_open_segment_files};
-
-/// The open connections of every protocol the server speaks (HTTP, and the Kafka
-/// listener's), under one cap (`--max-connections`) and the same timeouts: at the cap
-/// a newcomer closes the oldest idle connection, whichever protocol it speaks.
-#[derive(Clone)]
-pub(crate) struct Registry {
-    connections: Arc<Connections>,
-}
-
-impl Registry {
-    /// An empty registry of at most `cap` connections.
-    pub(crate) fn new(cap: usize) -> Self {
-        Registry {
-            connections: Connections::new(cap),
-        }
-    }
-
-    /// Registers a connection served outside the HTTP accept loop; `None` when the cap
-    /// is reached and every open connection is busy (close the newcomer).
-    pub(crate) fn admit(&self) -> Option<Admitted> {
-        let (activity, close) = Activity::new();
-        let ticket = self.connections.admit(&activity)?;
-        Some(Admitted {
-            _ticket: ticket,
-            activity,
-            close: Some(close),
-        })
-    }
-}
-
-/// A connection's place in the [`Registry`]: what it is doing, and the signal that the
-/// server wants it closed (a timeout, room for a newcomer, shutdown). Unregistered on
-/// drop.
-pub(crate) struct Admitted {
-    _ticket: connections::Ticket,
-    activity: Arc<Activity>,
-    close: Option<connection::CloseSignal>,
-}
-
-/// A request in flight on an [`Admitted`] connection, until dropped: such a connection
-/// is neither idle nor evicted.
-pub(crate) struct Busy(#[allow(dead_code)] connection::InFlight);
-
-impl Admitted {
-    /// Marks a request in flight until the guard is dropped.
-    pub(crate) fn busy(&self) -> Busy {
-        Busy(connection::InFlight::begin(&self.activity))
-    }
-
-    /// Resolves once the server asks the connection to close (at once after it did).
-    pub(crate) async fn close_requested(&mut self) {
-        if let Some(signal) = self.close.as_mut() {
-            let _ = signal.await;
-            self.close = None;
-        }
-    }
-}
 
 /// How connections are accepted and served: the server's settings of the same names.
 #[derive(Debug, Clone, Copy)]

@@ -28,7 +28,7 @@ pub struct Shared {
     /// The memory that record answers may hold until sent.
     pub(crate) answers: crate::answer_budget::AnswerBudget,
     /// Open connections, HTTP and Kafka, under one cap.
-    pub(crate) registry: crate::server::Registry,
+    pub(crate) registry: crate::connections::Registry,
     /// Flips to `true` once shutdown begins: streams and long-polls end, the accept loop stops.
     shutdown: watch::Sender<bool>,
 }
@@ -51,7 +51,7 @@ impl AppState {
                 permits: Semaphore::new(config.max_concurrent_requests.max(1)),
                 waiting_permits: Semaphore::new(config.max_waiting_requests.max(1)),
                 answers: crate::answer_budget::AnswerBudget::new(config.max_answer_buffer_bytes),
-                registry: crate::server::Registry::new(config.max_connections),
+                registry: crate::connections::Registry::new(config.max_connections),
                 config,
                 metrics,
                 shutdown: watch::channel(false).0,

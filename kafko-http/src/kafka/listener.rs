@@ -19,7 +19,7 @@ use tokio::net::{TcpListener, TcpStream};
 use super::dispatch::{self, Outcome, Session};
 use super::frame::{self, FrameError};
 use super::{Broker, idempotence};
-use crate::server::Admitted;
+use crate::connections::Admitted;
 use crate::state::AppState;
 
 /// The host and port clients are told to connect to (Metadata, FindCoordinator).
@@ -75,17 +75,20 @@ pub async fn serve(listener: TcpListener, advertised: Advertised, state: AppStat
         producers: idempotence::Producers::new(),
         state: state.clone(),
     });
+    let mut backoff = crate::connections::AcceptBackoff::default();
     loop {
         let accepted = tokio::select! {
             a = listener.accept() => a,
             () = state.shutdown_requested() => break,
         };
         let stream = match accepted {
-            Ok((stream, _)) => stream,
+            Ok((stream, _)) => {
+                backoff.succeeded();
+                stream
+            }
             Err(e) => {
-                tracing::warn!(error = %e, "kafka listener: accept failed");
-                // Out of descriptors, most likely: give connections time to close.
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                // Out of descriptors, most likely: the HTTP listener's backoff.
+                state.registry.accept_failed(&mut backoff, &e).await;
                 continue;
             }
         };

@@ -19,10 +19,10 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
-use super::connection::{Activity, Timeouts};
+use super::activity::{Activity, Timeouts};
 
 /// The registry of open connections.
-pub(super) struct Connections {
+pub(crate) struct Connections {
     cap: usize,
     next_id: AtomicU64,
     /// By accept order (ids only grow), so the first match is the oldest.
@@ -31,7 +31,7 @@ pub(super) struct Connections {
 }
 
 /// A connection's place in the registry, given back on drop.
-pub(super) struct Ticket {
+pub(crate) struct Ticket {
     id: u64,
     connections: Arc<Connections>,
 }
@@ -47,7 +47,7 @@ impl Drop for Ticket {
 }
 
 impl Connections {
-    pub(super) fn new(cap: usize) -> Arc<Self> {
+    pub(crate) fn new(cap: usize) -> Arc<Self> {
         Arc::new(Connections {
             cap: cap.max(1),
             next_id: AtomicU64::new(0),
@@ -63,7 +63,7 @@ impl Connections {
 
     /// Registers a new connection, closing an idle one first at the cap; `None` when the
     /// cap is reached and every open connection is busy.
-    pub(super) fn admit(self: &Arc<Self>, activity: &Arc<Activity>) -> Option<Ticket> {
+    pub(crate) fn admit(self: &Arc<Self>, activity: &Arc<Activity>) -> Option<Ticket> {
         let mut open = self.lock();
         if open.len() >= self.cap && !evict_oldest_idle(&mut open) {
             return None;
@@ -78,13 +78,13 @@ impl Connections {
 
     /// Closes the oldest idle connection to free its descriptor (when `accept` has run
     /// out of them); `false` if every connection is busy.
-    pub(super) fn make_room(&self) -> bool {
+    pub(crate) fn make_room(&self) -> bool {
         evict_oldest_idle(&mut self.lock())
     }
 
     /// Closes every connection that broke a timeout, every [`Timeouts::sweep_every`],
     /// for as long as the returned future runs.
-    pub(super) async fn sweep(&self, limits: Timeouts) {
+    pub(crate) async fn sweep(&self, limits: Timeouts) {
         let mut ticks = tokio::time::interval(limits.sweep_every());
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -97,19 +97,19 @@ impl Connections {
 
     /// Asks every open connection to close (shutdown): each finishes what it has in
     /// flight first.
-    pub(super) fn shut_down_all(&self) {
+    pub(crate) fn shut_down_all(&self) {
         for activity in self.lock().values() {
             activity.shut_down();
         }
     }
 
     /// Connections open now.
-    pub(super) fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.lock().len()
     }
 
     /// Resolves once no connection is open.
-    pub(super) async fn all_closed(&self) {
+    pub(crate) async fn all_closed(&self) {
         loop {
             let emptied = self.emptied.notified();
             tokio::pin!(emptied);
