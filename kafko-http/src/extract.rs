@@ -21,6 +21,7 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use bytes::{Bytes, BytesMut};
 use futures_util::{FutureExt, StreamExt};
+use hyper::body::Body as _;
 use serde::de::DeserializeOwned;
 
 use crate::error::ApiError;
@@ -48,7 +49,13 @@ impl FromRequest<AppState> for Body {
         state: &AppState,
     ) -> impl Future<Output = Result<Self, ApiError>> + Send {
         let checked = check_encoding(req.headers()).map(|()| {
-            let declared = declared_length(req.headers());
+            // hyper's exact size is the `Content-Length` it parsed: no second look at the
+            // header. A body without one (chunked) still has the header read.
+            let declared = req
+                .body()
+                .size_hint()
+                .exact()
+                .or_else(|| declared_length(req.headers()));
             (req.into_body().into_data_stream(), declared)
         });
         let limit = state.config.max_body_bytes;

@@ -4,9 +4,7 @@
 //! (201), per partition with the records not stored (207), or backpressure (503, nothing
 //! stored).
 
-use std::convert::Infallible;
-
-use axum::extract::{FromRequestParts, RawQuery, State};
+use axum::extract::{FromRequestParts, State};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
 use axum::response::Response;
@@ -22,7 +20,7 @@ use crate::dto::{
     ProduceQuery, ProduceRequest, ProduceResponse, RecordIn, RecordPosition,
 };
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{Body, Path, Query, check_topic, is_json, media_type};
+use crate::extract::{Body, Path, check_topic, is_json, media_type};
 use crate::json;
 use crate::service::produce::{self, Limits, Policy, Produce, ProduceFailure};
 
@@ -59,14 +57,15 @@ const NDJSON: &str = "application/x-ndjson";
 pub(crate) async fn produce(
     State(state): State<AppState>,
     Path(topic): Path<String>,
-    Query(q): Query<ProduceQuery>,
-    Query(formats): Query<FormatQuery>,
-    RawQuery(raw_query): RawQuery,
-    shape: BodyShape,
+    ProduceHead {
+        q,
+        raw_query,
+        shape,
+    }: ProduceHead,
     Body(body): Body,
 ) -> ApiResult<Response> {
     check_topic(&topic)?;
-    let (value_fmt, key_fmt) = formats.resolve();
+    let (value_fmt, key_fmt) = q.formats().resolve();
     let input = Input {
         shape,
         body: &body,
@@ -168,17 +167,59 @@ pub(crate) enum BodyShape {
     Value,
 }
 
-impl FromRequestParts<AppState> for BodyShape {
-    type Rejection = Infallible;
-
-    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, Infallible> {
-        let media = media_type(&parts.headers);
-        Ok(if media == NDJSON {
+impl BodyShape {
+    fn of(headers: &axum::http::HeaderMap) -> Self {
+        // The types clients send, compared whole before the general parse (parameters,
+        // case, `+json` suffixes), which every produce would otherwise pay for.
+        match headers
+            .get(axum::http::header::CONTENT_TYPE)
+            .map(|v| v.as_bytes())
+        {
+            Some(b"application/octet-stream") => return BodyShape::Value,
+            Some(b"application/json") => return BodyShape::Batch,
+            Some(b"application/x-ndjson") => return BodyShape::Ndjson,
+            _ => {}
+        }
+        let media = media_type(headers);
+        if media == NDJSON {
             BodyShape::Ndjson
         } else if is_json(&media) {
             BodyShape::Batch
         } else {
             BodyShape::Value
+        }
+    }
+}
+
+/// What a produce reads from the request head besides its path: the query, parsed
+/// once (a request without one parses nothing), the raw query only when a `key` needs
+/// it decoded again, and the body's shape.
+pub(crate) struct ProduceHead {
+    q: ProduceQuery,
+    raw_query: Option<String>,
+    shape: BodyShape,
+}
+
+impl FromRequestParts<AppState> for ProduceHead {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, ApiError> {
+        let q = match parts.uri.query() {
+            None | Some("") => ProduceQuery::default(),
+            Some(_) => {
+                axum::extract::Query::<ProduceQuery>::try_from_uri(&parts.uri)
+                    .map_err(|e| ApiError::bad_request("invalid_query", e.body_text()))?
+                    .0
+            }
+        };
+        let raw_query = q
+            .key
+            .is_some()
+            .then(|| parts.uri.query().unwrap_or_default().to_owned());
+        Ok(ProduceHead {
+            q,
+            raw_query,
+            shape: BodyShape::of(&parts.headers),
         })
     }
 }
