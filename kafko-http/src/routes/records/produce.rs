@@ -77,6 +77,7 @@ pub(crate) async fn produce(
     let policy = Policy::of(&state.config).with_sync(q.sync.unwrap_or(false));
     let producer = producer(&state, &topic, &input, policy.limits).await?;
     let mut produce = Produce::new(&producer, policy);
+    produce.reserve(body.len());
     input.for_each(|r| produce.push(r).map_err(ApiError::from))?;
     let per_record = match q.answer {
         Some(answer) => answer == ProduceAnswer::Records,
