@@ -204,11 +204,12 @@ impl<'b> Scan<'b> {
         let start = self.at;
         let mut n: i64 = 0;
         while let Some(d @ b'0'..=b'9') = self.peek() {
-            n = n * 10 + i64::from(d - b'0');
-            self.at += 1;
-            if self.at - start > max_digits {
+            // Too long for the plain form before it could overflow (`max_digits` ≤ 18).
+            if self.at - start == max_digits {
                 return None;
             }
+            n = n * 10 + i64::from(d - b'0');
+            self.at += 1;
         }
         let len = self.at - start;
         let leading_zero = len > 1 && self.b[start] == b'0';
@@ -286,6 +287,9 @@ mod tests {
             (r#"{"records":[{"partition":01}]}"#, Err(0)),
             (r#"{"records":[{"timestamp":-0}]}"#, Err(0)),
             (r#"{"records":[{"partition":4294967295}]}"#, Err(0)),
+            (r#"{"records":[{"partition":999999999}]}"#, Ok(1)),
+            (r#"{"records":[{"timestamp":-999999999999999999}]}"#, Ok(1)),
+            (r#"{"records":[{"timestamp":9999999999999999999}]}"#, Err(0)),
             (r#"{"records":[{"value":"a"}],"records":[]}"#, Err(1)),
             (r#"{"records":[{"value":"a"}]} x"#, Err(1)),
             (r#"{"rec\u006frds":[]}"#, Err(0)),

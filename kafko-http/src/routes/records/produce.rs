@@ -651,6 +651,8 @@ mod tests {
             r#"{"records":[{"value":"a"},{"partition":1.5}]}"#.to_owned(),
             r#"{"records":[{"value":"a"},{"partition":-1}]}"#.to_owned(),
             r#"{"records":[{"value":"a"},{"timestamp":12345678901234567890}]}"#.to_owned(),
+            r#"{"records":[{"value":"a"},{"timestamp":9999999999999999999}]}"#.to_owned(),
+            r#"{"records":[{"timestamp":9223372036854775807,"partition":4294967295}]}"#.to_owned(),
             r#"{"records":[{"value":"a"},{"value":"b"}],"records":[]}"#.to_owned(),
             r#"{"records":[{"value":"a"},{"value":"b"}]} trailing"#.to_owned(),
             r#"{"records":[{"value":"a"},{"value":"b"},]}"#.to_owned(),
