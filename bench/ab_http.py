@@ -17,10 +17,14 @@ Usage (after `cargo build --release -p kafko-http -p kafko-bench-noop`):
                      NAME=BINARY [NAME=BINARY ...]
 
 `--workload` picks the load: `single` (default: one raw record per request), `batch`
-(a JSON batch of `--batch-records` records of `--size` bytes per request) or `consume`
+(a JSON batch of `--batch-records` records of `--size` bytes per request), `ndjson` (the
+same records as NDJSON lines) or `consume`
 (JSON fetches of 1,000 records from a partition pre-filled with 10,000, each system's
 own directory written once by that system and copied per run). The no-op ceiling gets
 the same requests, except with `consume`, which it does not serve.
+
+With `--fsync always`, the data disk's fdatasync after a 4 KiB append is probed before
+every round, and the median gives the group-commit bound: connections / fdatasync time.
 
 `--redis` adds Redis `XADD` (AOF everysec, `redis-benchmark`, same connections and
 size) to every round, for the "as fast as Redis on the same box" comparison.
@@ -49,7 +53,10 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from http_bench import Bench, Cell, Server, batch_body, http, run_oha, value  # noqa: E402
+from http_bench import (  # noqa: E402
+    Bench, Cell, Server, batch_body, cpu_seconds, disk_flush_us, http, ndjson_body, run_oha,
+    value,
+)
 
 EVENTS = {
     "context-switches": "cs",
@@ -57,14 +64,6 @@ EVENTS = {
     "syscalls:sys_enter_write": "write",
     "syscalls:sys_enter_epoll_wait": "epoll_wait",
 }
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU of a process so far."""
-    with open(f"/proc/{pid}/stat") as f:
-        # The command name may hold spaces; the fields after its closing paren are fixed.
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def perf_counts(pid: int, seconds: float) -> dict[str, float]:
@@ -125,6 +124,8 @@ def one_run(name: str, argv: list[str], is_kafko: bool, args, tmp: str) -> dict:
         with open(body, "wb") as f:
             if args.workload == "batch":
                 f.write(batch_body(args.batch_records, args.size))
+            elif args.workload == "ndjson":
+                f.write(ndjson_body(args.batch_records, args.size))
             else:
                 f.write(value(args.size, 0))
         result: dict = {}
@@ -137,6 +138,8 @@ def one_run(name: str, argv: list[str], is_kafko: bool, args, tmp: str) -> dict:
             url = url + query
         elif args.workload == "batch":
             request = ["-m", "POST", "-D", body, "-H", "content-type: application/json"]
+        elif args.workload == "ndjson":
+            request = ["-m", "POST", "-D", body, "-H", "content-type: application/x-ndjson"]
         else:
             request = ["-m", "POST", "-D", body, "-H", "content-type: application/octet-stream"]
 
@@ -220,7 +223,7 @@ def main() -> int:
     ap.add_argument("--secs", type=int, default=5)
     ap.add_argument("--size", type=int, default=256)
     ap.add_argument("--fsync", default="never", choices=["never", "always"])
-    ap.add_argument("--workload", default="single", choices=["single", "batch", "consume"])
+    ap.add_argument("--workload", default="single", choices=["single", "batch", "ndjson", "consume"])
     ap.add_argument("--batch-records", type=int, default=1000)
     ap.add_argument("--beside-batches", type=int, default=0, metavar="N")
     ap.add_argument("--redis", action="store_true")
@@ -246,8 +249,12 @@ def main() -> int:
             ap.error("redis-benchmark not found (bench/run-http.sh installs it)")
         redis = Bench(argparse.Namespace(tmp_dir=tmp), {"duration": args.secs})
         runs["redis"] = []
+    flush: list[float] = []
     try:
         for rnd in range(1, args.rounds + 1):
+            if args.fsync == "always":
+                # The disk as this round finds it (shared disks move from round to round).
+                flush.append(disk_flush_us(tmp, rounds=100)["append"])
             for name, argv, is_kafko in systems:
                 r = one_run(name, argv, is_kafko, args, tmp)
                 runs[name].append(r)
@@ -262,6 +269,13 @@ def main() -> int:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     ceiling = statistics.median(r["rps"] for r in runs.get("no-op", [{"rps": 0.0}]))
+    if flush:
+        # Every fsync round takes one fdatasync after an append; at most one request per
+        # connection rides in a round.
+        flush_us = statistics.median(flush)
+        print(f"\nfdatasync after a 4 KiB append, median of the {len(flush)} probes between "
+              f"rounds: {flush_us:.0f} µs; group-commit bound at {args.conns} connections: "
+              f"{args.conns} / {flush_us:.0f} µs = {args.conns * 1e6 / flush_us:,.0f} req/s")
     print(f"\nmedians over {args.rounds} rounds ({args.workload}, {args.conns} connections, "
           f"{args.size} B, fsync {args.fsync}):")
     for name, rs in runs.items():

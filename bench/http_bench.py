@@ -112,10 +112,23 @@ def batch_body(n: int, size: int) -> bytes:
     return ('{"records":[' + records + "]}").encode()
 
 
+def ndjson_body(n: int, size: int) -> bytes:
+    """The records of `batch_body`, one JSON object per line."""
+    return "".join('{"value":"' + value(size, i).decode() + '"}\n' for i in range(n)).encode()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        # The command name may hold spaces; the fields after its closing paren are fixed.
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def peak_rss_kib(pid: int) -> int:
@@ -286,6 +299,7 @@ class Bench:
             srv = self.start_kafko(srv_dir)
             self.create_topic(srv, cell.codec, cell.fsync)
         try:
+            cpu0 = cpu_seconds(srv.proc.pid)
             if cell.kind == "consume":
                 # prefill = 1000 * 10^digits: every offset the regex draws is a full read.
                 digits = len(str(self.mode["prefill"] // 1000)) - 1
@@ -310,6 +324,8 @@ class Bench:
                     ["-m", "POST", "-T", ctype, "-D", body],
                 )
             r["peak_rss_kib"] = srv.peak_rss_kib()
+            # The server's user + system CPU over the run, per answered request.
+            r["cpu_us"] = (cpu_seconds(srv.proc.pid) - cpu0) * 1e6 / r["ok"] if r["ok"] else None
         finally:
             r_stop = srv.stop()
             if cell.system == "kafko" and not self.args.keep:
@@ -349,6 +365,7 @@ class Bench:
             dur = self.mode["duration"]
             n = self.redis_n or 20_000 * dur
             v = value(cell.size).decode()
+            cpu0 = cpu_seconds(proc.pid)
             out = subprocess.run(
                 [
                     "redis-benchmark", "-p", str(port), "-c", str(cell.conns),
@@ -357,6 +374,7 @@ class Bench:
                 capture_output=True, text=True, timeout=dur * 20 + 60, check=True,
             )
             r = parse_redis_benchmark(out.stdout)
+            r["cpu_us"] = (cpu_seconds(proc.pid) - cpu0) * 1e6 / n
             # Size the next run to take about `duration` seconds.
             self.redis_n = max(5_000, int(r["requests_per_s"] * dur))
             r["peak_rss_kib"] = peak_rss_kib(proc.pid)

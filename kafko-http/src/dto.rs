@@ -41,8 +41,9 @@ impl FormatQuery {
     }
 }
 
-/// Query of `POST /v1/topics/{topic}/records`.
-#[derive(Debug, Deserialize, IntoParams)]
+/// Query of `POST /v1/topics/{topic}/records`, with the formats of [`FormatQuery`]: the
+/// whole query in one parse.
+#[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub(crate) struct ProduceQuery {
     /// Raw body only: the record key as UTF-8 text.
@@ -61,6 +62,22 @@ pub(crate) struct ProduceQuery {
     /// `partitions`.
     #[param(inline)]
     pub(crate) answer: Option<ProduceAnswer>,
+    /// [`FormatQuery::format`] (documented there).
+    #[param(ignore)]
+    pub(crate) format: Option<Format>,
+    /// [`FormatQuery::key_format`] (documented there).
+    #[param(ignore)]
+    pub(crate) key_format: Option<Format>,
+}
+
+impl ProduceQuery {
+    /// The formats the query gives.
+    pub(crate) fn formats(&self) -> FormatQuery {
+        FormatQuery {
+            format: self.format,
+            key_format: self.key_format,
+        }
+    }
 }
 
 /// The form of a produce answer.

@@ -21,6 +21,7 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use bytes::{Bytes, BytesMut};
 use futures_util::{FutureExt, StreamExt};
+use hyper::body::Body as _;
 use serde::de::DeserializeOwned;
 
 use crate::error::ApiError;
@@ -48,7 +49,13 @@ impl FromRequest<AppState> for Body {
         state: &AppState,
     ) -> impl Future<Output = Result<Self, ApiError>> + Send {
         let checked = check_encoding(req.headers()).map(|()| {
-            let declared = declared_length(req.headers());
+            // hyper's exact size is the `Content-Length` it parsed: no second look at the
+            // header. A body without one (chunked) still has the header read.
+            let declared = req
+                .body()
+                .size_hint()
+                .exact()
+                .or_else(|| declared_length(req.headers()));
             (req.into_body().into_data_stream(), declared)
         });
         let limit = state.config.max_body_bytes;
@@ -61,7 +68,7 @@ impl FromRequest<AppState> for Body {
                 }
                 return Err(too_large(limit));
             }
-            read_limited(stream, limit, idle).await.map(Body)
+            read_limited(stream, limit, idle, declared).await.map(Body)
         }
     }
 }
@@ -101,11 +108,14 @@ pub(crate) const DRAIN_MAX_TIME: Duration = Duration::from_millis(500);
 
 /// Reads the whole body if it is at most `limit` bytes, with at most `idle` between two
 /// pieces of it (408 `body_timeout` otherwise). A one-chunk body (the usual case with
-/// `Content-Length`) is returned without a copy.
+/// `Content-Length`) is returned without a copy; one of several pieces is gathered into
+/// one buffer of its `declared` length, when it has one (no regrowth, which copied a
+/// 290 KB JSON batch ~4 times over).
 async fn read_limited(
     mut stream: BodyDataStream,
     limit: usize,
     idle: Duration,
+    declared: Option<u64>,
 ) -> Result<Bytes, ApiError> {
     let read_error = |e: axum::Error| {
         ApiError::bad_request(
@@ -145,7 +155,12 @@ async fn read_limited(
         match (&mut first, &mut rest) {
             (None, _) => first = Some(chunk),
             (Some(head), None) => {
-                let mut buf = BytesMut::with_capacity(head.len() + chunk.len());
+                // The declared length is within `limit` (checked before reading).
+                let whole = declared
+                    .and_then(|n| usize::try_from(n).ok())
+                    .unwrap_or(0)
+                    .max(head.len() + chunk.len());
+                let mut buf = BytesMut::with_capacity(whole);
                 buf.extend_from_slice(head);
                 buf.extend_from_slice(&chunk);
                 rest = Some(buf);

@@ -30,8 +30,8 @@ pub(crate) fn answer(status: StatusCode, value: &impl Serialize, estimate: usize
 }
 
 /// `json`, already serialized, as an `application/json` answer with `status`.
-pub(crate) fn raw_answer(status: StatusCode, json: Vec<u8>) -> Response {
-    with_type(status, into_bytes(json))
+pub(crate) fn answer_bytes(status: StatusCode, json: Bytes) -> Response {
+    with_type(status, json)
 }
 
 /// `value` serialized for a body of about `estimate` bytes: an answer of 64 KiB or more

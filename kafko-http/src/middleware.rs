@@ -7,18 +7,20 @@
 //! Why a hand-written layer and not `axum::middleware::from_fn`: every request pays for
 //! the middleware, and `from_fn` clones the inner service (a boxed clone) and boxes an
 //! `async` block holding the request twice, per request. Here auth and the limit are
-//! decided synchronously in `call`, and the only allocation is the timed inner future.
+//! decided synchronously in `call`, and the only allocation is the request timeout's
+//! timer, made only for a request that has to wait.
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll, ready};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request};
 use axum::http::{Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use tokio::time::Timeout;
+use tokio::time::Sleep;
 use tower::{Layer, Service};
 
 use crate::error::ApiError;
@@ -50,6 +52,7 @@ pub(crate) struct Envelope<S> {
 impl<S> Service<Request> for Envelope<S>
 where
     S: Service<Request, Response = Response, Error = Infallible>,
+    S::Future: Unpin,
 {
     type Response = Response;
     type Error = Infallible;
@@ -62,69 +65,99 @@ where
     fn call(&mut self, req: Request) -> Self::Future {
         // `MatchedPath` and `Method` are cheap clones (a shared string, an enum): no
         // per-request allocation on the hot path.
-        let finish = Finish {
-            route: req.extensions().get::<MatchedPath>().cloned(),
-            method: req.method().clone(),
-            started: Instant::now(),
-            state: self.state.clone(),
-        };
+        let route = req.extensions().get::<MatchedPath>().cloned();
+        let method = req.method().clone();
+        let started = Instant::now();
         self.state.metrics.request_started();
-        let stage = match admit(&self.state, &req) {
-            Ok((permit, pool)) => {
-                // Held as a guard that owns its state, so the future is `'static`.
-                permit.forget();
-                let limit = self.state.config.request_timeout;
+        let (stage, pool) = match admit(&self.state, &req) {
+            Ok(pool) => (
                 Stage::Running {
-                    // Boxed: a timer entry is not `Unpin`, and boxing it keeps the future
-                    // movable without pin projection.
-                    inner: Box::pin(tokio::time::timeout(limit, self.inner.call(req))),
-                    limit,
-                    _permit: PermitGuard(self.state.clone(), pool),
-                }
-            }
-            Err(refusal) => Stage::Refused(refusal.into_response()),
+                    inner: self.inner.call(req),
+                    timer: None,
+                },
+                Some(pool),
+            ),
+            Err(refusal) => (Stage::Refused(refusal.into_response()), None),
         };
         EnvelopeFuture {
             stage,
-            finish: Some(finish),
+            finish: Some(Finish {
+                route,
+                method,
+                started,
+                pool,
+                state: self.state.clone(),
+            }),
         }
     }
 }
 
-/// What the metrics need once the response is known.
+/// What the metrics need once the response is known, and the admission to give back.
 struct Finish {
     route: Option<MatchedPath>,
     method: Method,
     started: Instant,
+    /// The limit the request was admitted under (`None`: refused).
+    pool: Option<Pool>,
     state: AppState,
+}
+
+impl Finish {
+    /// Gives the request's admission back (once).
+    fn release(&mut self) {
+        if let Some(pool) = self.pool.take() {
+            self.state.limit(pool).release();
+        }
+    }
 }
 
 /// The limit a request runs under.
 #[derive(Clone, Copy)]
-enum Pool {
+pub(crate) enum Pool {
     /// `max_concurrent_requests`.
     General,
     /// `max_waiting_requests`: long-polls.
     Waiting,
 }
 
-/// One concurrency permit of `Pool`, returned on drop.
-struct PermitGuard(AppState, Pool);
+/// A concurrency limit that refuses and never queues: the count of requests admitted,
+/// raised with one compare-and-swap and lowered with one atomic subtraction (a tokio
+/// `Semaphore`, used before, takes its waiters' lock on every release).
+#[derive(Debug)]
+pub(crate) struct Limit {
+    admitted: AtomicUsize,
+    max: usize,
+}
 
-impl Drop for PermitGuard {
-    fn drop(&mut self) {
-        match self.1 {
-            Pool::General => self.0.permits.add_permits(1),
-            Pool::Waiting => self.0.waiting_permits.add_permits(1),
+impl Limit {
+    /// A limit of `max` requests at once.
+    pub(crate) fn new(max: usize) -> Self {
+        Limit {
+            admitted: AtomicUsize::new(0),
+            max,
         }
+    }
+
+    /// Admits one more request if the limit allows it.
+    fn try_admit(&self) -> bool {
+        self.admitted
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < self.max).then_some(n + 1)
+            })
+            .is_ok()
+    }
+
+    fn release(&self) {
+        self.admitted.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
 enum Stage<F> {
     Running {
-        inner: Pin<Box<Timeout<F>>>,
-        limit: Duration,
-        _permit: PermitGuard,
+        inner: F,
+        /// The request timeout's timer, armed only once the request has to wait: one
+        /// answered in its first poll never touches the timer wheel.
+        timer: Option<Pin<Box<Sleep>>>,
     },
     Refused(Response),
     Done,
@@ -138,32 +171,47 @@ pub(crate) struct EnvelopeFuture<F> {
 
 impl<F> Future for EnvelopeFuture<F>
 where
-    F: Future<Output = Result<Response, Infallible>>,
+    F: Future<Output = Result<Response, Infallible>> + Unpin,
 {
     type Output = Result<Response, Infallible>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        // Every field is `Unpin` (the timed future is boxed).
+        // Every field is `Unpin` (the route's future is, and the timer is boxed).
         let this = self.get_mut();
         let resp = match &mut this.stage {
-            Stage::Running { inner, limit, .. } => match ready!(inner.as_mut().poll(cx)) {
-                Ok(Ok(resp)) => resp,
-                Ok(Err(never)) => match never {},
-                // Bounds the time to the response head (streams keep flowing after it).
-                Err(_) => ApiError::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "request_timeout",
-                    format!("the request took longer than {} ms", limit.as_millis()),
-                )
-                .retry_after(1)
-                .into_response(),
+            Stage::Running { inner, timer } => match Pin::new(inner).poll(cx) {
+                Poll::Ready(Ok(resp)) => resp,
+                Poll::Ready(Err(never)) => match never {},
+                Poll::Pending => {
+                    let (limit, started) = match &this.finish {
+                        Some(f) => (f.state.config.request_timeout, f.started),
+                        None => panic!("EnvelopeFuture polled after it completed"),
+                    };
+                    // The deadline counts from the request's start, as the timer would
+                    // had it been armed then.
+                    let timer = timer.get_or_insert_with(|| {
+                        Box::pin(tokio::time::sleep_until(
+                            tokio::time::Instant::from_std(started) + limit,
+                        ))
+                    });
+                    ready!(timer.as_mut().poll(cx));
+                    // Bounds the time to the response head (streams keep flowing after it).
+                    ApiError::new(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "request_timeout",
+                        format!("the request took longer than {} ms", limit.as_millis()),
+                    )
+                    .retry_after(1)
+                    .into_response()
+                }
             },
             Stage::Refused(resp) => std::mem::take(resp),
             Stage::Done => panic!("EnvelopeFuture polled after it completed"),
         };
-        // Releases the permit before the metrics are taken, as the response is final.
+        // Gives the admission back before the metrics are taken, as the response is final.
         this.stage = Stage::Done;
-        if let Some(f) = this.finish.take() {
+        if let Some(mut f) = this.finish.take() {
+            f.release();
             f.state.metrics.request_finished(
                 &f.method,
                 f.route.as_ref().map_or("unmatched", MatchedPath::as_str),
@@ -179,7 +227,10 @@ impl<F> Drop for EnvelopeFuture<F> {
     /// hyper drops a request's future when its client closes the connection first (a
     /// long-poll given up, a timed-out client): the request is no longer in flight.
     fn drop(&mut self) {
-        if let Some(f) = self.finish.take() {
+        if let Some(mut f) = self.finish.take() {
+            // The route's future goes first, as it did when it held the admission.
+            self.stage = Stage::Done;
+            f.release();
             f.state.metrics.request_abandoned();
         }
     }
@@ -200,10 +251,7 @@ fn is_public(req: &Request) -> bool {
 /// `overloaded` when `max_concurrent_requests` (or, for a long-poll,
 /// `max_waiting_requests`) are already being handled. A REST Proxy records read waits
 /// too, under the same limit, and is refused in the proxy's own shape.
-fn admit<'a>(
-    state: &'a AppState,
-    req: &Request,
-) -> Result<(tokio::sync::SemaphorePermit<'a>, Pool), Refusal> {
+fn admit(state: &AppState, req: &Request) -> Result<Pool, Refusal> {
     if let Some(token) = state.config.auth_token.as_deref()
         && !is_public(req)
         && req.method() != Method::OPTIONS
@@ -224,24 +272,24 @@ fn admit<'a>(
         }
     }
     if is_long_poll(req) {
-        return state
-            .waiting_permits
-            .try_acquire()
-            .map(|p| (p, Pool::Waiting))
-            .map_err(|_| ApiError::overloaded("too many waiting long-polls; retry later").into());
+        return if state.waiting_permits.try_admit() {
+            Ok(Pool::Waiting)
+        } else {
+            Err(ApiError::overloaded("too many waiting long-polls; retry later").into())
+        };
     }
     if crate::rest_proxy::is_waiting_read(req) {
-        return state
-            .waiting_permits
-            .try_acquire()
-            .map(|p| (p, Pool::Waiting))
-            .map_err(|_| Refusal::ProxyWaiting);
+        return if state.waiting_permits.try_admit() {
+            Ok(Pool::Waiting)
+        } else {
+            Err(Refusal::ProxyWaiting)
+        };
     }
-    state
-        .permits
-        .try_acquire()
-        .map(|p| (p, Pool::General))
-        .map_err(|_| ApiError::overloaded("too many concurrent requests; retry later").into())
+    if state.permits.try_admit() {
+        Ok(Pool::General)
+    } else {
+        Err(ApiError::overloaded("too many concurrent requests; retry later").into())
+    }
 }
 
 /// Why a request is not admitted.

@@ -4,10 +4,11 @@
 use std::sync::Arc;
 
 use kafko_core::Kafko;
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::watch;
 
 use crate::config::ServerConfig;
 use crate::metrics::Metrics;
+use crate::middleware::{Limit, Pool};
 
 /// Shared server state. Every request clones it several times (router, middleware,
 /// extractors), so it is one `Arc`: a clone is one atomic increment, not one per field.
@@ -22,9 +23,9 @@ pub struct Shared {
     pub(crate) kafko: Kafko,
     pub(crate) config: ServerConfig,
     pub(crate) metrics: Metrics,
-    pub(crate) permits: Semaphore,
+    pub(crate) permits: Limit,
     /// The long-polls' own limit (`max_waiting_requests`).
-    pub(crate) waiting_permits: Semaphore,
+    pub(crate) waiting_permits: Limit,
     /// The memory that record answers may hold until sent.
     pub(crate) answers: crate::answer_budget::AnswerBudget,
     /// Open connections, HTTP and Kafka, under one cap.
@@ -48,14 +49,22 @@ impl AppState {
         AppState {
             shared: Arc::new(Shared {
                 kafko,
-                permits: Semaphore::new(config.max_concurrent_requests.max(1)),
-                waiting_permits: Semaphore::new(config.max_waiting_requests.max(1)),
+                permits: Limit::new(config.max_concurrent_requests.max(1)),
+                waiting_permits: Limit::new(config.max_waiting_requests.max(1)),
                 answers: crate::answer_budget::AnswerBudget::new(config.max_answer_buffer_bytes),
                 registry: crate::connections::Registry::new(config.max_connections),
                 config,
                 metrics,
                 shutdown: watch::channel(false).0,
             }),
+        }
+    }
+
+    /// The limit of requests admitted under `pool`.
+    pub(crate) fn limit(&self, pool: Pool) -> &Limit {
+        match pool {
+            Pool::General => &self.permits,
+            Pool::Waiting => &self.waiting_permits,
         }
     }
 

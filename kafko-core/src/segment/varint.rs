@@ -2,27 +2,18 @@
 
 /// Appends `v` as an unsigned LEB128 varint.
 ///
-/// Built in a scratch array and appended with one copy (one capacity check instead of
-/// one per byte). The encoder writes several of these per record; varint writing was
-/// ~7 % of a 1,024-record `send_batch` profile, but the gain from this form was within
-/// the bench's noise.
+/// Byte by byte: the encoder reserves each record's room first, so a push is a compare
+/// and a store, where appending a scratch array called `memcpy` for one to three bytes
+/// (~2.9 calls per record of a JSON batch, ~60 instructions each with the call).
 #[inline]
 // Each step keeps the low seven bits on purpose: that is the encoding.
 #[allow(clippy::cast_possible_truncation)]
 pub(crate) fn put_uvarint(out: &mut Vec<u8>, mut v: u64) {
-    if v < 0x80 {
-        out.push(v as u8);
-        return;
-    }
-    let mut scratch = [0u8; 10];
-    let mut n = 0;
     while v >= 0x80 {
-        scratch[n] = (v as u8) | 0x80;
+        out.push((v as u8) | 0x80);
         v >>= 7;
-        n += 1;
     }
-    scratch[n] = v as u8;
-    out.extend_from_slice(&scratch[..=n]);
+    out.push(v as u8);
 }
 
 /// Appends `v` zig-zag encoded.

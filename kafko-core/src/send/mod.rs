@@ -179,6 +179,8 @@ pub struct SendBatch<'t> {
     now: i64,
     partitions: Routed,
     positions: Positions,
+    /// Room for the first record's partition, made when that record is added.
+    room: usize,
 }
 
 impl<'t> SendBatch<'t> {
@@ -190,6 +192,18 @@ impl<'t> SendBatch<'t> {
             now: now_ms(),
             partitions: Routed::default(),
             positions: Positions::default(),
+            room: 0,
+        }
+    }
+
+    /// Makes room for about `bytes` of encoded records (at most a batch's target size) in
+    /// the batch of the partition the first record goes to, before it is added: a send
+    /// whose size is known up front (a request body) fills one buffer instead of one
+    /// regrown from a record's size (ten reallocations and copies for a 1,000-record
+    /// JSON batch of 256-byte values).
+    pub fn reserve(&mut self, bytes: usize) {
+        if self.is_empty() {
+            self.room = bytes.min(BATCH_TARGET_BYTES);
         }
     }
 
@@ -222,7 +236,9 @@ impl<'t> SendBatch<'t> {
             headers: record.headers,
         };
         let estimate = batch::encoded_estimate(&fields);
-        let part = self.partitions.entry(partition, estimate);
+        // Only the first partition's batch gets the room (taken by the first record).
+        let room = std::mem::take(&mut self.room);
+        let part = self.partitions.entry(partition, estimate.max(room));
         let open = &part.open;
         if open.count() >= BATCH_MAX_RECORDS
             || (open.count() > 0 && open.area_len() + estimate > BATCH_TARGET_BYTES)

@@ -219,6 +219,12 @@ impl<'p> Produce<'p> {
         }
     }
 
+    /// Makes room for about `bytes` of records up front (the request body's size): see
+    /// [`SendBatch::reserve`].
+    pub(crate) fn reserve(&mut self, bytes: usize) {
+        self.batch.reserve(bytes);
+    }
+
     /// Adds one record.
     ///
     /// # Errors

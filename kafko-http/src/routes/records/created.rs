@@ -8,8 +8,11 @@
 //!
 //! [`ProduceResponse`]: crate::dto::ProduceResponse
 
+use std::cell::RefCell;
+
 use axum::http::StatusCode;
 use axum::response::Response;
+use bytes::Bytes;
 use kafko_core::{PartitionAppend, RecordMetadata, SendReceipt};
 
 use crate::json;
@@ -17,22 +20,30 @@ use crate::json;
 /// The 201 answer to a send: per partition, and with `per_record` every record's position.
 pub(crate) fn created(receipt: &SendReceipt, per_record: bool) -> Response {
     let partitions = receipt.partitions();
-    let entries = partitions.len()
-        + if per_record {
-            usize::try_from(receipt.record_count()).unwrap_or(usize::MAX)
-        } else {
-            0
-        };
-    // Sized for the usual answer; a longer one grows as it is written.
-    let mut json = Vec::with_capacity(32 + entries.min(PRESIZED_ENTRIES) * ENTRY_BYTES);
-    write(&mut json, partitions, per_record.then(|| receipt.records()));
-    json::raw_answer(StatusCode::CREATED, json)
+    let records = per_record.then(|| receipt.records());
+    let body = SCRATCH.with_borrow_mut(|json| {
+        json.clear();
+        write(json, partitions, records);
+        // One allocation of the answer's exact size: a `Vec` with spare room would
+        // become a body through a second allocation (`Bytes`' shared header), and one
+        // that grows copies itself each time.
+        let body = Bytes::copy_from_slice(json);
+        if json.capacity() > SCRATCH_KEPT {
+            *json = Vec::new();
+        }
+        body
+    });
+    json::answer_bytes(StatusCode::CREATED, body)
 }
 
-/// Room for one partition's object (or one record's), numbers at their longest.
-const ENTRY_BYTES: usize = 80;
-/// Entries the answer's buffer is sized for at most, before it is written.
-const PRESIZED_ENTRIES: usize = 1024;
+thread_local! {
+    /// The answers' buffer on this thread, reused from answer to answer.
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The most room [`SCRATCH`] keeps between answers (one answer with every record's
+/// position may need more; it is freed afterwards).
+const SCRATCH_KEPT: usize = 64 * 1024;
 
 /// A JSON number member's value.
 #[derive(Clone, Copy)]
@@ -108,27 +119,14 @@ fn put_name(out: &mut Vec<u8>, name: &str) {
 
 /// Puts `n` in decimal.
 fn put_number(out: &mut Vec<u8>, n: Number) {
-    let mut magnitude = match n {
-        Number::Unsigned(n) => n,
-        Number::Signed(n) => {
-            if n < 0 {
-                out.extend_from_slice(b"-");
-            }
-            n.unsigned_abs()
+    let mut digits = itoa::Buffer::new();
+    out.extend_from_slice(
+        match n {
+            Number::Unsigned(n) => digits.format(n),
+            Number::Signed(n) => digits.format(n),
         }
-    };
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        // `magnitude % 10` is below 10: the narrowing cannot lose anything.
-        digits[at] = b'0' + (magnitude % 10) as u8;
-        magnitude /= 10;
-        if magnitude == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[at..]);
+        .as_bytes(),
+    );
 }
 
 #[cfg(test)]

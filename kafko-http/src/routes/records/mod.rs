@@ -4,6 +4,7 @@
 
 mod created;
 pub(crate) mod fetch;
+mod plain_json;
 pub(crate) mod produce;
 pub(crate) mod single;
 pub(crate) mod stream;

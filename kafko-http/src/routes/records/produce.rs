@@ -4,9 +4,7 @@
 //! (201), per partition with the records not stored (207), or backpressure (503, nothing
 //! stored).
 
-use std::convert::Infallible;
-
-use axum::extract::{FromRequestParts, RawQuery, State};
+use axum::extract::{FromRequestParts, State};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
 use axum::response::Response;
@@ -22,11 +20,12 @@ use crate::dto::{
     ProduceQuery, ProduceRequest, ProduceResponse, RecordIn, RecordPosition,
 };
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{Body, Path, Query, check_topic, is_json, media_type};
+use crate::extract::{Body, Path, check_topic, is_json, media_type};
 use crate::json;
 use crate::service::produce::{self, Limits, Policy, Produce, ProduceFailure};
 
 use super::created::created;
+use super::plain_json::{self, Stop};
 use crate::state::AppState;
 
 const NDJSON: &str = "application/x-ndjson";
@@ -59,14 +58,15 @@ const NDJSON: &str = "application/x-ndjson";
 pub(crate) async fn produce(
     State(state): State<AppState>,
     Path(topic): Path<String>,
-    Query(q): Query<ProduceQuery>,
-    Query(formats): Query<FormatQuery>,
-    RawQuery(raw_query): RawQuery,
-    shape: BodyShape,
+    ProduceHead {
+        q,
+        raw_query,
+        shape,
+    }: ProduceHead,
     Body(body): Body,
 ) -> ApiResult<Response> {
     check_topic(&topic)?;
-    let (value_fmt, key_fmt) = formats.resolve();
+    let (value_fmt, key_fmt) = q.formats().resolve();
     let input = Input {
         shape,
         body: &body,
@@ -77,6 +77,7 @@ pub(crate) async fn produce(
     let policy = Policy::of(&state.config).with_sync(q.sync.unwrap_or(false));
     let producer = producer(&state, &topic, &input, policy.limits).await?;
     let mut produce = Produce::new(&producer, policy);
+    produce.reserve(body.len());
     input.for_each(|r| produce.push(r).map_err(ApiError::from))?;
     let per_record = match q.answer {
         Some(answer) => answer == ProduceAnswer::Records,
@@ -168,17 +169,59 @@ pub(crate) enum BodyShape {
     Value,
 }
 
-impl FromRequestParts<AppState> for BodyShape {
-    type Rejection = Infallible;
-
-    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, Infallible> {
-        let media = media_type(&parts.headers);
-        Ok(if media == NDJSON {
+impl BodyShape {
+    fn of(headers: &axum::http::HeaderMap) -> Self {
+        // The types clients send, compared whole before the general parse (parameters,
+        // case, `+json` suffixes), which every produce would otherwise pay for.
+        match headers
+            .get(axum::http::header::CONTENT_TYPE)
+            .map(|v| v.as_bytes())
+        {
+            Some(b"application/octet-stream") => return BodyShape::Value,
+            Some(b"application/json") => return BodyShape::Batch,
+            Some(b"application/x-ndjson") => return BodyShape::Ndjson,
+            _ => {}
+        }
+        let media = media_type(headers);
+        if media == NDJSON {
             BodyShape::Ndjson
         } else if is_json(&media) {
             BodyShape::Batch
         } else {
             BodyShape::Value
+        }
+    }
+}
+
+/// What a produce reads from the request head besides its path: the query, parsed
+/// once (a request without one parses nothing), the raw query only when a `key` needs
+/// it decoded again, and the body's shape.
+pub(crate) struct ProduceHead {
+    q: ProduceQuery,
+    raw_query: Option<String>,
+    shape: BodyShape,
+}
+
+impl FromRequestParts<AppState> for ProduceHead {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, ApiError> {
+        let q = match parts.uri.query() {
+            None | Some("") => ProduceQuery::default(),
+            Some(_) => {
+                axum::extract::Query::<ProduceQuery>::try_from_uri(&parts.uri)
+                    .map_err(|e| ApiError::bad_request("invalid_query", e.body_text()))?
+                    .0
+            }
+        };
+        let raw_query = q
+            .key
+            .is_some()
+            .then(|| parts.uri.query().unwrap_or_default().to_owned());
+        Ok(ProduceHead {
+            q,
+            raw_query,
+            shape: BodyShape::of(&parts.headers),
         })
     }
 }
@@ -333,8 +376,13 @@ impl Input<'_> {
                 partition: self.raw.partition,
             })?,
             BodyShape::Ndjson => {
+                let plain = self.is_plain();
                 for (i, line) in self.body.split(|&b| b == b'\n').enumerate() {
                     if line.iter().all(u8::is_ascii_whitespace) {
+                        continue;
+                    }
+                    if let Some(r) = plain.then(|| plain_json::line(line)).flatten() {
+                        checked(r)?;
                         continue;
                     }
                     let r: RecordIn<'_> = serde_json::from_slice(line).map_err(|e| {
@@ -344,7 +392,26 @@ impl Input<'_> {
                 }
             }
             BodyShape::Batch => {
-                parse_batch(self.body, |r| self.convert(r, &mut checked))?;
+                let handed = if self.is_plain() {
+                    match plain_json::batch(self.body, &mut checked) {
+                        Ok(()) => None,
+                        Err(Stop::Refused(e)) => return Err(e),
+                        Err(Stop::Fallback(handed)) => Some(handed),
+                    }
+                } else {
+                    Some(0)
+                };
+                if let Some(mut skip) = handed {
+                    // serde reads the body from the start; the records handed on already
+                    // are skipped.
+                    parse_batch(self.body, |r| {
+                        if skip > 0 {
+                            skip -= 1;
+                            return Ok(());
+                        }
+                        self.convert(r, &mut checked)
+                    })?;
+                }
             }
         }
         if records == 0 {
@@ -354,6 +421,11 @@ impl Input<'_> {
             ));
         }
         Ok(())
+    }
+
+    /// Whether keys and values are read as text, the form [`plain_json`] reads.
+    fn is_plain(&self) -> bool {
+        self.value_fmt == Format::String && self.key_fmt == Format::String
     }
 
     /// Decodes one parsed record's members (plain strings share the body's buffer).
@@ -498,6 +570,116 @@ mod tests {
         // A `%` without two hex digits stands for itself.
         assert_eq!(form_decode(b"100%"), b"100%");
         assert_eq!(form_decode(b"%zz%4"), b"%zz%4");
+    }
+
+    fn input(shape: BodyShape, body: &Bytes) -> Input<'_> {
+        Input {
+            shape,
+            body,
+            value_fmt: Format::String,
+            key_fmt: Format::String,
+            raw: RawFields {
+                key: None,
+                timestamp: None,
+                partition: None,
+            },
+        }
+    }
+
+    /// Records seen (and the error) with the plain read first, then serde alone; the
+    /// callback refuses the record numbered `refuse`.
+    fn both_ways(shape: BodyShape, body: &str, refuse: usize) -> [(Vec<String>, String); 2] {
+        let body = Bytes::copy_from_slice(body.as_bytes());
+        let input = input(shape, &body);
+        let mut outcomes = Vec::new();
+        for plain_first in [true, false] {
+            let mut seen = Vec::new();
+            let mut each = |r: RecordRef<'_>| {
+                seen.push(format!("{r:?}"));
+                if seen.len() == refuse {
+                    return Err(ApiError::bad_request("refused", "refused"));
+                }
+                Ok(())
+            };
+            let result = if plain_first {
+                input.for_each(&mut each)
+            } else if shape == BodyShape::Batch {
+                parse_batch(&body, |r| input.convert(r, &mut each))
+            } else {
+                let mut result = Ok(());
+                for (i, line) in body.split(|&b| b == b'\n').enumerate() {
+                    if line.iter().all(u8::is_ascii_whitespace) {
+                        continue;
+                    }
+                    result = serde_json::from_slice::<RecordIn<'_>>(line)
+                        .map_err(|e| {
+                            ApiError::bad_request(
+                                "invalid_json",
+                                format!("NDJSON line {}: {e}", i + 1),
+                            )
+                        })
+                        .and_then(|r| input.convert(r, &mut each));
+                    if result.is_err() {
+                        break;
+                    }
+                }
+                result
+            };
+            let error = match result {
+                Ok(()) if seen.is_empty() && !plain_first => "invalid_request".to_owned(),
+                Ok(()) => String::new(),
+                Err(e) if e.code == "invalid_request" => "invalid_request".to_owned(),
+                Err(e) => format!("{} {}", e.code, e.detail),
+            };
+            outcomes.push((seen, error));
+        }
+        [outcomes.remove(0), outcomes.remove(0)]
+    }
+
+    /// The plain read, with serde taking over where the body leaves the plain form, hands
+    /// on the same records and fails with the same error as serde alone.
+    #[test]
+    fn the_plain_read_agrees_with_serde() {
+        let long = "x".repeat(300);
+        let batches = [
+            r#"{"records":[]}"#.to_owned(),
+            format!(r#"{{"records":[{{"value":"{long}"}},{{"key":"k","value":null}}]}}"#),
+            r#" { "records" : [ {"key":"k","value":"v","partition":2,"timestamp":5}, {"value":null,"headers":[]} ] } "#.to_owned(),
+            r#"{"records":[{"value":"a"},{"value":"tab	here","key":"café"},{"value":"b"}]}"#.to_owned(),
+            r#"{"records":[{"value":"a"},{"value":"b","value":"c"}]}"#.to_owned(),
+            r#"{"records":[{"value":"a"},{"value":1}]}"#.to_owned(),
+            r#"{"records":[{"value":"a"},{"partition":1.5}]}"#.to_owned(),
+            r#"{"records":[{"value":"a"},{"partition":-1}]}"#.to_owned(),
+            r#"{"records":[{"value":"a"},{"timestamp":12345678901234567890}]}"#.to_owned(),
+            r#"{"records":[{"value":"a"},{"timestamp":9999999999999999999}]}"#.to_owned(),
+            r#"{"records":[{"timestamp":9223372036854775807,"partition":4294967295}]}"#.to_owned(),
+            r#"{"records":[{"value":"a"},{"value":"b"}],"records":[]}"#.to_owned(),
+            r#"{"records":[{"value":"a"},{"value":"b"}]} trailing"#.to_owned(),
+            r#"{"records":[{"value":"a"},{"value":"b"},]}"#.to_owned(),
+            r#"{"records":[{"value":"a"},{"headers":[{"name":"h","value":"x"}]}]}"#.to_owned(),
+            r#"{"records":[{"value":"a"},{"extra":1}]}"#.to_owned(),
+            "{\"records\":[{\"value\":\"a\"},{\"value\":\"b\u{7}\"}]}".to_owned(),
+            r#"{"records":[{"value":"a"}"#.to_owned(),
+            r#"{"records":[{"value":"é ☕ 😀"}]}"#.to_owned(),
+        ];
+        for body in &batches {
+            for refuse in [0, 1, 2] {
+                let [plain, serde] = both_ways(BodyShape::Batch, body, refuse);
+                assert_eq!(plain, serde, "{body} (refusing record {refuse})");
+            }
+        }
+        let lines = [
+            "{\"value\":\"a\"}\n\n{\"key\":\"k\",\"value\":\"tab\\there\"}\r\n{}\n",
+            "{\"value\":\"a\"}\n{\"value\":1}\n{\"value\":\"c\"}",
+            "{\"value\":\"a\"}\n{\"value\":\"b\"} {}\n",
+            "{\"value\":\"a\"}\nnot json\n",
+        ];
+        for body in lines {
+            for refuse in [0, 1, 2] {
+                let [plain, serde] = both_ways(BodyShape::Ndjson, body, refuse);
+                assert_eq!(plain, serde, "{body:?} (refusing record {refuse})");
+            }
+        }
     }
 
     /// The record-by-record parse accepts and refuses what the derived parse of the
