@@ -26,13 +26,8 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
     echo "installing node and npm (Debian packages)"
     apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null
 fi
-# npm ci only when the lock file changed since the last install.
-LOCK_SUM=$(sha256sum "$CLIENTS/package-lock.json" | cut -d' ' -f1)
-if [[ "$(cat "$CLIENTS/node_modules/.lock-sum" 2>/dev/null)" != "$LOCK_SUM" ]]; then
-    echo "installing the TypeScript tools (npm ci in $CLIENTS)"
-    (cd "$CLIENTS" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error)
-    echo "$LOCK_SUM" >"$CLIENTS/node_modules/.lock-sum"
-fi
+source scripts/lib/npm-ci.sh
+npm_ci_if_changed "$CLIENTS" "the TypeScript tools"
 
 source scripts/lib/debug-server.sh
 

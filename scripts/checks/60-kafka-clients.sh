@@ -26,12 +26,8 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null || ! command -v k
     echo "installing node, npm and kcat (Debian packages)"
     apt-get update -qq && apt-get install -y -qq nodejs npm kcat >/dev/null
 fi
-LOCK_SUM=$(sha256sum "$JS/package-lock.json" | cut -d' ' -f1)
-if [[ "$(cat "$JS/node_modules/.lock-sum" 2>/dev/null)" != "$LOCK_SUM" ]]; then
-    echo "installing kafkajs (npm ci in $JS)"
-    (cd "$JS" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error)
-    echo "$LOCK_SUM" >"$JS/node_modules/.lock-sum"
-fi
+source scripts/lib/npm-ci.sh
+npm_ci_if_changed "$JS" "kafkajs"
 
 source scripts/lib/debug-server.sh
 start_server --kafka-bind 127.0.0.1:0
