@@ -117,15 +117,9 @@ echo "  ok  the Python session runs as written"
 fail_on_panic
 
 # SASL/PLAIN: a second server with a token.
-mkdir "$WORK/sasl"
-KAFKO_AUTH_TOKEN=flow-token target/debug/kafko-http --bind 127.0.0.1:0 --kafka-bind 127.0.0.1:0 \
-    --data-dir "$WORK/sasl/data" >"$WORK/sasl/stdout" 2>"$WORK/sasl/server.log" &
-SASL_PID=$!
+KAFKO_AUTH_TOKEN=flow-token launch "$WORK/sasl" --kafka-bind 127.0.0.1:0
+SASL_PID=$LAUNCHED_PID
 trap 'kill "$SASL_PID" 2>/dev/null || true; cleanup' EXIT
-for _ in $(seq 1 100); do
-    grep -q "^listening on" "$WORK/sasl/stdout" 2>/dev/null && break
-    sleep 0.1
-done
 SASL_KAFKA=$(sed -n 's/^kafka listening on //p' "$WORK/sasl/stdout")
 [[ -n "$SASL_KAFKA" ]] || { echo "the SASL server did not start"; cat "$WORK/sasl/server.log"; exit 1; }
 timeout 120 "$VENV/bin/python" scripts/clients/kafka_flow.py sasl "$SASL_KAFKA" flow-token

@@ -11,19 +11,36 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# start_server [FLAG...]: builds kafko-http, starts it with the flags and waits (up to
-# 10 s) until it listens.
-start_server() {
+# launch DIR [FLAG...]: builds kafko-http and starts it with the flags, its data, stdout
+# and server.log in DIR; returns once it says it listens (at most 10 s), with its pid in
+# LAUNCHED_PID. Its stdout comes through a FIFO: reading the "listening on" line is the
+# signal, no polling; the rest of the output goes on into DIR/stdout.
+launch() {
+    local dir=$1 line fd
+    shift
     cargo build --quiet -p kafko-http
-    target/debug/kafko-http --bind 127.0.0.1:0 --data-dir "$WORK/data" "$@" \
-        >"$WORK/stdout" 2>"$WORK/server.log" &
-    SERVER_PID=$!
-    for _ in $(seq 1 100); do
-        grep -q "^listening on" "$WORK/stdout" 2>/dev/null && break
-        sleep 0.1
+    mkdir -p "$dir"
+    mkfifo "$dir/stdout.fifo"
+    target/debug/kafko-http --bind 127.0.0.1:0 --data-dir "$dir/data" "$@" \
+        >"$dir/stdout.fifo" 2>"$dir/server.log" &
+    LAUNCHED_PID=$!
+    exec {fd}<"$dir/stdout.fifo"
+    while IFS= read -r -t 10 -u "$fd" line; do
+        printf '%s\n' "$line" >>"$dir/stdout"
+        [[ $line == "listening on "* ]] && break
     done
+    cat <&"$fd" >>"$dir/stdout" &
+    exec {fd}<&-
+    grep -q "^listening on" "$dir/stdout" 2>/dev/null \
+        || { echo "kafko-http did not start"; cat "$dir/server.log"; exit 1; }
+}
+
+# start_server [FLAG...]: the server of this check (see `launch`), in WORK; sets URL and
+# SERVER_PID.
+start_server() {
+    launch "$WORK" "$@"
+    SERVER_PID=$LAUNCHED_PID
     URL=$(sed -n 's/^listening on //p' "$WORK/stdout")
-    [[ -n "$URL" ]] || { echo "kafko-http did not start"; cat "$WORK/server.log"; exit 1; }
 }
 
 # fail_on_panic: exits 1, showing where, if the server log holds a panic.
