@@ -267,6 +267,15 @@ impl GroupHandle {
         Ok(assignment)
     }
 
+    /// The protocol type and the chosen assignor of a group of Kafka clients (what a
+    /// SyncGroup answer names), `None` while it has none.
+    pub fn classic_protocol(&self) -> Option<(String, String)> {
+        let groups = self.coordinator().lock();
+        let c = &groups.get(&*self.name)?.members.classic;
+        c.is_active()
+            .then(|| (c.protocol_type.clone(), c.protocol.clone()))
+    }
+
     /// Kafka's Heartbeat: keeps the member's session alive.
     ///
     /// # Errors

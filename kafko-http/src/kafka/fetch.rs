@@ -122,14 +122,33 @@ pub(crate) async fn handle(
     }
 }
 
-/// A partition's answer before it is read: its index, and no preferred replica (v11+).
-fn partition_answer(p: &FetchPartition, version: i16) -> PartitionData {
-    let mut data = PartitionData::default();
-    data.partition_index = p.partition;
-    if version >= 11 {
-        data.preferred_read_replica = BrokerId(-1);
-    }
-    data
+/// The answer's topics, every partition asked, each filled by `fill` from a fresh
+/// partition answer (its index, and no preferred replica from v11).
+fn answer_each(
+    topics: &[(TopicName, Option<TopicHandle>, Vec<FetchPartition>)],
+    version: i16,
+    mut fill: impl FnMut(Option<&TopicHandle>, &FetchPartition, &mut PartitionData),
+) -> Vec<FetchableTopicResponse> {
+    topics
+        .iter()
+        .map(|(name, handle, partitions)| {
+            let mut t = FetchableTopicResponse::default();
+            t.topic = name.clone();
+            t.partitions = partitions
+                .iter()
+                .map(|p| {
+                    let mut data = PartitionData::default();
+                    data.partition_index = p.partition;
+                    if version >= 11 {
+                        data.preferred_read_replica = BrokerId(-1);
+                    }
+                    fill(handle.as_ref(), p, &mut data);
+                    data
+                })
+                .collect();
+            t
+        })
+        .collect()
 }
 
 /// An answer with no records: every partition asked, no error (the client fetches the
@@ -138,22 +157,9 @@ fn empty(
     topics: &[(TopicName, Option<TopicHandle>, Vec<FetchPartition>)],
     version: i16,
 ) -> Vec<FetchableTopicResponse> {
-    topics
-        .iter()
-        .map(|(name, _, partitions)| {
-            let mut t = FetchableTopicResponse::default();
-            t.topic = name.clone();
-            t.partitions = partitions
-                .iter()
-                .map(|p| {
-                    let mut data = partition_answer(p, version);
-                    data.records = Some(bytes::Bytes::new());
-                    data
-                })
-                .collect();
-            t
-        })
-        .collect()
+    answer_each(topics, version, |_, _, data| {
+        data.records = Some(bytes::Bytes::new());
+    })
 }
 
 /// Reads every partition once: the answer, the record bytes in it, and whether any
@@ -166,34 +172,19 @@ fn read_all(
 ) -> (Vec<FetchableTopicResponse>, usize, bool) {
     let mut used = 0usize;
     let mut failed = false;
-    let answer = topics
-        .iter()
-        .map(|(name, handle, partitions)| {
-            let mut t = FetchableTopicResponse::default();
-            t.topic = name.clone();
-            t.partitions = partitions
-                .iter()
-                .map(|p| {
-                    let mut data = partition_answer(p, version);
-                    let result = match handle {
-                        Some(handle) => {
-                            read_partition(broker, handle, p, max_bytes, &mut used, &mut data)
-                        }
-                        None => Err(errors::UNKNOWN_TOPIC_OR_PARTITION),
-                    };
-                    if let Err(code) = result {
-                        data.error_code = code;
-                        failed = true;
-                    }
-                    if version < 5 {
-                        data.log_start_offset = -1;
-                    }
-                    data
-                })
-                .collect();
-            t
-        })
-        .collect();
+    let answer = answer_each(topics, version, |handle, p, data| {
+        let result = match handle {
+            Some(handle) => read_partition(broker, handle, p, max_bytes, &mut used, data),
+            None => Err(errors::UNKNOWN_TOPIC_OR_PARTITION),
+        };
+        if let Err(code) = result {
+            data.error_code = code;
+            failed = true;
+        }
+        if version < 5 {
+            data.log_start_offset = -1;
+        }
+    });
     (answer, used, failed)
 }
 

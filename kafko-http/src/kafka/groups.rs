@@ -206,11 +206,9 @@ pub(crate) async fn sync_group(
     {
         Ok(assignment) => {
             response.assignment = assignment;
-            if let Ok(d) = g.describe()
-                && let Some(classic) = d.classic
-            {
-                response.protocol_type = Some(str(&classic.protocol_type));
-                response.protocol_name = Some(str(&classic.protocol));
+            if let Some((protocol_type, protocol)) = g.classic_protocol() {
+                response.protocol_type = Some(str(&protocol_type));
+                response.protocol_name = Some(str(&protocol));
             }
         }
         Err(e) => response.error_code = code(e),
