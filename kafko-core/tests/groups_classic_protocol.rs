@@ -137,6 +137,10 @@ async fn two_members_rebalance_through_join_and_sync() {
         .await
         .unwrap();
     assert_eq!(&leader_got[..], b"a: t-0");
+    assert_eq!(
+        g.classic_protocol(),
+        Some(("consumer".to_owned(), "range".to_owned()))
+    );
     assert_eq!(b_sync.await.unwrap().unwrap(), for_b);
 
     // Commits check the generation and keep their metadata.
@@ -188,6 +192,7 @@ async fn two_members_rebalance_through_join_and_sync() {
             .unwrap(),
         ["nobody"]
     );
+    assert_eq!(g.classic_protocol(), None, "an empty group has no protocol");
     // An empty group takes commits from clients that are no members.
     g.commit_offsets(None, &t, &[offset(0, 0)]).await.unwrap();
 }
