@@ -544,6 +544,16 @@ mod tests {
         }
     }
 
+    /// A stable group of members "a" and "b" (range), and its generation.
+    fn stable_pair(now: Instant) -> (Classic, u64) {
+        let (mut c, mut generation) = (Classic::default(), 0);
+        c.admit("a", &join("a", &["range"]), now);
+        c.admit("b", &join("b", &["range"]), now);
+        c.try_complete(&mut generation, false);
+        c.assign(Vec::new());
+        (c, generation)
+    }
+
     #[test]
     fn a_lone_member_completes_at_once_and_leads() {
         let now = Instant::now();
@@ -587,11 +597,7 @@ mod tests {
     #[test]
     fn members_that_do_not_rejoin_by_the_deadline_are_removed() {
         let now = Instant::now();
-        let (mut c, mut generation) = (Classic::default(), 0);
-        c.admit("a", &join("a", &["range"]), now);
-        c.admit("b", &join("b", &["range"]), now);
-        c.try_complete(&mut generation, false);
-        c.assign(Vec::new());
+        let (mut c, mut generation) = stable_pair(now);
         c.admit("c", &join("c", &["range"]), now);
         assert!(c.try_complete(&mut generation, true));
         assert_eq!(c.members.keys().collect::<Vec<_>>(), vec!["c"]);
@@ -619,11 +625,7 @@ mod tests {
     #[test]
     fn a_silent_member_expires_and_the_others_rebalance() {
         let now = Instant::now();
-        let (mut c, mut generation) = (Classic::default(), 0);
-        c.admit("a", &join("a", &["range"]), now);
-        c.admit("b", &join("b", &["range"]), now);
-        c.try_complete(&mut generation, false);
-        c.assign(Vec::new());
+        let (mut c, mut generation) = stable_pair(now);
         let later = now + Duration::from_secs(11);
         c.members.get_mut("a").unwrap().last_seen = later;
         assert!(c.expire(later, &mut generation));
