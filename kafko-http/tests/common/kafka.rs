@@ -302,3 +302,37 @@ pub async fn produce_batch(
     let p = &r.responses[0].partition_responses[0];
     (p.error_code, p.base_offset)
 }
+
+// ---------------------------------------------------------------- attacks
+
+/// The bystander check that follows every attack on the Kafka listener: the process is
+/// still alive, and `/healthz` over HTTP and a Kafka Metadata request on a fresh
+/// connection are each answered within 2 s.
+pub async fn assert_bystanders_served(server: &Server) {
+    use kafka_protocol::messages::MetadataRequest;
+    let pid = server.pid();
+    assert!(
+        std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "the server process died"
+    );
+    let health = tokio::time::timeout(
+        Duration::from_secs(2),
+        super::client().get(server.url("/healthz")).send(),
+    )
+    .await
+    .expect("/healthz answered within 2 s")
+    .expect("/healthz answered");
+    assert_eq!(health.status(), 200, "/healthz while the attack is over");
+    let addr = server.kafka.as_deref().expect("started with --kafka-bind");
+    let metadata = tokio::time::timeout(Duration::from_secs(2), async {
+        let mut k = Kafka {
+            stream: TcpStream::connect(addr).await.expect("a Kafka connection"),
+            next: 1,
+        };
+        k.try_call(&MetadataRequest::default().with_topics(Some(vec![])), 9)
+            .await
+    })
+    .await
+    .expect("a Kafka Metadata request answered within 2 s");
+    assert!(metadata.is_some(), "a Kafka Metadata request answered");
+}

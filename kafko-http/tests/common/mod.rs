@@ -516,3 +516,16 @@ pub async fn read_lines(
         )
     })
 }
+
+/// The CPU time (user + system) a process has used so far, in seconds, from
+/// `/proc/PID/stat` (clock ticks of 1/100 s, as on every Linux this runs on).
+pub fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("proc stat");
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    let after = &stat[stat.rfind(')').expect("a command name") + 2..];
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the whole line: 11 and 12 after the name.
+    let ticks: u64 =
+        fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime");
+    ticks as f64 / 100.0
+}
