@@ -16,11 +16,21 @@
 //! live in `classic_calls`. The generation is the group's one generation
 //! ([`Members::generation`](super::membership::Members)).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::time::Instant;
+
+use super::limits::ClassicTotals;
+use super::pending::PendingIds;
+
+/// Estimated heap bytes of a member beyond what its fields name (the map entry, the
+/// struct, the `String` and `Vec` headers).
+const MEMBER_OVERHEAD: usize = 256;
+/// Estimated bytes of one protocol or one assigned topic beyond its names and payload.
+const ENTRY_OVERHEAD: usize = 64;
 
 /// One protocol a member offers in its JoinGroup: an assignor name and its metadata.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -173,9 +183,52 @@ pub(crate) struct ClassicMember {
     pub(crate) joined: bool,
     pub(crate) assignment: Bytes,
     pub(crate) partitions: Vec<(String, Vec<u32>)>,
+    /// Estimated bytes it holds ([`ClassicMember::footprint`]), kept up to date.
+    pub(crate) bytes: usize,
+}
+
+/// Estimated bytes a member admitted by `request` under `id` holds before it has an
+/// assignment: what the group's limits on bytes count.
+pub(crate) fn join_bytes(id: &str, request: &JoinGroupRequest) -> usize {
+    let protocols: usize = request
+        .protocols
+        .iter()
+        .map(|p| p.name.len() + p.metadata.len() + ENTRY_OVERHEAD)
+        .sum();
+    MEMBER_OVERHEAD
+        + id.len()
+        + request.group_instance_id.as_ref().map_or(0, String::len)
+        + request.client_id.len()
+        + request.client_host.len()
+        + protocols
+}
+
+/// Estimated bytes of an assignment and the partitions read from it.
+pub(crate) fn assignment_bytes(assignment: &Bytes, partitions: &[(String, Vec<u32>)]) -> usize {
+    let read: usize = partitions
+        .iter()
+        .map(|(t, p)| t.len() + 4 * p.len() + ENTRY_OVERHEAD)
+        .sum();
+    assignment.len() + read
 }
 
 impl ClassicMember {
+    /// Recomputes [`bytes`](Self::bytes) from the member's fields.
+    fn footprint(&mut self, id: &str) {
+        let protocols: usize = self
+            .protocols
+            .iter()
+            .map(|p| p.name.len() + p.metadata.len() + ENTRY_OVERHEAD)
+            .sum();
+        self.bytes = MEMBER_OVERHEAD
+            + id.len()
+            + self.group_instance_id.as_ref().map_or(0, String::len)
+            + self.client_id.len()
+            + self.client_host.len()
+            + protocols
+            + assignment_bytes(&self.assignment, &self.partitions);
+    }
+
     fn expired(&self, now: Instant) -> bool {
         now.saturating_duration_since(self.last_seen) > self.session_timeout
     }
@@ -193,13 +246,27 @@ impl ClassicMember {
 #[derive(Debug, Default)]
 pub(crate) struct Classic {
     pub(crate) members: BTreeMap<String, ClassicMember>,
-    /// Ids handed out by the member-id handshake and not joined yet, with when they
-    /// stop being valid.
-    pub(crate) pending_ids: BTreeMap<String, Instant>,
+    /// Ids handed out by the member-id handshake and not joined yet.
+    pub(crate) pending_ids: PendingIds,
     pub(crate) phase: Phase,
     pub(crate) protocol_type: String,
     pub(crate) protocol: String,
     pub(crate) leader: Option<String>,
+    /// Bytes the members hold (the sum of theirs), as counted in `totals`.
+    pub(crate) held: usize,
+    /// Pending ids as counted in `totals`.
+    counted_pending: usize,
+    /// The server-wide totals this group's share is counted in, once it has one.
+    totals: Option<Arc<ClassicTotals>>,
+}
+
+impl Drop for Classic {
+    fn drop(&mut self) {
+        if let Some(t) = &self.totals {
+            ClassicTotals::shift(&t.bytes, self.held, 0);
+            ClassicTotals::shift(&t.pending, self.counted_pending, 0);
+        }
+    }
 }
 
 /// Why a classic call cannot go on; the caller turns it into the group's error.
@@ -217,19 +284,36 @@ impl Classic {
         !self.members.is_empty()
     }
 
+    /// Counts this group's share in the server-wide `totals` from now on.
+    pub(crate) fn count_in(&mut self, totals: &Arc<ClassicTotals>) {
+        if self.totals.is_none() {
+            ClassicTotals::shift(&totals.bytes, 0, self.held);
+            ClassicTotals::shift(&totals.pending, 0, self.counted_pending);
+            self.totals = Some(totals.clone());
+        }
+    }
+
+    /// Brings `held` and the server-wide totals up to date after members or pending ids
+    /// changed: one pass over the members.
+    pub(crate) fn settle(&mut self) {
+        let held: usize = self.members.values().map(|m| m.bytes).sum();
+        let pending = self.pending_ids.len();
+        if let Some(t) = &self.totals {
+            ClassicTotals::shift(&t.bytes, self.held, held);
+            ClassicTotals::shift(&t.pending, self.counted_pending, pending);
+        }
+        (self.held, self.counted_pending) = (held, pending);
+    }
+
     /// Checks `request` fits the group's protocol type and shares an assignor with
     /// every other member.
     pub(crate) fn check_protocols(&self, request: &JoinGroupRequest) -> Result<(), Refusal> {
         if request.protocols.is_empty() {
             return Err(Refusal::Inconsistent("the join names no protocol".into()));
         }
-        let others: Vec<&ClassicMember> = self
-            .members
-            .iter()
-            .filter(|(id, _)| **id != request.member_id)
-            .map(|(_, m)| m)
-            .collect();
-        if others.is_empty() {
+        let others =
+            self.members.len() - usize::from(self.members.contains_key(&request.member_id));
+        if others == 0 {
             return Ok(());
         }
         if self.protocol_type != request.protocol_type {
@@ -238,12 +322,24 @@ impl Classic {
                 request.protocol_type, self.protocol_type
             )));
         }
-        let shared = request.protocols.iter().any(|p| {
-            others
-                .iter()
-                .all(|m| m.protocols.iter().any(|q| q.name == p.name))
-        });
-        if !shared {
+        // One pass over the other members' protocols (each names a protocol once): a
+        // protocol of the request is shared when every other member names it.
+        let mut support: HashMap<&str, usize> = request
+            .protocols
+            .iter()
+            .map(|p| (p.name.as_str(), 0))
+            .collect();
+        for (id, m) in &self.members {
+            if *id == request.member_id {
+                continue;
+            }
+            for q in &m.protocols {
+                if let Some(n) = support.get_mut(q.name.as_str()) {
+                    *n += 1;
+                }
+            }
+        }
+        if !support.values().any(|&n| n == others) {
             return Err(Refusal::Inconsistent(
                 "no assignor is supported by every member".into(),
             ));
@@ -272,9 +368,10 @@ impl Classic {
     }
 
     /// Completes the rebalance when every member has rejoined, or, with `force` (the
-    /// deadline passed), removes those that did not. Moves `generation` on and picks
-    /// the protocol and the leader. Returns whether it completed.
-    pub(crate) fn try_complete(&mut self, generation: &mut u64, force: bool) -> bool {
+    /// deadline passed), removes those that did not. Moves `generation` on, picks the
+    /// protocol and the leader, and restarts the sessions at `now`. Returns whether it
+    /// completed.
+    pub(crate) fn try_complete(&mut self, generation: &mut u64, force: bool, now: Instant) -> bool {
         if !matches!(self.phase, Phase::Preparing { .. }) {
             return false;
         }
@@ -283,10 +380,15 @@ impl Classic {
         }
         self.members.retain(|_, m| m.joined);
         *generation += 1;
-        for m in self.members.values_mut() {
+        // Each session starts again from the completed join, as in Kafka (a member that
+        // waited out a long rebalance is not expired the moment it ends).
+        for (id, m) in &mut self.members {
+            m.last_seen = now;
             m.assignment = Bytes::new();
             m.partitions.clear();
+            m.footprint(id);
         }
+        self.settle();
         if self.members.is_empty() {
             self.phase = Phase::Empty;
             self.leader = None;
@@ -312,22 +414,27 @@ impl Classic {
         let Some(leader) = self.leader.as_ref().and_then(|l| self.members.get(l)) else {
             return String::new();
         };
+        // Each member names a protocol once: a name every member names is a candidate.
+        let mut support: HashMap<&str, usize> = HashMap::new();
+        for m in self.members.values() {
+            for p in &m.protocols {
+                *support.entry(p.name.as_str()).or_default() += 1;
+            }
+        }
+        let everyone = self.members.len();
         let candidates: Vec<&str> = leader
             .protocols
             .iter()
             .map(|p| p.name.as_str())
-            .filter(|name| {
-                self.members
-                    .values()
-                    .all(|m| m.protocols.iter().any(|p| p.name == *name))
-            })
+            .filter(|name| support.get(name) == Some(&everyone))
             .collect();
-        let mut votes: BTreeMap<&str, usize> = BTreeMap::new();
+        let candidate_set: HashSet<&str> = candidates.iter().copied().collect();
+        let mut votes: HashMap<&str, usize> = HashMap::new();
         for m in self.members.values() {
             if let Some(first) = m
                 .protocols
                 .iter()
-                .find(|p| candidates.contains(&p.name.as_str()))
+                .find(|p| candidate_set.contains(p.name.as_str()))
             {
                 *votes.entry(first.name.as_str()).or_default() += 1;
             }
@@ -348,15 +455,17 @@ impl Classic {
         let before = self.members.len();
         self.members
             .retain(|_, m| (preparing && m.joined) || !m.expired(now));
-        self.pending_ids.retain(|_, until| *until > now);
+        self.pending_ids.expire(now);
         if self.members.len() == before {
+            self.settle();
             return false;
         }
+        self.settle();
         if self.members.is_empty() {
             self.phase = Phase::Preparing { deadline: now };
-            self.try_complete(generation, true);
+            self.try_complete(generation, true, now);
         } else if preparing {
-            self.try_complete(generation, false);
+            self.try_complete(generation, false, now);
         } else {
             self.prepare(now);
         }
@@ -385,6 +494,7 @@ impl Classic {
             joined: true,
             assignment: Bytes::new(),
             partitions: Vec::new(),
+            bytes: join_bytes(id, request),
         };
         if self.members.is_empty() {
             self.protocol_type = request.protocol_type.clone();
@@ -394,6 +504,7 @@ impl Classic {
             Some(m) if quiet => {
                 m.last_seen = now;
                 m.session_timeout = request.session_timeout;
+                self.settle();
                 return false;
             }
             Some(m) => {
@@ -403,11 +514,13 @@ impl Classic {
                     partitions,
                     ..member
                 };
+                m.footprint(id);
             }
             None => {
                 self.members.insert(id.to_owned(), member);
             }
         }
+        self.settle();
         self.prepare(now);
         if let Some(m) = self.members.get_mut(id) {
             m.joined = true;
@@ -466,8 +579,10 @@ impl Classic {
             if let Some(m) = self.members.get_mut(&a.member_id) {
                 m.assignment = a.assignment;
                 m.partitions = a.partitions;
+                m.footprint(&a.member_id);
             }
         }
+        self.settle();
         self.phase = Phase::Stable;
     }
 
@@ -486,11 +601,12 @@ impl Classic {
         if gone.is_empty() {
             return gone;
         }
+        self.settle();
         if self.members.is_empty() {
             self.phase = Phase::Preparing { deadline: now };
-            self.try_complete(generation, true);
+            self.try_complete(generation, true, now);
         } else if matches!(self.phase, Phase::Preparing { .. }) {
-            self.try_complete(generation, false);
+            self.try_complete(generation, false, now);
         } else {
             self.prepare(now);
         }
@@ -549,7 +665,7 @@ mod tests {
         let (mut c, mut generation) = (Classic::default(), 0);
         c.admit("a", &join("a", &["range"]), now);
         c.admit("b", &join("b", &["range"]), now);
-        c.try_complete(&mut generation, false);
+        c.try_complete(&mut generation, false, now);
         c.assign(Vec::new());
         (c, generation)
     }
@@ -559,7 +675,7 @@ mod tests {
         let now = Instant::now();
         let (mut c, mut generation) = (Classic::default(), 0);
         assert!(c.admit("a", &join("a", &["range"]), now));
-        assert!(c.try_complete(&mut generation, false));
+        assert!(c.try_complete(&mut generation, false, now));
         assert_eq!(generation, 1);
         let answer = c.answer("a", generation).unwrap();
         assert_eq!(answer.leader, "a");
@@ -573,11 +689,11 @@ mod tests {
         let now = Instant::now();
         let (mut c, mut generation) = (Classic::default(), 0);
         c.admit("a", &join("a", &["range", "roundrobin"]), now);
-        c.try_complete(&mut generation, false);
+        c.try_complete(&mut generation, false, now);
         c.assign(Vec::new());
         assert!(c.admit("b", &join("b", &["roundrobin", "range"]), now));
         assert!(
-            !c.try_complete(&mut generation, false),
+            !c.try_complete(&mut generation, false, now),
             "a has not rejoined"
         );
         assert_eq!(
@@ -585,7 +701,7 @@ mod tests {
             Err(Refusal::RebalanceInProgress)
         );
         c.admit("a", &join("a", &["range", "roundrobin"]), now);
-        assert!(c.try_complete(&mut generation, false));
+        assert!(c.try_complete(&mut generation, false, now));
         assert_eq!(generation, 2);
         let (a, b) = (c.answer("a", 2).unwrap(), c.answer("b", 2).unwrap());
         assert_eq!(a.members.len(), 2);
@@ -599,7 +715,7 @@ mod tests {
         let now = Instant::now();
         let (mut c, mut generation) = stable_pair(now);
         c.admit("c", &join("c", &["range"]), now);
-        assert!(c.try_complete(&mut generation, true));
+        assert!(c.try_complete(&mut generation, true, now));
         assert_eq!(c.members.keys().collect::<Vec<_>>(), vec!["c"]);
         assert_eq!(c.leader.as_deref(), Some("c"));
     }
@@ -638,7 +754,7 @@ mod tests {
         let now = Instant::now();
         let (mut c, mut generation) = (Classic::default(), 0);
         c.admit("a", &join("a", &["range"]), now);
-        c.try_complete(&mut generation, false);
+        c.try_complete(&mut generation, false, now);
         assert_eq!(c.remove(&["a".into()], now, &mut generation), vec!["a"]);
         assert_eq!(c.phase, Phase::Empty);
         assert!(c.protocol_type.is_empty());
