@@ -45,6 +45,7 @@
 mod acknowledge;
 mod classic;
 mod classic_calls;
+mod classic_types;
 mod coordinator;
 mod delivery;
 mod eviction;

@@ -80,11 +80,11 @@ mod tests {
 
     fn assignment(topics: &[(&str, &[i32])]) -> Vec<u8> {
         let mut out = 1i16.to_be_bytes().to_vec();
-        out.extend((topics.len() as i32).to_be_bytes());
+        out.extend(i32::try_from(topics.len()).unwrap().to_be_bytes());
         for (name, partitions) in topics {
-            out.extend((name.len() as i16).to_be_bytes());
+            out.extend(i16::try_from(name.len()).unwrap().to_be_bytes());
             out.extend(name.as_bytes());
-            out.extend((partitions.len() as i32).to_be_bytes());
+            out.extend(i32::try_from(partitions.len()).unwrap().to_be_bytes());
             for p in *partitions {
                 out.extend(p.to_be_bytes());
             }
