@@ -577,6 +577,7 @@ async fn group_members_and_their_bytes_are_capped() {
     let (_tmp, server, _c) = start(&["--group-max-size", "20"]).await;
     let cpu0 = cpu_seconds(server.pid());
     let (rss0, _) = memory_mib(server.pid());
+    eprintln!("RSS before the attack: {rss0} MiB");
     // 20 joins of 4 MiB each: past the 1 MiB a member may hold.
     let huge = Bytes::from(vec![1u8; 4 * 1024 * 1024]);
     for _ in 0..20 {
@@ -627,6 +628,7 @@ async fn offset_metadata_past_the_limit_is_refused_per_partition() {
     create_topic(&c, &server, "two", json!({"partitions": 2})).await;
     let cpu0 = cpu_seconds(server.pid());
     let (rss0, _) = memory_mib(server.pid());
+    eprintln!("RSS before the attack: {rss0} MiB");
     let mut k = Kafka::connect(&server).await;
     let rows = [
         (0, 0, Some("x".repeat(4097))),
@@ -660,6 +662,7 @@ async fn ghost_groups_of_handshakes_are_bounded_by_bytes() {
     let (_tmp, server, _c) = start(&["--idle-groups-max-bytes", "8388608"]).await;
     let cpu0 = cpu_seconds(server.pid());
     let (rss0, _) = memory_mib(server.pid());
+    eprintln!("RSS before the attack: {rss0} MiB");
     // 100,000 handshakes on as many new group names, pipelined in batches.
     let mut answered = 0;
     for batch in 0..4 {
