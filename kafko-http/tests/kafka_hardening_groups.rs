@@ -528,6 +528,7 @@ async fn pending_member_ids_are_bounded_and_expire() {
 #[tokio::test(flavor = "multi_thread")]
 async fn past_the_server_wide_pending_ids_members_join_without_the_handshake() {
     let (_tmp, server, _c) = start(&["--groups-max-pending-members", "3"]).await;
+    let cpu0 = cpu_seconds(server.pid());
     let mut k = Kafka::connect(&server).await;
     let mut codes = Vec::new();
     for i in 0..5 {
@@ -545,6 +546,9 @@ async fn past_the_server_wide_pending_ids_members_join_without_the_handshake() {
         ]
     );
     assert_bystanders_served(&server).await;
+    let (cpu, _, peak) = figures("server-wide pending ids", &server, cpu0);
+    assert!(cpu < 2.0, "{cpu} s CPU");
+    assert!(peak < 200, "peak RSS {peak} MiB");
 }
 
 /// Sends a v3 join (no handshake) on a fresh connection; the connection, to read the
@@ -689,6 +693,7 @@ async fn ghost_groups_of_handshakes_are_bounded_by_bytes() {
 #[tokio::test(flavor = "multi_thread")]
 async fn logical_offsets_reset_a_group_to_the_earliest_or_latest_offset() {
     let (_tmp, server, c) = start(&[]).await;
+    let cpu0 = cpu_seconds(server.pid());
     let records: Vec<_> = (0..10).map(|i| json!({"value": format!("r{i}")})).collect();
     common::produce(&c, &server, "t", "", json!(records)).await;
     let mut k = Kafka::connect(&server).await;
@@ -714,4 +719,7 @@ async fn logical_offsets_reset_a_group_to_the_earliest_or_latest_offset() {
     let body = common::json(r).await;
     assert_eq!(body["records"][0]["offset"], 0, "{body}");
     assert_bystanders_served(&server).await;
+    let (cpu, _, peak) = figures("logical offsets", &server, cpu0);
+    assert!(cpu < 2.0, "{cpu} s CPU");
+    assert!(peak < 200, "peak RSS {peak} MiB");
 }
