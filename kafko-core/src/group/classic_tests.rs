@@ -1,6 +1,7 @@
 //! The classic protocol's state machine, step by step.
 
 use super::*;
+use crate::group::limits::ClassicTotals;
 
 fn join(id: &str, protocols: &[&str]) -> JoinGroupRequest {
     JoinGroupRequest {
@@ -120,4 +121,23 @@ fn leaving_last_empties_the_group() {
     assert_eq!(c.remove(&["a".into()], now, &mut generation), vec!["a"]);
     assert_eq!(c.phase, Phase::Empty);
     assert!(c.protocol_type.is_empty());
+}
+
+#[test]
+fn members_bytes_and_pending_ids_are_counted_server_wide_until_the_group_goes() {
+    let now = Instant::now();
+    let totals = Arc::new(ClassicTotals::default());
+    let mut c = Classic::default();
+    c.count_in(&totals);
+    c.pending_ids
+        .insert("p".into(), now + Duration::from_secs(6), 10);
+    c.admit("a", &join("a", &["range"]), now);
+    assert!(totals.bytes() >= join_bytes("a", &join("a", &["range"])));
+    assert_eq!(totals.pending(), 1);
+    let (mut generation, later) = (0, now + Duration::from_secs(20));
+    // A completed join restarts the session: no expiry right after a long rebalance.
+    assert!(c.try_complete(&mut generation, true, later));
+    assert!(!c.expire(later, &mut generation));
+    drop(c);
+    assert_eq!((totals.bytes(), totals.pending()), (0, 0));
 }
