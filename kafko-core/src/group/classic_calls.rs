@@ -212,7 +212,7 @@ impl GroupHandle {
             let bytes = join_bytes(&id, &request);
             let old = old.unwrap_or(0);
             if bytes > limits.max_member_bytes
-                || c.held - old + bytes > limits.max_group_bytes
+                || c.held.saturating_sub(old) + bytes > limits.max_group_bytes
                 || totals.bytes().saturating_sub(old) + bytes > limits.max_total_bytes
             {
                 return Err(limit("group bytes", limits.max_group_bytes));
