@@ -101,7 +101,7 @@ pub use error::{
 };
 pub use group::{
     ClassicGroupDescription, ClassicMemberDescription, CommitOffset, CommittedOffset, Delivery,
-    GroupConfig, GroupDescription, GroupHandle, GroupLag, GroupLagPage, GroupListing,
+    GroupConfig, GroupDescription, GroupHandle, GroupLag, GroupLagPage, GroupLimits, GroupListing,
     GroupMemberDescription, GroupMembership, GroupPartitionDescription, GroupPoll,
     GroupPollOptions, GroupProtocol, GroupTopicDescription, JoinGroupAnswer, JoinGroupOutcome,
     JoinGroupRequest, JoinedMember, MemberAssignment, MemberRef, Membership, OffsetReset,

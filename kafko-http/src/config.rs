@@ -167,3 +167,77 @@ impl Default for ServerConfig {
         }
     }
 }
+
+/// The limits of Kafka clients' consumer groups (`--group-*` flags), named after Kafka's
+/// broker settings where Kafka has one; see [`kafko_core::GroupLimits`].
+#[derive(Debug, Clone, clap::Args)]
+pub struct GroupFlags {
+    /// Shortest session timeout a JoinGroup may ask, ms (Kafka's
+    /// `group.min.session.timeout.ms`); shorter is INVALID_SESSION_TIMEOUT.
+    #[arg(
+        long,
+        env = "KAFKO_GROUP_MIN_SESSION_TIMEOUT_MS",
+        default_value_t = 6_000
+    )]
+    pub group_min_session_timeout_ms: u64,
+    /// Longest session timeout a JoinGroup may ask, ms (Kafka's
+    /// `group.max.session.timeout.ms`); longer is INVALID_SESSION_TIMEOUT, and a longer
+    /// rebalance timeout is cut to it.
+    #[arg(
+        long,
+        env = "KAFKO_GROUP_MAX_SESSION_TIMEOUT_MS",
+        default_value_t = 1_800_000
+    )]
+    pub group_max_session_timeout_ms: u64,
+    /// Members of one group (Kafka's `group.max.size`); past it GROUP_MAX_SIZE_REACHED.
+    #[arg(long, env = "KAFKO_GROUP_MAX_SIZE", default_value_t = 1_000)]
+    pub group_max_size: usize,
+    /// Protocols (assignors) one JoinGroup may offer; more is INVALID_REQUEST.
+    #[arg(long, env = "KAFKO_GROUP_MAX_PROTOCOLS", default_value_t = 32)]
+    pub group_max_protocols: usize,
+    /// Bytes of one member's join (protocol metadata, ids) and of its assignment; past
+    /// it GROUP_MAX_SIZE_REACHED.
+    #[arg(long, env = "KAFKO_GROUP_MAX_MEMBER_BYTES", default_value_t = 1024 * 1024)]
+    pub group_max_member_bytes: usize,
+    /// Bytes the members of one group hold together; past it GROUP_MAX_SIZE_REACHED.
+    #[arg(long, env = "KAFKO_GROUP_MAX_BYTES", default_value_t = 16 * 1024 * 1024)]
+    pub group_max_bytes: usize,
+    /// Bytes the members of all groups hold together; past it GROUP_MAX_SIZE_REACHED.
+    #[arg(long, env = "KAFKO_GROUPS_MAX_BYTES", default_value_t = 256 * 1024 * 1024)]
+    pub groups_max_bytes: usize,
+    /// Member ids handed out by JoinGroup's handshake and not joined yet, over all
+    /// groups (each also expires with its join's session timeout); past it members join
+    /// without the handshake.
+    #[arg(
+        long,
+        env = "KAFKO_GROUPS_MAX_PENDING_MEMBERS",
+        default_value_t = 100_000
+    )]
+    pub groups_max_pending_members: usize,
+    /// Longest metadata string of a committed offset (Kafka's
+    /// `offset.metadata.max.bytes`); longer is OFFSET_METADATA_TOO_LARGE.
+    #[arg(long, env = "KAFKO_OFFSET_METADATA_MAX_BYTES", default_value_t = 4096)]
+    pub offset_metadata_max_bytes: usize,
+    /// Bytes that groups holding nothing on disk may take together; past it the least
+    /// recently used are forgotten before --idle-group-timeout-ms.
+    #[arg(long, env = "KAFKO_IDLE_GROUPS_MAX_BYTES", default_value_t = 64 * 1024 * 1024)]
+    pub idle_groups_max_bytes: usize,
+}
+
+impl GroupFlags {
+    /// The limits these flags set.
+    pub fn limits(&self) -> kafko_core::GroupLimits {
+        kafko_core::GroupLimits {
+            min_session_timeout: Duration::from_millis(self.group_min_session_timeout_ms),
+            max_session_timeout: Duration::from_millis(self.group_max_session_timeout_ms),
+            max_size: self.group_max_size,
+            max_protocols: self.group_max_protocols,
+            max_member_bytes: self.group_max_member_bytes,
+            max_group_bytes: self.group_max_bytes,
+            max_total_bytes: self.groups_max_bytes,
+            max_pending_member_ids: self.groups_max_pending_members,
+            offset_metadata_max_bytes: self.offset_metadata_max_bytes,
+            max_idle_group_bytes: self.idle_groups_max_bytes,
+        }
+    }
+}

@@ -122,6 +122,8 @@ struct Args {
     /// seek; a REST Proxy consumer) is answered 409 `limit_reached` [default: unlimited].
     #[arg(long, env = "KAFKO_MAX_GROUPS")]
     max_groups: Option<u64>,
+    #[command(flatten)]
+    groups: kafko_http::config::GroupFlags,
     /// Bytes that record answers built in memory (fetches, group polls, REST Proxy
     /// reads) may hold together until sent; a read with no room within 0.5 s is
     /// answered 503 `overloaded` (REST Proxy: 429), with Retry-After.
@@ -274,6 +276,7 @@ async fn run(args: Args) -> Result<(), ServerError> {
         .max_topics(args.max_topics)
         .max_partitions(args.max_partitions)
         .max_groups(args.max_groups)
+        .group_limits(args.groups.limits())
         .open()
         .await
         .map_err(ServerError::Open)?;

@@ -25,6 +25,7 @@ pub struct KafkoOptions {
     idle_group_timeout: Duration,
     max_open_segment_files: usize,
     limits: Limits,
+    group_limits: crate::GroupLimits,
 }
 
 /// Limits on what a log may hold; `None` is unlimited.
@@ -48,6 +49,7 @@ impl KafkoOptions {
             idle_group_timeout: crate::group::DEFAULT_IDLE_GROUP_TIMEOUT,
             max_open_segment_files: DEFAULT_MAX_OPEN_SEGMENT_FILES,
             limits: Limits::default(),
+            group_limits: crate::GroupLimits::default(),
         }
     }
 
@@ -103,6 +105,14 @@ impl KafkoOptions {
         self
     }
 
+    /// The limits of Kafka clients' consumer groups: sessions, members, the bytes they
+    /// hold, offset metadata, and the memory of groups that hold nothing on disk
+    /// (default [`GroupLimits::default`](crate::GroupLimits)).
+    pub fn group_limits(mut self, limits: crate::GroupLimits) -> Self {
+        self.group_limits = limits;
+        self
+    }
+
     /// Opens the directory (creating it), recovering every topic.
     ///
     /// # Errors
@@ -143,6 +153,7 @@ impl Kafko {
             .collect();
         let mut groups = recovered.groups;
         groups.set_idle_timeout(options.idle_group_timeout);
+        groups.set_limits(options.group_limits);
         let (stop, _) = watch::channel(false);
         let inner = Arc::new(Inner {
             dir: options.dir,

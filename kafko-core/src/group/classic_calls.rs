@@ -8,15 +8,18 @@
 //! phase moves or its deadline passes, then looks again. Whichever call notices a
 //! passed deadline completes the rebalance, so no timer task is needed.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use bytes::Bytes;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::classic::{JoinGroupOutcome, JoinGroupRequest, MemberAssignment, Phase, Refusal};
-use super::coordinator::{GroupState, group_not_found, validate_session_timeout};
+use super::classic::{
+    JoinGroupOutcome, JoinGroupRequest, MemberAssignment, Phase, Refusal, assignment_bytes,
+    join_bytes,
+};
+use super::coordinator::{GroupState, group_not_found};
 use super::handle::GroupHandle;
 use super::membership::new_member_id;
 use super::{GroupConfig, PartitionOffset};
@@ -122,7 +125,7 @@ impl GroupHandle {
                 return Err(group_not_found(name));
             }
             self.coordinator().make_room(&mut groups)?;
-            self.coordinator().count_created(&mut groups, 1);
+            self.coordinator().count_created(&mut groups, name, 1);
             groups.insert(name.to_owned(), GroupState::new(GroupConfig::default()));
         }
         let g = groups.get_mut(name).ok_or_else(|| group_not_found(name))?;
@@ -131,6 +134,7 @@ impl GroupHandle {
         g.expire(now);
         let changed = g.changed.clone();
         let m = &mut g.members;
+        m.classic.count_in(&self.coordinator().totals);
         if m.classic.expire(now, &mut m.generation) {
             changed.notify_waiters();
         }
@@ -146,15 +150,30 @@ impl GroupHandle {
     /// # Errors
     /// `InconsistentGroupProtocol` (the group has members of kafko's own APIs, another
     /// protocol type, or no assignor in common), `UnknownMember` (an id the group never
-    /// gave out, or removed while waiting), `InvalidSessionTimeout`, `LimitReached`,
+    /// gave out, or removed while waiting), `InvalidSessionTimeout` (outside the
+    /// [`GroupLimits`](super::GroupLimits)' bounds), `LimitReached` (the groups, or one
+    /// of the group's limits: resource `group members`, `group bytes`, `join protocols`),
     /// `ShuttingDown`.
     pub async fn join_group(
         &self,
-        request: JoinGroupRequest,
+        mut request: JoinGroupRequest,
     ) -> Result<JoinGroupOutcome, GroupError> {
         self.check_not_closing()?;
-        validate_session_timeout(request.session_timeout)?;
+        let limits = self.coordinator().limits;
+        let timeout = request.session_timeout;
+        if timeout < limits.min_session_timeout || timeout > limits.max_session_timeout {
+            return Err(GroupError::InvalidSessionTimeout { timeout });
+        }
+        // No rebalance waits longer than the longest session a member may have.
+        request.rebalance_timeout = request.rebalance_timeout.min(limits.max_session_timeout);
+        if request.protocols.len() > limits.max_protocols {
+            return Err(limit("join protocols", limits.max_protocols).into());
+        }
+        // A protocol named twice counts once (Kafka keys a join's protocols by name).
+        let mut seen = HashSet::new();
+        request.protocols.retain(|p| seen.insert(p.name.clone()));
         let group = &*self.name;
+        let totals = self.coordinator().totals.clone();
         let admitted = self.with_classic(true, |g, changed| {
             if !g.members.members.is_empty() {
                 return Err(self.refused(
@@ -169,19 +188,35 @@ impl GroupHandle {
                 .map_err(|r| self.refused(&request.member_id, r, 0))?;
             let id = if request.member_id.is_empty() {
                 let id = new_member_id();
-                if request.require_known_member_id {
-                    c.pending_ids
-                        .insert(id.clone(), now + request.session_timeout);
+                // Past the server's pending ids, the member joins without the handshake.
+                if request.require_known_member_id
+                    && totals.pending() < limits.max_pending_member_ids
+                {
+                    let until = now + request.session_timeout;
+                    c.pending_ids.insert(id.clone(), until, limits.max_size);
+                    c.settle();
                     return Ok(Err(JoinGroupOutcome::MemberIdRequired(id)));
                 }
                 id
             } else if c.members.contains_key(&request.member_id)
-                || c.pending_ids.contains_key(&request.member_id)
+                || c.pending_ids.contains(&request.member_id)
             {
                 request.member_id.clone()
             } else {
                 return Err(self.refused(&request.member_id, Refusal::UnknownMember, 0));
             };
+            let old = c.members.get(&id).map(|m| m.bytes);
+            if old.is_none() && c.members.len() >= limits.max_size {
+                return Err(limit("group members", limits.max_size));
+            }
+            let bytes = join_bytes(&id, &request);
+            let old = old.unwrap_or(0);
+            if bytes > limits.max_member_bytes
+                || c.held.saturating_sub(old) + bytes > limits.max_group_bytes
+                || totals.bytes().saturating_sub(old) + bytes > limits.max_total_bytes
+            {
+                return Err(limit("group bytes", limits.max_group_bytes));
+            }
             let generation = g.members.generation;
             if !c.admit(&id, &request, now) {
                 let answer = c.answer(&id, generation);
@@ -190,7 +225,7 @@ impl GroupHandle {
                     JoinGroupOutcome::Joined,
                 )));
             }
-            if c.try_complete(&mut g.members.generation, false) {
+            if c.try_complete(&mut g.members.generation, false, now) {
                 changed.notify_waiters();
             }
             tracing::info!(group, member = %id, "member joining (Kafka protocol)");
@@ -212,7 +247,7 @@ impl GroupHandle {
                         if Instant::now() < deadline {
                             return Ok(Step::Until(deadline));
                         }
-                        if c.try_complete(&mut m.generation, true) {
+                        if c.try_complete(&mut m.generation, true, Instant::now()) {
                             changed.notify_waiters();
                         }
                         Ok(Step::Again)
@@ -248,7 +283,26 @@ impl GroupHandle {
                 c.check(member_id, generation, m.generation, now)
                     .map_err(|r| self.refused(member_id, r, generation))?;
                 if c.phase == Phase::Completing && c.leader.as_deref() == Some(member_id) {
-                    c.assign(assignments.take().unwrap_or_default());
+                    let given = assignments.take().unwrap_or_default();
+                    let limits = self.coordinator().limits;
+                    let mut extra = 0usize;
+                    for a in given
+                        .iter()
+                        .filter(|a| c.members.contains_key(&a.member_id))
+                    {
+                        let bytes = assignment_bytes(&a.assignment, &a.partitions);
+                        if bytes > limits.max_member_bytes {
+                            return Err(limit("group bytes", limits.max_group_bytes));
+                        }
+                        extra = extra.saturating_add(bytes);
+                    }
+                    let totals = &self.coordinator().totals;
+                    if c.held.saturating_add(extra) > limits.max_group_bytes
+                        || totals.bytes().saturating_add(extra) > limits.max_total_bytes
+                    {
+                        return Err(limit("group bytes", limits.max_group_bytes));
+                    }
+                    c.assign(given);
                     changed.notify_waiters();
                 }
                 if c.phase == Phase::Stable {
@@ -307,9 +361,10 @@ impl GroupHandle {
             }
             Ok(gone)
         })?;
+        let gone: HashSet<&str> = gone.iter().map(String::as_str).collect();
         Ok(member_ids
             .iter()
-            .filter(|id| !gone.contains(id))
+            .filter(|id| !gone.contains(id.as_str()))
             .cloned()
             .collect())
     }
@@ -399,5 +454,13 @@ impl GroupHandle {
                 (topic.clone(), offsets)
             })
             .collect())
+    }
+}
+
+/// A classic group's limit on `resource` is reached.
+fn limit(resource: &'static str, limit: usize) -> KafkoError {
+    KafkoError::LimitReached {
+        resource,
+        limit: u64::try_from(limit).unwrap_or(u64::MAX),
     }
 }

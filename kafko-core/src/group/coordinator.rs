@@ -16,6 +16,7 @@ use tokio::time::Instant;
 
 use super::acknowledge::{Answer, Frontier};
 use super::eviction::DEFAULT_IDLE_GROUP_TIMEOUT;
+use super::limits::{ClassicTotals, GroupLimits};
 use super::membership::Members;
 use super::offsets::OffsetStore;
 use super::{GroupConfig, MAX_SESSION_TIMEOUT, MemberRef, OffsetReset, PartitionOffset};
@@ -206,11 +207,16 @@ pub(crate) struct Coordinator {
     pub(super) groups: Arc<Mutex<Groups>>,
     /// How long a group with nothing on disk outlives its last use.
     pub(super) idle_timeout: Duration,
-    /// Entries added by groups created since the last eviction pass: a pass runs inline
-    /// once they could exceed half of [`MAX_EPHEMERAL_ENTRIES`].
-    pub(super) created_entries: AtomicUsize,
+    /// Bytes of groups created since the last eviction pass: a pass runs inline once
+    /// they could exceed half of the idle groups' budget
+    /// ([`GroupLimits::max_idle_group_bytes`]).
+    pub(super) created_bytes: AtomicUsize,
     /// The most groups a call may create (`None`: unlimited).
     pub(super) max_groups: Option<u64>,
+    /// The limits of classic groups and idle groups.
+    pub(super) limits: GroupLimits,
+    /// What the classic members of every group hold together.
+    pub(super) totals: Arc<ClassicTotals>,
 }
 
 /// Who is calling: a member in a generation, or the implicit single member.
@@ -261,8 +267,10 @@ impl Coordinator {
             store: Arc::new(store),
             groups: Arc::new(Mutex::new(groups)),
             idle_timeout: DEFAULT_IDLE_GROUP_TIMEOUT,
-            created_entries: AtomicUsize::new(0),
+            created_bytes: AtomicUsize::new(0),
             max_groups: None,
+            limits: GroupLimits::default(),
+            totals: Arc::default(),
         })
     }
 

@@ -4,8 +4,11 @@
 //! A group that was never configured and has no committed offset is in-memory positions
 //! only; forgetting it is what a restart does to it. It is forgotten once unused for the
 //! idle timeout (by the broker's maintenance task), and, while such groups hold more
-//! than [`MAX_EPHEMERAL_ENTRIES`] entries, the least recently used go sooner. A group an
-//! operation holds, with an answer in flight or a live member, is never forgotten.
+//! than [`GroupLimits::max_idle_group_bytes`] by estimate, the least recently used go
+//! sooner. The estimate counts what a group costs, its name and state included, so a
+//! flood of names that each hold nothing (a JoinGroup's member-id handshake) is bounded
+//! too. A group an operation holds, with an answer in flight or a live member, is never
+//! forgotten.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -14,7 +17,14 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::coordinator::{Coordinator, GroupState, Groups};
+use super::limits::GroupLimits;
 use crate::error::{KafkoError, Result};
+
+/// Estimated bytes of a group beyond its name and entries: its state, the shared
+/// `Persist` and `Notify`, the map entry holding it.
+const GROUP_OVERHEAD: usize = 1024;
+/// Estimated bytes of one in-memory entry (a position, lease, delivery or member).
+const ENTRY_BYTES: usize = 96;
 
 impl GroupState {
     /// Holds nothing that is on disk: no files, no committed offset.
@@ -31,37 +41,44 @@ impl GroupState {
             && self.topics.values().all(|ts| ts.leases.is_empty())
     }
 
-    /// In-memory entries it holds (positions, leases, pending deliveries, members).
-    fn entries(&self) -> usize {
-        self.topics
-            .values()
-            .map(|ts| {
-                ts.positions.len()
+    /// Estimated bytes it holds in memory: the group itself, its name, its entries
+    /// (positions, leases, pending deliveries, members), its topics' names, and its
+    /// classic members and pending member ids.
+    pub(super) fn bytes(&self, name: &str) -> usize {
+        let topics: usize = self
+            .topics
+            .iter()
+            .map(|(topic, ts)| {
+                let entries = ts.positions.len()
                     + ts.leases.len()
                     + ts.pending.len()
                     + ts.answers.len()
-                    + ts.frontier.len()
+                    + ts.frontier.len();
+                topic.len() + ENTRY_BYTES * (entries + 1)
             })
-            .sum::<usize>()
-            .saturating_add(self.members.members.len())
-            .max(1)
+            .sum();
+        GROUP_OVERHEAD
+            + name.len()
+            + topics
+            + ENTRY_BYTES * self.members.members.len()
+            + self.members.classic.held
+            + self.members.classic.pending_ids.bytes()
     }
 }
-
-/// Most in-memory entries (positions, leases, pending deliveries) that groups without
-/// anything on disk may hold together: past it, the least recently used of them are
-/// forgotten before their idle timeout, so a flood of new group names cannot grow memory
-/// without bound (about 64 bytes an entry: some 64 MiB).
-pub(crate) const MAX_EPHEMERAL_ENTRIES: usize = 1 << 20;
 
 /// How long a group without files, committed offsets or live members is kept after its
 /// last use, unless [`KafkoOptions::idle_group_timeout`](crate::KafkoOptions::idle_group_timeout) says otherwise.
 pub(crate) const DEFAULT_IDLE_GROUP_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Forgets the groups that hold nothing on disk and are unused since `timeout`; then,
-/// while such groups hold more than [`MAX_EPHEMERAL_ENTRIES`], the least recently used
-/// unused ones down to half of it. Returns how many groups it forgot.
-pub(super) fn evict_idle(groups: &mut Groups, now: Instant, timeout: Duration) -> usize {
+/// while such groups hold more than `budget` bytes, the least recently used unused ones
+/// down to half of it. Returns how many groups it forgot.
+pub(super) fn evict_idle(
+    groups: &mut Groups,
+    now: Instant,
+    timeout: Duration,
+    budget: usize,
+) -> usize {
     let before = groups.len();
     groups.retain(|_, g| {
         !(g.is_ephemeral()
@@ -69,24 +86,24 @@ pub(super) fn evict_idle(groups: &mut Groups, now: Instant, timeout: Duration) -
             && g.is_unused(now))
     });
     let held: usize = groups
-        .values()
-        .filter(|g| g.is_ephemeral())
-        .map(GroupState::entries)
+        .iter()
+        .filter(|(_, g)| g.is_ephemeral())
+        .map(|(name, g)| g.bytes(name))
         .sum();
-    if held > MAX_EPHEMERAL_ENTRIES {
+    if held > budget {
         let mut oldest: Vec<(Instant, String, usize)> = groups
             .iter()
             .filter(|(_, g)| g.is_ephemeral() && g.is_unused(now))
-            .map(|(name, g)| (g.last_used, name.clone(), g.entries()))
+            .map(|(name, g)| (g.last_used, name.clone(), g.bytes(name)))
             .collect();
         oldest.sort_unstable();
         let mut held = held;
-        for (_, name, entries) in oldest {
-            if held <= MAX_EPHEMERAL_ENTRIES / 2 {
+        for (_, name, bytes) in oldest {
+            if held <= budget / 2 {
                 break;
             }
             groups.remove(&name);
-            held -= entries;
+            held -= bytes;
         }
     }
     before - groups.len()
@@ -103,7 +120,8 @@ impl Coordinator {
     /// nothing on disk first, and refuses if that was not enough (`LimitReached`).
     pub(super) fn make_room(&self, groups: &mut Groups) -> Result<()> {
         if self.check_room(groups).is_err() {
-            evict_idle(groups, Instant::now(), self.idle_timeout);
+            let budget = self.limits.max_idle_group_bytes;
+            evict_idle(groups, Instant::now(), self.idle_timeout, budget);
         }
         self.check_room(groups)
     }
@@ -127,19 +145,28 @@ impl Coordinator {
     /// Forgets idle groups that hold nothing on disk (see [`evict_idle`]); run by the
     /// broker's maintenance task. Returns how many it forgot.
     pub(crate) fn evict_idle(&self) -> usize {
-        self.created_entries.store(0, Ordering::Relaxed);
-        evict_idle(&mut self.lock(), Instant::now(), self.idle_timeout)
+        self.created_bytes.store(0, Ordering::Relaxed);
+        let budget = self.limits.max_idle_group_bytes;
+        evict_idle(&mut self.lock(), Instant::now(), self.idle_timeout, budget)
     }
 
-    /// Counts `entries` for a group just created, and runs an eviction pass on `groups`
-    /// (already locked) when the groups created since the last pass could hold half of
-    /// [`MAX_EPHEMERAL_ENTRIES`]: a flood of new names is bounded between two ticks of
-    /// the maintenance task too, at an amortized constant cost per new group.
-    pub(super) fn count_created(&self, groups: &mut Groups, entries: usize) {
-        let total = self.created_entries.fetch_add(entries, Ordering::Relaxed) + entries;
-        if total > MAX_EPHEMERAL_ENTRIES / 2 {
-            self.created_entries.store(0, Ordering::Relaxed);
-            evict_idle(groups, Instant::now(), self.idle_timeout);
+    /// Sets the limits of classic and idle groups.
+    pub(crate) fn set_limits(&mut self, limits: GroupLimits) {
+        self.limits = limits;
+    }
+
+    /// Counts the bytes of a group just created (named `name`, holding `entries`), and
+    /// runs an eviction pass on `groups` (already locked) when the groups created since
+    /// the last pass could hold half of the idle groups' budget: a flood of new names is
+    /// bounded between two ticks of the maintenance task too, at an amortized constant
+    /// cost per new group (a pass frees half the budget).
+    pub(super) fn count_created(&self, groups: &mut Groups, name: &str, entries: usize) {
+        let bytes = GROUP_OVERHEAD + name.len() + ENTRY_BYTES * entries;
+        let total = self.created_bytes.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        let budget = self.limits.max_idle_group_bytes;
+        if total > budget / 2 {
+            self.created_bytes.store(0, Ordering::Relaxed);
+            evict_idle(groups, Instant::now(), self.idle_timeout, budget);
         }
     }
 }

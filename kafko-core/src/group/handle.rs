@@ -78,6 +78,11 @@ impl Kafko {
         })
     }
 
+    /// The limits of Kafka clients' consumer groups the log was opened with.
+    pub fn group_limits(&self) -> super::GroupLimits {
+        self.inner.groups.limits
+    }
+
     /// Every group, by name.
     pub fn list_groups(&self) -> Vec<GroupListing> {
         self.inner
@@ -133,6 +138,7 @@ impl GroupHandle {
             self.coordinator().make_room(&mut groups)?;
             self.coordinator().count_created(
                 &mut groups,
+                name,
                 usize_saturating(u64::from(topic.partition_count())),
             );
             groups.insert(name.to_owned(), GroupState::new(GroupConfig::default()));

@@ -41,7 +41,7 @@ impl GroupHandle {
                 return Err(group_not_found(name));
             };
             self.coordinator().make_room(&mut groups)?;
-            self.coordinator().count_created(&mut groups, entries);
+            self.coordinator().count_created(&mut groups, name, entries);
             groups.insert(name.to_owned(), GroupState::new(GroupConfig::default()));
         }
         let g = groups.get_mut(name).ok_or_else(|| group_not_found(name))?;

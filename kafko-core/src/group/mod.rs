@@ -45,6 +45,7 @@
 mod acknowledge;
 mod classic;
 mod classic_calls;
+mod classic_types;
 mod coordinator;
 mod delivery;
 mod eviction;
@@ -52,8 +53,10 @@ mod handle;
 mod join;
 mod lag;
 mod lease;
+mod limits;
 mod membership;
 mod offsets;
+mod pending;
 
 use std::time::Duration;
 
@@ -67,6 +70,7 @@ pub use delivery::{Delivery, GroupPoll};
 pub(crate) use eviction::DEFAULT_IDLE_GROUP_TIMEOUT;
 pub use handle::GroupHandle;
 pub use lag::{GroupLag, GroupLagPage};
+pub use limits::GroupLimits;
 
 /// Longest accepted session timeout.
 pub const MAX_SESSION_TIMEOUT: Duration = Duration::from_secs(3600);

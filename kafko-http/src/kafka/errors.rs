@@ -43,6 +43,8 @@ pub(crate) const INVALID_GROUP_ID: i16 = 24;
 pub(crate) const INVALID_SESSION_TIMEOUT: i16 = 26;
 pub(crate) const REBALANCE_IN_PROGRESS: i16 = 27;
 pub(crate) const MEMBER_ID_REQUIRED: i16 = 79;
+pub(crate) const GROUP_MAX_SIZE_REACHED: i16 = 81;
+pub(crate) const OFFSET_METADATA_TOO_LARGE: i16 = 12;
 
 /// The Kafka error code for a failed operation.
 pub(crate) fn code(failure: &Failure) -> i16 {

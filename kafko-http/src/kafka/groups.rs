@@ -6,36 +6,29 @@
 //!
 //! Kafka allows any group id; an id outside kafko's name rule is stored under an
 //! encoded name (`kafko_core::naming::group_name_for_id`) and listed by its id.
+//!
+//! Assignments and member metadata are opaque bytes, relayed unchanged; only a group of
+//! protocol type `consumer` has its assignments read (defensively, in
+//! `consumer_protocol`) for descriptions and lag. Every list a request names is read as
+//! a set, as Kafka does, so an answer is bounded by the distinct names asked.
 
-use std::collections::BTreeMap;
+use std::collections::HashSet;
 use std::time::Duration;
 
-use bytes::Bytes;
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
 use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
 use kafka_protocol::messages::leave_group_response::MemberResponse;
 use kafka_protocol::messages::list_groups_response::ListedGroup;
-use kafka_protocol::messages::offset_commit_response::{
-    OffsetCommitResponsePartition, OffsetCommitResponseTopic,
-};
-use kafka_protocol::messages::offset_fetch_response::{
-    OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
-    OffsetFetchResponseTopic, OffsetFetchResponseTopics,
-};
 use kafka_protocol::messages::{
-    ConsumerProtocolAssignment, DescribeGroupsRequest, DescribeGroupsResponse, GroupId,
-    HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest,
-    LeaveGroupResponse, ListGroupsRequest, ListGroupsResponse, OffsetCommitRequest,
-    OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse, SyncGroupRequest,
-    SyncGroupResponse, TopicName,
+    DescribeGroupsRequest, DescribeGroupsResponse, GroupId, HeartbeatRequest, HeartbeatResponse,
+    JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse, ListGroupsRequest,
+    ListGroupsResponse, SyncGroupRequest, SyncGroupResponse,
 };
-use kafka_protocol::protocol::{Decodable, StrBytes};
 use kafko_core::naming::{group_id_for_name, group_name_for_id};
-use kafko_core::{
-    CommitOffset, CommittedOffset, GroupError, GroupHandle, GroupProtocol, JoinGroupOutcome,
-    MemberAssignment,
-};
+use kafko_core::{GroupError, GroupHandle, GroupProtocol, JoinGroupOutcome, MemberAssignment};
 
+use super::consumer_protocol::assigned_partitions;
+pub(crate) use super::group_offsets::{offset_commit, offset_fetch};
 use super::metadata::str;
 use super::{Broker, errors};
 use crate::service::failure::Failure;
@@ -47,7 +40,7 @@ pub(crate) struct Client<'a> {
 }
 
 /// The group a Kafka group id names, or the error code refusing the id.
-fn group(broker: &Broker, id: &str) -> Result<GroupHandle, i16> {
+pub(super) fn group(broker: &Broker, id: &str) -> Result<GroupHandle, i16> {
     let name = group_name_for_id(id).ok_or(errors::INVALID_GROUP_ID)?;
     broker
         .state
@@ -56,10 +49,19 @@ fn group(broker: &Broker, id: &str) -> Result<GroupHandle, i16> {
         .map_err(|_| errors::INVALID_GROUP_ID)
 }
 
-/// The Kafka error code of a failed group call.
-fn code(e: GroupError) -> i16 {
+/// The Kafka error code of a failed group call: a classic group's own limits are
+/// `GROUP_MAX_SIZE_REACHED`, a join offering too many protocols is `INVALID_REQUEST`.
+pub(super) fn code(e: GroupError) -> i16 {
     match e {
         GroupError::InvalidSessionTimeout { .. } => errors::INVALID_SESSION_TIMEOUT,
+        GroupError::LimitReached {
+            resource: "group members" | "group bytes",
+            ..
+        } => errors::GROUP_MAX_SIZE_REACHED,
+        GroupError::LimitReached {
+            resource: "join protocols",
+            ..
+        } => errors::INVALID_REQUEST,
         other => errors::code(&Failure::from(other)),
     }
 }
@@ -147,32 +149,6 @@ pub(crate) async fn join_group(
     response
 }
 
-/// The topic partitions a consumer-protocol assignment names (for descriptions and
-/// lag); nothing when the bytes are another protocol's.
-fn assigned_partitions(assignment: &Bytes) -> Vec<(String, Vec<u32>)> {
-    let mut buf = assignment.clone();
-    if buf.len() < 2 {
-        return Vec::new();
-    }
-    let version = i16::from_be_bytes([buf[0], buf[1]]);
-    let _ = bytes::Buf::get_i16(&mut buf);
-    let Ok(decoded) = ConsumerProtocolAssignment::decode(&mut buf, version.clamp(0, 3)) else {
-        return Vec::new();
-    };
-    decoded
-        .assigned_partitions
-        .into_iter()
-        .map(|tp| {
-            let partitions = tp
-                .partitions
-                .iter()
-                .filter_map(|&p| u32::try_from(p).ok())
-                .collect();
-            (tp.topic.to_string(), partitions)
-        })
-        .collect()
-}
-
 /// Answers SyncGroup: the leader's assignments go in, each member gets its own.
 pub(crate) async fn sync_group(
     broker: &Broker,
@@ -191,12 +167,21 @@ pub(crate) async fn sync_group(
         response.error_code = errors::ILLEGAL_GENERATION;
         return response;
     };
+    // Other protocol types (Schema Registry's `sr`, Connect's `connect`) have their own
+    // layouts: their assignments are relayed and never read.
+    let consumer = g
+        .classic_protocol()
+        .is_some_and(|(protocol_type, _)| protocol_type == "consumer");
     let assignments = request
         .assignments
         .iter()
         .map(|a| MemberAssignment {
             member_id: a.member_id.to_string(),
-            partitions: assigned_partitions(&a.assignment),
+            partitions: if consumer {
+                assigned_partitions(&a.assignment)
+            } else {
+                Vec::new()
+            },
             assignment: a.assignment.clone(),
         })
         .collect();
@@ -268,6 +253,7 @@ pub(crate) fn leave_group(
         },
     };
     if version >= 3 {
+        let unknown: HashSet<&str> = unknown.iter().map(String::as_str).collect();
         response.members = request
             .members
             .iter()
@@ -275,7 +261,7 @@ pub(crate) fn leave_group(
                 let mut answer = MemberResponse::default();
                 answer.member_id = m.member_id.clone();
                 answer.group_instance_id = m.group_instance_id.clone();
-                if unknown.iter().any(|u| u.as_str() == m.member_id.as_str()) {
+                if unknown.contains(m.member_id.as_str()) {
                     answer.error_code = errors::UNKNOWN_MEMBER_ID;
                 }
                 answer
@@ -283,213 +269,6 @@ pub(crate) fn leave_group(
             .collect();
     } else if !unknown.is_empty() {
         response.error_code = errors::UNKNOWN_MEMBER_ID;
-    }
-    response
-}
-
-/// Answers OffsetCommit: each topic's offsets are committed durably in one write, from
-/// a member in its generation, or from a client that is no member (generation −1) when
-/// the group has no Kafka members.
-pub(crate) async fn offset_commit(
-    broker: &Broker,
-    request: OffsetCommitRequest,
-    _version: i16,
-) -> OffsetCommitResponse {
-    let mut response = OffsetCommitResponse::default();
-    let g = group(broker, request.group_id.as_str());
-    let member = u64::try_from(request.generation_id_or_member_epoch)
-        .ok()
-        .map(|generation| (request.member_id.to_string(), generation));
-    for topic in request.topics {
-        let codes = commit_topic(broker, &g, member.as_ref(), &topic).await;
-        let mut answer = OffsetCommitResponseTopic::default();
-        answer.partitions = topic
-            .partitions
-            .iter()
-            .zip(codes)
-            .map(|(p, code)| {
-                let mut partition = OffsetCommitResponsePartition::default();
-                partition.partition_index = p.partition_index;
-                partition.error_code = code;
-                partition
-            })
-            .collect();
-        answer.name = topic.name;
-        response.topics.push(answer);
-    }
-    response
-}
-
-/// Commits one topic's offsets; the error code of each partition, in request order.
-async fn commit_topic(
-    broker: &Broker,
-    group: &Result<GroupHandle, i16>,
-    member: Option<&(String, u64)>,
-    topic: &kafka_protocol::messages::offset_commit_request::OffsetCommitRequestTopic,
-) -> Vec<i16> {
-    let every = |code| vec![code; topic.partitions.len()];
-    let g = match group {
-        Ok(g) => g,
-        Err(code) => return every(*code),
-    };
-    let handle = match broker.state.kafko.find_topic(topic.name.as_str()) {
-        Ok(Some(t)) => t,
-        Ok(None) => return every(errors::UNKNOWN_TOPIC_OR_PARTITION),
-        Err(e) => return every(errors::code(&Failure::from(e))),
-    };
-    let mut offsets = Vec::with_capacity(topic.partitions.len());
-    for p in &topic.partitions {
-        let (Ok(partition), Ok(offset)) = (
-            u32::try_from(p.partition_index),
-            u64::try_from(p.committed_offset),
-        ) else {
-            return every(errors::INVALID_REQUEST);
-        };
-        offsets.push(CommitOffset {
-            partition,
-            offset,
-            metadata: p.committed_metadata.as_ref().map(ToString::to_string),
-        });
-    }
-    let member = member.map(|(id, generation)| (id.as_str(), *generation));
-    match g.commit_offsets(member, &handle, &offsets).await {
-        Ok(()) => every(errors::NONE),
-        Err(e) => every(code(e)),
-    }
-}
-
-/// A topic's rows in an OffsetFetch answer: each partition asked, with its committed
-/// offset if it has one.
-type TopicOffsets = (String, Vec<(i32, Option<CommittedOffset>)>);
-
-/// One group's committed offsets for OffsetFetch: of the topics asked, or (`None`) of
-/// every topic it committed on. A group that does not exist has none.
-fn committed(
-    broker: &Broker,
-    id: &str,
-    asked: Option<Vec<(String, Vec<i32>)>>,
-) -> Result<Vec<TopicOffsets>, i16> {
-    let stored: BTreeMap<String, Vec<CommittedOffset>> =
-        match group(broker, id)?.committed_offsets() {
-            Ok(map) => map,
-            Err(GroupError::GroupNotFound { .. }) => BTreeMap::new(),
-            Err(e) => return Err(code(e)),
-        };
-    let find = |topic: &str, p: i32| {
-        stored.get(topic).and_then(|offsets| {
-            offsets
-                .iter()
-                .find(|o| i64::from(o.partition) == i64::from(p))
-                .cloned()
-        })
-    };
-    Ok(match asked {
-        Some(topics) => topics
-            .into_iter()
-            .map(|(topic, partitions)| {
-                let rows = partitions.iter().map(|&p| (p, find(&topic, p))).collect();
-                (topic, rows)
-            })
-            .collect(),
-        None => stored
-            .iter()
-            .map(|(topic, offsets)| {
-                let rows = offsets
-                    .iter()
-                    .map(|o| {
-                        (
-                            i32::try_from(o.partition).unwrap_or(i32::MAX),
-                            Some(o.clone()),
-                        )
-                    })
-                    .collect();
-                (topic.clone(), rows)
-            })
-            .collect(),
-    })
-}
-
-fn offset_out(o: Option<&CommittedOffset>) -> (i64, Option<StrBytes>) {
-    match o {
-        Some(o) => (
-            i64::try_from(o.offset).unwrap_or(i64::MAX),
-            Some(str(o.metadata.as_deref().unwrap_or(""))),
-        ),
-        None => (-1, Some(str(""))),
-    }
-}
-
-/// The rows of an OffsetFetch answer in the layout of its version: `$topic` and
-/// `$partition` are the single-group types (v1–7) or the group-list ones (v8+), which
-/// hold the same fields.
-macro_rules! offset_rows {
-    ($rows:expr, $topic:ty, $partition:ty) => {
-        $rows
-            .into_iter()
-            .map(|(topic, partitions)| {
-                let mut t = <$topic>::default();
-                t.name = TopicName(str(&topic));
-                t.partitions = partitions
-                    .iter()
-                    .map(|(p, o)| {
-                        let mut row = <$partition>::default();
-                        row.partition_index = *p;
-                        (row.committed_offset, row.metadata) = offset_out(o.as_ref());
-                        row.committed_leader_epoch = -1;
-                        row
-                    })
-                    .collect();
-                t
-            })
-            .collect()
-    };
-}
-
-/// The topics asked of OffsetFetch (`None`: all of them).
-fn asked_topics<T>(
-    topics: Option<Vec<T>>,
-    name_and_partitions: impl Fn(T) -> (String, Vec<i32>),
-) -> Option<Vec<(String, Vec<i32>)>> {
-    topics.map(|ts| ts.into_iter().map(name_and_partitions).collect())
-}
-
-/// Answers OffsetFetch: one group (v1–7; no topics from v2 on means all of them) or a
-/// list of groups (v8+).
-pub(crate) fn offset_fetch(
-    broker: &Broker,
-    request: OffsetFetchRequest,
-    version: i16,
-) -> OffsetFetchResponse {
-    let mut response = OffsetFetchResponse::default();
-    if version >= 8 {
-        for asked in request.groups {
-            let mut answer = OffsetFetchResponseGroup::default();
-            let topics = asked_topics(asked.topics, |t| (t.name.to_string(), t.partition_indexes));
-            match committed(broker, asked.group_id.as_str(), topics) {
-                Ok(rows) => {
-                    answer.topics = offset_rows!(
-                        rows,
-                        OffsetFetchResponseTopics,
-                        OffsetFetchResponsePartitions
-                    );
-                }
-                Err(code) => answer.error_code = code,
-            }
-            answer.group_id = asked.group_id;
-            response.groups.push(answer);
-        }
-        return response;
-    }
-    let topics = asked_topics(request.topics, |t| {
-        (t.name.to_string(), t.partition_indexes)
-    });
-    match committed(broker, request.group_id.as_str(), topics) {
-        Ok(rows) => {
-            response.topics =
-                offset_rows!(rows, OffsetFetchResponseTopic, OffsetFetchResponsePartition);
-        }
-        Err(code) if version >= 2 => response.error_code = code,
-        Err(_) => {}
     }
     response
 }
@@ -503,7 +282,12 @@ pub(crate) fn describe_groups(
     _version: i16,
 ) -> DescribeGroupsResponse {
     let mut response = DescribeGroupsResponse::default();
+    // A group named twice is described once.
+    let mut seen = HashSet::new();
     for id in request.groups {
+        if !seen.insert(id.clone()) {
+            continue;
+        }
         let mut described = DescribedGroup::default();
         described.authorized_operations = i32::MIN;
         match group(broker, id.as_str()).map(|g| g.describe()) {

@@ -16,10 +16,12 @@
 //! - `records`: the record-batch codec; `errors`: Kafka error codes.
 
 mod admin;
+mod consumer_protocol;
 mod dispatch;
 mod errors;
 mod fetch;
 mod frame;
+mod group_offsets;
 mod groups;
 mod guard;
 mod idempotence;
