@@ -150,3 +150,76 @@ async fn compressed_bombs_are_refused_before_they_inflate() {
     }
     assert_eq!(high_watermarks(&c, &s, "bombs").await, vec![401]);
 }
+
+const KAFKA_STORAGE_ERROR: i16 = 56;
+
+/// A record area of one record with `value`.
+fn one_value(value: &[u8]) -> Vec<u8> {
+    let mut record = BytesMut::new();
+    record.put_slice(&[0, 0, 0]); // attributes, timestamp and offset deltas
+    common::kafka::put_bytes(&mut record, None);
+    common::kafka::put_bytes(&mut record, Some(value));
+    record.put_u8(0); // no headers
+    let mut area = BytesMut::new();
+    common::kafka::varlong(&mut area, record.len() as i64);
+    area.put_slice(&record);
+    area.to_vec()
+}
+
+/// An append that meets an I/O error: the server runs under a file-size limit
+/// (`ulimit -f`, SIGXFSZ ignored), so the `write` that would take the segment past it
+/// fails (EFBIG), as a failing disk's EIO does. Each produce of 100 KiB is answered 0
+/// until then, and the failed one and the next KAFKA_STORAGE_ERROR (56), which clients
+/// retry, never UNKNOWN_SERVER_ERROR (-1), which they treat as final. The server keeps
+/// serving, and every acknowledged record reads back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_append_is_a_storage_error_clients_retry() {
+    let tmp = tempfile::tempdir().unwrap();
+    let flags = ["--kafka-bind", "127.0.0.1:0"];
+    // dash counts 512-byte blocks: 1 MiB (bash: 2 MiB).
+    let s = Server::start_under(
+        &tmp.path().join("data"),
+        &flags,
+        "trap '' XFSZ; ulimit -f 2048",
+    )
+    .await;
+    let c = client();
+    create_topic(&c, &s, "eio", serde_json::json!({ "partitions": 1 })).await;
+    let mut k = Kafka::connect(&s).await;
+    let value = vec![b'v'; 100 * 1024];
+    let batch = raw_batch(0, 1, &one_value(&value), None);
+    let mut acked = 0u64;
+    let mut codes = Vec::new();
+    for _ in 0..64 {
+        let (code, base) = produce_batch(&mut k, "eio", 0, batch.clone()).await;
+        if code == 0 {
+            assert!(codes.is_empty(), "an ack after a failure");
+            assert_eq!(base as u64, acked);
+            acked += 1;
+            continue;
+        }
+        codes.push(code);
+        if codes.len() == 3 {
+            break;
+        }
+    }
+    eprintln!("failed append: {acked} acks of 100 KiB, then codes {codes:?}");
+    assert!(acked >= 5, "the limit came too early: {acked} acks");
+    assert_eq!(
+        codes,
+        vec![KAFKA_STORAGE_ERROR; 3],
+        "a failed append and the writes after it are storage errors"
+    );
+    assert_bystanders_served(&s).await;
+    assert_eq!(high_watermarks(&c, &s, "eio").await, vec![acked]);
+    let last = c
+        .get(s.url(&format!(
+            "/v1/topics/eio/partitions/0/records/{}",
+            acked - 1
+        )))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(last.status(), 200);
+    assert_eq!(last.bytes().await.unwrap().len(), value.len());
+}
