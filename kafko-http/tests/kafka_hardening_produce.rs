@@ -8,6 +8,7 @@
 mod common;
 
 use std::io::Write;
+use std::time::Instant;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use common::kafka::{Kafka, assert_bystanders_served, produce_batch};
@@ -222,4 +223,142 @@ async fn a_failed_append_is_a_storage_error_clients_retry() {
         .unwrap();
     assert_eq!(last.status(), 200);
     assert_eq!(last.bytes().await.unwrap().len(), value.len());
+}
+
+const UNKNOWN_PRODUCER_ID: i16 = 59;
+
+/// A new producer id and epoch from InitProducerId (v4).
+async fn init_producer_id(k: &mut Kafka) -> (i64, i16) {
+    use kafka_protocol::messages::InitProducerIdRequest;
+    let r = k
+        .call(
+            &InitProducerIdRequest::default()
+                .with_transactional_id(None)
+                .with_transaction_timeout_ms(60_000),
+            4,
+        )
+        .await;
+    assert_eq!(r.error_code, 0);
+    (r.producer_id.0, r.producer_epoch)
+}
+
+/// `n` InitProducerIds on `k`, pipelined `window` at a time.
+async fn init_flood(mut k: Kafka, n: usize, window: usize) {
+    use kafka_protocol::messages::InitProducerIdRequest;
+    let request = InitProducerIdRequest::default()
+        .with_transactional_id(None)
+        .with_transaction_timeout_ms(60_000);
+    let mut left = n;
+    while left > 0 {
+        let now = left.min(window);
+        for _ in 0..now {
+            k.send(&request, 4, &[]).await;
+        }
+        for _ in 0..now {
+            let (_, r) = k.recv::<InitProducerIdRequest>(4).await;
+            assert_eq!(r.error_code, 0);
+        }
+        left -= now;
+    }
+}
+
+/// The idempotence table against floods: a victim idempotent producer writes 5 records;
+/// then one produce names 120,000 made-up producer ids (each refused
+/// UNKNOWN_PRODUCER_ID: only ids this server issued are taken, and nothing is written or
+/// remembered), then 24,000 InitProducerIds (past `--max-producer-ids 20000`: the
+/// oldest ids that never produced go first). The victim's retried batch is still
+/// answered as a duplicate (same base offset, written once), and its next batch follows.
+/// The floods' CPU is bounded (before: 103 s for the first one alone, and the retry
+/// written twice).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn producer_id_floods_do_not_flush_a_producers_deduplication() {
+    use kafka_protocol::messages::ProduceRequest;
+    use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+
+    // The flood is 120,000 ids past a cap of 100,000; the InitProducerId flood
+    // here is scaled to 24,000 past 20,000 to keep the test quick.
+    let (_tmp, s, c) = kafka_server("idem", &["--max-producer-ids", "20000"]).await;
+    let pid = s.pid();
+    let mut k = Kafka::connect(&s).await;
+    let (victim, epoch) = init_producer_id(&mut k).await;
+    let five = minimal_records(5);
+    let victim_batch = raw_batch(0, 5, &five, Some((victim, epoch, 0)));
+    assert_eq!(
+        produce_batch(&mut k, "idem", 0, victim_batch.clone()).await,
+        (0, 0)
+    );
+    let (idle, _) = memory_mib(pid);
+
+    // 120,000 made-up producer ids in one produce.
+    let cpu_before = cpu_seconds(pid);
+    let started = Instant::now();
+    let forged: Vec<PartitionProduceData> = (0..120_000i64)
+        .map(|i| {
+            PartitionProduceData::default()
+                .with_index(0)
+                .with_records(Some(raw_batch(
+                    0,
+                    1,
+                    &MINIMAL_RECORD,
+                    Some((1_000 + i, 0, 0)),
+                )))
+        })
+        .collect();
+    let request = ProduceRequest::default()
+        .with_acks(-1)
+        .with_timeout_ms(30_000)
+        .with_topic_data(vec![
+            TopicProduceData::default()
+                .with_name(common::kafka::name("idem"))
+                .with_partition_data(forged),
+        ]);
+    let answer = k.call(&request, 9).await;
+    let codes = &answer.responses[0].partition_responses;
+    assert_eq!(codes.len(), 120_000);
+    assert!(codes.iter().all(|p| p.error_code == UNKNOWN_PRODUCER_ID));
+    let forged_cpu = cpu_seconds(pid) - cpu_before;
+    eprintln!(
+        "120,000 made-up producer ids: all UNKNOWN_PRODUCER_ID in {:.2} s, CPU {forged_cpu:.2} s",
+        started.elapsed().as_secs_f64()
+    );
+    assert_bystanders_served(&s).await;
+
+    // 24,000 InitProducerIds, on 4 connections.
+    let cpu_before = cpu_seconds(pid);
+    let started = Instant::now();
+    let mut floods = Vec::new();
+    for _ in 0..4 {
+        let k = Kafka::connect(&s).await;
+        floods.push(tokio::spawn(init_flood(k, 6_000, 500)));
+    }
+    for f in floods {
+        f.await.unwrap();
+    }
+    let init_cpu = cpu_seconds(pid) - cpu_before;
+    eprintln!(
+        "24,000 InitProducerIds in {:.2} s, CPU {init_cpu:.2} s",
+        started.elapsed().as_secs_f64()
+    );
+    assert_bystanders_served(&s).await;
+
+    // The victim's retry is a duplicate; its next batch follows.
+    assert_eq!(produce_batch(&mut k, "idem", 0, victim_batch).await, (0, 0));
+    assert_eq!(
+        high_watermarks(&c, &s, "idem").await,
+        vec![5],
+        "written once"
+    );
+    let next = raw_batch(0, 5, &five, Some((victim, epoch, 5)));
+    assert_eq!(produce_batch(&mut k, "idem", 0, next).await, (0, 5));
+    let (rss, peak) = memory_mib(pid);
+    eprintln!("producer id floods: idle {idle} MiB, RSS {rss} MiB, peak {peak} MiB");
+    assert!(
+        forged_cpu < 5.0,
+        "{forged_cpu:.2} s of CPU for the made-up ids"
+    );
+    assert!(
+        init_cpu < 5.0,
+        "{init_cpu:.2} s of CPU for 24,000 InitProducerIds"
+    );
+    assert!(peak < idle + 100, "peak {peak} MiB, idle {idle} MiB");
 }

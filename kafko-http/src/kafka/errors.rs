@@ -37,6 +37,7 @@ pub(crate) const INVALID_PRODUCER_EPOCH: i16 = 47;
 pub(crate) const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
 pub(crate) const KAFKA_STORAGE_ERROR: i16 = 56;
 pub(crate) const SASL_AUTHENTICATION_FAILED: i16 = 58;
+pub(crate) const UNKNOWN_PRODUCER_ID: i16 = 59;
 pub(crate) const NON_EMPTY_GROUP: i16 = 68;
 pub(crate) const GROUP_ID_NOT_FOUND: i16 = 69;
 pub(crate) const FETCH_SESSION_ID_NOT_FOUND: i16 = 70;

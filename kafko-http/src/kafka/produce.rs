@@ -4,7 +4,8 @@
 //! topic's own rules, auto-create, a full write queue refused at once). Keys, values,
 //! headers (duplicates kept) and CreateTime timestamps are stored as sent; a batch with
 //! LogAppendTime gets the append time. The partitions of a request are appended
-//! concurrently, each all or nothing, and answered each with its own error code.
+//! concurrently (a bounded number at a time), each all or nothing, and answered each
+//! with its own error code.
 //!
 //! acks: 0 gets no answer at all (a refused partition closes the connection, as Kafka
 //! does); 1 and -1 (all: this node is every replica) are
@@ -14,18 +15,24 @@
 use std::sync::{Mutex, PoisonError};
 
 use bytes::Bytes;
-use futures_util::future::join_all;
+use futures_util::stream::{self, StreamExt};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use kafka_protocol::protocol::StrBytes;
 use kafko_core::{Producer, RecordRef};
 
-use super::idempotence::Check;
+use super::idempotence::{Check, Limits};
 use super::records::{self, BatchError, Budget, DecodedBatch};
 use super::{Broker, errors};
 use crate::service::failure::Failure;
 use crate::service::produce::{self as service, Policy, Produce};
+
+/// Topics of one request handled at once, and partitions of each topic: enough to
+/// overlap their appends, few enough that a request naming 100,000 partitions holds the
+/// work of no more than 128 in memory at a time (the answers aside).
+const TOPICS_AT_ONCE: usize = 4;
+const PARTITIONS_AT_ONCE: usize = 32;
 
 /// One partition's answer.
 struct Answer {
@@ -75,13 +82,11 @@ pub(crate) async fn handle(broker: &Broker, request: ProduceRequest, version: i1
         None
     };
     let budget = Mutex::new(budget(&broker.state.config));
-    let topics = join_all(
-        request
-            .topic_data
-            .into_iter()
-            .map(|topic| produce_topic(broker, topic, refuse_all, &budget)),
-    )
-    .await;
+    let topics: Vec<TopicAnswer> = stream::iter(request.topic_data)
+        .map(|topic| produce_topic(broker, topic, refuse_all, &budget))
+        .buffered(TOPICS_AT_ONCE)
+        .collect()
+        .await;
     if acks == 0 {
         let failed = topics
             .iter()
@@ -151,13 +156,11 @@ async fn produce_topic(
                 return all(errors::code(&failure), &failure.detail);
             }
         };
-    let answers = join_all(
-        topic
-            .partition_data
-            .into_iter()
-            .map(|data| produce_partition(broker, &producer, data, budget)),
-    )
-    .await;
+    let answers = stream::iter(topic.partition_data)
+        .map(|data| produce_partition(broker, &producer, data, budget))
+        .buffered(PARTITIONS_AT_ONCE)
+        .collect()
+        .await;
     (name, answers)
 }
 
@@ -182,9 +185,17 @@ async fn produce_partition(
         Err((code, message)) => return (index, Answer::error(code, message)),
     };
     let mut answer = if batch.is_idempotent() {
-        let sequences = broker
-            .producers
-            .partition(batch.producer_id, producer.topic(), index);
+        let limits = Limits::of(&broker.state.config);
+        let sequences = match broker.producers.partition(
+            limits,
+            batch.producer_id,
+            batch.producer_epoch,
+            producer.topic(),
+            index,
+        ) {
+            Ok(sequences) => sequences,
+            Err(code) => return (index, Answer::error(code, "producer id or epoch refused")),
+        };
         let mut sequences = sequences.lock().await;
         let (first, last) = (batch.base_sequence, batch.last_sequence());
         match sequences.check(batch.producer_epoch, first, last) {
