@@ -77,7 +77,7 @@ pub struct ServerConfig {
     /// `producer.id.expiration.ms`).
     pub producer_id_expiration: Duration,
     /// Idempotent producer ids kept at most; past it the oldest never used, then the
-    /// least recently producing, is forgotten.
+    /// least recently producing if idle 5 minutes, is forgotten for a new one.
     pub max_producer_ids: usize,
     /// The base of the absolute URLs the REST Proxy API answers with (v2 `base_uri`, v3
     /// `metadata.self` and links), as [`public_url`] normalizes it: how clients reach

@@ -170,7 +170,8 @@ struct Args {
     )]
     producer_id_expiration_ms: u64,
     /// Idempotent producer ids kept at most; a new one past it evicts the oldest never
-    /// used, else the least recently producing.
+    /// used, else the least recently producing if idle 5 minutes (else InitProducerId
+    /// answers the retriable COORDINATOR_LOAD_IN_PROGRESS).
     #[arg(long, env = "KAFKO_MAX_PRODUCER_IDS", default_value_t = 100_000)]
     max_producer_ids: usize,
     /// The base URL clients reach this server at, for the absolute URLs of REST Proxy

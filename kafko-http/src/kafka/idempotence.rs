@@ -14,9 +14,11 @@
 //! `producer.id.expiration.ms`, 1 day) is forgotten, oldest first, as each call passes;
 //! at `--max-producer-ids` a new id first evicts the oldest issued id that never
 //! produced (so a flood of InitProducerId cannot push out producers that write), then
-//! the least recently producing one; at 100,000 tracked partitions, a producer's new
-//! partition evicts other producers, least recently producing first. A batch of an
-//! evicted id is refused, never written twice.
+//! the least recently producing one if it has not produced for 5 minutes (it can no
+//! longer be retrying); when every id may still retry, InitProducerId answers
+//! COORDINATOR_LOAD_IN_PROGRESS, which clients retry. At 100,000 tracked partitions, a
+//! producer's new partition evicts other producers, least recently producing first. A
+//! batch of an evicted id is refused, never written twice.
 //!
 //! What survives a restart: the records; not the producer table, which is in memory.
 //! Producer ids are drawn from the clock at start (milliseconds since the epoch, shifted
@@ -42,6 +44,9 @@ use super::{Broker, errors};
 const REMEMBERED: usize = 5;
 /// Partitions tracked at most, all producers together.
 const MAX_TRACKED: usize = 100_000;
+/// How long after its last produce an id may still retry a batch, and is never evicted
+/// for a new id: longer than a producer's `delivery.timeout.ms` (2 minutes by default).
+const RETRY_WINDOW: Duration = Duration::from_secs(300);
 
 /// A batch already written: its sequence range and first offset.
 #[derive(Debug, Clone, Copy)]
@@ -213,15 +218,22 @@ impl Table {
         }
     }
 
-    /// Evicts one id other than `keep`: the oldest that never produced, else the least
-    /// recently producing. False when there is none.
-    fn evict_one(&mut self, keep: Option<i64>) -> bool {
-        let victim = self
-            .unused
-            .values()
-            .chain(self.used.values())
-            .find(|id| Some(**id) != keep)
-            .copied();
+    /// Makes room for a new id: evicts the oldest id that never produced, else the least
+    /// recently producing one if it has not produced within [`RETRY_WINDOW`]. False when
+    /// every id kept may still retry.
+    fn evict_for_new(&mut self, now: Instant) -> bool {
+        let victim = self.unused.values().next().copied().or_else(|| {
+            let id = *self.used.values().next()?;
+            let last = self.producers.get(&id)?.last_used;
+            (now.saturating_duration_since(last) >= RETRY_WINDOW).then_some(id)
+        });
+        victim.inspect(|id| self.remove(*id)).is_some()
+    }
+
+    /// Evicts the least recently producing id other than `keep` (the ids that never
+    /// produced track no partition). False when there is none.
+    fn evict_producing(&mut self, keep: i64) -> bool {
+        let victim = self.used.values().find(|id| **id != keep).copied();
         victim.inspect(|id| self.remove(*id)).is_some()
     }
 
@@ -301,7 +313,7 @@ impl Producers {
             .get(&producer_id)
             .is_some_and(|p| p.partitions.contains_key(&key));
         if !known {
-            while table.tracked >= MAX_TRACKED && table.evict_one(Some(producer_id)) {}
+            while table.tracked >= MAX_TRACKED && table.evict_producing(producer_id) {}
             table.tracked += 1;
         }
         let p = table
@@ -313,7 +325,12 @@ impl Producers {
 
     /// A new producer id at epoch 0, or the next epoch of `existing` when this server
     /// handed it out and it is at that epoch.
-    fn init(&self, limits: Limits, existing: Option<(i64, i16)>) -> (i64, i16) {
+    ///
+    /// # Errors
+    /// COORDINATOR_LOAD_IN_PROGRESS (retriable, as Kafka answers when it has no id to
+    /// hand out) when `--max-producer-ids` ids are kept and each produced within
+    /// [`RETRY_WINDOW`].
+    fn init(&self, limits: Limits, existing: Option<(i64, i16)>) -> Result<(i64, i16), i16> {
         let now = Instant::now();
         let mut table = self.table();
         table.expire(now, limits.expiration);
@@ -325,9 +342,13 @@ impl Producers {
             *current += 1;
             let bumped = *current;
             table.touch(id, now, false);
-            return (id, bumped);
+            return Ok((id, bumped));
         }
-        while table.producers.len() >= limits.max_ids && table.evict_one(None) {}
+        while table.producers.len() >= limits.max_ids {
+            if !table.evict_for_new(now) {
+                return Err(errors::COORDINATOR_LOAD_IN_PROGRESS);
+            }
+        }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let stamp = table.stamp();
         table.unused.insert(stamp, id);
@@ -341,7 +362,7 @@ impl Producers {
                 partitions: HashMap::new(),
             },
         );
-        (id, 0)
+        Ok((id, 0))
     }
 
     /// Ids kept now.
@@ -367,9 +388,17 @@ pub(crate) fn init_producer_id(
     let existing =
         (request.producer_id.0 >= 0).then_some((request.producer_id.0, request.producer_epoch));
     let limits = Limits::of(&broker.state.config);
-    let (id, epoch) = broker.producers.init(limits, existing);
-    response.producer_id = ProducerId(id);
-    response.producer_epoch = epoch;
+    match broker.producers.init(limits, existing) {
+        Ok((id, epoch)) => {
+            response.producer_id = ProducerId(id);
+            response.producer_epoch = epoch;
+        }
+        Err(code) => {
+            response.error_code = code;
+            response.producer_id = ProducerId(-1);
+            response.producer_epoch = -1;
+        }
+    }
     response
 }
 
@@ -393,13 +422,13 @@ mod tests {
             Some(errors::UNKNOWN_PRODUCER_ID)
         );
         assert_eq!(p.len(), 0, "a made-up id is not remembered");
-        let (id, epoch) = p.init(l, None);
+        let (id, epoch) = p.init(l, None).unwrap();
         assert!(p.partition(l, id, epoch, "t", 0).is_ok());
         assert_eq!(
             p.partition(l, id, epoch + 1, "t", 0).err(),
             Some(errors::INVALID_PRODUCER_EPOCH)
         );
-        assert_eq!(p.init(l, Some((id, epoch))), (id, 1));
+        assert_eq!(p.init(l, Some((id, epoch))), Ok((id, 1)));
         assert_eq!(
             p.partition(l, id, 0, "t", 0).err(),
             Some(errors::INVALID_PRODUCER_EPOCH),
@@ -411,12 +440,12 @@ mod tests {
     fn a_flood_of_new_ids_evicts_unused_ones_first() {
         let p = Producers::new();
         let l = limits(100);
-        let (writer, epoch) = p.init(l, None);
+        let (writer, epoch) = p.init(l, None).unwrap();
         let seq = p.partition(l, writer, epoch, "t", 0).unwrap();
         seq.try_lock().unwrap().written(epoch, 0, 0, 7);
-        let (first_unused, _) = p.init(l, None);
+        let (first_unused, _) = p.init(l, None).unwrap();
         for _ in 0..1000 {
-            p.init(l, None);
+            p.init(l, None).unwrap();
         }
         assert_eq!(p.len(), 100);
         assert_eq!(
@@ -431,14 +460,30 @@ mod tests {
     }
 
     #[test]
+    fn ids_that_may_still_retry_are_never_evicted_for_a_new_one() {
+        let p = Producers::new();
+        let l = limits(3);
+        let mut writers = Vec::new();
+        for _ in 0..3 {
+            let (id, epoch) = p.init(l, None).unwrap();
+            p.partition(l, id, epoch, "t", 0).unwrap();
+            writers.push(id);
+        }
+        assert_eq!(p.init(l, None), Err(errors::COORDINATOR_LOAD_IN_PROGRESS));
+        for id in writers {
+            assert!(p.partition(l, id, 0, "t", 0).is_ok());
+        }
+    }
+
+    #[test]
     fn idle_ids_expire_and_busy_ones_stay() {
         let p = Producers::new();
         let l = Limits {
             expiration: Duration::from_millis(200),
             max_ids: 10,
         };
-        let (idle, _) = p.init(l, None);
-        let (busy, _) = p.init(l, None);
+        let (idle, _) = p.init(l, None).unwrap();
+        let (busy, _) = p.init(l, None).unwrap();
         for _ in 0..3 {
             std::thread::sleep(Duration::from_millis(100));
             assert!(p.partition(l, busy, 0, "t", 0).is_ok());
