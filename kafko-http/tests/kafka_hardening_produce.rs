@@ -317,6 +317,12 @@ async fn producer_id_floods_do_not_flush_a_producers_deduplication() {
     assert_eq!(codes.len(), 120_000);
     assert!(codes.iter().all(|p| p.error_code == UNKNOWN_PRODUCER_ID));
     let forged_cpu = cpu_seconds(pid) - cpu_before;
+    // Before v5 (no UNKNOWN_PRODUCER_ID yet), the sequence error clients of then know.
+    let forged = raw_batch(0, 1, &MINIMAL_RECORD, Some((7, 0, 0)));
+    let old = k
+        .call(&common::kafka::produce_request("idem", 0, forged, -1), 4)
+        .await;
+    assert_eq!(old.responses[0].partition_responses[0].error_code, 45);
     eprintln!(
         "120,000 made-up producer ids: all UNKNOWN_PRODUCER_ID in {:.2} s, CPU {forged_cpu:.2} s",
         started.elapsed().as_secs_f64()

@@ -108,7 +108,13 @@ pub(crate) async fn handle(broker: &Broker, request: ProduceRequest, version: i1
                 .map(|(index, a)| {
                     let mut p = PartitionProduceResponse::default();
                     p.index = index;
-                    p.error_code = a.code;
+                    // UNKNOWN_PRODUCER_ID came with v5 (and its log start offset);
+                    // earlier clients know the sequence error.
+                    p.error_code = if version < 5 && a.code == errors::UNKNOWN_PRODUCER_ID {
+                        errors::OUT_OF_ORDER_SEQUENCE_NUMBER
+                    } else {
+                        a.code
+                    };
                     p.base_offset = a.base_offset;
                     p.log_append_time_ms = -1;
                     if version >= 5 {
