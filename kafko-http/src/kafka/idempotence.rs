@@ -298,8 +298,9 @@ impl Producers {
         topic: &str,
         partition: i32,
     ) -> Result<Shared, i16> {
-        let now = Instant::now();
         let mut table = self.table();
+        // Taken under the lock, so the orders' stamps follow time.
+        let now = Instant::now();
         table.expire(now, limits.expiration);
         match table.producers.get(&producer_id) {
             None => return Err(errors::UNKNOWN_PRODUCER_ID),
@@ -331,8 +332,9 @@ impl Producers {
     /// hand out) when `--max-producer-ids` ids are kept and each produced within
     /// [`RETRY_WINDOW`].
     fn init(&self, limits: Limits, existing: Option<(i64, i16)>) -> Result<(i64, i16), i16> {
-        let now = Instant::now();
         let mut table = self.table();
+        // Taken under the lock, so the orders' stamps follow time.
+        let now = Instant::now();
         table.expire(now, limits.expiration);
         if let Some((id, epoch)) = existing
             && let Some(current) = table.producers.get_mut(&id).map(|p| &mut p.epoch)
