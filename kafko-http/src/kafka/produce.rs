@@ -1,7 +1,10 @@
-//! Produce: each partition's record batch is decoded (`records`), checked for its
-//! producer's sequence (`idempotence`) and appended through the same produce policy as
-//! `/v1` (`--max-record-bytes` → MESSAGE_TOO_LARGE, `--max-records-per-request`, the
-//! topic's own rules, auto-create, a full write queue refused at once). Keys, values,
+//! Produce: each partition's record batch is checked (`records`: its declared count
+//! against what the request may still hold, `--max-records-per-request` →
+//! RECORD_LIST_TOO_LARGE, before its area is inflated within the request's bound,
+//! `--max-body-bytes` → MESSAGE_TOO_LARGE), checked for its producer's id and sequence
+//! (`idempotence`) and appended, its records decoded one at a time, through the same
+//! produce policy as `/v1` (`--max-record-bytes` → MESSAGE_TOO_LARGE, the topic's own
+//! rules, auto-create, a full write queue refused at once). Keys, values,
 //! headers (duplicates kept) and CreateTime timestamps are stored as sent; a batch with
 //! LogAppendTime gets the append time. The partitions of a request are appended
 //! concurrently (a bounded number at a time), each all or nothing, and answered each
