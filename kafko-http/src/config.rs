@@ -73,6 +73,12 @@ pub struct ServerConfig {
     pub cluster_id: String,
     /// How long an unused REST Proxy consumer instance lives before it expires.
     pub consumer_instance_timeout: Duration,
+    /// How long an idempotent producer's id is kept with no produce (Kafka's
+    /// `producer.id.expiration.ms`).
+    pub producer_id_expiration: Duration,
+    /// Idempotent producer ids kept at most; past it the oldest never used, then the
+    /// least recently producing if idle 5 minutes, is forgotten for a new one.
+    pub max_producer_ids: usize,
     /// The base of the absolute URLs the REST Proxy API answers with (v2 `base_uri`, v3
     /// `metadata.self` and links), as [`public_url`] normalizes it: how clients reach
     /// the server (behind a proxy, a load balancer). Unset, the request's `Host` is
@@ -163,6 +169,8 @@ impl Default for ServerConfig {
             auto_create: AutoCreate::Enabled(TopicConfig::default()),
             cluster_id: DEFAULT_CLUSTER_ID.to_owned(),
             consumer_instance_timeout: Duration::from_secs(300),
+            producer_id_expiration: Duration::from_secs(24 * 3600),
+            max_producer_ids: 100_000,
             public_url: None,
         }
     }

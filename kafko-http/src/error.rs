@@ -159,7 +159,7 @@ impl From<Failure> for ApiError {
             Kind::Unavailable => (S::SERVICE_UNAVAILABLE, "unavailable", vec![]),
             Kind::StorageFull => (S::INSUFFICIENT_STORAGE, "storage_full", vec![]),
             Kind::Corruption => (S::INTERNAL_SERVER_ERROR, "corruption", vec![]),
-            Kind::Internal => (S::INTERNAL_SERVER_ERROR, "internal", vec![]),
+            Kind::Storage | Kind::Internal => (S::INTERNAL_SERVER_ERROR, "internal", vec![]),
         };
         let mut e = ApiError::new(status, code, f.detail);
         e.retry_after = f.retry_after;

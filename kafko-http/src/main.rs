@@ -163,6 +163,19 @@ struct Args {
         default_value_t = 300_000
     )]
     consumer_instance_timeout_ms: u64,
+    /// How long an idempotent producer's id is kept with no produce (Kafka's
+    /// `producer.id.expiration.ms`), ms.
+    #[arg(
+        long,
+        env = "KAFKO_PRODUCER_ID_EXPIRATION_MS",
+        default_value_t = 86_400_000
+    )]
+    producer_id_expiration_ms: u64,
+    /// Idempotent producer ids kept at most; a new one past it evicts the oldest never
+    /// used, else the least recently producing if idle 5 minutes (else InitProducerId
+    /// answers the retriable COORDINATOR_LOAD_IN_PROGRESS).
+    #[arg(long, env = "KAFKO_MAX_PRODUCER_IDS", default_value_t = 100_000)]
+    max_producer_ids: usize,
     /// The base URL clients reach this server at, for the absolute URLs of REST Proxy
     /// answers (`base_uri`, v3 `metadata.self`), e.g. `https://kafko.example.com`;
     /// unset, the request's `Host` (a plain `host[:port]`, else 400).
@@ -240,6 +253,8 @@ impl Args {
             },
             cluster_id: self.cluster_id.clone(),
             consumer_instance_timeout: ms(self.consumer_instance_timeout_ms.max(1)),
+            producer_id_expiration: ms(self.producer_id_expiration_ms.max(1)),
+            max_producer_ids: self.max_producer_ids.max(1),
             public_url: self
                 .public_url
                 .as_deref()

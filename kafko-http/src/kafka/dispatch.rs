@@ -362,12 +362,19 @@ pub fn decode_request(frame: &[u8]) -> Result<(), String> {
     match key {
         ApiKey::Produce => {
             let request: ProduceRequest = decode(&mut body, version)?;
-            let mut budget = 64 << 20;
+            let mut budget = super::records::Budget {
+                inflate: 16 << 20,
+                records: 1_000_000,
+                max_record_bytes: 1 << 20,
+            };
             for topic in request.topic_data {
                 for partition in topic.partition_data {
                     if let Some(records) = partition.records {
-                        super::records::decode_batches(records, &mut budget)
+                        let batches = super::records::decode_batches(records, &mut budget)
                             .map_err(|e| e.to_string())?;
+                        for record in batches.iter().flat_map(|b| b.records()) {
+                            record.map_err(|e| e.to_string())?;
+                        }
                     }
                 }
             }

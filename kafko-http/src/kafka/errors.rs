@@ -1,5 +1,9 @@
 //! Kafka error codes, and the one mapping from a service [`Failure`] to the code a
-//! Kafka client acts on (retriable where a retry can succeed).
+//! Kafka client acts on (retriable where a retry can succeed): an exhaustive match, so
+//! a new failure does not compile until it has its code. Storage failures (an I/O
+//! error, a full disk, a partition turned read-only, stored data that fails its check)
+//! are KAFKA_STORAGE_ERROR, as Kafka answers for a log directory that failed: clients
+//! retry it, where UNKNOWN_SERVER_ERROR is final.
 
 use crate::service::failure::{Failure, Kind};
 
@@ -9,6 +13,7 @@ pub(crate) const OFFSET_OUT_OF_RANGE: i16 = 1;
 pub(crate) const CORRUPT_MESSAGE: i16 = 2;
 pub(crate) const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
 pub(crate) const LEADER_NOT_AVAILABLE: i16 = 5;
+pub(crate) const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
 pub(crate) const NOT_LEADER_OR_FOLLOWER: i16 = 6;
 pub(crate) const REQUEST_TIMED_OUT: i16 = 7;
 pub(crate) const MESSAGE_TOO_LARGE: i16 = 10;
@@ -33,6 +38,7 @@ pub(crate) const INVALID_PRODUCER_EPOCH: i16 = 47;
 pub(crate) const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
 pub(crate) const KAFKA_STORAGE_ERROR: i16 = 56;
 pub(crate) const SASL_AUTHENTICATION_FAILED: i16 = 58;
+pub(crate) const UNKNOWN_PRODUCER_ID: i16 = 59;
 pub(crate) const NON_EMPTY_GROUP: i16 = 68;
 pub(crate) const GROUP_ID_NOT_FOUND: i16 = 69;
 pub(crate) const FETCH_SESSION_ID_NOT_FOUND: i16 = 70;
@@ -74,9 +80,72 @@ pub(crate) fn code(failure: &Failure) -> i16 {
         // Clients refresh their metadata and retry, as when a leader moves.
         Kind::ShuttingDown => NOT_LEADER_OR_FOLLOWER,
         Kind::Unavailable => LEADER_NOT_AVAILABLE,
-        Kind::PartitionReadOnly | Kind::TooManyOpenFiles | Kind::StorageFull | Kind::Corruption => {
-            KAFKA_STORAGE_ERROR
-        }
+        Kind::PartitionReadOnly
+        | Kind::TooManyOpenFiles
+        | Kind::StorageFull
+        | Kind::Corruption
+        | Kind::Storage => KAFKA_STORAGE_ERROR,
         Kind::Internal => UNKNOWN_SERVER_ERROR,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kafko_core::KafkoError as K;
+
+    use super::*;
+
+    /// The Kafka code of every core failure (a partial send aside: answered per
+    /// partition, with the partition's own failure).
+    #[rustfmt::skip]
+    #[test]
+    fn every_core_failure_has_its_kafka_code() {
+        let t = || "t".to_owned();
+        let g = || "g".to_owned();
+        let x = || std::path::PathBuf::from("/x");
+        let eio = || std::io::Error::from_raw_os_error(5);
+        let panicked = kafko_core::InternalError::TaskPanicked { task: "t", message: "boom".into() };
+        let table = [
+            (K::AlreadyOpen { path: x() }, LEADER_NOT_AVAILABLE),
+            (K::TopicNotFound { topic: t() }, UNKNOWN_TOPIC_OR_PARTITION),
+            (K::TopicDeleted { topic: t() }, UNKNOWN_TOPIC_OR_PARTITION),
+            (K::TopicAlreadyExists { topic: t() }, TOPIC_ALREADY_EXISTS),
+            (K::InvalidName { name: "..".into(), reason: "dots" }, INVALID_TOPIC_EXCEPTION),
+            (K::InvalidConfig { reason: "r".into() }, INVALID_CONFIG),
+            (K::PartitionNotFound { topic: t(), partition: 3, partitions: 1 }, UNKNOWN_TOPIC_OR_PARTITION),
+            (K::OffsetOutOfRange { requested: 9, log_start_offset: 1, high_watermark: 5 }, OFFSET_OUT_OF_RANGE),
+            (K::RecordTooLarge { size: 2, max: 1 }, MESSAGE_TOO_LARGE),
+            (K::KeyRequired { topic: t() }, INVALID_RECORD),
+            (K::InvalidRequest { reason: "r".into() }, INVALID_REQUEST),
+            (K::Backpressure { topic: t(), partition: 0 }, REQUEST_TIMED_OUT),
+            (K::PartitionReadOnly { topic: t(), partition: 0, reason: "r".into() }, KAFKA_STORAGE_ERROR),
+            (K::PartitionPanicked { topic: t(), partition: 0 }, LEADER_NOT_AVAILABLE),
+            (K::ShuttingDown, NOT_LEADER_OR_FOLLOWER),
+            (K::StorageFull { op: "writing", path: x() }, KAFKA_STORAGE_ERROR),
+            (K::TooManyOpenFiles { op: "creating", path: x() }, KAFKA_STORAGE_ERROR),
+            (K::Corruption { file: x(), position: 7, reason: "crc".into() }, KAFKA_STORAGE_ERROR),
+            (K::Io { op: "appending to", path: x(), source: eio() }, KAFKA_STORAGE_ERROR),
+            (K::Io { op: "fsyncing", path: x(), source: eio() }, KAFKA_STORAGE_ERROR),
+            (K::NotCompacted { topic: t() }, INVALID_REQUEST),
+            (K::LimitReached { resource: "topics", limit: 2 }, POLICY_VIOLATION),
+            (K::Internal(panicked), UNKNOWN_SERVER_ERROR),
+            (K::GroupNotFound { group: g() }, GROUP_ID_NOT_FOUND),
+            (K::UnknownMember { group: g(), member: "m".into() }, UNKNOWN_MEMBER_ID),
+            (K::StaleGeneration { group: g(), current: 3, given: 2 }, ILLEGAL_GENERATION),
+            (K::NotAssigned { topic: t(), partition: 1, member: "m".into() }, UNKNOWN_MEMBER_ID),
+            (K::GroupHasMembers { group: g(), topic: t(), members: 2 }, NON_EMPTY_GROUP),
+            (K::RebalanceInProgress { group: g() }, REBALANCE_IN_PROGRESS),
+            (K::InconsistentGroupProtocol { group: g(), reason: "r".into() }, INCONSISTENT_GROUP_PROTOCOL),
+            (K::NoValidOffset { group: g(), topic: t(), partition: 0 }, OFFSET_OUT_OF_RANGE),
+        ];
+        let wrong: Vec<String> = table
+            .into_iter()
+            .filter_map(|(e, want)| {
+                let name = format!("{e:?}");
+                let got = code(&Failure::from(e));
+                (got != want).then(|| format!("{name}: {got}, not {want}"))
+            })
+            .collect();
+        assert!(wrong.is_empty(), "{wrong:#?}");
     }
 }

@@ -6,18 +6,34 @@
 //! INVALID_PRODUCER_EPOCH. A partition's check and write run under one lock, so two
 //! copies of a batch never both write.
 //!
-//! What survives a restart: the records; not the sequence state, which is in memory.
+//! Only producer ids this server issued are accepted: a batch with any other id is
+//! refused with UNKNOWN_PRODUCER_ID (nothing written, nothing remembered), on which a
+//! producer asks for a new id and starts its sequences again; a batch of another epoch
+//! than the id's current one is INVALID_PRODUCER_EPOCH. The table is bounded without a
+//! scan: an id unused for `--producer-id-expiration-ms` (Kafka's
+//! `producer.id.expiration.ms`, 1 day) is forgotten, oldest first, as each call passes;
+//! at `--max-producer-ids` a new id first evicts the oldest issued id that never
+//! produced (so a flood of InitProducerId cannot push out producers that write), then
+//! the least recently producing one if it has not produced for 5 minutes (it can no
+//! longer be retrying); when every id may still retry, InitProducerId answers
+//! COORDINATOR_LOAD_IN_PROGRESS, which clients retry. At 100,000 tracked partitions, a
+//! producer's new partition evicts other producers, least recently producing first. A
+//! batch of an evicted id is refused, never written twice.
+//!
+//! What survives a restart: the records; not the producer table, which is in memory.
 //! Producer ids are drawn from the clock at start (milliseconds since the epoch, shifted
-//! left), so a restarted server does not hand out an id in use before; a producer whose
-//! id the server does not know is tracked from its next batch, whatever its sequence.
-//! A batch sent before a restart and retried after it can thus be written twice.
+//! left), so a restarted server does not hand out an id in use before; a producer of an
+//! earlier run gets UNKNOWN_PRODUCER_ID and a new id, so a batch it sent before the
+//! restart and retries after it is written again (as Kafka does once a producer's state
+//! expired).
 //!
 //! Transactional producers (a transactional id) are refused with
 //! TRANSACTIONAL_ID_AUTHORIZATION_FAILED: transactions are not served.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
 
@@ -26,8 +42,11 @@ use super::{Broker, errors};
 /// Batches remembered per partition for retries (Kafka's `max.in.flight` for
 /// idempotence is at most 5).
 const REMEMBERED: usize = 5;
-/// Partitions tracked at most; past it the least recently written are forgotten.
+/// Partitions tracked at most, all producers together.
 const MAX_TRACKED: usize = 100_000;
+/// How long after its last produce an id may still retry a batch, and is never evicted
+/// for a new id: longer than a producer's `delivery.timeout.ms` (2 minutes by default).
+const RETRY_WINDOW: Duration = Duration::from_secs(300);
 
 /// A batch already written: its sequence range and first offset.
 #[derive(Debug, Clone, Copy)]
@@ -114,13 +133,138 @@ impl Sequences {
     }
 }
 
-type Key = (i64, String, i32);
+/// One partition's sequence state, behind the lock its check and write share.
+type Shared = Arc<tokio::sync::Mutex<Sequences>>;
+
+/// The server's limits on idempotent producers.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    /// How long an id with no produce is kept (`--producer-id-expiration-ms`).
+    pub(crate) expiration: Duration,
+    /// Ids kept at most (`--max-producer-ids`).
+    pub(crate) max_ids: usize,
+}
+
+impl Limits {
+    /// The server's configured limits.
+    pub(crate) fn of(config: &crate::config::ServerConfig) -> Self {
+        Limits {
+            expiration: config.producer_id_expiration,
+            max_ids: config.max_producer_ids.max(1),
+        }
+    }
+}
+
+/// A producer id this server issued.
+struct Issued {
+    epoch: i16,
+    /// When it was issued, bumped or last produced with.
+    last_used: Instant,
+    /// Its key in `Table::unused` (never produced) or `Table::used`.
+    stamp: u64,
+    produced: bool,
+    /// Sequence state by topic and partition.
+    partitions: HashMap<(String, i32), Shared>,
+}
+
+/// Every issued id, and the two orders evictions take them in.
+#[derive(Default)]
+struct Table {
+    producers: HashMap<i64, Issued>,
+    /// Ids that never produced, oldest first.
+    unused: BTreeMap<u64, i64>,
+    /// Ids that produced, least recently used first.
+    used: BTreeMap<u64, i64>,
+    next_stamp: u64,
+    /// Partitions tracked, all producers together.
+    tracked: usize,
+}
+
+impl Table {
+    fn stamp(&mut self) -> u64 {
+        self.next_stamp += 1;
+        self.next_stamp
+    }
+
+    fn remove(&mut self, id: i64) {
+        if let Some(p) = self.producers.remove(&id) {
+            let order = if p.produced {
+                &mut self.used
+            } else {
+                &mut self.unused
+            };
+            order.remove(&p.stamp);
+            self.tracked -= p.partitions.len();
+        }
+    }
+
+    /// Forgets the ids idle for `expiration`: the front of each order, no scan.
+    fn expire(&mut self, now: Instant, expiration: Duration) {
+        for produced in [false, true] {
+            loop {
+                let order = if produced { &self.used } else { &self.unused };
+                let Some(&id) = order.values().next() else {
+                    break;
+                };
+                let idle = self
+                    .producers
+                    .get(&id)
+                    .is_none_or(|p| now.saturating_duration_since(p.last_used) >= expiration);
+                if !idle {
+                    break;
+                }
+                self.remove(id);
+            }
+        }
+    }
+
+    /// Makes room for a new id: evicts the oldest id that never produced, else the least
+    /// recently producing one if it has not produced within [`RETRY_WINDOW`]. False when
+    /// every id kept may still retry.
+    fn evict_for_new(&mut self, now: Instant) -> bool {
+        let victim = self.unused.values().next().copied().or_else(|| {
+            let id = *self.used.values().next()?;
+            let last = self.producers.get(&id)?.last_used;
+            (now.saturating_duration_since(last) >= RETRY_WINDOW).then_some(id)
+        });
+        victim.inspect(|id| self.remove(*id)).is_some()
+    }
+
+    /// Evicts the least recently producing id other than `keep` (the ids that never
+    /// produced track no partition). False when there is none.
+    fn evict_producing(&mut self, keep: i64) -> bool {
+        let victim = self.used.values().find(|id| **id != keep).copied();
+        victim.inspect(|id| self.remove(*id)).is_some()
+    }
+
+    /// Marks `id` used now (and, once it produced, moved to `used`).
+    fn touch(&mut self, id: i64, now: Instant, produced: bool) {
+        let stamp = self.stamp();
+        let Some(p) = self.producers.get_mut(&id) else {
+            return;
+        };
+        let old = if p.produced {
+            &mut self.used
+        } else {
+            &mut self.unused
+        };
+        old.remove(&p.stamp);
+        p.produced |= produced;
+        p.stamp = stamp;
+        p.last_used = now;
+        let new = if p.produced {
+            &mut self.used
+        } else {
+            &mut self.unused
+        };
+        new.insert(stamp, id);
+    }
+}
 
 /// Every idempotent producer's state.
 pub(crate) struct Producers {
     next_id: AtomicI64,
-    epochs: Mutex<HashMap<i64, i16>>,
-    partitions: Mutex<HashMap<Key, Arc<tokio::sync::Mutex<Sequences>>>>,
+    table: Mutex<Table>,
 }
 
 impl Producers {
@@ -132,49 +276,101 @@ impl Producers {
             // 2^12 ids per millisecond of uptime before they could meet the next
             // start's; far from i64::MAX for millennia.
             next_id: AtomicI64::new(now_ms << 12),
-            epochs: Mutex::new(HashMap::new()),
-            partitions: Mutex::new(HashMap::new()),
+            table: Mutex::new(Table::default()),
         }
     }
 
-    /// The lock of one partition's sequence state for `producer_id`.
+    fn table(&self) -> std::sync::MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The lock of one partition's sequence state for a batch of `producer_id` at
+    /// `epoch`.
+    ///
+    /// # Errors
+    /// UNKNOWN_PRODUCER_ID for an id this server did not issue (or forgot),
+    /// INVALID_PRODUCER_EPOCH for another epoch than the id's.
     pub(crate) fn partition(
         &self,
+        limits: Limits,
         producer_id: i64,
+        epoch: i16,
         topic: &str,
         partition: i32,
-    ) -> Arc<tokio::sync::Mutex<Sequences>> {
-        let mut map = self
-            .partitions
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let key = (producer_id, topic.to_owned(), partition);
-        if !map.contains_key(&key) && map.len() >= MAX_TRACKED {
-            // Forget entries no produce holds right now (whose retries are long over
-            // in all likelihood) to stay bounded.
-            map.retain(|_, s| Arc::strong_count(s) > 1);
+    ) -> Result<Shared, i16> {
+        let mut table = self.table();
+        // Taken under the lock, so the orders' stamps follow time.
+        let now = Instant::now();
+        table.expire(now, limits.expiration);
+        match table.producers.get(&producer_id) {
+            None => return Err(errors::UNKNOWN_PRODUCER_ID),
+            Some(p) if p.epoch != epoch => return Err(errors::INVALID_PRODUCER_EPOCH),
+            Some(_) => {}
         }
-        Arc::clone(map.entry(key).or_default())
+        table.touch(producer_id, now, true);
+        let key = (topic.to_owned(), partition);
+        let known = table
+            .producers
+            .get(&producer_id)
+            .is_some_and(|p| p.partitions.contains_key(&key));
+        if !known {
+            while table.tracked >= MAX_TRACKED && table.evict_producing(producer_id) {}
+            table.tracked += 1;
+        }
+        let p = table
+            .producers
+            .get_mut(&producer_id)
+            .ok_or(errors::UNKNOWN_PRODUCER_ID)?;
+        Ok(Arc::clone(p.partitions.entry(key).or_default()))
     }
 
     /// A new producer id at epoch 0, or the next epoch of `existing` when this server
-    /// handed it out.
-    fn init(&self, existing: Option<(i64, i16)>) -> (i64, i16) {
-        let mut epochs = self.epochs.lock().unwrap_or_else(PoisonError::into_inner);
+    /// handed it out and it is at that epoch.
+    ///
+    /// # Errors
+    /// COORDINATOR_LOAD_IN_PROGRESS (retriable, as Kafka answers when it has no id to
+    /// hand out) when `--max-producer-ids` ids are kept and each produced within
+    /// [`RETRY_WINDOW`].
+    fn init(&self, limits: Limits, existing: Option<(i64, i16)>) -> Result<(i64, i16), i16> {
+        let mut table = self.table();
+        // Taken under the lock, so the orders' stamps follow time.
+        let now = Instant::now();
+        table.expire(now, limits.expiration);
         if let Some((id, epoch)) = existing
-            && let Some(current) = epochs.get_mut(&id)
+            && let Some(current) = table.producers.get_mut(&id).map(|p| &mut p.epoch)
             && *current == epoch
             && epoch < i16::MAX - 1
         {
             *current += 1;
-            return (id, *current);
+            let bumped = *current;
+            table.touch(id, now, false);
+            return Ok((id, bumped));
+        }
+        while table.producers.len() >= limits.max_ids {
+            if !table.evict_for_new(now) {
+                return Err(errors::COORDINATOR_LOAD_IN_PROGRESS);
+            }
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        if epochs.len() >= MAX_TRACKED {
-            epochs.clear();
-        }
-        epochs.insert(id, 0);
-        (id, 0)
+        let stamp = table.stamp();
+        table.unused.insert(stamp, id);
+        table.producers.insert(
+            id,
+            Issued {
+                epoch: 0,
+                last_used: now,
+                stamp,
+                produced: false,
+                partitions: HashMap::new(),
+            },
+        );
+        Ok((id, 0))
+    }
+
+    /// Ids kept now.
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.table().producers.len()
     }
 }
 
@@ -193,15 +389,113 @@ pub(crate) fn init_producer_id(
     }
     let existing =
         (request.producer_id.0 >= 0).then_some((request.producer_id.0, request.producer_epoch));
-    let (id, epoch) = broker.producers.init(existing);
-    response.producer_id = ProducerId(id);
-    response.producer_epoch = epoch;
+    let limits = Limits::of(&broker.state.config);
+    match broker.producers.init(limits, existing) {
+        Ok((id, epoch)) => {
+            response.producer_id = ProducerId(id);
+            response.producer_epoch = epoch;
+        }
+        Err(code) => {
+            response.error_code = code;
+            response.producer_id = ProducerId(-1);
+            response.producer_epoch = -1;
+        }
+    }
     response
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn limits(max_ids: usize) -> Limits {
+        Limits {
+            expiration: Duration::from_secs(3600),
+            max_ids,
+        }
+    }
+
+    #[test]
+    fn only_issued_ids_at_their_epoch_are_accepted() {
+        let p = Producers::new();
+        let l = limits(10);
+        assert_eq!(
+            p.partition(l, 42, 0, "t", 0).err(),
+            Some(errors::UNKNOWN_PRODUCER_ID)
+        );
+        assert_eq!(p.len(), 0, "a made-up id is not remembered");
+        let (id, epoch) = p.init(l, None).unwrap();
+        assert!(p.partition(l, id, epoch, "t", 0).is_ok());
+        assert_eq!(
+            p.partition(l, id, epoch + 1, "t", 0).err(),
+            Some(errors::INVALID_PRODUCER_EPOCH)
+        );
+        assert_eq!(p.init(l, Some((id, epoch))), Ok((id, 1)));
+        assert_eq!(
+            p.partition(l, id, 0, "t", 0).err(),
+            Some(errors::INVALID_PRODUCER_EPOCH),
+            "the old epoch is fenced"
+        );
+    }
+
+    #[test]
+    fn a_flood_of_new_ids_evicts_unused_ones_first() {
+        let p = Producers::new();
+        let l = limits(100);
+        let (writer, epoch) = p.init(l, None).unwrap();
+        let seq = p.partition(l, writer, epoch, "t", 0).unwrap();
+        seq.try_lock().unwrap().written(epoch, 0, 0, 7);
+        let (first_unused, _) = p.init(l, None).unwrap();
+        for _ in 0..1000 {
+            p.init(l, None).unwrap();
+        }
+        assert_eq!(p.len(), 100);
+        assert_eq!(
+            p.partition(l, first_unused, 0, "t", 0).err(),
+            Some(errors::UNKNOWN_PRODUCER_ID)
+        );
+        let again = p.partition(l, writer, epoch, "t", 0).unwrap();
+        assert_eq!(
+            again.try_lock().unwrap().check(epoch, 0, 0),
+            Check::Duplicate(7)
+        );
+    }
+
+    #[test]
+    fn ids_that_may_still_retry_are_never_evicted_for_a_new_one() {
+        let p = Producers::new();
+        let l = limits(3);
+        let mut writers = Vec::new();
+        for _ in 0..3 {
+            let (id, epoch) = p.init(l, None).unwrap();
+            p.partition(l, id, epoch, "t", 0).unwrap();
+            writers.push(id);
+        }
+        assert_eq!(p.init(l, None), Err(errors::COORDINATOR_LOAD_IN_PROGRESS));
+        for id in writers {
+            assert!(p.partition(l, id, 0, "t", 0).is_ok());
+        }
+    }
+
+    #[test]
+    fn idle_ids_expire_and_busy_ones_stay() {
+        let p = Producers::new();
+        let l = Limits {
+            expiration: Duration::from_millis(200),
+            max_ids: 10,
+        };
+        let (idle, _) = p.init(l, None).unwrap();
+        let (busy, _) = p.init(l, None).unwrap();
+        for _ in 0..3 {
+            std::thread::sleep(Duration::from_millis(100));
+            assert!(p.partition(l, busy, 0, "t", 0).is_ok());
+        }
+        assert_eq!(
+            p.partition(l, idle, 0, "t", 0).err(),
+            Some(errors::UNKNOWN_PRODUCER_ID)
+        );
+        assert_eq!(p.len(), 1);
+    }
 
     #[test]
     fn sequences_accept_the_next_dedupe_a_retry_and_refuse_a_gap() {

@@ -13,7 +13,8 @@
 //!   `offsets` (ListOffsets), `admin` (CreateTopics, DeleteTopics), `idempotence`
 //!   (InitProducerId, sequence numbers), `groups` (the group APIs), `sasl`.
 //! - `guard`: bounds on a request body's arrays before the codec decodes it.
-//! - `records`: the record-batch codec; `errors`: Kafka error codes.
+//! - `records`: the record-batch codec, `inflate` its compressed areas; `errors`: Kafka
+//!   error codes.
 
 mod admin;
 mod consumer_protocol;
@@ -25,6 +26,7 @@ mod group_offsets;
 mod groups;
 mod guard;
 mod idempotence;
+mod inflate;
 mod listener;
 mod metadata;
 mod offsets;

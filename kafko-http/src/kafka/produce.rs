@@ -1,35 +1,41 @@
-//! Produce: each partition's record batch is decoded (`records`), checked for its
-//! producer's sequence (`idempotence`) and appended through the same produce policy as
-//! `/v1` (`--max-record-bytes` → MESSAGE_TOO_LARGE, `--max-records-per-request`, the
-//! topic's own rules, auto-create, a full write queue refused at once). Keys, values,
+//! Produce: each partition's record batch is checked (`records`: its declared count
+//! against what the request may still hold, `--max-records-per-request` →
+//! RECORD_LIST_TOO_LARGE, before its area is inflated within the request's bound,
+//! `--max-body-bytes` → MESSAGE_TOO_LARGE), checked for its producer's id and sequence
+//! (`idempotence`) and appended, its records decoded one at a time, through the same
+//! produce policy as `/v1` (`--max-record-bytes` → MESSAGE_TOO_LARGE, the topic's own
+//! rules, auto-create, a full write queue refused at once). Keys, values,
 //! headers (duplicates kept) and CreateTime timestamps are stored as sent; a batch with
 //! LogAppendTime gets the append time. The partitions of a request are appended
-//! concurrently, each all or nothing, and answered each with its own error code.
+//! concurrently (a bounded number at a time), each all or nothing, and answered each
+//! with its own error code.
 //!
 //! acks: 0 gets no answer at all (a refused partition closes the connection, as Kafka
 //! does); 1 and -1 (all: this node is every replica) are
 //! answered once the batch is appended as the topic's fsync policy acknowledges writes —
 //! in the page cache (`never`, `interval_ms`), or fsynced (`always`).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 use bytes::Bytes;
-use futures_util::future::join_all;
+use futures_util::stream::{self, StreamExt};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use kafka_protocol::protocol::StrBytes;
 use kafko_core::{Producer, RecordRef};
 
-use super::idempotence::Check;
-use super::records::{self, BatchError, DecodedBatch};
+use super::idempotence::{Check, Limits};
+use super::records::{self, BatchError, Budget, DecodedBatch};
 use super::{Broker, errors};
 use crate::service::failure::Failure;
 use crate::service::produce::{self as service, Policy, Produce};
 
-/// The most bytes the compressed batches of one request may inflate to, together (the
-/// log's own batch ceiling).
-const MAX_UNCOMPRESSED: usize = 64 * 1024 * 1024;
+/// Topics of one request handled at once, and partitions of each topic: enough to
+/// overlap their appends, few enough that a request naming 100,000 partitions holds the
+/// work of no more than 128 in memory at a time (the answers aside).
+const TOPICS_AT_ONCE: usize = 4;
+const PARTITIONS_AT_ONCE: usize = 32;
 
 /// One partition's answer.
 struct Answer {
@@ -78,15 +84,12 @@ pub(crate) async fn handle(broker: &Broker, request: ProduceRequest, version: i1
     } else {
         None
     };
-    // Shared by the request's partitions, decoded one after the other on this task.
-    let inflate_budget = AtomicUsize::new(MAX_UNCOMPRESSED);
-    let topics = join_all(
-        request
-            .topic_data
-            .into_iter()
-            .map(|topic| produce_topic(broker, topic, refuse_all, &inflate_budget)),
-    )
-    .await;
+    let budget = Mutex::new(budget(&broker.state.config));
+    let topics: Vec<TopicAnswer> = stream::iter(request.topic_data)
+        .map(|topic| produce_topic(broker, topic, refuse_all, &budget))
+        .buffered(TOPICS_AT_ONCE)
+        .collect()
+        .await;
     if acks == 0 {
         let failed = topics
             .iter()
@@ -108,7 +111,13 @@ pub(crate) async fn handle(broker: &Broker, request: ProduceRequest, version: i1
                 .map(|(index, a)| {
                     let mut p = PartitionProduceResponse::default();
                     p.index = index;
-                    p.error_code = a.code;
+                    // UNKNOWN_PRODUCER_ID came with v5 (and its log start offset);
+                    // earlier clients know the sequence error.
+                    p.error_code = if version < 5 && a.code == errors::UNKNOWN_PRODUCER_ID {
+                        errors::OUT_OF_ORDER_SEQUENCE_NUMBER
+                    } else {
+                        a.code
+                    };
                     p.base_offset = a.base_offset;
                     p.log_append_time_ms = -1;
                     if version >= 5 {
@@ -132,7 +141,7 @@ async fn produce_topic(
     broker: &Broker,
     topic: TopicProduceData,
     refuse_all: Option<(i16, &'static str)>,
-    inflate_budget: &AtomicUsize,
+    budget: &Mutex<Budget>,
 ) -> TopicAnswer {
     let name = topic.name.clone();
     let all = |code: i16, message: &str| -> TopicAnswer {
@@ -156,13 +165,11 @@ async fn produce_topic(
                 return all(errors::code(&failure), &failure.detail);
             }
         };
-    let answers = join_all(
-        topic
-            .partition_data
-            .into_iter()
-            .map(|data| produce_partition(broker, &producer, data, inflate_budget)),
-    )
-    .await;
+    let answers = stream::iter(topic.partition_data)
+        .map(|data| produce_partition(broker, &producer, data, budget))
+        .buffered(PARTITIONS_AT_ONCE)
+        .collect()
+        .await;
     (name, answers)
 }
 
@@ -170,7 +177,7 @@ async fn produce_partition(
     broker: &Broker,
     producer: &Producer,
     data: PartitionProduceData,
-    inflate_budget: &AtomicUsize,
+    budget: &Mutex<Budget>,
 ) -> (i32, Answer) {
     let index = data.index;
     let partition = match u32::try_from(index) {
@@ -182,14 +189,22 @@ async fn produce_partition(
             );
         }
     };
-    let batch = match decode(data.records, inflate_budget) {
+    let batch = match decode(data.records, budget) {
         Ok(batch) => batch,
         Err((code, message)) => return (index, Answer::error(code, message)),
     };
     let mut answer = if batch.is_idempotent() {
-        let sequences = broker
-            .producers
-            .partition(batch.producer_id, producer.topic(), index);
+        let limits = Limits::of(&broker.state.config);
+        let sequences = match broker.producers.partition(
+            limits,
+            batch.producer_id,
+            batch.producer_epoch,
+            producer.topic(),
+            index,
+        ) {
+            Ok(sequences) => sequences,
+            Err(code) => return (index, Answer::error(code, "producer id or epoch refused")),
+        };
         let mut sequences = sequences.lock().await;
         let (first, last) = (batch.base_sequence, batch.last_sequence());
         match sequences.check(batch.producer_epoch, first, last) {
@@ -227,27 +242,41 @@ fn log_start(broker: &Broker, producer: &Producer, partition: u32) -> Option<i64
     Some(i64::try_from(offsets.log_start).unwrap_or(i64::MAX))
 }
 
-/// The one batch of a partition's records, decoded within what the request may still
-/// inflate.
-fn decode(
-    records: Option<Bytes>,
-    inflate_budget: &AtomicUsize,
-) -> Result<DecodedBatch, (i16, String)> {
+/// What the batches of one request may take together: the records of
+/// `--max-records-per-request`, and inflated, no more bytes than the request could carry
+/// uncompressed (`--max-body-bytes`, the frame limit, at least 1 MiB).
+fn budget(config: &crate::config::ServerConfig) -> Budget {
+    Budget {
+        inflate: config.max_body_bytes.max(1024 * 1024),
+        records: config.max_records_per_request,
+        max_record_bytes: config.max_record_bytes,
+    }
+}
+
+/// The Kafka error code of a refused batch.
+fn batch_code(e: &BatchError) -> i16 {
+    match e {
+        BatchError::Corrupt(_) => errors::CORRUPT_MESSAGE,
+        BatchError::Invalid(_) => errors::INVALID_RECORD,
+        BatchError::Magic(_) => errors::UNSUPPORTED_FOR_MESSAGE_FORMAT,
+        BatchError::Codec(_) => errors::UNSUPPORTED_COMPRESSION_TYPE,
+        BatchError::TooManyRecords(_) => errors::RECORD_LIST_TOO_LARGE,
+        BatchError::TooLarge(_) => errors::MESSAGE_TOO_LARGE,
+    }
+}
+
+/// The one batch of a partition's records, checked within what the request may still
+/// take (`budget`, reduced by it).
+fn decode(records: Option<Bytes>, budget: &Mutex<Budget>) -> Result<DecodedBatch, (i16, String)> {
     let Some(data) = records else {
         return Err((errors::INVALID_RECORD, "no records".into()));
     };
-    let mut left = inflate_budget.load(Ordering::Relaxed);
-    let decoded = records::decode_batches(data, &mut left);
-    inflate_budget.store(left, Ordering::Relaxed);
-    let mut batches = decoded.map_err(|e| {
-        let code = match &e {
-            BatchError::Corrupt(_) => errors::CORRUPT_MESSAGE,
-            BatchError::Invalid(_) => errors::INVALID_RECORD,
-            BatchError::Magic(_) => errors::UNSUPPORTED_FOR_MESSAGE_FORMAT,
-            BatchError::Codec(_) => errors::UNSUPPORTED_COMPRESSION_TYPE,
-        };
-        (code, e.to_string())
-    })?;
+    // Held for the decode alone, which never waits: the request's partitions take turns.
+    let decoded = {
+        let mut left = budget.lock().unwrap_or_else(PoisonError::into_inner);
+        records::decode_batches(data, &mut left)
+    };
+    let mut batches = decoded.map_err(|e| (batch_code(&e), e.to_string()))?;
     if batches.len() != 1 {
         return Err((
             errors::INVALID_RECORD,
@@ -279,7 +308,12 @@ async fn append(
 ) -> Answer {
     let policy = Policy::of(&broker.state.config);
     let mut produce = Produce::new(producer, policy);
-    for r in &batch.records {
+    // Decoded one at a time: what a record holds (its headers) is freed before the next.
+    for r in batch.records() {
+        let r = match r {
+            Ok(r) => r,
+            Err(e) => return Answer::error(batch_code(&e), e.to_string()),
+        };
         let record = RecordRef {
             key: r.key.as_deref(),
             value: r.value.as_deref(),

@@ -1,21 +1,34 @@
 //! Kafka record batches (magic 2), our own codec: the produce side decodes a producer's
-//! batch (CRC-32C, attributes, the gzip / snappy (xerial) / lz4 / zstd codecs, varint
-//! records, headers in order with duplicate keys kept), bounded in what it inflates; the
-//! fetch side encodes kafko's records as one uncompressed batch per partition answer.
+//! batch (CRC-32C, attributes, a compressed area inflated by `inflate`, varint records,
+//! headers in order with duplicate keys kept); the fetch side encodes kafko's records as
+//! one uncompressed batch per partition answer.
+//!
+//! A produce's batches are bounded before any work on their records: the record count
+//! in each batch's header is checked against what the request may still hold
+//! (`--max-records-per-request`) before the area is inflated, a compressed area may
+//! inflate to no more than what the request may still inflate (and than its count of
+//! records can take), and the records are then decoded one at a time as they are
+//! appended: nothing is allocated from a count the batch claims.
 //!
 //! Header values: Kafka allows a null header value, kafko stores bytes. A null value is
 //! stored (and read back) as an empty value.
 
-use std::io::Read;
-
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafko_core::{Header, Record};
+
+use super::inflate::inflate;
 
 /// The batch header up to and including the record count: 61 bytes.
 const BATCH_HEADER_LEN: usize = 61;
 /// Bytes of the header before the CRC-covered part (base offset, length, leader epoch,
 /// magic, crc).
 const CRC_START: usize = 21;
+/// The fewest bytes a record takes in a batch: its length, attributes, timestamp and
+/// offset deltas, null key, null value, no headers.
+const MIN_RECORD_BYTES: usize = 7;
+/// Framing a record may take on top of its key, value and headers: the varints of its
+/// length, timestamp and offset deltas, key and value lengths and header count.
+const RECORD_FRAMING: usize = 64;
 
 /// Why a batch was refused.
 #[derive(Debug, thiserror::Error)]
@@ -32,6 +45,36 @@ pub(crate) enum BatchError {
     /// A codec this broker does not know (`UNSUPPORTED_COMPRESSION_TYPE`).
     #[error("unsupported compression codec {0}")]
     Codec(i16),
+    /// More records than the request may hold (`RECORD_LIST_TOO_LARGE`).
+    #[error("the request holds more than {0} records; split it")]
+    TooManyRecords(usize),
+    /// A batch that inflates past what the request may, or a record past
+    /// `--max-record-bytes` (`MESSAGE_TOO_LARGE`: a producer splits the batch).
+    #[error("too large: {0}")]
+    TooLarge(String),
+}
+
+/// What the batches of one produce request may still take, shared by its partitions
+/// and reduced by each batch decoded.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Budget {
+    /// Bytes the request's compressed areas may still inflate to.
+    pub(crate) inflate: usize,
+    /// Records the request's batches may still declare (`--max-records-per-request`).
+    pub(crate) records: usize,
+    /// The largest record's key, value and headers (`--max-record-bytes`).
+    pub(crate) max_record_bytes: usize,
+}
+
+impl Budget {
+    /// The most bytes one record may take in a batch: `--max-record-bytes`, plus a
+    /// quarter for the framing of its headers, plus its own framing. One record's
+    /// headers are decoded at once, so this bounds what they hold.
+    fn max_record_wire(&self) -> usize {
+        self.max_record_bytes
+            .saturating_add(self.max_record_bytes / 4)
+            .saturating_add(RECORD_FRAMING)
+    }
 }
 
 /// One record of a producer's batch.
@@ -43,7 +86,8 @@ pub(crate) struct DecodedRecord {
     pub(crate) headers: Vec<Header>,
 }
 
-/// A producer's batch, decoded.
+/// A producer's batch: its header checked, its area inflated, its records still to be
+/// decoded ([`records`](Self::records)).
 #[derive(Debug, Clone)]
 pub(crate) struct DecodedBatch {
     pub(crate) producer_id: i64,
@@ -53,7 +97,12 @@ pub(crate) struct DecodedBatch {
     pub(crate) control: bool,
     /// The batch carries log-append-time timestamps: the broker stamps them.
     pub(crate) log_append_time: bool,
-    pub(crate) records: Vec<DecodedRecord>,
+    /// The record count of the batch's header.
+    pub(crate) count: usize,
+    base_timestamp: i64,
+    max_record_wire: usize,
+    /// The records, uncompressed.
+    area: Bytes,
 }
 
 impl DecodedBatch {
@@ -64,22 +113,66 @@ impl DecodedBatch {
 
     /// The sequence number of the batch's last record.
     pub(crate) fn last_sequence(&self) -> i32 {
-        let count = i32::try_from(self.records.len()).unwrap_or(i32::MAX);
+        let count = i32::try_from(self.count).unwrap_or(i32::MAX);
         // Sequences wrap at i32::MAX, as in Kafka.
         let last = i64::from(self.base_sequence) + i64::from(count) - 1;
         i32::try_from(last % (i64::from(i32::MAX) + 1)).unwrap_or(0)
     }
+
+    /// The batch's records, decoded one at a time; a damaged record, or bytes left after
+    /// the header's count of them, ends the walk with its error.
+    pub(crate) fn records(&self) -> Records {
+        Records {
+            reader: Reader {
+                buf: self.area.clone(),
+            },
+            left: self.count,
+            base_timestamp: self.base_timestamp,
+            max_record_wire: self.max_record_wire,
+            done: false,
+        }
+    }
 }
 
-/// Splits a produce's `records` bytes into batches and decodes each; the whole set is
-/// refused on the first bad batch. `inflate_budget` bounds the bytes compressed batches
-/// may inflate to, and is reduced by what they did.
+/// The records of a [`DecodedBatch`], in order.
+pub(crate) struct Records {
+    reader: Reader,
+    left: usize,
+    base_timestamp: i64,
+    max_record_wire: usize,
+    done: bool,
+}
+
+impl Iterator for Records {
+    type Item = Result<DecodedRecord, BatchError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        if self.left == 0 {
+            self.done = true;
+            return (!self.reader.buf.is_empty())
+                .then(|| Err(BatchError::Corrupt("bytes after the last record".into())));
+        }
+        self.left -= 1;
+        let record = self
+            .reader
+            .record(self.base_timestamp, self.max_record_wire);
+        self.done = record.is_err();
+        Some(record)
+    }
+}
+
+/// Splits a produce's `records` bytes into batches and checks each (its header, its
+/// CRC, its count against `budget`, its area inflated within `budget`); the whole set
+/// is refused on the first bad batch. `budget` is reduced by what the batches took.
 ///
 /// # Errors
 /// [`BatchError`] for the first batch that fails.
 pub(crate) fn decode_batches(
     mut data: Bytes,
-    inflate_budget: &mut usize,
+    budget: &mut Budget,
 ) -> Result<Vec<DecodedBatch>, BatchError> {
     let mut batches = Vec::new();
     while !data.is_empty() {
@@ -99,7 +192,7 @@ pub(crate) fn decode_batches(
             .filter(|t| *t >= BATCH_HEADER_LEN && *t <= data.len())
             .ok_or_else(|| BatchError::Corrupt("batch length past the data".into()))?;
         let batch = data.split_to(total);
-        batches.push(decode_batch(batch, inflate_budget)?);
+        batches.push(decode_batch(batch, budget)?);
     }
     if batches.is_empty() {
         return Err(BatchError::Invalid("no record batch".into()));
@@ -107,7 +200,7 @@ pub(crate) fn decode_batches(
     Ok(batches)
 }
 
-fn decode_batch(batch: Bytes, inflate_budget: &mut usize) -> Result<DecodedBatch, BatchError> {
+fn decode_batch(batch: Bytes, budget: &mut Budget) -> Result<DecodedBatch, BatchError> {
     let mut head = &batch[CRC_START - 4..BATCH_HEADER_LEN];
     let crc = head.get_u32();
     if crc32c::crc32c(&batch[CRC_START..]) != crc {
@@ -123,30 +216,35 @@ fn decode_batch(batch: Bytes, inflate_budget: &mut usize) -> Result<DecodedBatch
     let count = head.get_i32();
     let count =
         usize::try_from(count).map_err(|_| BatchError::Corrupt("negative record count".into()))?;
+    if count == 0 {
+        return Err(BatchError::Invalid("a batch with no records".into()));
+    }
+    // The count first: a batch that declares more records than the request may hold is
+    // refused before its area is inflated.
+    if count > budget.records {
+        return Err(BatchError::TooManyRecords(budget.records));
+    }
+    budget.records -= count;
     let body = batch.slice(BATCH_HEADER_LEN..);
     let codec = attributes & 0x7;
-    let body = match codec {
+    let area = match codec {
         0 => body,
         1..=4 => {
-            let inflated = inflate(codec, &body, *inflate_budget)?;
-            *inflate_budget -= inflated.len();
+            // No more than the request may still inflate, nor than `count` records of
+            // the largest size can take.
+            let max = budget
+                .inflate
+                .min(count.saturating_mul(budget.max_record_wire()));
+            let inflated = inflate(codec, &body, max)?;
+            budget.inflate -= inflated.len();
             inflated
         }
         other => return Err(BatchError::Codec(other)),
     };
-    // Every record takes at least 7 bytes: a bound on the count before allocating.
-    if count > body.len() / 7 + 1 {
+    if count > area.len() / MIN_RECORD_BYTES {
         return Err(BatchError::Corrupt(
             "record count larger than the batch".into(),
         ));
-    }
-    let mut reader = Reader { buf: body };
-    let mut records = Vec::with_capacity(count);
-    for _ in 0..count {
-        records.push(reader.record(base_timestamp)?);
-    }
-    if !reader.buf.is_empty() {
-        return Err(BatchError::Corrupt("bytes after the last record".into()));
     }
     Ok(DecodedBatch {
         producer_id,
@@ -155,83 +253,11 @@ fn decode_batch(batch: Bytes, inflate_budget: &mut usize) -> Result<DecodedBatch
         transactional: attributes & 0x10 != 0,
         control: attributes & 0x20 != 0,
         log_append_time: attributes & 0x08 != 0,
-        records,
+        count,
+        base_timestamp,
+        max_record_wire: budget.max_record_wire(),
+        area,
     })
-}
-
-/// Inflates a compressed record area, refusing one past `max` bytes.
-fn inflate(codec: i16, data: &[u8], max: usize) -> Result<Bytes, BatchError> {
-    let bad = |e: &dyn std::fmt::Display| BatchError::Corrupt(format!("codec {codec}: {e}"));
-    let mut out = Vec::new();
-    let limit = u64::try_from(max).unwrap_or(u64::MAX).saturating_add(1);
-    match codec {
-        1 => {
-            flate2::read::GzDecoder::new(data)
-                .take(limit)
-                .read_to_end(&mut out)
-                .map_err(|e| bad(&e))?;
-        }
-        2 => out = snappy_xerial(data, max)?,
-        3 => {
-            lz4_flex::frame::FrameDecoder::new(data)
-                .take(limit)
-                .read_to_end(&mut out)
-                .map_err(|e| bad(&e))?;
-        }
-        4 => {
-            zstd::stream::read::Decoder::new(data)
-                .map_err(|e| bad(&e))?
-                .take(limit)
-                .read_to_end(&mut out)
-                .map_err(|e| bad(&e))?;
-        }
-        other => return Err(BatchError::Codec(other)),
-    }
-    if out.len() > max {
-        return Err(BatchError::Invalid(format!(
-            "a compressed batch inflates past {max} bytes"
-        )));
-    }
-    Ok(Bytes::from(out))
-}
-
-/// snappy-java's framing (a 16-byte magic header, then length-prefixed raw blocks), or
-/// a raw snappy block without it, as Kafka's reader accepts both.
-fn snappy_xerial(data: &[u8], max: usize) -> Result<Vec<u8>, BatchError> {
-    const MAGIC: &[u8; 8] = b"\x82SNAPPY\x00";
-    let bad = |e: &dyn std::fmt::Display| BatchError::Corrupt(format!("snappy: {e}"));
-    let mut out = Vec::new();
-    let block = |raw: &[u8], out: &mut Vec<u8>| -> Result<(), BatchError> {
-        let len = snap::raw::decompress_len(raw).map_err(|e| bad(&e))?;
-        if out.len().saturating_add(len) > max {
-            return Err(BatchError::Invalid(format!(
-                "a compressed batch inflates past {max} bytes"
-            )));
-        }
-        let start = out.len();
-        out.resize(start + len, 0);
-        snap::raw::Decoder::new()
-            .decompress(raw, &mut out[start..])
-            .map_err(|e| bad(&e))?;
-        Ok(())
-    };
-    if data.len() >= 16 && &data[..8] == MAGIC {
-        let mut rest = &data[16..];
-        while !rest.is_empty() {
-            if rest.len() < 4 {
-                return Err(bad(&"truncated block length"));
-            }
-            let n = usize::try_from(rest.get_u32()).unwrap_or(usize::MAX);
-            if n > rest.len() {
-                return Err(bad(&"block past the data"));
-            }
-            block(&rest[..n], &mut out)?;
-            rest = &rest[n..];
-        }
-    } else {
-        block(data, &mut out)?;
-    }
-    Ok(out)
 }
 
 struct Reader {
@@ -284,11 +310,21 @@ impl Reader {
         Ok(Some(self.buf.split_to(len)))
     }
 
-    fn record(&mut self, base_timestamp: i64) -> Result<DecodedRecord, BatchError> {
+    /// The next record, refused past `max_wire` bytes before its fields are read.
+    fn record(
+        &mut self,
+        base_timestamp: i64,
+        max_wire: usize,
+    ) -> Result<DecodedRecord, BatchError> {
         let length = usize::try_from(self.varint()?)
             .map_err(|_| BatchError::Corrupt("negative record length".into()))?;
         if length > self.buf.len() {
             return Err(truncated());
+        }
+        if length > max_wire {
+            return Err(BatchError::TooLarge(format!(
+                "a record of {length} bytes, past the largest record"
+            )));
         }
         let rest = self.buf.split_off(length);
         let mut record = Reader {
@@ -313,10 +349,11 @@ impl Reader {
         let count = self.varint()?;
         let count = usize::try_from(count)
             .map_err(|_| BatchError::Corrupt("negative header count".into()))?;
+        // Every header takes at least 2 bytes; the vector grows with the headers read.
         if count > self.buf.len() / 2 {
             return Err(truncated());
         }
-        let mut headers = Vec::with_capacity(count);
+        let mut headers = Vec::new();
         for _ in 0..count {
             let name = self
                 .bytes()?
@@ -429,176 +466,5 @@ pub(crate) fn encode_batch(records: &[Record], out: &mut BytesMut, limit: Option
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn record(
-        offset: u64,
-        key: Option<&str>,
-        value: Option<&str>,
-        headers: &[(&str, &str)],
-    ) -> Record {
-        Record {
-            partition: 0,
-            offset,
-            timestamp: 1_700_000_000_000 + i64::try_from(offset).unwrap(),
-            key: key.map(|k| Bytes::from(k.to_owned())),
-            value: value.map(|v| Bytes::from(v.to_owned())),
-            headers: headers
-                .iter()
-                .map(|(n, v)| Header::new(*n, Bytes::from(v.to_string())))
-                .collect(),
-        }
-    }
-
-    #[test]
-    fn a_batch_round_trips_with_duplicate_headers_null_key_and_tombstone() {
-        let records = vec![
-            record(5, None, Some("v"), &[("h", "1"), ("h", "2")]),
-            record(6, Some("k"), None, &[]),
-            record(8, Some("k2"), Some(""), &[("a", "")]),
-        ];
-        let mut out = BytesMut::new();
-        encode_batch(&records, &mut out, None);
-        let batches = decode_batches(out.freeze(), &mut (1 << 20)).unwrap();
-        assert_eq!(batches.len(), 1);
-        let got = &batches[0].records;
-        assert_eq!(got.len(), 3);
-        for (g, r) in got.iter().zip(&records) {
-            assert_eq!(g.key, r.key);
-            assert_eq!(g.value, r.value);
-            assert_eq!(g.headers, r.headers);
-            assert_eq!(g.timestamp, r.timestamp);
-        }
-    }
-
-    #[test]
-    fn a_limit_cuts_the_batch_before_the_record_that_does_not_fit() {
-        let records: Vec<Record> = (0..5)
-            .map(|i| record(i, None, Some("0123456789"), &[]))
-            .collect();
-        let mut whole = BytesMut::new();
-        assert_eq!(encode_batch(&records, &mut whole, None), 5);
-        let mut cut = BytesMut::new();
-        assert_eq!(encode_batch(&records, &mut cut, Some(whole.len() - 1)), 4);
-        let batches = decode_batches(cut.freeze(), &mut (1 << 20)).unwrap();
-        assert_eq!(batches[0].records.len(), 4);
-        let mut none = BytesMut::new();
-        assert_eq!(encode_batch(&records, &mut none, Some(70)), 0);
-        assert!(none.is_empty());
-    }
-
-    #[test]
-    fn a_flipped_bit_fails_the_crc() {
-        let mut out = BytesMut::new();
-        encode_batch(&[record(0, Some("k"), Some("value"), &[])], &mut out, None);
-        let last = out.len() - 1;
-        out[last] ^= 1;
-        assert!(matches!(
-            decode_batches(out.freeze(), &mut (1 << 20)),
-            Err(BatchError::Corrupt(_))
-        ));
-    }
-
-    #[test]
-    fn varlongs_round_trip_at_the_edges() {
-        for v in [
-            0,
-            1,
-            -1,
-            63,
-            -64,
-            64,
-            i64::from(i32::MAX),
-            i64::MIN,
-            i64::MAX,
-        ] {
-            let mut out = BytesMut::new();
-            put_varlong(&mut out, v);
-            let mut r = Reader { buf: out.freeze() };
-            assert_eq!(r.varlong().unwrap(), v);
-        }
-    }
-
-    #[test]
-    fn a_gzip_bomb_is_refused_past_the_bound() {
-        use flate2::write::GzEncoder;
-        use std::io::Write;
-        let mut enc = GzEncoder::new(Vec::new(), flate2::Compression::default());
-        enc.write_all(&vec![0u8; 1 << 20]).unwrap();
-        let compressed = enc.finish().unwrap();
-        assert!(matches!(
-            inflate(1, &compressed, 1024),
-            Err(BatchError::Invalid(_))
-        ));
-        assert_eq!(inflate(1, &compressed, 1 << 20).unwrap().len(), 1 << 20);
-    }
-
-    #[test]
-    fn every_producer_codec_inflates() {
-        let raw: Vec<u8> = (0..100_000u32)
-            .flat_map(|i| (i % 251).to_le_bytes())
-            .collect();
-        // snappy-java's framing: magic, two versions, then length-prefixed raw blocks.
-        let mut xerial = b"\x82SNAPPY\x00\x00\x00\x00\x01\x00\x00\x00\x01".to_vec();
-        for block in raw.chunks(32 * 1024) {
-            let compressed = snap::raw::Encoder::new().compress_vec(block).unwrap();
-            xerial.extend_from_slice(&u32::try_from(compressed.len()).unwrap().to_be_bytes());
-            xerial.extend_from_slice(&compressed);
-        }
-        let plain_snappy = snap::raw::Encoder::new().compress_vec(&raw).unwrap();
-        let mut lz4 = lz4_flex::frame::FrameEncoder::new(Vec::new());
-        std::io::Write::write_all(&mut lz4, &raw).unwrap();
-        let lz4 = lz4.finish().unwrap();
-        let zstd = zstd::encode_all(&raw[..], 3).unwrap();
-        for (codec, data) in [(2, &xerial), (2, &plain_snappy), (3, &lz4), (4, &zstd)] {
-            assert_eq!(
-                inflate(codec, data, raw.len()).unwrap(),
-                raw,
-                "codec {codec}"
-            );
-            assert!(
-                matches!(
-                    inflate(codec, data, raw.len() - 1),
-                    Err(BatchError::Invalid(_))
-                ),
-                "codec {codec} past the bound"
-            );
-        }
-        assert!(matches!(
-            inflate(3, b"not lz4", 1 << 20),
-            Err(BatchError::Corrupt(_))
-        ));
-    }
-
-    #[test]
-    fn compressed_batches_share_one_inflate_budget() {
-        use std::io::Write;
-        let records: Vec<Record> = (0..100)
-            .map(|i| record(i, None, Some(&"x".repeat(1000)), &[]))
-            .collect();
-        let mut plain = BytesMut::new();
-        encode_batch(&records, &mut plain, None);
-        // The same batch with its record area gzipped (attributes codec 1).
-        let area = &plain[BATCH_HEADER_LEN..];
-        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-        gz.write_all(area).unwrap();
-        let gz = gz.finish().unwrap();
-        let mut batch = BytesMut::from(&plain[..BATCH_HEADER_LEN]);
-        batch[21..23].copy_from_slice(&1i16.to_be_bytes());
-        batch.extend_from_slice(&gz);
-        let length = i32::try_from(batch.len() - 12).unwrap();
-        batch[8..12].copy_from_slice(&length.to_be_bytes());
-        let crc = crc32c::crc32c(&batch[CRC_START..]);
-        batch[17..21].copy_from_slice(&crc.to_be_bytes());
-        let batch = batch.freeze();
-        let mut budget = area.len() * 3 / 2;
-        let decoded = decode_batches(batch.clone(), &mut budget).unwrap();
-        assert_eq!(decoded[0].records.len(), 100);
-        assert_eq!(budget, area.len() / 2);
-        assert!(matches!(
-            decode_batches(batch, &mut budget),
-            Err(BatchError::Invalid(_))
-        ));
-    }
-}
+#[path = "records_tests.rs"]
+mod tests;

@@ -232,7 +232,7 @@ impl From<Failure> for ProxyError {
             | Kind::TooManyOpenFiles
             | Kind::Unavailable => Self::new(S::SERVICE_UNAVAILABLE, KAFKA_RETRIABLE, message),
             Kind::StorageFull => Self::new(S::INSUFFICIENT_STORAGE, KAFKA_ERROR, message),
-            Kind::Corruption | Kind::Internal => {
+            Kind::Corruption | Kind::Storage | Kind::Internal => {
                 Self::new(S::INTERNAL_SERVER_ERROR, KAFKA_ERROR, message)
             }
         }

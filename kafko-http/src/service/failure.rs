@@ -99,7 +99,10 @@ pub(crate) enum Kind {
     StorageFull,
     /// Stored data failed verification.
     Corruption,
-    /// A bug, a panic, or an I/O failure.
+    /// An I/O failure of the data directory (a write or an fsync met EIO): the
+    /// operation failed, a retry may succeed.
+    Storage,
+    /// A bug or a panic.
     Internal,
 }
 
@@ -220,7 +223,8 @@ impl From<KafkoError> for Failure {
             KafkoError::TooManyOpenFiles { .. } => server(Kind::TooManyOpenFiles),
             KafkoError::StorageFull { .. } => server(Kind::StorageFull),
             KafkoError::Corruption { .. } => server(Kind::Corruption),
-            KafkoError::Io { .. } | KafkoError::Internal(_) => server(Kind::Internal),
+            KafkoError::Io { .. } => server(Kind::Storage),
+            KafkoError::Internal(_) => server(Kind::Internal),
         }
     }
 }

@@ -60,6 +60,18 @@ impl Server {
         Self::launch(sh, dir, extra, &[]).await
     }
 
+    /// [`start`](Self::start) after the shell commands `setup` (limits, signal
+    /// dispositions), run by the shell that then becomes the server (so `pid` is the
+    /// server's).
+    pub async fn start_under(dir: &Path, extra: &[&str], setup: &str) -> Server {
+        let mut sh = Command::new("sh");
+        sh.arg("-c")
+            .arg(format!(r#"{setup} && exec "$@""#))
+            .arg("sh")
+            .arg(env!("CARGO_BIN_EXE_kafko-http"));
+        Self::launch(sh, dir, extra, &[]).await
+    }
+
     async fn launch(
         mut command: Command,
         dir: &Path,
