@@ -127,6 +127,10 @@ struct Args {
     /// answered 503 `overloaded` (REST Proxy: 429), with Retry-After.
     #[arg(long, env = "KAFKO_MAX_ANSWER_BUFFER_BYTES", default_value_t = 256 * 1024 * 1024)]
     max_answer_buffer_bytes: usize,
+    /// Tagged fields one Kafka request may hold in all; past it the request is
+    /// malformed and its connection closed (no client sends unknown ones).
+    #[arg(long, env = "KAFKO_MAX_TAGGED_FIELDS", default_value_t = kafko_http::DEFAULT_MAX_TAGGED_FIELDS)]
+    max_tagged_fields: usize,
     /// Require `Authorization: Bearer <token>` (probes and the web console's files excepted).
     #[arg(long, env = "KAFKO_AUTH_TOKEN", hide_env_values = true)]
     auth_token: Option<String>,
@@ -244,6 +248,7 @@ impl Args {
                 .filter(|u| !u.is_empty())
                 .map(kafko_http::public_url)
                 .transpose()?,
+            max_tagged_fields: self.max_tagged_fields,
         })
     }
 }

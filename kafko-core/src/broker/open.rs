@@ -136,11 +136,12 @@ impl Kafko {
             recover_directory(&storage, &cache, &dir)
         })
         .await?;
-        let topics = recovered
+        let topics: std::collections::HashMap<String, Arc<crate::topic::Topic>> = recovered
             .topics
             .into_iter()
             .map(|t| (t.name.to_string(), Arc::new(t.start())))
             .collect();
+        let topic_ids = topics.iter().map(|(n, t)| (t.id, n.clone())).collect();
         let mut groups = recovered.groups;
         groups.set_idle_timeout(options.idle_group_timeout);
         let (stop, _) = watch::channel(false);
@@ -150,6 +151,7 @@ impl Kafko {
             files,
             limits: options.limits,
             topics: RwLock::new(topics),
+            topic_ids: RwLock::new(topic_ids),
             lock: Mutex::new(Some(recovered.lock)),
             closing: AtomicBool::new(false),
             closed: AtomicBool::new(false),

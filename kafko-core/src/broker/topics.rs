@@ -104,6 +104,11 @@ impl Kafko {
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .insert(name.to_owned(), Arc::clone(&topic));
+        self.inner
+            .topic_ids
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(topic.id, name.to_owned());
         self.inner.topics_changed.notify_waiters();
         tracing::info!(
             topic = name,
@@ -201,6 +206,11 @@ impl Kafko {
         let _admin = self.inner.admin.lock().await;
         let topic = self.resolve(name)?;
         topic.deleted.store(true, Ordering::Release);
+        self.inner
+            .topic_ids
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&topic.id);
         self.inner
             .topics
             .write()

@@ -236,7 +236,7 @@ async fn route(
         return Err(format!("{key:?} v{version} is not supported"));
     }
     // Before the codec reserves room for any array it declares.
-    guard::check(key, version, &body)?;
+    guard::check(key, version, &body, broker.state.config.max_tagged_fields)?;
     if key == ApiKey::ApiVersions {
         let _request: ApiVersionsRequest = decode(&mut body, version)?;
         let response = api_versions(session, errors::NONE);
@@ -353,7 +353,12 @@ pub fn decode_request(frame: &[u8]) -> Result<(), String> {
     if !known {
         return Err(format!("{key:?} v{version} is not supported"));
     }
-    guard::check(key, version, &body)?;
+    guard::check(
+        key,
+        version,
+        &body,
+        crate::config::DEFAULT_MAX_TAGGED_FIELDS,
+    )?;
     macro_rules! just {
         ($request:ty) => {{
             let _: $request = decode(&mut body, version)?;

@@ -43,6 +43,7 @@ pub(crate) const INVALID_GROUP_ID: i16 = 24;
 pub(crate) const INVALID_SESSION_TIMEOUT: i16 = 26;
 pub(crate) const REBALANCE_IN_PROGRESS: i16 = 27;
 pub(crate) const MEMBER_ID_REQUIRED: i16 = 79;
+pub(crate) const UNKNOWN_TOPIC_ID: i16 = 100;
 
 /// The Kafka error code for a failed operation.
 pub(crate) fn code(failure: &Failure) -> i16 {

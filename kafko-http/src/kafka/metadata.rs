@@ -4,6 +4,8 @@
 //! both the client allows it and the server auto-creates topics (`--auto-create`, with
 //! the server's default topic configuration), as Kafka's `auto.create.topics.enable`.
 
+use std::collections::HashSet;
+
 use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
@@ -12,7 +14,7 @@ use kafka_protocol::messages::{
     TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
-use kafko_core::TopicHandle;
+use kafko_core::{TopicHandle, TopicId};
 
 use super::{Broker, NODE_ID, errors};
 use crate::config::AutoCreate;
@@ -22,6 +24,12 @@ use crate::service::failure::Failure;
 pub(crate) fn topic_uuid(topic: &TopicHandle) -> uuid::Uuid {
     u128::from_str_radix(&topic.id().to_string(), 16)
         .map_or(uuid::Uuid::nil(), uuid::Uuid::from_u128)
+}
+
+/// The live topic whose Kafka topic id is `id`, found through the log's id map.
+pub(crate) fn topic_by_uuid(broker: &Broker, id: uuid::Uuid) -> Option<TopicHandle> {
+    let id: TopicId = format!("{:032x}", id.as_u128()).parse().ok()?;
+    broker.state.kafko.topic_by_id(id).ok().flatten()
 }
 
 pub(crate) fn str(s: &str) -> StrBytes {
@@ -37,13 +45,19 @@ pub(crate) async fn handle(
     let kafko = &broker.state.kafko;
     // v4 added the client's say; before it, Kafka auto-created on every Metadata.
     let client_allows = version < 4 || request.allow_auto_topic_creation;
+    // Kafka answers the set of topics a request names: each once, however often it is
+    // named, so the answer is bounded by the distinct names and the server's topics.
+    let mut seen_names = HashSet::new();
+    let mut seen_ids = HashSet::new();
     let names: Vec<Result<String, uuid::Uuid>> = match &request.topics {
         None => kafko.list_topics().into_iter().map(Ok).collect(),
         Some(topics) => topics
             .iter()
-            .map(|t| match &t.name {
-                Some(name) => Ok(name.as_str().to_owned()),
-                None => Err(t.topic_id),
+            .filter_map(|t| match &t.name {
+                Some(name) => seen_names
+                    .insert(name.as_str())
+                    .then(|| Ok(name.as_str().to_owned())),
+                None => seen_ids.insert(t.topic_id).then_some(Err(t.topic_id)),
             })
             .collect(),
     };
@@ -51,26 +65,17 @@ pub(crate) async fn handle(
     for name in names {
         let name = match name {
             Ok(name) => name,
-            Err(id) => {
-                // A lookup by topic id (v10+): find the topic of that id.
-                let found = kafko.list_topics().into_iter().find(|n| {
-                    kafko
-                        .find_topic(n)
-                        .ok()
-                        .flatten()
-                        .is_some_and(|t| topic_uuid(&t) == id)
-                });
-                match found {
-                    Some(name) => name,
-                    None => {
-                        let mut t = MetadataResponseTopic::default();
-                        t.error_code = 100; // UNKNOWN_TOPIC_ID
-                        t.topic_id = id;
-                        topics.push(t);
-                        continue;
-                    }
+            // A lookup by topic id (v10+).
+            Err(id) => match topic_by_uuid(broker, id) {
+                Some(handle) => handle.name().to_owned(),
+                None => {
+                    let mut t = MetadataResponseTopic::default();
+                    t.error_code = errors::UNKNOWN_TOPIC_ID;
+                    t.topic_id = id;
+                    topics.push(t);
+                    continue;
                 }
-            }
+            },
         };
         topics.push(
             describe(
