@@ -111,11 +111,12 @@ struct Args {
     #[arg(long, env = "KAFKO_MAX_OPEN_SEGMENT_FILES")]
     max_open_segment_files: Option<usize>,
     /// Most topics; a create (or an auto-create) past it is answered 409 `limit_reached`
-    /// [default: unlimited].
+    /// [default: as --max-partitions].
     #[arg(long, env = "KAFKO_MAX_TOPICS")]
     max_topics: Option<u64>,
     /// Most partitions of all topics together; a create that would pass it is answered
-    /// 409 `limit_reached` [default: unlimited].
+    /// 409 `limit_reached` [default: each keeps a descriptor open: the quarter of the
+    /// open-files limit kept for the log, less --max-open-segment-files and 32].
     #[arg(long, env = "KAFKO_MAX_PARTITIONS")]
     max_partitions: Option<u64>,
     /// Most consumer groups; a call that would create one more (a join, poll, commit,
@@ -270,14 +271,20 @@ async fn run(args: Args) -> Result<(), ServerError> {
     let config = args
         .server_config()
         .map_err(|e| ServerError::Io(std::io::Error::new(std::io::ErrorKind::InvalidInput, e)))?;
+    let open_segment_files = args
+        .max_open_segment_files
+        .unwrap_or_else(kafko_http::server::default_max_open_segment_files);
     let kafko = Kafko::builder(&args.data_dir)
         .idle_group_timeout(Duration::from_millis(args.idle_group_timeout_ms))
-        .max_open_segment_files(
-            args.max_open_segment_files
-                .unwrap_or_else(kafko_http::server::default_max_open_segment_files),
+        .max_open_segment_files(open_segment_files)
+        .max_topics(
+            args.max_topics
+                .or_else(|| kafko_http::server::default_max_topics(open_segment_files)),
         )
-        .max_topics(args.max_topics)
-        .max_partitions(args.max_partitions)
+        .max_partitions(
+            args.max_partitions
+                .or_else(|| kafko_http::server::default_max_partitions(open_segment_files)),
+        )
         .max_groups(args.max_groups)
         .open()
         .await

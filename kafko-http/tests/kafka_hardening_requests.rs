@@ -317,3 +317,142 @@ async fn max_timestamp_lookups_cost_one_lookup_per_distinct_partition() {
     assert!(distinct_cpu < 0.5, "{distinct_cpu} s of CPU");
     assert_bystanders_served(&s).await;
 }
+
+// ---------------------------------------------------------------- auto-creation
+
+/// Metadata v1 auto-creating `n` new topics named `{prefix}{i}`: each name's error code.
+async fn auto_create(k: &mut Kafka, prefix: &str, n: usize) -> Vec<i16> {
+    let request = MetadataRequest::default().with_topics(Some(
+        (0..n)
+            .map(|i| MetadataRequestTopic::default().with_name(Some(name(&format!("{prefix}{i}")))))
+            .collect(),
+    ));
+    let response = k.call(&request, 1).await;
+    response.topics.iter().map(|t| t.error_code).collect()
+}
+
+/// The topic directories on disk.
+fn topic_dirs(s: &Server) -> usize {
+    std::fs::read_dir(s.dir.join("topics")).unwrap().count()
+}
+
+/// Topics the server lists.
+async fn listed_topics(k: &mut Kafka) -> Vec<String> {
+    let all = k
+        .call(&MetadataRequest::default().with_topics(None), 1)
+        .await;
+    all.topics
+        .iter()
+        .filter_map(|t| t.name.as_ref().map(|n| n.to_string()))
+        .collect()
+}
+
+async fn delete_topics(k: &mut Kafka, names: &[String]) {
+    let request = DeleteTopicsRequest::default()
+        .with_timeout_ms(10_000)
+        .with_topic_names(names.iter().map(|n| name(n)).collect());
+    let response = k.call(&request, 4).await;
+    assert!(response.responses.iter().all(|r| r.error_code == 0));
+}
+
+/// Metadata v1 auto-creating topics until the descriptors ran out once refused every
+/// new topic server-wide. `--max-topics` and `--max-partitions` now default to the
+/// descriptors kept for the log (at 512: 128, less 64 cached segments and 32), so the
+/// flood stops at the limit (POLICY_VIOLATION, Kafka's policy refusal) with descriptors
+/// to spare; a delete makes room again. `__consumer_offsets` is never auto-created, and
+/// a create of or a produce to it is INVALID_TOPIC_EXCEPTION.
+#[tokio::test]
+async fn auto_creation_stops_at_limits_derived_from_the_descriptors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Server::start_with_nofile(&tmp.path().join("d"), &["--kafka-bind", "127.0.0.1:0"], 512)
+        .await;
+    let mut k = Kafka::connect(&s).await;
+    let (codes, cpu) = measured(&s, "metadata v1 naming 200 new topics", async {
+        auto_create(&mut k, "flood", 200).await
+    })
+    .await;
+    let created = codes.iter().filter(|&&c| c == 0).count();
+    let refused = codes.iter().filter(|&&c| c == 44).count();
+    eprintln!("created {created}, refused {refused} (POLICY_VIOLATION)");
+    assert_eq!((created, refused), (32, 168), "{codes:?}");
+    assert_eq!(topic_dirs(&s), 32, "one directory per topic, nothing else");
+    assert!(cpu < 5.0, "{cpu} s of CPU");
+    // The existing topics work; a delete makes room for a new one.
+    let records = [Rec {
+        value: Some(b"v"),
+        timestamp: 1,
+        ..Rec::default()
+    }];
+    assert_eq!(
+        produce_batch(&mut k, "flood0", 0, batch(&records, 0, None))
+            .await
+            .0,
+        0
+    );
+    delete_topics(&mut k, &["flood1".to_owned()]).await;
+    assert_eq!(auto_create(&mut k, "later", 1).await, vec![0]);
+    // Kafka's internal topic: not auto-created, refused to create and to produce to.
+    assert_eq!(
+        auto_create(&mut k, "__consumer_offsets", 1).await.len(),
+        1,
+        "answered"
+    );
+    let request = MetadataRequest::default().with_topics(Some(vec![
+        MetadataRequestTopic::default().with_name(Some(name("__consumer_offsets"))),
+    ]));
+    assert_eq!(k.call(&request, 1).await.topics[0].error_code, 3);
+    assert!(!s.dir.join("topics/__consumer_offsets").exists());
+    delete_topics(&mut k, &["flood2".to_owned()]).await;
+    let request = CreateTopicsRequest::default()
+        .with_timeout_ms(10_000)
+        .with_topics(vec![
+            CreatableTopic::default()
+                .with_name(name("__consumer_offsets"))
+                .with_num_partitions(1)
+                .with_replication_factor(-1),
+        ]);
+    assert_eq!(k.call(&request, 7).await.topics[0].error_code, 17);
+    let produced = produce_batch(&mut k, "__consumer_offsets", 0, batch(&records, 0, None)).await;
+    assert_eq!(produced.0, 17);
+    assert!(!s.dir.join("topics/__consumer_offsets").exists());
+    assert_eq!(listed_topics(&mut k).await.len(), topic_dirs(&s));
+    assert_bystanders_served(&s).await;
+}
+
+/// Past the descriptors (limits raised by hand over a limit of 256), auto-created
+/// topics fail with KAFKA_STORAGE_ERROR, and a failed creation leaves no directory
+/// behind: the directories on disk are the topics served.
+#[tokio::test]
+async fn a_creation_failed_for_descriptors_leaves_no_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Server::start_with_nofile(
+        &tmp.path().join("d"),
+        &[
+            "--kafka-bind",
+            "127.0.0.1:0",
+            "--max-topics",
+            "100000",
+            "--max-partitions",
+            "100000",
+        ],
+        256,
+    )
+    .await;
+    let mut k = Kafka::connect(&s).await;
+    let codes = auto_create(&mut k, "flood", 300).await;
+    let created = codes.iter().filter(|&&c| c == 0).count();
+    let failed = codes.iter().filter(|&&c| c == 56).count();
+    eprintln!("created {created}, failed {failed} (KAFKA_STORAGE_ERROR)");
+    assert!(failed > 0, "the descriptors ran out: {codes:?}");
+    assert_eq!(created + failed, 300, "{codes:?}");
+    // Room for the bystanders' connections.
+    let listed = listed_topics(&mut k).await;
+    assert_eq!(listed.len(), created);
+    delete_topics(&mut k, &listed[..40]).await;
+    assert_eq!(
+        topic_dirs(&s),
+        created - 40,
+        "a failed creation left its directory"
+    );
+    assert_bystanders_served(&s).await;
+}

@@ -62,6 +62,10 @@ pub(crate) struct Inner {
     closed: AtomicBool,
     /// Serializes topic creation and deletion (never held on the data path).
     admin: tokio::sync::Mutex<()>,
+    /// Directories of failed creations that could not be removed at once (out of
+    /// descriptors, say), by topic name: removed again before the next creation and
+    /// after each delete (under the admin lock), else by the next open.
+    unfinished: Mutex<Vec<(String, PathBuf)>>,
     background: Mutex<Vec<JoinHandle<()>>>,
     stop: watch::Sender<bool>,
     /// Whether this open found a clean-shutdown marker.

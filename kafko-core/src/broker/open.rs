@@ -156,6 +156,7 @@ impl Kafko {
             closing: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             admin: tokio::sync::Mutex::new(()),
+            unfinished: Mutex::new(Vec::new()),
             background: Mutex::new(Vec::new()),
             stop,
             recovered_clean: recovered.clean,

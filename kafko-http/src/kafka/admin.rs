@@ -17,7 +17,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 use kafko_core::{CleanupPolicy, Compression, CreateOutcome, TopicConfig};
 
-use super::metadata::{topic_by_uuid, topic_uuid};
+use super::metadata::{is_internal, topic_by_uuid, topic_uuid};
 use super::{Broker, errors};
 use crate::config::AutoCreate;
 use crate::service::failure::Failure;
@@ -114,6 +114,12 @@ async fn create(
     }
     if let Err(e) = kafko_core::naming::validate_name(topic.name.as_str()) {
         return Err((errors::INVALID_TOPIC_EXCEPTION, e.to_string()));
+    }
+    if is_internal(topic.name.as_str()) {
+        return Err((
+            errors::INVALID_TOPIC_EXCEPTION,
+            format!("'{}' is a Kafka internal topic", topic.name.as_str()),
+        ));
     }
     let exists = || {
         (

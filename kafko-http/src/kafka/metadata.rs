@@ -20,6 +20,14 @@ use super::{Broker, NODE_ID, errors};
 use crate::config::AutoCreate;
 use crate::service::failure::Failure;
 
+/// Kafka's internal topics (group offsets, transaction state): kafko keeps groups'
+/// offsets in its own files and serves no transactions, so a Kafka client never finds
+/// them, never auto-creates an ordinary topic under their names, and never writes to
+/// one (INVALID_TOPIC_EXCEPTION, as Kafka refuses a client's append to them).
+pub(crate) fn is_internal(name: &str) -> bool {
+    matches!(name, "__consumer_offsets" | "__transaction_state")
+}
+
 /// Kafka's topic id for a kafko topic incarnation (both are 128 bits).
 pub(crate) fn topic_uuid(topic: &TopicHandle) -> uuid::Uuid {
     u128::from_str_radix(&topic.id().to_string(), 16)
@@ -113,7 +121,7 @@ async fn describe(
     let found = match kafko.find_topic(name) {
         Ok(Some(handle)) => Ok(handle),
         Ok(None) => match (&broker.state.config.auto_create, may_create) {
-            (AutoCreate::Enabled(config), true) => kafko
+            (AutoCreate::Enabled(config), true) if !is_internal(name) => kafko
                 .topic_or_create(name, config.clone())
                 .await
                 .map_err(|e| errors::code(&Failure::from(e))),
