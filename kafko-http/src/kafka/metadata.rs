@@ -2,7 +2,10 @@
 //! (node 0), the controller, the leader and only replica of every partition, and the
 //! coordinator of every group. A Metadata request for unknown topics creates them when
 //! both the client allows it and the server auto-creates topics (`--auto-create`, with
-//! the server's default topic configuration), as Kafka's `auto.create.topics.enable`.
+//! the server's default topic configuration), as Kafka's `auto.create.topics.enable`;
+//! Kafka's internal topic names never are. A topic named (or identified) more than once
+//! is answered once, as Kafka answers the set of names, so the answer is bounded by the
+//! distinct names and the server's topics.
 
 use std::collections::HashSet;
 
@@ -20,10 +23,10 @@ use super::{Broker, NODE_ID, errors};
 use crate::config::AutoCreate;
 use crate::service::failure::Failure;
 
-/// Kafka's internal topics (group offsets, transaction state): kafko keeps groups'
-/// offsets in its own files and serves no transactions, so a Kafka client never finds
-/// them, never auto-creates an ordinary topic under their names, and never writes to
-/// one (INVALID_TOPIC_EXCEPTION, as Kafka refuses a client's append to them).
+/// Kafka's internal topics (group offsets, transaction state). kafko keeps groups'
+/// offsets in its own files and serves no transactions: Metadata never auto-creates an
+/// ordinary topic under these names, and a Kafka client may neither create one nor
+/// write to one (INVALID_TOPIC_EXCEPTION, as Kafka refuses a client's append to them).
 pub(crate) fn is_internal(name: &str) -> bool {
     matches!(name, "__consumer_offsets" | "__transaction_state")
 }
