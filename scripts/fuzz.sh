@@ -39,9 +39,10 @@ for t in "${targets[@]}"; do
     mkdir -p "fuzz/corpus/$t"
     echo "== fuzzing $t for ${secs}s"
     log="$(mktemp)"
-    # -rss_limit_mb: a decoder may allocate up to its 64 MiB cap, never gigabytes.
+    # -rss_limit_mb: a decoder may allocate up to its 64 MiB cap, never gigabytes;
+    # -malloc_limit_mb: no single allocation past 256 MiB (a request's declared sizes).
     if ! cargo fuzz run --fuzz-dir fuzz "$t" "fuzz/corpus/$t" -- \
-        -max_total_time="$secs" -rss_limit_mb=1024 -timeout=10 -print_final_stats=1 \
+        -max_total_time="$secs" -rss_limit_mb=1024 -malloc_limit_mb=256 -timeout=10 -print_final_stats=1 \
         2>&1 | tee "$log" | grep -E "^(#[0-9]+ +(DONE|INITED)|==|stat::number_of_executed_units|stat::average_exec_per_sec|SUMMARY|.*panicked)"; then
         :
     fi

@@ -238,6 +238,16 @@ impl PartitionReader {
         self.read(offset, max_records, max_bytes)
     }
 
+    /// The largest record timestamp (ms) of the segments holding this partition's
+    /// readable records, from their summaries (no record is read); `None` when empty.
+    /// A segment that begins before the log start counts its records before it too.
+    ///
+    /// # Errors
+    /// [`FetchError::TopicDeleted`].
+    pub fn max_timestamp(&self) -> Result<Option<i64>, FetchError> {
+        Ok(self.log()?.max_timestamp())
+    }
+
     /// The first offset whose record timestamp (ms) is at or after `timestamp`, if any.
     ///
     /// # Errors

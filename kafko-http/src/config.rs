@@ -8,6 +8,9 @@ use kafko_core::TopicConfig;
 /// The cluster id of the REST Proxy API unless one is configured.
 pub const DEFAULT_CLUSTER_ID: &str = "kafko";
 
+/// The default of [`ServerConfig::max_tagged_fields`].
+pub const DEFAULT_MAX_TAGGED_FIELDS: usize = 1024;
+
 /// Whether producing to an unknown topic creates it, and with what configuration.
 #[derive(Debug, Clone)]
 pub enum AutoCreate {
@@ -84,6 +87,10 @@ pub struct ServerConfig {
     /// the server (behind a proxy, a load balancer). Unset, the request's `Host` is
     /// used, once checked to be a plain `host[:port]`.
     pub public_url: Option<String>,
+    /// Tagged fields one Kafka request body may hold in all (`--max-tagged-fields`); a
+    /// request with more is malformed and its connection closed, as Kafka closes one it
+    /// cannot parse. The decoder keeps each unknown one, ~70 bytes for 2 sent.
+    pub max_tagged_fields: usize,
 }
 
 /// Checks and normalizes a public base URL: `http://` or `https://`, a host (a name, an
@@ -172,6 +179,7 @@ impl Default for ServerConfig {
             producer_id_expiration: Duration::from_secs(24 * 3600),
             max_producer_ids: 100_000,
             public_url: None,
+            max_tagged_fields: DEFAULT_MAX_TAGGED_FIELDS,
         }
     }
 }

@@ -1,7 +1,8 @@
 //! The process's file-descriptor budget, split between connections and the log: the
-//! defaults of `--max-connections` and `--max-open-segment-files`, read from the soft
-//! `RLIMIT_NOFILE`. Every listener and the log's descriptor cache size themselves from
-//! here.
+//! defaults of `--max-connections`, `--max-open-segment-files`, `--max-partitions` and
+//! `--max-topics`, read from the soft `RLIMIT_NOFILE`. Every listener, the log's
+//! descriptor cache and its topic limits size themselves from here, so that no client
+//! can take the log to the limit: past it every file the log opens fails.
 
 /// Descriptors kept back for the log (segments, indexes, state files) and the process
 /// itself: a quarter of the limit, at least 64, at most half.
@@ -30,6 +31,31 @@ pub fn default_max_open_segment_files() -> usize {
     })
 }
 
+/// Descriptors of the log's share kept for other files than partitions' active segments
+/// and the sealed segments' cache: state and group files, a topic being created, the
+/// listeners and the runtime's own.
+const LOG_RESERVE: u64 = 32;
+
+/// The default partition cap (all topics together): each partition keeps its active
+/// segment open, so the descriptors kept for the log less the sealed segments' cache
+/// (`open_segment_files`) and a reserve; at least 16. `None` (unlimited) where the
+/// limit cannot be read.
+pub fn default_max_partitions(open_segment_files: usize) -> Option<u64> {
+    soft_nofile_limit().map(|limit| partitions_within(limit, open_segment_files))
+}
+
+/// The default topic cap: as many as partitions, since every topic has one at least.
+pub fn default_max_topics(open_segment_files: usize) -> Option<u64> {
+    default_max_partitions(open_segment_files)
+}
+
+fn partitions_within(limit: u64, open_segment_files: usize) -> u64 {
+    headroom(limit)
+        .saturating_sub(u64::try_from(open_segment_files).unwrap_or(u64::MAX))
+        .saturating_sub(LOG_RESERVE)
+        .max(16)
+}
+
 /// The soft limit on open files, from `/proc/self/limits` (Linux); `None` elsewhere or
 /// when unlimited.
 fn soft_nofile_limit() -> Option<u64> {
@@ -52,5 +78,14 @@ mod tests {
         assert_eq!(headroom(100), 50);
         assert_eq!(headroom(200), 64);
         assert_eq!(headroom(1_048_576), 262_144);
+    }
+
+    #[test]
+    fn partitions_get_the_logs_share_less_the_segment_cache() {
+        // 4,096: 1,024 for the log, 512 of them cached sealed segments.
+        assert_eq!(partitions_within(4096, 512), 480);
+        assert_eq!(partitions_within(1024, 128), 96);
+        assert_eq!(partitions_within(256, 32), 16);
+        assert_eq!(partitions_within(1_048_576, 512), 261_600);
     }
 }

@@ -60,7 +60,9 @@ mod router;
 mod routes;
 mod service;
 
-pub use config::{AutoCreate, DEFAULT_CLUSTER_ID, ServerConfig, public_url};
+pub use config::{
+    AutoCreate, DEFAULT_CLUSTER_ID, DEFAULT_MAX_TAGGED_FIELDS, ServerConfig, public_url,
+};
 pub use error::ServerError;
 pub use router::app;
 pub use state::AppState;

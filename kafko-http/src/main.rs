@@ -111,11 +111,12 @@ struct Args {
     #[arg(long, env = "KAFKO_MAX_OPEN_SEGMENT_FILES")]
     max_open_segment_files: Option<usize>,
     /// Most topics; a create (or an auto-create) past it is answered 409 `limit_reached`
-    /// [default: unlimited].
+    /// [default: as --max-partitions].
     #[arg(long, env = "KAFKO_MAX_TOPICS")]
     max_topics: Option<u64>,
     /// Most partitions of all topics together; a create that would pass it is answered
-    /// 409 `limit_reached` [default: unlimited].
+    /// 409 `limit_reached` [default: each keeps a descriptor open: the quarter of the
+    /// open-files limit kept for the log, less --max-open-segment-files and 32].
     #[arg(long, env = "KAFKO_MAX_PARTITIONS")]
     max_partitions: Option<u64>,
     /// Most consumer groups; a call that would create one more (a join, poll, commit,
@@ -129,6 +130,10 @@ struct Args {
     /// answered 503 `overloaded` (REST Proxy: 429), with Retry-After.
     #[arg(long, env = "KAFKO_MAX_ANSWER_BUFFER_BYTES", default_value_t = 256 * 1024 * 1024)]
     max_answer_buffer_bytes: usize,
+    /// Tagged fields one Kafka request may hold in all; past it the request is
+    /// malformed and its connection closed (no client sends unknown ones).
+    #[arg(long, env = "KAFKO_MAX_TAGGED_FIELDS", default_value_t = kafko_http::DEFAULT_MAX_TAGGED_FIELDS)]
+    max_tagged_fields: usize,
     /// Require `Authorization: Bearer <token>` (probes and the web console's files excepted).
     #[arg(long, env = "KAFKO_AUTH_TOKEN", hide_env_values = true)]
     auth_token: Option<String>,
@@ -261,6 +266,7 @@ impl Args {
                 .filter(|u| !u.is_empty())
                 .map(kafko_http::public_url)
                 .transpose()?,
+            max_tagged_fields: self.max_tagged_fields,
         })
     }
 }
@@ -282,14 +288,20 @@ async fn run(args: Args) -> Result<(), ServerError> {
     let config = args
         .server_config()
         .map_err(|e| ServerError::Io(std::io::Error::new(std::io::ErrorKind::InvalidInput, e)))?;
+    let open_segment_files = args
+        .max_open_segment_files
+        .unwrap_or_else(kafko_http::server::default_max_open_segment_files);
     let kafko = Kafko::builder(&args.data_dir)
         .idle_group_timeout(Duration::from_millis(args.idle_group_timeout_ms))
-        .max_open_segment_files(
-            args.max_open_segment_files
-                .unwrap_or_else(kafko_http::server::default_max_open_segment_files),
+        .max_open_segment_files(open_segment_files)
+        .max_topics(
+            args.max_topics
+                .or_else(|| kafko_http::server::default_max_topics(open_segment_files)),
         )
-        .max_topics(args.max_topics)
-        .max_partitions(args.max_partitions)
+        .max_partitions(
+            args.max_partitions
+                .or_else(|| kafko_http::server::default_max_partitions(open_segment_files)),
+        )
         .max_groups(args.max_groups)
         .group_limits(args.groups.limits())
         .open()

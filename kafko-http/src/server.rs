@@ -28,7 +28,10 @@ use self::accept::refuse;
 use self::connection::Tracked;
 use crate::connections::{Activity, Backoff, Registry, Timeouts};
 
-pub use crate::descriptors::{default_max_connections, default_max_open_segment_files};
+pub use crate::descriptors::{
+    default_max_connections, default_max_open_segment_files, default_max_partitions,
+    default_max_topics,
+};
 
 /// How connections are accepted and served: the server's settings of the same names.
 #[derive(Debug, Clone, Copy)]

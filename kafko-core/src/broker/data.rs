@@ -6,6 +6,7 @@ use crate::handle::TopicHandle;
 use crate::partition::command::RetentionOutcome;
 use crate::producer::Producer;
 use crate::record::now_ms;
+use crate::topic_id::TopicId;
 
 use super::Kafko;
 
@@ -28,6 +29,27 @@ impl Kafko {
     pub fn find_topic(&self, name: &str) -> Result<Option<TopicHandle>, AdminError> {
         self.check_open()?;
         Ok(self.lookup(name).map(TopicHandle::new))
+    }
+
+    /// The live topic whose id is `id`, if any: one map probe, whatever the number of
+    /// topics (Kafka's lookups by topic id).
+    ///
+    /// # Errors
+    /// `ShuttingDown` once shutdown began.
+    pub fn topic_by_id(&self, id: TopicId) -> Result<Option<TopicHandle>, AdminError> {
+        self.check_open()?;
+        let name = self
+            .inner
+            .topic_ids
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&id)
+            .cloned();
+        // The name may since hold a later topic (deleted and created again).
+        Ok(name
+            .and_then(|n| self.lookup(&n))
+            .filter(|t| t.id == id)
+            .map(TopicHandle::new))
     }
 
     /// A producer for the topic `name`: `topic(name)?.producer()`.

@@ -25,6 +25,7 @@ use tokio::task::JoinHandle;
 use crate::error::{KafkoError, Result};
 use crate::storage::Storage;
 use crate::topic::Topic;
+use crate::topic_id::TopicId;
 
 pub use open::KafkoOptions;
 
@@ -52,11 +53,19 @@ pub(crate) struct Inner {
     /// Limits on topics and partitions, checked by topic creation.
     pub(crate) limits: open::Limits,
     topics: RwLock<HashMap<String, Arc<Topic>>>,
+    /// The name of each live topic by its id: a lookup by id costs one probe, not a
+    /// scan of every topic. Written under the admin lock, after `topics` on a create
+    /// and before it on a delete.
+    topic_ids: RwLock<HashMap<TopicId, String>>,
     lock: Mutex<Option<Box<dyn Any + Send + Sync>>>,
     closing: AtomicBool,
     closed: AtomicBool,
     /// Serializes topic creation and deletion (never held on the data path).
     admin: tokio::sync::Mutex<()>,
+    /// Directories of failed creations that could not be removed at once (out of
+    /// descriptors, say), by topic name: removed again before the next creation and
+    /// after each delete (under the admin lock), else by the next open.
+    unfinished: Mutex<Vec<(String, PathBuf)>>,
     background: Mutex<Vec<JoinHandle<()>>>,
     stop: watch::Sender<bool>,
     /// Whether this open found a clean-shutdown marker.

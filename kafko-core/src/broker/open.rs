@@ -146,11 +146,12 @@ impl Kafko {
             recover_directory(&storage, &cache, &dir)
         })
         .await?;
-        let topics = recovered
+        let topics: std::collections::HashMap<String, Arc<crate::topic::Topic>> = recovered
             .topics
             .into_iter()
             .map(|t| (t.name.to_string(), Arc::new(t.start())))
             .collect();
+        let topic_ids = topics.iter().map(|(n, t)| (t.id, n.clone())).collect();
         let mut groups = recovered.groups;
         groups.set_idle_timeout(options.idle_group_timeout);
         groups.set_limits(options.group_limits);
@@ -161,10 +162,12 @@ impl Kafko {
             files,
             limits: options.limits,
             topics: RwLock::new(topics),
+            topic_ids: RwLock::new(topic_ids),
             lock: Mutex::new(Some(recovered.lock)),
             closing: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             admin: tokio::sync::Mutex::new(()),
+            unfinished: Mutex::new(Vec::new()),
             background: Mutex::new(Vec::new()),
             stop,
             recovered_clean: recovered.clean,

@@ -89,21 +89,34 @@ impl Kafko {
     /// Creates the topic `name`, which does not exist, under the admin lock.
     async fn create_locked(&self, name: &str, config: TopicConfig) -> Result<Arc<Topic>> {
         self.check_limits(config.partitions)?;
+        // This creation handles a leftover of its own name itself.
+        self.unfinished().retain(|(n, _)| n != name);
+        self.remove_unfinished().await;
         let storage = self.inner.storage.clone();
         let files = self.inner.files.clone();
         let dir = self.inner.dir.join("topics").join(name);
         let owned = name.to_owned();
         let config_on_disk = config.clone();
-        let recovered = blocking("creating topic", move || {
-            make_topic_dir((&storage, &files), &dir, &owned, config_on_disk)
+        let made_dir = dir.clone();
+        let made = blocking("creating topic", move || {
+            make_topic_dir((&storage, &files), &made_dir, &owned, config_on_disk)
         })
-        .await?;
+        .await;
+        if made.is_err() && self.inner.storage.exists(&dir) {
+            self.unfinished().push((name.to_owned(), dir));
+        }
+        let recovered = made?;
         let topic = Arc::new(recovered.start());
         self.inner
             .topics
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .insert(name.to_owned(), Arc::clone(&topic));
+        self.inner
+            .topic_ids
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(topic.id, name.to_owned());
         self.inner.topics_changed.notify_waiters();
         tracing::info!(
             topic = name,
@@ -111,6 +124,47 @@ impl Kafko {
             "created topic"
         );
         Ok(topic)
+    }
+
+    fn unfinished(&self) -> std::sync::MutexGuard<'_, Vec<(String, PathBuf)>> {
+        self.inner
+            .unfinished
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Removes the directories failed creations left (called under the admin lock, so
+    /// none of them is being created meanwhile); stops at the first that still cannot be
+    /// removed, which stays listed.
+    async fn remove_unfinished(&self) {
+        loop {
+            let Some((name, dir)) = self.unfinished().last().cloned() else {
+                return;
+            };
+            if self.lookup(&name).is_some() {
+                // Created since: its directory is a live topic's.
+                self.unfinished().pop();
+                continue;
+            }
+            let storage = self.inner.storage.clone();
+            let at = dir.clone();
+            let removed = blocking("removing a failed topic creation", move || {
+                if storage.exists(&at) {
+                    remove_unfinished_topic(&*storage, &at)?;
+                }
+                Ok(())
+            })
+            .await;
+            if let Err(e) = removed {
+                tracing::debug!(topic = name, error = %e, "a failed creation's directory stays until the next try");
+                return;
+            }
+            tracing::info!(
+                topic = name,
+                "removed the directory of a failed topic creation"
+            );
+            self.unfinished().pop();
+        }
     }
 
     /// Names of all topics, sorted.
@@ -202,6 +256,11 @@ impl Kafko {
         let topic = self.resolve(name)?;
         topic.deleted.store(true, Ordering::Release);
         self.inner
+            .topic_ids
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&topic.id);
+        self.inner
             .topics
             .write()
             .unwrap_or_else(|p| p.into_inner())
@@ -233,6 +292,8 @@ impl Kafko {
         })
         .await?;
         tracing::info!(topic = name, "deleted topic");
+        // The descriptors it held may be what a failed creation's cleanup lacked.
+        self.remove_unfinished().await;
         Ok(())
     }
 }

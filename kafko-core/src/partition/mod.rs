@@ -253,6 +253,18 @@ impl PartitionLog {
         Ok(out)
     }
 
+    /// The largest record timestamp among the segments that hold readable records
+    /// (`None` when there are none), from each segment's summary: nothing is read.
+    pub(crate) fn max_timestamp(&self) -> Option<i64> {
+        let (start, hw) = (self.log_start(), self.high_watermark());
+        self.segments()
+            .iter()
+            .filter(|seg| seg.next_offset() > start && seg.base_offset < hw)
+            .map(|seg| seg.max_timestamp())
+            .max()
+            .filter(|&ts| ts != i64::MIN)
+    }
+
     /// The first offset whose record timestamp is at or after `timestamp`, if any.
     pub(crate) fn offset_for_timestamp(&self, timestamp: i64) -> Result<Option<u64>> {
         let hw = self.high_watermark();

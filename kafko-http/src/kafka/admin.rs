@@ -6,6 +6,8 @@
 //! config, or a value out of range, is INVALID_CONFIG. A replication factor other than
 //! 1 (or -1, the default) is INVALID_REPLICATION_FACTOR: this is one node.
 
+use std::collections::HashMap;
+
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
 use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
@@ -15,7 +17,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 use kafko_core::{CleanupPolicy, Compression, CreateOutcome, TopicConfig};
 
-use super::metadata::topic_uuid;
+use super::metadata::{is_internal, topic_by_uuid, topic_uuid};
 use super::{Broker, errors};
 use crate::config::AutoCreate;
 use crate::service::failure::Failure;
@@ -112,6 +114,12 @@ async fn create(
     }
     if let Err(e) = kafko_core::naming::validate_name(topic.name.as_str()) {
         return Err((errors::INVALID_TOPIC_EXCEPTION, e.to_string()));
+    }
+    if is_internal(topic.name.as_str()) {
+        return Err((
+            errors::INVALID_TOPIC_EXCEPTION,
+            format!("'{}' is a Kafka internal topic", topic.name.as_str()),
+        ));
     }
     let exists = || {
         (
@@ -217,7 +225,9 @@ fn apply(config: &mut TopicConfig, name: &str, value: Option<&str>) -> Result<()
     Ok(())
 }
 
-/// Answers DeleteTopics (by name; a topic id, v6, is looked up among the topics).
+/// Answers DeleteTopics (by name; a topic id, v6, through the log's id map). As Kafka's
+/// controller does, a name or an id listed more than once is answered once,
+/// INVALID_REQUEST, and not deleted: the work and the answer follow the distinct entries.
 pub(crate) async fn delete_topics(
     broker: &Broker,
     request: DeleteTopicsRequest,
@@ -237,23 +247,51 @@ pub(crate) async fn delete_topics(
             .map(|n| (Some(n.as_str().to_owned()), uuid::Uuid::nil()))
             .collect()
     };
+    let mut names = HashMap::new();
+    let mut ids = HashMap::new();
+    for (name, id) in &targets {
+        match name {
+            Some(name) => *names.entry(name.as_str()).or_insert(0u32) += 1,
+            None => *ids.entry(*id).or_insert(0u32) += 1,
+        }
+    }
     let mut response = DeleteTopicsResponse::default();
-    for (name, id) in targets {
+    for (name, id) in &targets {
         let mut result = DeletableTopicResult::default();
-        let name = name.or_else(|| {
-            kafko.list_topics().into_iter().find(|n| {
-                kafko
-                    .find_topic(n)
-                    .ok()
-                    .flatten()
-                    .is_some_and(|t| topic_uuid(&t) == id)
-            })
-        });
+        let listed = match name {
+            Some(name) => names.get_mut(name.as_str()),
+            None => ids.get_mut(id),
+        };
+        match listed {
+            // Answered already.
+            Some(0) | None => continue,
+            Some(n) if *n > 1 => {
+                *n = 0;
+                result.name = name
+                    .as_deref()
+                    .map(|n| TopicName(StrBytes::from_string(n.into())));
+                if version >= 6 {
+                    result.topic_id = *id;
+                }
+                result.error_code = errors::INVALID_REQUEST;
+                if version >= 5 {
+                    let what = if name.is_some() { "name" } else { "id" };
+                    result.error_message =
+                        Some(StrBytes::from_string(format!("Duplicate topic {what}.")));
+                }
+                response.responses.push(result);
+                continue;
+            }
+            Some(n) => *n = 0,
+        }
+        let name = name
+            .clone()
+            .or_else(|| topic_by_uuid(broker, *id).map(|t| t.name().to_owned()));
         if version >= 6 {
-            result.topic_id = id;
+            result.topic_id = *id;
         }
         match name {
-            None => result.error_code = 100, // UNKNOWN_TOPIC_ID
+            None => result.error_code = errors::UNKNOWN_TOPIC_ID,
             Some(name) => {
                 result.name = Some(TopicName(StrBytes::from_string(name.clone())));
                 let deleted = kafko.delete_topic(&name).await;

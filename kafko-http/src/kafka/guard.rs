@@ -3,8 +3,10 @@
 //! few bytes declaring 2^31 elements would ask for hundreds of gigabytes and abort the
 //! process. This walks the body's layout for its API and version (strings, bytes,
 //! arrays, tagged fields, as the flexible versions encode them) and refuses any array
-//! that declares more elements than the bytes left could hold, or a body cut short,
-//! before the codec sees it.
+//! that declares more elements than the bytes left could hold, a body cut short, or
+//! more tagged fields than the server's limit, before the codec sees it. The codec
+//! keeps every tagged field it does not know in a map entry of about 70 bytes for 2
+//! bytes sent; no client of the served versions sends any unknown one.
 
 use kafka_protocol::messages::ApiKey;
 
@@ -239,18 +241,25 @@ fn layout(key: ApiKey) -> Option<&'static [Field]> {
     })
 }
 
-/// Checks a request body of `key` at `version`; the bytes its layout covers.
+/// Checks a request body of `key` at `version`, holding at most `max_tagged` tagged
+/// fields in all; the bytes its layout covers.
 ///
 /// # Errors
 /// Why the body is refused: an array longer than the bytes left, a length past the end,
-/// an API with no known layout.
-pub(crate) fn check(key: ApiKey, version: i16, body: &[u8]) -> Result<usize, String> {
+/// too many tagged fields, an API with no known layout.
+pub(crate) fn check(
+    key: ApiKey,
+    version: i16,
+    body: &[u8],
+    max_tagged: usize,
+) -> Result<usize, String> {
     let fields = layout(key).ok_or_else(|| format!("{key:?} has no known layout"))?;
     let mut walk = Walk {
         buf: body,
         at: 0,
         version,
         flexible: key.request_header_version(version) >= 2,
+        tagged_left: max_tagged,
     };
     walk.structure(fields)?;
     Ok(walk.at)
@@ -261,6 +270,8 @@ struct Walk<'a> {
     at: usize,
     version: i16,
     flexible: bool,
+    /// Tagged fields the rest of the body may still hold.
+    tagged_left: usize,
 }
 
 impl Walk<'_> {
@@ -370,6 +381,12 @@ impl Walk<'_> {
         if self.flexible {
             // Tagged fields: a count, then (tag, size, bytes) each.
             let count = self.uvarint()?;
+            self.tagged_left = usize::try_from(count)
+                .ok()
+                .and_then(|n| self.tagged_left.checked_sub(n))
+                .ok_or_else(|| {
+                    format!("{count} tagged fields past the limit at byte {}", self.at)
+                })?;
             for _ in 0..count {
                 self.uvarint()?;
                 let size = usize::try_from(self.uvarint()?).unwrap_or(usize::MAX);
@@ -405,12 +422,12 @@ mod tests {
         for v in versions {
             let mut buf = BytesMut::new();
             make(v).encode(&mut buf, v).unwrap();
-            assert_eq!(check(key, v, &buf), Ok(buf.len()), "{key:?} v{v}");
+            assert_eq!(check(key, v, &buf, 0), Ok(buf.len()), "{key:?} v{v}");
             // Cut short anywhere, it is refused (or covers less than it was).
             for cut in [1, buf.len() / 2] {
                 if cut > 0 && cut <= buf.len() {
                     assert!(
-                        check(key, v, &buf[..buf.len() - cut]).is_err(),
+                        check(key, v, &buf[..buf.len() - cut], 0).is_err(),
                         "{key:?} v{v} cut {cut}"
                     );
                 }
@@ -603,13 +620,13 @@ mod tests {
         let mut body = BytesMut::new();
         body.put_i32(i32::MAX);
         assert!(
-            check(ApiKey::Metadata, 1, &body)
+            check(ApiKey::Metadata, 1, &body, 0)
                 .unwrap_err()
                 .contains("elements")
         );
         // Flexible (v12): the same as a varint.
         let body = [0xff, 0xff, 0xff, 0xff, 0x07];
-        assert!(check(ApiKey::Metadata, 12, &body).is_err());
+        assert!(check(ApiKey::Metadata, 12, &body, 0).is_err());
         // An int32 array (OffsetFetch partition indexes) past the bytes left.
         let mut body = BytesMut::new();
         body.put_i16(1);
@@ -619,6 +636,34 @@ mod tests {
         body.put_slice(b"t");
         body.put_i32(1_000_000);
         body.put_i32(0);
-        assert!(check(ApiKey::OffsetFetch, 1, &body).is_err());
+        assert!(check(ApiKey::OffsetFetch, 1, &body, 0).is_err());
+    }
+
+    #[test]
+    fn tagged_fields_past_the_limit_are_refused() {
+        // Metadata v12: one topic (an id, a name, one tagged field of its own), the two
+        // flags, then `tags` tagged fields at the top level.
+        let body = |tags: u8| {
+            let mut body = BytesMut::new();
+            body.put_u8(2); // one topic
+            body.put_slice(&[0; 16]);
+            body.put_u8(2);
+            body.put_slice(b"t");
+            body.put_u8(1); // the topic's tagged fields: one
+            body.put_slice(&[7, 1, b'x']);
+            body.put_u8(0); // allow auto-creation
+            body.put_u8(0); // include topic authorized operations
+            body.put_u8(tags);
+            for tag in 0..tags {
+                body.put_slice(&[10 + tag, 0]);
+            }
+            body
+        };
+        assert_eq!(check(ApiKey::Metadata, 12, &body(2), 3), Ok(body(2).len()));
+        assert!(
+            check(ApiKey::Metadata, 12, &body(3), 3)
+                .unwrap_err()
+                .contains("tagged fields")
+        );
     }
 }

@@ -2,7 +2,12 @@
 //! (node 0), the controller, the leader and only replica of every partition, and the
 //! coordinator of every group. A Metadata request for unknown topics creates them when
 //! both the client allows it and the server auto-creates topics (`--auto-create`, with
-//! the server's default topic configuration), as Kafka's `auto.create.topics.enable`.
+//! the server's default topic configuration), as Kafka's `auto.create.topics.enable`;
+//! Kafka's internal topic names never are. A topic named (or identified) more than once
+//! is answered once, as Kafka answers the set of names, so the answer is bounded by the
+//! distinct names and the server's topics.
+
+use std::collections::HashSet;
 
 use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
@@ -12,16 +17,30 @@ use kafka_protocol::messages::{
     TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
-use kafko_core::TopicHandle;
+use kafko_core::{TopicHandle, TopicId};
 
 use super::{Broker, NODE_ID, errors};
 use crate::config::AutoCreate;
 use crate::service::failure::Failure;
 
+/// Kafka's internal topics (group offsets, transaction state). kafko keeps groups'
+/// offsets in its own files and serves no transactions: Metadata never auto-creates an
+/// ordinary topic under these names, and a Kafka client may neither create one nor
+/// write to one (INVALID_TOPIC_EXCEPTION, as Kafka refuses a client's append to them).
+pub(crate) fn is_internal(name: &str) -> bool {
+    matches!(name, "__consumer_offsets" | "__transaction_state")
+}
+
 /// Kafka's topic id for a kafko topic incarnation (both are 128 bits).
 pub(crate) fn topic_uuid(topic: &TopicHandle) -> uuid::Uuid {
     u128::from_str_radix(&topic.id().to_string(), 16)
         .map_or(uuid::Uuid::nil(), uuid::Uuid::from_u128)
+}
+
+/// The live topic whose Kafka topic id is `id`, found through the log's id map.
+pub(crate) fn topic_by_uuid(broker: &Broker, id: uuid::Uuid) -> Option<TopicHandle> {
+    let id: TopicId = format!("{:032x}", id.as_u128()).parse().ok()?;
+    broker.state.kafko.topic_by_id(id).ok().flatten()
 }
 
 pub(crate) fn str(s: &str) -> StrBytes {
@@ -37,13 +56,19 @@ pub(crate) async fn handle(
     let kafko = &broker.state.kafko;
     // v4 added the client's say; before it, Kafka auto-created on every Metadata.
     let client_allows = version < 4 || request.allow_auto_topic_creation;
+    // Kafka answers the set of topics a request names: each once, however often it is
+    // named, so the answer is bounded by the distinct names and the server's topics.
+    let mut seen_names = HashSet::new();
+    let mut seen_ids = HashSet::new();
     let names: Vec<Result<String, uuid::Uuid>> = match &request.topics {
         None => kafko.list_topics().into_iter().map(Ok).collect(),
         Some(topics) => topics
             .iter()
-            .map(|t| match &t.name {
-                Some(name) => Ok(name.as_str().to_owned()),
-                None => Err(t.topic_id),
+            .filter_map(|t| match &t.name {
+                Some(name) => seen_names
+                    .insert(name.as_str())
+                    .then(|| Ok(name.as_str().to_owned())),
+                None => seen_ids.insert(t.topic_id).then_some(Err(t.topic_id)),
             })
             .collect(),
     };
@@ -51,26 +76,17 @@ pub(crate) async fn handle(
     for name in names {
         let name = match name {
             Ok(name) => name,
-            Err(id) => {
-                // A lookup by topic id (v10+): find the topic of that id.
-                let found = kafko.list_topics().into_iter().find(|n| {
-                    kafko
-                        .find_topic(n)
-                        .ok()
-                        .flatten()
-                        .is_some_and(|t| topic_uuid(&t) == id)
-                });
-                match found {
-                    Some(name) => name,
-                    None => {
-                        let mut t = MetadataResponseTopic::default();
-                        t.error_code = 100; // UNKNOWN_TOPIC_ID
-                        t.topic_id = id;
-                        topics.push(t);
-                        continue;
-                    }
+            // A lookup by topic id (v10+).
+            Err(id) => match topic_by_uuid(broker, id) {
+                Some(handle) => handle.name().to_owned(),
+                None => {
+                    let mut t = MetadataResponseTopic::default();
+                    t.error_code = errors::UNKNOWN_TOPIC_ID;
+                    t.topic_id = id;
+                    topics.push(t);
+                    continue;
                 }
-            }
+            },
         };
         topics.push(
             describe(
@@ -108,7 +124,7 @@ async fn describe(
     let found = match kafko.find_topic(name) {
         Ok(Some(handle)) => Ok(handle),
         Ok(None) => match (&broker.state.config.auto_create, may_create) {
-            (AutoCreate::Enabled(config), true) => kafko
+            (AutoCreate::Enabled(config), true) if !is_internal(name) => kafko
                 .topic_or_create(name, config.clone())
                 .await
                 .map_err(|e| errors::code(&Failure::from(e))),

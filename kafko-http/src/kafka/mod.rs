@@ -34,7 +34,7 @@ mod produce;
 mod records;
 mod sasl;
 
-pub use dispatch::decode_request;
+pub use dispatch::{RequestTarget, decode_request};
 pub use listener::{Advertised, AdvertisedError, serve};
 
 use crate::state::AppState;

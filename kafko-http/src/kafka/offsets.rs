@@ -1,9 +1,15 @@
 //! ListOffsets: earliest (-2) is the log start, latest (-1) the high watermark, a
 //! timestamp the first offset whose record's timestamp is at or after it (the log's time
 //! index), answered with that record's timestamp, or offset -1 when no record is that
-//! late. Max-timestamp (-3) is the record with the largest timestamp among the last
-//! records read back from the high watermark (one fetch's worth), which is the latest
-//! record when timestamps grow with offsets.
+//! late. Max-timestamp (-3) is the first record with the largest timestamp: the largest
+//! comes from the segments' summaries and its offset from the time index, so the lookup
+//! reads about one batch however long the partition is.
+//!
+//! As Kafka does, a partition listed more than once in a request is answered
+//! INVALID_REQUEST at every listing, and looked up not at all: each partition costs one
+//! lookup per request.
+
+use std::collections::HashMap;
 
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
@@ -25,10 +31,18 @@ pub(crate) fn handle(
     version: i16,
 ) -> ListOffsetsResponse {
     let kafko = &broker.state.kafko;
+    let mut listed: HashMap<(&str, i32), u32> = HashMap::new();
+    for topic in &request.topics {
+        for p in &topic.partitions {
+            *listed
+                .entry((topic.name.as_str(), p.partition_index))
+                .or_default() += 1;
+        }
+    }
     let mut response = ListOffsetsResponse::default();
     response.topics = request
         .topics
-        .into_iter()
+        .iter()
         .map(|topic| {
             let handle = kafko.find_topic(topic.name.as_str()).ok().flatten();
             let mut t = ListOffsetsTopicResponse::default();
@@ -38,6 +52,12 @@ pub(crate) fn handle(
                 .map(|p| {
                     let mut answer = ListOffsetsPartitionResponse::default();
                     answer.partition_index = p.partition_index;
+                    answer.offset = -1;
+                    answer.timestamp = -1;
+                    if listed.get(&(topic.name.as_str(), p.partition_index)) > Some(&1) {
+                        answer.error_code = errors::INVALID_REQUEST;
+                        return answer;
+                    }
                     let reader = handle
                         .as_ref()
                         .ok_or(errors::UNKNOWN_TOPIC_OR_PARTITION)
@@ -59,7 +79,7 @@ pub(crate) fn handle(
                     answer
                 })
                 .collect();
-            t.name = topic.name;
+            t.name = topic.name.clone();
             t
         })
         .collect();
@@ -84,6 +104,16 @@ fn lookup(broker: &Broker, reader: &PartitionReader, timestamp: i64) -> Result<(
             if offsets.high_watermark == offsets.log_start {
                 return Ok((-1, -1));
             }
+            let Some(max) = reader.max_timestamp().map_err(code)? else {
+                return Ok((-1, -1));
+            };
+            // The first readable record at or after the largest timestamp has it.
+            if let Some(offset) = reader.offset_for_timestamp(max).map_err(code)? {
+                return Ok((to_i64(offset), max));
+            }
+            // The largest timestamp is on a record outside the readable range (before
+            // the log start, or appended past the high watermark just now): the largest
+            // among the last records, one fetch's worth.
             let config = &broker.state.config;
             let window = u64::try_from(config.max_records_per_fetch).unwrap_or(u64::MAX);
             let from = offsets
@@ -96,7 +126,7 @@ fn lookup(broker: &Broker, reader: &PartitionReader, timestamp: i64) -> Result<(
             Ok(fetched
                 .records
                 .iter()
-                .max_by_key(|r| (r.timestamp, r.offset))
+                .max_by_key(|r| (r.timestamp, std::cmp::Reverse(r.offset)))
                 .map_or((-1, -1), |r| (to_i64(r.offset), r.timestamp)))
         }
         ts if ts < 0 => Err(errors::INVALID_REQUEST),

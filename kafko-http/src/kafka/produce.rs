@@ -155,6 +155,12 @@ async fn produce_topic(
     if let Some((code, message)) = refuse_all {
         return all(code, message);
     }
+    if super::metadata::is_internal(name.as_str()) {
+        return all(
+            errors::INVALID_TOPIC_EXCEPTION,
+            "a Kafka internal topic takes no client's records",
+        );
+    }
     let state = &broker.state;
     let producer =
         match service::producer(&state.kafko, &state.config.auto_create, topic.name.as_str()).await
