@@ -130,6 +130,18 @@ struct Args {
     /// Require `Authorization: Bearer <token>` (probes and the web console's files excepted).
     #[arg(long, env = "KAFKO_AUTH_TOKEN", hide_env_values = true)]
     auth_token: Option<String>,
+    /// Largest Kafka frame read before SASL authentication, bytes (Kafka's
+    /// `sasl.server.max.receive.size`); a larger one closes its connection.
+    #[arg(long, env = "KAFKO_SASL_SERVER_MAX_RECEIVE_SIZE", default_value_t = 512 * 1024)]
+    sasl_server_max_receive_size: usize,
+    /// Delay before the answer to a failed SASL authentication and the close, ms
+    /// (Kafka's `connection.failed.authentication.delay.ms`).
+    #[arg(
+        long,
+        env = "KAFKO_CONNECTION_FAILED_AUTHENTICATION_DELAY_MS",
+        default_value_t = 100
+    )]
+    connection_failed_authentication_delay_ms: u64,
     /// Origins allowed by CORS, comma-separated (CORS is off when empty).
     #[arg(long, env = "KAFKO_CORS_ORIGINS", value_delimiter = ',')]
     cors_origins: Vec<String>,
@@ -225,6 +237,8 @@ impl Args {
             max_waiting_requests: self.max_waiting_requests,
             max_answer_buffer_bytes: self.max_answer_buffer_bytes,
             auth_token: self.auth_token.clone().filter(|t| !t.is_empty()),
+            sasl_max_receive_bytes: self.sasl_server_max_receive_size,
+            failed_auth_delay: ms(self.connection_failed_authentication_delay_ms),
             cors_origins: self
                 .cors_origins
                 .iter()

@@ -8,8 +8,13 @@
 //! for `--idle-timeout-ms` after its last answer, is closed; at the cap a newcomer
 //! closes the oldest idle connection (clients reconnect), and is closed itself when
 //! every connection is busy. An answer the client does not take within
-//! `--request-timeout-ms` closes the connection. Bytes that are not a Kafka request close
-//! their connection only. Shutdown stops accepting and closes every connection between requests (a
+//! `--request-timeout-ms` closes the connection. A request being handled races its
+//! client's close and its time limit (`request_limit`): either drops the handling and
+//! frees the slot. Before SASL authentication a frame past `--sasl-server-max-receive-size`
+//! closes the connection from its size prefix; a failed authentication is answered after
+//! `--connection-failed-authentication-delay-ms`, then closed; an authenticated
+//! connection is never closed to make room for a newcomer. Bytes that are not a Kafka
+//! request close their connection only. Shutdown stops accepting and closes every connection between requests (a
 //! waiting fetch answers at once), and the log shuts down once they closed.
 
 use std::sync::Arc;
@@ -18,7 +23,7 @@ use tokio::net::{TcpListener, TcpStream};
 
 use super::dispatch::{self, Outcome, Session};
 use super::frame::{self, FrameError};
-use super::{Broker, idempotence};
+use super::{Broker, idempotence, request_limit};
 use crate::connections::Admitted;
 use crate::state::AppState;
 
@@ -114,6 +119,13 @@ async fn connection(mut stream: TcpStream, mut admitted: Admitted, broker: &Brok
         .map_or_else(|_| String::new(), |a| format!("/{}", a.ip()));
     let mut session = Session::new(config.auth_token.is_some(), peer);
     loop {
+        // Before authentication a frame is small (SaslHandshake, SaslAuthenticate):
+        // an unauthenticated client cannot make the server buffer a large one.
+        let limit = if session.auth_required && !session.authenticated {
+            config.sasl_max_receive_bytes
+        } else {
+            limit
+        };
         let read = tokio::select! {
             r = frame::read_frame(&mut stream, limit) => r,
             // A timeout, room for a newcomer, or shutdown.
@@ -128,9 +140,27 @@ async fn connection(mut stream: TcpStream, mut admitted: Admitted, broker: &Brok
             }
         };
         let _busy = admitted.busy();
+        let time_limit = request_limit::limit(config, &body);
+        let was_authenticated = session.authenticated;
         // Not cut short by shutdown: a produce is answered once appended (the log drains
-        // appends handed to it), and a waiting fetch answers as shutdown begins.
-        let outcome = dispatch::handle(broker, &mut session, body).await;
+        // appends handed to it), and a waiting fetch answers as shutdown begins. But a
+        // client that closed its socket, or a request past its time limit, drops the
+        // handling (the group forgets a join left waiting as it does a vanished member)
+        // and frees the slot.
+        let outcome = tokio::select! {
+            outcome = dispatch::handle(broker, &mut session, body) => outcome,
+            () = request_limit::peer_closed(&stream) => {
+                tracing::debug!("kafka connection closed by the client during a request");
+                return;
+            }
+            () = tokio::time::sleep(time_limit) => {
+                tracing::debug!(limit = ?time_limit, "kafka request past its time limit; closing");
+                return;
+            }
+        };
+        if session.authenticated && !was_authenticated {
+            admitted.authenticated();
+        }
         match outcome {
             Outcome::Answer(frame) => {
                 if let Err(e) =
@@ -150,6 +180,9 @@ async fn connection(mut stream: TcpStream, mut admitted: Admitted, broker: &Brok
             }
             Outcome::Silent => {}
             Outcome::AnswerAndClose(frame) => {
+                // A failed authentication: answered late, as Kafka does, so that guessing
+                // passwords is slow (one try per connection, and the connection cap).
+                tokio::time::sleep(config.failed_auth_delay).await;
                 let _ = frame::write_frame(&mut stream, &frame, config.request_timeout).await;
                 return;
             }

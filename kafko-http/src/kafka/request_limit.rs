@@ -1,0 +1,104 @@
+//! How long the handling of one request may run before the connection is closed, and
+//! whether its client is still there: a request being handled races the socket's close
+//! and this limit, so that no request holds a connection slot, a lock or its memory
+//! forever.
+//!
+//! The limit is `--request-timeout-ms` (at least `--max-wait-ms`, so a waiting Fetch
+//! always ends on its own first), plus the wait the request itself names: a JoinGroup's
+//! rebalance timeout, as a Kafka client waits for its join answer that long (plus its
+//! request timeout) before it gives up.
+
+use std::time::Duration;
+
+use bytes::{Buf, Bytes};
+use kafka_protocol::messages::ApiKey;
+use tokio::net::TcpStream;
+
+use super::dispatch;
+use crate::config::ServerConfig;
+
+/// How long the request in `body` (a frame without its size prefix) may be handled.
+pub(crate) fn limit(config: &ServerConfig, body: &Bytes) -> Duration {
+    let base = config.request_timeout.max(config.max_wait);
+    base.saturating_add(named_wait(body).unwrap_or_default())
+}
+
+/// The wait a request names for itself: a JoinGroup's rebalance timeout. `None` for
+/// any other request, or bytes that do not parse (the handler refuses those).
+fn named_wait(body: &Bytes) -> Option<Duration> {
+    let mut body = body.clone();
+    let header = dispatch::parse_header(&mut body).ok()?;
+    if ApiKey::try_from(header.api_key) != Ok(ApiKey::JoinGroup) {
+        return None;
+    }
+    // The group id: a compact string from v6 on, else an i16-sized one.
+    let len = if header.version >= 6 {
+        usize::try_from(dispatch::unsigned_varint(&mut body).ok()?.checked_sub(1)?).ok()?
+    } else {
+        if body.remaining() < 2 {
+            return None;
+        }
+        usize::try_from(body.get_i16()).ok()?
+    };
+    // The session timeout, then the rebalance timeout (every supported version has one).
+    if body.remaining() < len + 8 {
+        return None;
+    }
+    body.advance(len + 4);
+    let rebalance_ms = u64::try_from(body.get_i32()).ok()?;
+    Some(Duration::from_millis(rebalance_ms))
+}
+
+/// Resolves once the client closed its side of the connection (or the socket failed).
+/// When the client already sent its next request, the close cannot be seen before that
+/// request is read: then this waits forever, and the time limit still holds.
+pub(crate) async fn peer_closed(stream: &TcpStream) {
+    let mut byte = [0u8; 1];
+    match stream.peek(&mut byte).await {
+        Ok(0) | Err(_) => {}
+        Ok(_) => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kafka_protocol::messages::{JoinGroupRequest, MetadataRequest, RequestHeader};
+    use kafka_protocol::protocol::{Encodable, HeaderVersion, Request, StrBytes};
+
+    fn frame<R: Request>(request: &R, version: i16) -> Bytes {
+        let header = RequestHeader::default()
+            .with_request_api_key(R::KEY)
+            .with_request_api_version(version)
+            .with_client_id(Some(StrBytes::from_static_str("c")));
+        let mut body = bytes::BytesMut::new();
+        header
+            .encode(&mut body, R::header_version(version))
+            .unwrap();
+        request.encode(&mut body, version).unwrap();
+        body.freeze()
+    }
+
+    #[test]
+    fn a_join_adds_its_rebalance_timeout_and_other_requests_nothing() {
+        let config = ServerConfig::default();
+        let base = config.request_timeout.max(config.max_wait);
+        for version in [2, 5, 6, 7] {
+            let join = JoinGroupRequest::default()
+                .with_group_id(kafka_protocol::messages::GroupId(
+                    StrBytes::from_static_str("g"),
+                ))
+                .with_session_timeout_ms(10_000)
+                .with_rebalance_timeout_ms(300_000);
+            assert_eq!(
+                limit(&config, &frame(&join, version)),
+                base + Duration::from_secs(300),
+                "v{version}"
+            );
+        }
+        let negative = JoinGroupRequest::default().with_rebalance_timeout_ms(-1);
+        assert_eq!(limit(&config, &frame(&negative, 7)), base);
+        assert_eq!(limit(&config, &frame(&MetadataRequest::default(), 9)), base);
+        assert_eq!(limit(&config, &Bytes::from_static(&[0, 11, 0])), base);
+    }
+}

@@ -1,0 +1,310 @@
+//! Attacks on the Kafka listener's connection layer and reads, against the real binary:
+//! large frames before SASL authentication, joins that never end at the connection cap,
+//! password guessing and unauthenticated floods, unread and throttled fetch answers, and
+//! waiting fetches under a steady producer. After each: the process is alive, bystanders
+//! are served, and its memory and CPU stay within a bound.
+mod common;
+
+use std::time::{Duration, Instant};
+
+use bytes::{BufMut, Bytes, BytesMut};
+use common::Server;
+use common::kafka::{Kafka, assert_bystanders_served};
+use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
+use kafka_protocol::messages::{
+    ApiVersionsRequest, GroupId, JoinGroupRequest, MetadataRequest, SaslAuthenticateRequest,
+    SaslHandshakeRequest,
+};
+use kafka_protocol::protocol::StrBytes;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const TOKEN: &str = "s3cret-token";
+/// SASL_AUTHENTICATION_FAILED.
+const AUTH_FAILED: i16 = 58;
+
+async fn start(extra: &[&str]) -> (tempfile::TempDir, Server) {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut flags = vec!["--kafka-bind", "127.0.0.1:0"];
+    flags.extend_from_slice(extra);
+    let server = Server::start(&tmp.path().join("data"), &flags).await;
+    (tmp, server)
+}
+
+/// SaslHandshake (PLAIN) then SaslAuthenticate with `password`: its error code.
+async fn login(k: &mut Kafka, password: &str) -> i16 {
+    let handshake = k
+        .call(
+            &SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str("PLAIN")),
+            1,
+        )
+        .await;
+    assert_eq!(handshake.error_code, 0);
+    let auth = format!("\0user\0{password}");
+    let answer = k
+        .call(
+            &SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from(auth.into_bytes())),
+            2,
+        )
+        .await;
+    answer.error_code
+}
+
+/// The bystander check of a server run with `--auth-token`: alive, `/healthz` answered
+/// 200, and a fresh Kafka connection logs in and is answered a Metadata request, each
+/// within 2 s.
+async fn assert_authenticated_bystanders_served(server: &Server) {
+    let pid = server.pid();
+    assert!(
+        std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "the server died"
+    );
+    let health = tokio::time::timeout(
+        Duration::from_secs(2),
+        common::client().get(server.url("/healthz")).send(),
+    )
+    .await
+    .expect("/healthz within 2 s")
+    .expect("/healthz answered");
+    assert_eq!(health.status(), 200);
+    tokio::time::timeout(Duration::from_secs(2), async {
+        let mut k = Kafka::connect(server).await;
+        assert_eq!(login(&mut k, TOKEN).await, 0);
+        k.call(&MetadataRequest::default().with_topics(Some(vec![])), 9)
+            .await
+    })
+    .await
+    .expect("a logged-in Kafka Metadata request answered within 2 s");
+}
+
+/// Whether the server closes `stream` (EOF or reset) within `within`, whatever it
+/// sends first.
+async fn closed_within(stream: &mut TcpStream, within: Duration) -> bool {
+    let mut buf = [0u8; 256];
+    tokio::time::timeout(within, async {
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await
+    .is_ok()
+}
+
+// ------------------------------------------------------------- frames before SASL
+
+/// 247 unauthenticated connections each announce a 16 MiB frame and trickle 1 MiB of
+/// it: each is closed from its size prefix (Kafka's `sasl.server.max.receive.size`,
+/// 512 KiB), so the server buffers next to nothing; once logged in, a client's frame may
+/// be larger.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unauthenticated_large_frames_are_refused_from_their_size_prefix() {
+    let (_tmp, server) = start(&["--auth-token", TOKEN]).await;
+    let addr = server.kafka.clone().unwrap();
+    let pid = server.pid();
+    let (base, _) = common::memory_mib(pid);
+    let cpu = common::cpu_seconds(pid);
+    let started = Instant::now();
+    let attackers = (0..247).map(|_| {
+        let addr = addr.clone();
+        tokio::spawn(async move {
+            let mut stream = TcpStream::connect(&addr).await.unwrap();
+            // An ApiVersions header, then filler up to the declared 16 MiB.
+            let mut head = BytesMut::new();
+            head.put_i32(16 << 20);
+            head.put_slice(&[0, 18, 0, 0, 0, 0, 0, 1, 0, 0]);
+            let mut sent = 0usize;
+            if stream.write_all(&head).await.is_ok() {
+                let chunk = vec![0u8; 64 * 1024];
+                for _ in 0..16 {
+                    if stream.write_all(&chunk).await.is_err() {
+                        break;
+                    }
+                    sent += chunk.len();
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            }
+            let closed = closed_within(&mut stream, Duration::from_secs(5)).await;
+            (closed, sent)
+        })
+    });
+    let mut closed = 0;
+    for attacker in attackers.collect::<Vec<_>>() {
+        let (was_closed, _sent) = attacker.await.unwrap();
+        closed += usize::from(was_closed);
+    }
+    let (rss, peak) = common::memory_mib(pid);
+    let cpu = common::cpu_seconds(pid) - cpu;
+    eprintln!(
+        "247 x 16 MiB frames before SASL: {closed} closed by the server in {:?}; \
+         RSS {base} -> {rss} MiB (peak {peak}), {cpu:.2} s CPU",
+        started.elapsed()
+    );
+    assert_eq!(
+        closed, 247,
+        "every oversized unauthenticated frame closes its connection"
+    );
+    assert!(peak < base + 64, "peak RSS {peak} MiB from {base} MiB");
+    assert_authenticated_bystanders_served(&server).await;
+
+    // Up to the limit before SASL, and larger once logged in.
+    let mut k = Kafka::connect(&server).await;
+    k.send(&ApiVersionsRequest::default(), 3, &vec![0u8; 400 * 1024])
+        .await;
+    let _ = k.recv::<ApiVersionsRequest>(3).await;
+    assert_eq!(login(&mut k, TOKEN).await, 0);
+    k.send(
+        &MetadataRequest::default().with_topics(Some(vec![])),
+        9,
+        &vec![0u8; 2 << 20],
+    )
+    .await;
+    let _ = k.recv::<MetadataRequest>(9).await;
+    // Past it before SASL: closed from the prefix.
+    let mut k = Kafka::connect(&server).await;
+    k.stream
+        .write_all(&(600i32 * 1024).to_be_bytes())
+        .await
+        .unwrap();
+    assert!(closed_within(&mut k.stream, Duration::from_secs(2)).await);
+}
+
+// ------------------------------------------------------------- joins that never end
+
+/// The consumer protocol's subscription to no topic.
+fn subscription() -> Bytes {
+    Bytes::from_static(&[0, 0, 0, 0, 0, 0, 255, 255, 255, 255])
+}
+
+fn join(group: &str, member: &str) -> JoinGroupRequest {
+    JoinGroupRequest::default()
+        .with_group_id(GroupId(StrBytes::from_string(group.to_owned())))
+        .with_member_id(StrBytes::from_string(member.to_owned()))
+        .with_session_timeout_ms(60_000)
+        .with_rebalance_timeout_ms(300_000)
+        .with_protocol_type(StrBytes::from_static_str("consumer"))
+        .with_protocols(vec![
+            JoinGroupRequestProtocol::default()
+                .with_name(StrBytes::from_static_str("range"))
+                .with_metadata(subscription()),
+        ])
+}
+
+/// 220 joins that wait for a rebalance (a first member that never rejoins, a 5 min
+/// rebalance timeout) at `--max-connections 200`: every slot is busy. Once their clients
+/// close the sockets, the joins are dropped and the slots freed at once: `/healthz` and
+/// new Kafka connections are served within seconds, not after the rebalance timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn joins_whose_clients_closed_free_their_connection_slots() {
+    let (_tmp, server) = start(&["--max-connections", "200"]).await;
+    let pid = server.pid();
+    let cpu = common::cpu_seconds(pid);
+    // Ten groups, each with a first member that got its answer and stays silent.
+    for g in 0..10 {
+        let mut first = Kafka::connect(&server).await;
+        let answer = first.call(&join(&format!("g{g}"), ""), 3).await;
+        assert_eq!(answer.error_code, 0);
+    }
+    let mut waiting = Vec::new();
+    for i in 0..220 {
+        let mut k = Kafka::connect(&server).await;
+        k.send(&join(&format!("g{}", i % 10), ""), 3, &[]).await;
+        waiting.push(k);
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let at_cap = common::client().get(server.url("/healthz")).send().await;
+    let at_cap = at_cap.map(|r| r.status().as_u16()).unwrap_or(0);
+    eprintln!("220 waiting joins at --max-connections 200: /healthz answered {at_cap}");
+    assert_ne!(
+        at_cap, 200,
+        "every connection slot is held by a waiting join"
+    );
+    let closed = Instant::now();
+    drop(waiting);
+    let recovered = loop {
+        let health = common::client().get(server.url("/healthz")).send().await;
+        if health.is_ok_and(|r| r.status() == 200) {
+            break closed.elapsed();
+        }
+        assert!(
+            closed.elapsed() < Duration::from_secs(5),
+            "/healthz still refused 5 s after the clients closed"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let cpu = common::cpu_seconds(pid) - cpu;
+    let (rss, peak) = common::memory_mib(pid);
+    eprintln!(
+        "clients closed: /healthz 200 after {recovered:?}; RSS {rss} MiB (peak {peak}), {cpu:.2} s CPU"
+    );
+    assert_bystanders_served(&server).await;
+    assert!(peak < 256, "peak RSS {peak} MiB");
+}
+
+// ------------------------------------------------------------- SASL
+
+/// Wrong passwords are answered only after Kafka's
+/// `connection.failed.authentication.delay.ms` (100 ms), and close the connection: one
+/// try per connection, ten a second per connection slot at most.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_authentications_are_slowed_and_end_the_connection() {
+    let (_tmp, server) = start(&["--auth-token", TOKEN]).await;
+    let started = Instant::now();
+    let tries = 20;
+    for _ in 0..tries {
+        let mut k = Kafka::connect(&server).await;
+        assert_eq!(login(&mut k, "guess").await, AUTH_FAILED);
+        assert!(closed_within(&mut k.stream, Duration::from_secs(2)).await);
+    }
+    let per_try = started.elapsed() / tries;
+    eprintln!("{tries} wrong passwords, one per connection: {per_try:?} each");
+    assert!(
+        per_try >= Duration::from_millis(95),
+        "{per_try:?} per failed try"
+    );
+    assert_authenticated_bystanders_served(&server).await;
+}
+
+/// At the connection cap, a flood of unauthenticated connections (each sent ApiVersions
+/// and went idle) closes one another, never the logged-in client that sits idle.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unauthenticated_connections_never_evict_an_authenticated_one() {
+    let (_tmp, server) = start(&["--auth-token", TOKEN, "--max-connections", "20"]).await;
+    let mut victim = Kafka::connect(&server).await;
+    assert_eq!(login(&mut victim, TOKEN).await, 0);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut flood = Vec::new();
+    for _ in 0..60 {
+        let mut k = Kafka::connect(&server).await;
+        if k.try_call(&ApiVersionsRequest::default(), 3)
+            .await
+            .is_some()
+        {
+            flood.push(k);
+        }
+        // Idle long enough to be evictable.
+        tokio::time::sleep(Duration::from_millis(15)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let after = victim
+        .try_call(&MetadataRequest::default().with_topics(Some(vec![])), 9)
+        .await;
+    eprintln!(
+        "60 unauthenticated connections at --max-connections 20: {} answered; the \
+         logged-in client {}",
+        flood.len(),
+        if after.is_some() {
+            "still served"
+        } else {
+            "was evicted"
+        }
+    );
+    assert!(
+        after.is_some(),
+        "the authenticated idle connection was evicted"
+    );
+    drop(flood);
+    assert_authenticated_bystanders_served(&server).await;
+}
