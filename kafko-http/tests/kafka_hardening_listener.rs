@@ -10,14 +10,15 @@ use std::time::{Duration, Instant};
 use bytes::{BufMut, Bytes, BytesMut};
 use common::Server;
 use common::kafka::{Kafka, assert_bystanders_served};
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::{
-    ApiVersionsRequest, GroupId, JoinGroupRequest, MetadataRequest, SaslAuthenticateRequest,
-    SaslHandshakeRequest,
+    ApiVersionsRequest, FetchRequest, GroupId, JoinGroupRequest, MetadataRequest,
+    SaslAuthenticateRequest, SaslHandshakeRequest,
 };
 use kafka_protocol::protocol::StrBytes;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::net::{TcpSocket, TcpStream};
 
 const TOKEN: &str = "s3cret-token";
 /// SASL_AUTHENTICATION_FAILED.
@@ -307,4 +308,205 @@ async fn unauthenticated_connections_never_evict_an_authenticated_one() {
     );
     drop(flood);
     assert_authenticated_bystanders_served(&server).await;
+}
+
+// ------------------------------------------------------------- fetch answers
+
+/// Waits (at most 20 s) until the server has worked through what it was sent: less than
+/// 20 ms of CPU in 200 ms.
+async fn until_idle(pid: u32) {
+    let started = Instant::now();
+    loop {
+        let cpu = common::cpu_seconds(pid);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        if common::cpu_seconds(pid) - cpu < 0.02 || started.elapsed() > Duration::from_secs(20) {
+            return;
+        }
+    }
+}
+
+/// A Fetch (v4) of `partitions` partitions (0, 1, ...) of `topic` from offset 0.
+fn fetch(
+    topic: &str,
+    partitions: i32,
+    partition_max: i32,
+    min_bytes: i32,
+    wait_ms: i32,
+) -> FetchRequest {
+    FetchRequest::default()
+        .with_max_wait_ms(wait_ms)
+        .with_min_bytes(min_bytes)
+        .with_max_bytes(16 << 20)
+        .with_topics(vec![
+            FetchTopic::default()
+                .with_topic(common::kafka::name(topic))
+                .with_partitions(
+                    (0..partitions)
+                        .map(|p| {
+                            FetchPartition::default()
+                                .with_partition(p)
+                                .with_partition_max_bytes(partition_max)
+                        })
+                        .collect(),
+                ),
+        ])
+}
+
+/// A client that sends `request` and never reads (a small receive buffer, so the kernel
+/// takes little of the answer off the server).
+async fn silent_fetcher(server: &Server, request: &FetchRequest) -> Kafka {
+    let socket = TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let addr = server.kafka.as_deref().unwrap().parse().unwrap();
+    let mut k = Kafka {
+        stream: socket.connect(addr).await.unwrap(),
+        next: 1,
+    };
+    k.send(request, 4, &[]).await;
+    k
+}
+
+/// Fills partition 0 of `topic` with `mib` MiB: batches of 16 records of 64 KiB.
+async fn fill(server: &Server, topic: &str, mib: usize) {
+    let value: &'static [u8] = Box::leak(vec![b'v'; 64 * 1024].into_boxed_slice());
+    let records: Vec<_> = (0..16)
+        .map(|_| common::kafka::Rec {
+            value: Some(value),
+            ..Default::default()
+        })
+        .collect();
+    let mut k = Kafka::connect(server).await;
+    for _ in 0..mib {
+        let batch = common::kafka::batch(&records, 0, None);
+        let (error, _) = common::kafka::produce_batch(&mut k, topic, 0, batch).await;
+        assert_eq!(error, 0);
+    }
+}
+
+/// Two clients that never read Fetch answers naming 100,000 partitions of a topic that
+/// does not exist: the budget books the bytes their answers hold (about 30 bytes a
+/// partition), not an allowance per listed entry, so a consumer's 8 MiB read still fits
+/// in a 32 MiB budget and is served, not throttled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unread_fetch_answers_book_the_bytes_they_hold() {
+    let (_tmp, server) = start(&["--max-answer-buffer-bytes", &(32 << 20).to_string()]).await;
+    fill(&server, "data", 8).await;
+    let (base, _) = common::memory_mib(server.pid());
+    let flood = fetch("nope", 100_000, 0, 0, 0);
+    let mut silent = Vec::new();
+    for _ in 0..2 {
+        silent.push(silent_fetcher(&server, &flood).await);
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let mut k = Kafka::connect(&server).await;
+    let started = Instant::now();
+    let answer = k.call(&fetch("data", 1, 8 << 20, 1, 0), 4).await;
+    let records = answer.responses[0].partitions[0]
+        .records
+        .as_ref()
+        .map_or(0, Bytes::len);
+    let (rss, peak) = common::memory_mib(server.pid());
+    eprintln!(
+        "2 unread fetches of 100,000 unknown partitions, budget 32 MiB: an 8 MiB read \
+         answered in {:?} with {records} record bytes, throttle {} ms; RSS {base} -> {rss} \
+         MiB (peak {peak})",
+        started.elapsed(),
+        answer.throttle_time_ms
+    );
+    assert_eq!(answer.throttle_time_ms, 0, "the reader was throttled");
+    assert!(records >= (8 << 20) - 64 * 1024, "{records} record bytes");
+    drop(silent);
+    assert_bystanders_served(&server).await;
+}
+
+/// 62 clients that never read, each asking for 20,000 partitions: answers past the
+/// budget (4 MiB) are throttled, and a throttled answer is inside the budget too (it
+/// names no partition when even it finds no room), so the server holds about the budget.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn throttled_fetch_answers_stay_inside_the_answer_budget() {
+    let tmp = tempfile::tempdir().unwrap();
+    let budget = (4 << 20).to_string();
+    // glibc's mmap threshold fixed: large blocks go back to the system when freed, so
+    // RSS shows what the server holds rather than what the allocator keeps.
+    let server = Server::start_env(
+        &tmp.path().join("data"),
+        &[
+            "--kafka-bind",
+            "127.0.0.1:0",
+            "--max-answer-buffer-bytes",
+            &budget,
+        ],
+        &[("MALLOC_MMAP_THRESHOLD_", "131072")],
+    )
+    .await;
+    let pid = server.pid();
+    let (base, _) = common::memory_mib(pid);
+    let cpu = common::cpu_seconds(pid);
+    let flood = fetch("nope", 20_000, 0, 0, 0);
+    let mut silent = Vec::new();
+    for _ in 0..62 {
+        silent.push(silent_fetcher(&server, &flood).await);
+        // One request read at a time: what stays is what the answers hold.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    until_idle(pid).await;
+    let (rss, peak) = common::memory_mib(pid);
+    let cpu = common::cpu_seconds(pid) - cpu;
+    eprintln!(
+        "62 unread fetches of 20,000 partitions, budget 4 MiB: RSS {base} -> {rss} MiB \
+         (peak {peak}), {cpu:.2} s CPU"
+    );
+    assert!(rss < base + 4 + 24, "RSS {rss} MiB held from {base} MiB");
+    assert_bystanders_served(&server).await;
+    drop(silent);
+}
+
+/// 8 fetches wait for more bytes than a 16 MiB partition can give them while a producer
+/// appends small records: a wake-up reads only past what each fetch found (here
+/// nothing: its answer is full), so the server's CPU stays low and the producer keeps
+/// its pace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiting_fetches_read_only_what_an_append_adds() {
+    let (_tmp, server) = start(&[]).await;
+    fill(&server, "big", 16).await;
+    let pid = server.pid();
+    let mut waiters = Vec::new();
+    for _ in 0..8 {
+        let mut k = Kafka::connect(&server).await;
+        k.send(&fetch("big", 1, 16 << 20, i32::MAX, 30_000), 4, &[])
+            .await;
+        waiters.push(k);
+    }
+    // Their first reads done.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let cpu = common::cpu_seconds(pid);
+    let started = Instant::now();
+    let mut producer = Kafka::connect(&server).await;
+    let mut appends = 0u32;
+    while started.elapsed() < Duration::from_secs(4) {
+        let batch = common::kafka::batch(
+            &[common::kafka::Rec {
+                value: Some(b"tick"),
+                ..Default::default()
+            }],
+            0,
+            None,
+        );
+        let (error, _) = common::kafka::produce_batch(&mut producer, "big", 0, batch).await;
+        assert_eq!(error, 0);
+        appends += 1;
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let cpu = common::cpu_seconds(pid) - cpu;
+    let (rss, peak) = common::memory_mib(pid);
+    eprintln!(
+        "8 waiting fetches on 16 MiB, a producer for {elapsed:.1} s: {appends} appends, \
+         {cpu:.2} s CPU ({:.2} s per s); RSS {rss} MiB (peak {peak})",
+        cpu / elapsed
+    );
+    assert!(cpu / elapsed < 0.4, "{cpu:.2} s of CPU in {elapsed:.1} s");
+    assert!(appends >= 150, "the producer slowed to {appends} appends");
+    drop(waiters);
+    assert_bystanders_served(&server).await;
 }
