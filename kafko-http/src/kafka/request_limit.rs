@@ -64,7 +64,7 @@ pub(crate) async fn peer_closed(stream: &TcpStream) {
 mod tests {
     use super::*;
     use kafka_protocol::messages::{JoinGroupRequest, MetadataRequest, RequestHeader};
-    use kafka_protocol::protocol::{Encodable, HeaderVersion, Request, StrBytes};
+    use kafka_protocol::protocol::{Encodable, Request, StrBytes};
 
     fn frame<R: Request>(request: &R, version: i16) -> Bytes {
         let header = RequestHeader::default()
