@@ -39,6 +39,9 @@ const PARTITION_BYTES: usize = 48;
 const TOPIC_BYTES: usize = 16;
 /// The most bytes of the answer's frame besides its topics.
 const FRAME_BYTES: usize = 64;
+/// A throttled answer this small lists its partitions even when the budget has no room
+/// at all: at most one per connection, so the connection cap bounds them.
+const SMALL_ANSWER: usize = 4096;
 
 /// Answers Fetch: the encoded answer (by `encode`), with the room it holds in the
 /// answer budget until written.
@@ -146,8 +149,8 @@ fn entries_bytes(topics: &Asked) -> usize {
 }
 
 /// The answer while the budget is full: no records and a throttle time, every partition
-/// listed when that answer finds room in the budget at once, else none (the client
-/// waits out the throttle and fetches again).
+/// listed when that answer is small or finds room in the budget at once, else none (the
+/// client waits out the throttle and fetches again).
 async fn throttled(
     broker: &Broker,
     topics: &Asked,
@@ -158,9 +161,14 @@ async fn throttled(
     let mut response = FetchResponse::default();
     response.throttle_time_ms = THROTTLE_MS;
     let budget = &broker.state.answers;
-    let mut room = budget.try_reserve(entries);
-    if room.is_some() {
+    let mut room = None;
+    if entries <= SMALL_ANSWER {
         response.responses = empty(topics, version);
+    } else {
+        room = budget.try_reserve(entries);
+        if room.is_some() {
+            response.responses = empty(topics, version);
+        }
     }
     let frame = encode(&response)?;
     if let Some(room) = room.as_mut() {
