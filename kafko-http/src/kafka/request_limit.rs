@@ -3,10 +3,10 @@
 //! and this limit, so that no request holds a connection slot, a lock or its memory
 //! forever.
 //!
-//! The limit is `--request-timeout-ms` (at least `--max-wait-ms`, so a waiting Fetch
-//! always ends on its own first), plus the wait the request itself names: a JoinGroup's
-//! rebalance timeout, as a Kafka client waits for its join answer that long (plus its
-//! request timeout) before it gives up.
+//! The limit is `--request-timeout-ms` (at least `--max-wait-ms` and a few seconds, so a
+//! waiting Fetch always ends on its own first), plus the wait the request itself names:
+//! a JoinGroup's rebalance timeout, as a Kafka client waits for its join answer that
+//! long (plus its request timeout) before it gives up.
 
 use std::time::Duration;
 
@@ -17,9 +17,15 @@ use tokio::net::TcpStream;
 use super::dispatch;
 use crate::config::ServerConfig;
 
+/// What a waiting Fetch may take past its wait: reading, and waiting for room in the
+/// answer budget.
+const AFTER_WAIT: Duration = Duration::from_secs(5);
+
 /// How long the request in `body` (a frame without its size prefix) may be handled.
 pub(crate) fn limit(config: &ServerConfig, body: &Bytes) -> Duration {
-    let base = config.request_timeout.max(config.max_wait);
+    let base = config
+        .request_timeout
+        .max(config.max_wait.saturating_add(AFTER_WAIT));
     base.saturating_add(named_wait(body).unwrap_or_default())
 }
 
@@ -82,7 +88,9 @@ mod tests {
     #[test]
     fn a_join_adds_its_rebalance_timeout_and_other_requests_nothing() {
         let config = ServerConfig::default();
-        let base = config.request_timeout.max(config.max_wait);
+        let base = config
+            .request_timeout
+            .max(config.max_wait.saturating_add(AFTER_WAIT));
         for version in [2, 5, 6, 7] {
             let join = JoinGroupRequest::default()
                 .with_group_id(kafka_protocol::messages::GroupId(
