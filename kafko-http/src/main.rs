@@ -142,6 +142,11 @@ struct Args {
         default_value_t = 100
     )]
     connection_failed_authentication_delay_ms: u64,
+    /// Bytes of Kafka request frames read and not yet handled, together (Kafka's
+    /// `queued.max.request.bytes`); past it a connection waits before reading its next
+    /// frame larger than 64 KiB.
+    #[arg(long, env = "KAFKO_QUEUED_MAX_REQUEST_BYTES", default_value_t = 256 * 1024 * 1024)]
+    queued_max_request_bytes: usize,
     /// Origins allowed by CORS, comma-separated (CORS is off when empty).
     #[arg(long, env = "KAFKO_CORS_ORIGINS", value_delimiter = ',')]
     cors_origins: Vec<String>,
@@ -239,6 +244,7 @@ impl Args {
             auth_token: self.auth_token.clone().filter(|t| !t.is_empty()),
             sasl_max_receive_bytes: self.sasl_server_max_receive_size,
             failed_auth_delay: ms(self.connection_failed_authentication_delay_ms),
+            queued_max_request_bytes: self.queued_max_request_bytes,
             cors_origins: self
                 .cors_origins
                 .iter()

@@ -172,6 +172,65 @@ async fn unauthenticated_large_frames_are_refused_from_their_size_prefix() {
     assert!(closed_within(&mut k.stream, Duration::from_secs(2)).await);
 }
 
+/// Without SASL, 64 connections each announce a 16 MiB Produce and trickle what the
+/// server takes of it: only `--queued-max-request-bytes` (32 MiB here, Kafka's
+/// `queued.max.request.bytes`) of large frames are read at once, the rest wait in the
+/// kernel, and small requests (Metadata, `/healthz`) are served meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_frames_together_stay_within_the_request_pool() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pool = (32 << 20).to_string();
+    // Through the environment, as a deployment would set it.
+    let server = Server::start_env(
+        &tmp.path().join("data"),
+        &["--kafka-bind", "127.0.0.1:0"],
+        &[("KAFKO_QUEUED_MAX_REQUEST_BYTES", &pool)],
+    )
+    .await;
+    let addr = server.kafka.clone().unwrap();
+    let pid = server.pid();
+    let (base, _) = common::memory_mib(pid);
+    let attackers: Vec<_> = (0..64)
+        .map(|_| {
+            let addr = addr.clone();
+            tokio::spawn(async move {
+                let mut stream = TcpStream::connect(&addr).await.unwrap();
+                let mut head = BytesMut::new();
+                head.put_i32(16 << 20);
+                head.put_slice(&[0, 0, 0, 9, 0, 0, 0, 1, 0, 0]);
+                stream.write_all(&head).await.unwrap();
+                let chunk = vec![0u8; 64 * 1024];
+                let mut sent = 0usize;
+                // Up to 4 MiB, while the server (or the kernel) takes it.
+                for _ in 0..64 {
+                    let write = stream.write_all(&chunk);
+                    match tokio::time::timeout(Duration::from_millis(300), write).await {
+                        Ok(Ok(())) => sent += chunk.len(),
+                        _ => break,
+                    }
+                }
+                (stream, sent)
+            })
+        })
+        .collect();
+    let mut held = Vec::new();
+    let mut sent = 0;
+    for attacker in attackers {
+        let (stream, bytes) = attacker.await.unwrap();
+        held.push(stream);
+        sent += bytes;
+    }
+    let (rss, peak) = common::memory_mib(pid);
+    eprintln!(
+        "64 x 16 MiB frames, pool 32 MiB: {} MiB sent; RSS {base} -> {rss} MiB (peak {peak})",
+        sent >> 20
+    );
+    assert!(peak < base + 32 + 16, "peak RSS {peak} MiB from {base} MiB");
+    // Served while the pool is full.
+    assert_bystanders_served(&server).await;
+    drop(held);
+}
+
 // ------------------------------------------------------------- joins that never end
 
 /// The consumer protocol's subscription to no topic.

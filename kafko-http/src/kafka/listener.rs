@@ -11,7 +11,8 @@
 //! `--request-timeout-ms` closes the connection. A request being handled races its
 //! client's close and its time limit (`request_limit`): either drops the handling and
 //! frees the slot. Before SASL authentication a frame past `--sasl-server-max-receive-size`
-//! closes the connection from its size prefix; a failed authentication is answered after
+//! closes the connection from its size prefix, and large frames wait for room in
+//! `--queued-max-request-bytes` before they are read; a failed authentication is answered after
 //! `--connection-failed-authentication-delay-ms`, then closed; an authenticated
 //! connection is never closed to make room for a newcomer. Bytes that are not a Kafka
 //! request close their connection only. Shutdown stops accepting and closes every connection between requests (a
@@ -78,6 +79,7 @@ pub async fn serve(listener: TcpListener, advertised: Advertised, state: AppStat
     let broker = Arc::new(Broker {
         advertised,
         producers: idempotence::Producers::new(),
+        requests: frame::RequestPool::new(state.config.queued_max_request_bytes),
         state: state.clone(),
     });
     let mut backoff = crate::connections::AcceptBackoff::default();
@@ -127,12 +129,12 @@ async fn connection(mut stream: TcpStream, mut admitted: Admitted, broker: &Brok
             limit
         };
         let read = tokio::select! {
-            r = frame::read_frame(&mut stream, limit) => r,
+            r = frame::read_frame(&mut stream, limit, &broker.requests) => r,
             // A timeout, room for a newcomer, or shutdown.
             () = admitted.close_requested() => return,
         };
-        let body = match read {
-            Ok(body) => body,
+        let (body, room) = match read {
+            Ok(read) => read,
             Err(FrameError::Closed) => return,
             Err(e) => {
                 tracing::debug!(error = %e, "kafka connection closed");
@@ -158,6 +160,8 @@ async fn connection(mut stream: TcpStream, mut admitted: Admitted, broker: &Brok
                 return;
             }
         };
+        // The request is handled: its frame's room goes back to the pool.
+        drop(room);
         if session.authenticated && !was_authenticated {
             admitted.authenticated();
         }

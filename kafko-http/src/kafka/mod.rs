@@ -47,6 +47,8 @@ pub(crate) struct Broker {
     pub(crate) advertised: Advertised,
     /// Idempotent producers' ids and sequence numbers.
     pub(crate) producers: idempotence::Producers,
+    /// The request frames read and not yet handled (`--queued-max-request-bytes`).
+    pub(crate) requests: frame::RequestPool,
 }
 
 /// The node id of this broker: the one node of the cluster.
