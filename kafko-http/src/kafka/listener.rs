@@ -2,21 +2,23 @@
 //! answers it, and only then reads the next, so answers leave in request order (as a
 //! Kafka broker mutes a connection while a request is in flight).
 //!
-//! Kafka connections count under the server's one connection cap (`--max-connections`)
-//! with its HTTP connections, in the same registry and under the same timeouts: one that
-//! sends no complete request within `--header-read-timeout-ms` of accept, or nothing
-//! for `--idle-timeout-ms` after its last answer, is closed; at the cap a newcomer
-//! closes the oldest idle connection (clients reconnect), and is closed itself when
-//! every connection is busy. An answer the client does not take within
-//! `--request-timeout-ms` closes the connection. A request being handled races its
-//! client's close and its time limit (`request_limit`): either drops the handling and
-//! frees the slot. Before SASL authentication a frame past `--sasl-server-max-receive-size`
-//! closes the connection from its size prefix, and large frames wait for room in
-//! `--queued-max-request-bytes` before they are read; a failed authentication is answered after
-//! `--connection-failed-authentication-delay-ms`, then closed; an authenticated
-//! connection is never closed to make room for a newcomer. Bytes that are not a Kafka
-//! request close their connection only. Shutdown stops accepting and closes every connection between requests (a
-//! waiting fetch answers at once), and the log shuts down once they closed.
+//! - Kafka connections count under the server's one connection cap (`--max-connections`)
+//!   with its HTTP connections, in the same registry and under the same timeouts: one
+//!   that sends no complete request within `--header-read-timeout-ms` of accept, or
+//!   nothing for `--idle-timeout-ms` after its last answer, is closed; at the cap a
+//!   newcomer closes the oldest idle connection (clients reconnect), never one that
+//!   authenticated with SASL, and is closed itself when there is none.
+//! - Frames: before SASL authentication one past `--sasl-server-max-receive-size` closes
+//!   the connection from its size prefix; large ones wait for room in
+//!   `--queued-max-request-bytes` before they are read. Bytes that are not a Kafka
+//!   request close their connection only.
+//! - A request being handled races its time limit, and a waiting one its client's close
+//!   (`request_limit`): either drops the handling and frees the slot. An answer the
+//!   client does not take within `--request-timeout-ms` closes the connection.
+//! - A failed authentication is answered after
+//!   `--connection-failed-authentication-delay-ms`, then the connection is closed.
+//! - Shutdown stops accepting and closes every connection between requests (a waiting
+//!   fetch answers at once), and the log shuts down once they closed.
 
 use std::sync::Arc;
 
@@ -142,21 +144,21 @@ async fn connection(mut stream: TcpStream, mut admitted: Admitted, broker: &Brok
             }
         };
         let _busy = admitted.busy();
-        let time_limit = request_limit::limit(config, &body);
+        let limits = request_limit::of(config, &body);
         let was_authenticated = session.authenticated;
         // Not cut short by shutdown: a produce is answered once appended (the log drains
         // appends handed to it), and a waiting fetch answers as shutdown begins. But a
-        // client that closed its socket, or a request past its time limit, drops the
-        // handling (the group forgets a join left waiting as it does a vanished member)
-        // and frees the slot.
+        // waiting request whose client closed its socket, or any request past its time
+        // limit, is dropped (the group forgets a join left waiting as it does a vanished
+        // member) and frees the slot.
         let outcome = tokio::select! {
             outcome = dispatch::handle(broker, &mut session, body) => outcome,
-            () = request_limit::peer_closed(&stream) => {
+            () = request_limit::peer_closed(&stream), if limits.waits => {
                 tracing::debug!("kafka connection closed by the client during a request");
                 return;
             }
-            () = tokio::time::sleep(time_limit) => {
-                tracing::debug!(limit = ?time_limit, "kafka request past its time limit; closing");
+            () = tokio::time::sleep(limits.time) => {
+                tracing::debug!(limit = ?limits.time, "kafka request past its time limit; closing");
                 return;
             }
         };

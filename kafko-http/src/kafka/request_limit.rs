@@ -1,7 +1,9 @@
 //! How long the handling of one request may run before the connection is closed, and
-//! whether its client is still there: a request being handled races the socket's close
-//! and this limit, so that no request holds a connection slot, a lock or its memory
-//! forever.
+//! whether its client is still there: a request being handled races this limit, and a
+//! request that waits for others (Fetch, JoinGroup, SyncGroup) races the socket's close
+//! too, so that no request holds a connection slot, a lock or its memory forever. A
+//! request that changes the log (a produce, a commit) is not dropped at a close: as in
+//! Kafka, it completes and its answer is discarded.
 //!
 //! The limit is `--request-timeout-ms` (at least `--max-wait-ms` and a few seconds, so a
 //! waiting Fetch always ends on its own first), plus the wait the request itself names:
@@ -21,24 +23,47 @@ use crate::config::ServerConfig;
 /// answer budget.
 const AFTER_WAIT: Duration = Duration::from_secs(5);
 
-/// How long the request in `body` (a frame without its size prefix) may be handled.
-pub(crate) fn limit(config: &ServerConfig, body: &Bytes) -> Duration {
+/// The limits of one request's handling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Limits {
+    /// How long it may be handled.
+    pub(crate) time: Duration,
+    /// Whether it waits for other clients or for records, and is dropped when its own
+    /// client closes the socket.
+    pub(crate) waits: bool,
+}
+
+/// The limits of the request in `body` (a frame without its size prefix).
+pub(crate) fn of(config: &ServerConfig, body: &Bytes) -> Limits {
     let base = config
         .request_timeout
         .max(config.max_wait.saturating_add(AFTER_WAIT));
-    base.saturating_add(named_wait(body).unwrap_or_default())
+    let mut rest = body.clone();
+    let Ok(header) = dispatch::parse_header(&mut rest) else {
+        return Limits {
+            time: base,
+            waits: false,
+        };
+    };
+    let key = ApiKey::try_from(header.api_key);
+    let named = match key {
+        Ok(ApiKey::JoinGroup) => rebalance_timeout(header.version, rest).unwrap_or_default(),
+        _ => Duration::ZERO,
+    };
+    Limits {
+        time: base.saturating_add(named),
+        waits: matches!(
+            key,
+            Ok(ApiKey::Fetch | ApiKey::JoinGroup | ApiKey::SyncGroup)
+        ),
+    }
 }
 
-/// The wait a request names for itself: a JoinGroup's rebalance timeout. `None` for
-/// any other request, or bytes that do not parse (the handler refuses those).
-fn named_wait(body: &Bytes) -> Option<Duration> {
-    let mut body = body.clone();
-    let header = dispatch::parse_header(&mut body).ok()?;
-    if ApiKey::try_from(header.api_key) != Ok(ApiKey::JoinGroup) {
-        return None;
-    }
+/// A JoinGroup's rebalance timeout, from its body after the header; `None` when the
+/// bytes do not parse (the handler refuses those).
+fn rebalance_timeout(version: i16, mut body: Bytes) -> Option<Duration> {
     // The group id: a compact string from v6 on, else an i16-sized one.
-    let len = if header.version >= 6 {
+    let len = if version >= 6 {
         usize::try_from(dispatch::unsigned_varint(&mut body).ok()?.checked_sub(1)?).ok()?
     } else {
         if body.remaining() < 2 {
@@ -69,7 +94,9 @@ pub(crate) async fn peer_closed(stream: &TcpStream) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kafka_protocol::messages::{JoinGroupRequest, MetadataRequest, RequestHeader};
+    use kafka_protocol::messages::{
+        FetchRequest, JoinGroupRequest, MetadataRequest, ProduceRequest, RequestHeader,
+    };
     use kafka_protocol::protocol::{Encodable, Request, StrBytes};
 
     fn frame<R: Request>(request: &R, version: i16) -> Bytes {
@@ -99,14 +126,30 @@ mod tests {
                 .with_session_timeout_ms(10_000)
                 .with_rebalance_timeout_ms(300_000);
             assert_eq!(
-                limit(&config, &frame(&join, version)),
-                base + Duration::from_secs(300),
+                of(&config, &frame(&join, version)),
+                Limits {
+                    time: base + Duration::from_secs(300),
+                    waits: true
+                },
                 "v{version}"
             );
         }
         let negative = JoinGroupRequest::default().with_rebalance_timeout_ms(-1);
-        assert_eq!(limit(&config, &frame(&negative, 7)), base);
-        assert_eq!(limit(&config, &frame(&MetadataRequest::default(), 9)), base);
-        assert_eq!(limit(&config, &Bytes::from_static(&[0, 11, 0])), base);
+        assert_eq!(of(&config, &frame(&negative, 7)).time, base);
+        let metadata = of(&config, &frame(&MetadataRequest::default(), 9));
+        assert_eq!(
+            metadata,
+            Limits {
+                time: base,
+                waits: false
+            }
+        );
+        let produce = of(&config, &frame(&ProduceRequest::default(), 9));
+        assert!(
+            !produce.waits,
+            "a produce completes whatever the client does"
+        );
+        assert!(of(&config, &frame(&FetchRequest::default(), 12)).waits);
+        assert_eq!(of(&config, &Bytes::from_static(&[0, 11, 0])).time, base);
     }
 }
