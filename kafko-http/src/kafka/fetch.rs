@@ -10,9 +10,10 @@
 //! created: the answer's session id is 0, so clients send full fetches.
 //!
 //! Every answer, records or not, is built inside the server's answer budget
-//! (`--max-answer-buffer-bytes`): room for an upper bound of its size is held from
-//! before the log is read, and once the answer is encoded the room shrinks to the
-//! bytes it holds, until they are written to the connection. When the budget stays
+//! (`--max-answer-buffer-bytes`): room for an upper bound of its size (records, and
+//! each partition's entry as built and as encoded) is held from before the log is
+//! read, and once the answer is encoded the room shrinks to the bytes it holds, until
+//! they are written to the connection. When the budget stays
 //! full, the fetch answers with no records and a throttle time, which clients wait out
 //! before fetching again; when even that answer finds no room, it names no partition.
 
@@ -21,6 +22,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::future::select_all;
+use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::{FetchRequest, FetchResponse, TopicName};
 use kafko_core::TopicHandle;
 use tokio::sync::Notify;
@@ -138,12 +140,15 @@ pub(crate) async fn answer(
     Ok((frame, Some(room)))
 }
 
-/// An upper bound of the answer's bytes besides its records.
+/// An upper bound of the memory the answer takes besides its records: while it is
+/// built, its decoded form (one `PartitionData` a partition); once encoded, its bytes.
 fn entries_bytes(topics: &Asked) -> usize {
+    let per_partition = PARTITION_BYTES + std::mem::size_of::<PartitionData>();
+    let per_topic = TOPIC_BYTES + std::mem::size_of::<FetchableTopicResponse>();
     topics
         .iter()
         .map(|(name, _, partitions)| {
-            TOPIC_BYTES + name.len() + partitions.len().saturating_mul(PARTITION_BYTES)
+            per_topic + name.len() + partitions.len().saturating_mul(per_partition)
         })
         .fold(FRAME_BYTES, usize::saturating_add)
 }
