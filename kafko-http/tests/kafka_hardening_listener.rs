@@ -14,7 +14,7 @@ use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::{
     ApiVersionsRequest, FetchRequest, GroupId, JoinGroupRequest, MetadataRequest,
-    SaslAuthenticateRequest, SaslHandshakeRequest,
+    SaslAuthenticateRequest, SaslHandshakeRequest, SyncGroupRequest,
 };
 use kafka_protocol::protocol::StrBytes;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -301,6 +301,43 @@ async fn joins_whose_clients_closed_free_their_connection_slots() {
     );
     assert_bystanders_served(&server).await;
     assert!(peak < 256, "peak RSS {peak} MiB");
+}
+
+/// A follower's SyncGroup waits for a leader that never sends its own (the rebalance
+/// timeout is 5 min): past its time limit (`--request-timeout-ms`, here at its floor of
+/// `--max-wait-ms` + 5 s) the request is cut and its connection closed, rather than
+/// holding the slot until the group gives up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_past_its_time_limit_is_cut() {
+    let (_tmp, server) = start(&["--request-timeout-ms", "1000", "--max-wait-ms", "0"]).await;
+    let mut leader = Kafka::connect(&server).await;
+    let first = leader.call(&join("sync", ""), 3).await;
+    assert_eq!(first.error_code, 0);
+    let leader_id = first.member_id.to_string();
+    let mut follower = Kafka::connect(&server).await;
+    follower.send(&join("sync", ""), 3, &[]).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let rejoined = leader.call(&join("sync", &leader_id), 3).await;
+    assert_eq!(rejoined.error_code, 0);
+    let (_, joined) = follower.recv::<JoinGroupRequest>(3).await;
+    assert_eq!(joined.error_code, 0);
+    let started = Instant::now();
+    follower
+        .send(
+            &SyncGroupRequest::default()
+                .with_group_id(GroupId(StrBytes::from_static_str("sync")))
+                .with_generation_id(joined.generation_id)
+                .with_member_id(joined.member_id.clone()),
+            3,
+            &[],
+        )
+        .await;
+    let closed = closed_within(&mut follower.stream, Duration::from_secs(15)).await;
+    let after = started.elapsed();
+    eprintln!("a SyncGroup waiting for a silent leader: connection closed after {after:?}");
+    assert!(closed, "the waiting SyncGroup was not cut within 15 s");
+    assert!(after >= Duration::from_secs(4), "cut after only {after:?}");
+    assert_bystanders_served(&server).await;
 }
 
 // ------------------------------------------------------------- SASL
