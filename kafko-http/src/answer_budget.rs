@@ -2,9 +2,10 @@
 //!
 //! A fetch, a group poll or a REST Proxy records read builds its answer in memory, and
 //! a client that does not read keeps it there. Each such answer holds a [`Reservation`]
-//! of the budget from before it reads the log (an estimate of the records and their
-//! JSON) until its body was sent whole or dropped, shrunk to the answer's size once it
-//! is built. A read that finds no room within a short wait is refused (503 `overloaded`
+//! of the budget from before it reads the log (an upper bound of the records and their
+//! framing) until its body was sent whole or dropped, shrunk to the bytes the answer
+//! holds once it is built: what is booked is what is sent, not an allowance per listed
+//! entry. A read that finds no room within a short wait is refused (503 `overloaded`
 //! with `Retry-After`; the REST Proxy's 429) and holds nothing.
 
 use std::sync::Arc;
@@ -51,6 +52,13 @@ impl AnswerBudget {
             .await
             .ok()?
             .ok()?;
+        Some(Reservation { permit })
+    }
+
+    /// Reserves room for an answer of about `bytes` if it is free now; `None` otherwise.
+    pub(crate) fn try_reserve(&self, bytes: usize) -> Option<Reservation> {
+        let units = self.units_for(bytes);
+        let permit = self.room.clone().try_acquire_many_owned(units).ok()?;
         Some(Reservation { permit })
     }
 

@@ -68,6 +68,16 @@ pub struct ServerConfig {
     pub max_answer_buffer_bytes: usize,
     /// Bearer token required on every route except the probes, if set.
     pub auth_token: Option<String>,
+    /// Largest Kafka frame read before SASL authentication (Kafka's
+    /// `sasl.server.max.receive.size`); a larger size prefix closes the connection.
+    pub sasl_max_receive_bytes: usize,
+    /// Bytes of Kafka request frames read and not yet handled, together (Kafka's
+    /// `queued.max.request.bytes`); past it a connection waits before reading its next
+    /// large frame.
+    pub queued_max_request_bytes: usize,
+    /// How long a failed SASL authentication waits before its answer and the close
+    /// (Kafka's `connection.failed.authentication.delay.ms`).
+    pub failed_auth_delay: Duration,
     /// Origins allowed by CORS; empty disables CORS.
     pub cors_origins: Vec<String>,
     /// Auto-creation of topics on produce.
@@ -172,6 +182,9 @@ impl Default for ServerConfig {
             max_waiting_requests: 1024,
             max_answer_buffer_bytes: 256 * 1024 * 1024,
             auth_token: None,
+            sasl_max_receive_bytes: 512 * 1024,
+            failed_auth_delay: Duration::from_millis(100),
+            queued_max_request_bytes: 256 * 1024 * 1024,
             cors_origins: Vec::new(),
             auto_create: AutoCreate::Enabled(TopicConfig::default()),
             cluster_id: DEFAULT_CLUSTER_ID.to_owned(),

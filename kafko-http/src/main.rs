@@ -137,6 +137,23 @@ struct Args {
     /// Require `Authorization: Bearer <token>` (probes and the web console's files excepted).
     #[arg(long, env = "KAFKO_AUTH_TOKEN", hide_env_values = true)]
     auth_token: Option<String>,
+    /// Largest Kafka frame read before SASL authentication, bytes (Kafka's
+    /// `sasl.server.max.receive.size`); a larger one closes its connection.
+    #[arg(long, env = "KAFKO_SASL_SERVER_MAX_RECEIVE_SIZE", default_value_t = 512 * 1024)]
+    sasl_server_max_receive_size: usize,
+    /// Delay before the answer to a failed SASL authentication and the close, ms
+    /// (Kafka's `connection.failed.authentication.delay.ms`).
+    #[arg(
+        long,
+        env = "KAFKO_CONNECTION_FAILED_AUTHENTICATION_DELAY_MS",
+        default_value_t = 100
+    )]
+    connection_failed_authentication_delay_ms: u64,
+    /// Bytes of Kafka request frames read and not yet handled, together (Kafka's
+    /// `queued.max.request.bytes`); past it a connection waits before reading its next
+    /// frame larger than 64 KiB.
+    #[arg(long, env = "KAFKO_QUEUED_MAX_REQUEST_BYTES", default_value_t = 256 * 1024 * 1024)]
+    queued_max_request_bytes: usize,
     /// Origins allowed by CORS, comma-separated (CORS is off when empty).
     #[arg(long, env = "KAFKO_CORS_ORIGINS", value_delimiter = ',')]
     cors_origins: Vec<String>,
@@ -245,6 +262,9 @@ impl Args {
             max_waiting_requests: self.max_waiting_requests,
             max_answer_buffer_bytes: self.max_answer_buffer_bytes,
             auth_token: self.auth_token.clone().filter(|t| !t.is_empty()),
+            sasl_max_receive_bytes: self.sasl_server_max_receive_size,
+            failed_auth_delay: ms(self.connection_failed_authentication_delay_ms),
+            queued_max_request_bytes: self.queued_max_request_bytes,
             cors_origins: self
                 .cors_origins
                 .iter()

@@ -19,6 +19,9 @@ pub(crate) struct Activity {
     in_flight: AtomicUsize,
     /// Whether a request head has ever arrived.
     started: AtomicBool,
+    /// Whether the client proved who it is (SASL): a newcomer, who has not, never
+    /// closes such a connection to make room.
+    authenticated: AtomicBool,
     /// When the last request ended, in ms after `accepted`.
     last_done_ms: AtomicU64,
     /// The close signal's sending side, taken by the first who asks the connection to
@@ -37,6 +40,7 @@ impl Activity {
             accepted: Instant::now(),
             in_flight: AtomicUsize::new(0),
             started: AtomicBool::new(false),
+            authenticated: AtomicBool::new(false),
             last_done_ms: AtomicU64::new(0),
             closer: Mutex::new(Some(closer)),
         };
@@ -61,6 +65,16 @@ impl Activity {
     /// Whether a request head has ever arrived.
     pub(crate) fn has_started(&self) -> bool {
         self.started.load(Ordering::Acquire)
+    }
+
+    /// Marks the connection authenticated: no newcomer evicts it (its timeouts still hold).
+    pub(crate) fn authenticate(&self) {
+        self.authenticated.store(true, Ordering::Release);
+    }
+
+    /// Whether the client authenticated (see [`authenticate`](Self::authenticate)).
+    pub(crate) fn is_authenticated(&self) -> bool {
+        self.authenticated.load(Ordering::Acquire)
     }
 
     /// Asks the connection to close to make room; `false` if it was asked to close already.

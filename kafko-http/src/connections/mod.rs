@@ -80,6 +80,12 @@ impl Admitted {
         Busy(activity::InFlight::begin(&self.activity))
     }
 
+    /// Marks the connection authenticated: from now on no newcomer closes it to make
+    /// room (an unauthenticated flood cannot push out a client that logged in).
+    pub(crate) fn authenticated(&self) {
+        self.activity.authenticate();
+    }
+
     /// Resolves once the server asks the connection to close (at once after it did).
     pub(crate) async fn close_requested(&mut self) {
         if let Some(signal) = self.close.as_mut() {

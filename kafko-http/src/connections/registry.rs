@@ -127,15 +127,16 @@ impl Connections {
 const EVICTABLE_AFTER: Duration = Duration::from_millis(100);
 
 /// Evicts (and unregisters) the oldest connection that never sent a request, else the
-/// oldest one with nothing in flight, idle for at least [`EVICTABLE_AFTER`]. `false` if
-/// there is none.
+/// oldest one with nothing in flight, idle for at least [`EVICTABLE_AFTER`]; never an
+/// authenticated one (the newcomer has not authenticated). `false` if there is none.
 fn evict_oldest_idle(open: &mut BTreeMap<u64, Arc<Activity>>) -> bool {
     let mut idle_keep_alive = None;
     let mut silent = None;
     for (id, activity) in open.iter() {
-        if activity
-            .idle_for()
-            .is_none_or(|idle| idle < EVICTABLE_AFTER)
+        if activity.is_authenticated()
+            || activity
+                .idle_for()
+                .is_none_or(|idle| idle < EVICTABLE_AFTER)
         {
             continue;
         }
@@ -176,5 +177,19 @@ mod tests {
         assert!(!silent.evict(), "the silent connection was evicted first");
         assert!(keep_alive.evict(), "the keep-alive connection stays");
         assert_eq!(registry.len(), 2);
+    }
+
+    #[test]
+    fn an_authenticated_idle_connection_is_never_evicted_for_a_newcomer() {
+        let registry = Connections::new(1);
+        let (authenticated, _signal) = Activity::new();
+        authenticated.mark_started_for_test();
+        authenticated.authenticate();
+        let _a = registry.admit(&authenticated).unwrap();
+        std::thread::sleep(EVICTABLE_AFTER);
+        let (newcomer, _newcomer_signal) = Activity::new();
+        assert!(registry.admit(&newcomer).is_none());
+        assert!(!registry.make_room());
+        assert!(authenticated.evict(), "still open");
     }
 }

@@ -101,7 +101,7 @@ pub(crate) struct Header {
     pub(crate) client_id: String,
 }
 
-fn parse_header(body: &mut Bytes) -> Result<Header, String> {
+pub(crate) fn parse_header(body: &mut Bytes) -> Result<Header, String> {
     if body.len() < 10 {
         return Err("a request shorter than its header".into());
     }
@@ -133,7 +133,7 @@ fn parse_header(body: &mut Bytes) -> Result<Header, String> {
     })
 }
 
-fn unsigned_varint(body: &mut Bytes) -> Result<u32, String> {
+pub(crate) fn unsigned_varint(body: &mut Bytes) -> Result<u32, String> {
     let mut value: u32 = 0;
     for shift in (0..35).step_by(7) {
         if body.is_empty() {
@@ -291,8 +291,10 @@ async fn route(
         }
         ApiKey::Fetch => {
             let request: FetchRequest = decode(&mut body, version)?;
-            let (response, room) = fetch::handle(broker, request, version).await;
-            let frame = encode(correlation, version, &response)?;
+            let (frame, room) = fetch::answer(broker, request, version, |response| {
+                encode(correlation, version, response)
+            })
+            .await?;
             match room {
                 Some(room) => Outcome::Held(frame, room),
                 None => Outcome::Answer(frame),

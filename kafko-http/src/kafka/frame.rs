@@ -1,13 +1,59 @@
 //! Framing: every Kafka request and response is a 4-byte big-endian size followed by
 //! that many bytes. A frame whose declared size is negative or past the limit is refused
 //! from its prefix alone, before any of it is read or buffered; a frame's buffer grows
-//! as its bytes arrive.
+//! as its bytes arrive. A frame larger than [`SMALL_FRAME`] first takes its size from
+//! the server's [`RequestPool`] (`--queued-max-request-bytes`), held until its request
+//! is handled: past the pool, connections wait before reading (the bytes stay in the
+//! kernel), as a Kafka broker mutes them.
+
+use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// The most a frame buffer holds before its bytes arrive.
 const INITIAL_CAPACITY: usize = 64 * 1024;
+/// A frame this small is read without the pool: at most one per connection, so the
+/// connection cap bounds them, and Metadata, heartbeats and commits never wait behind
+/// large produces.
+const SMALL_FRAME: usize = 64 * 1024;
+/// The pool counts kibibytes.
+const UNIT: usize = 1024;
+
+/// The bytes of request frames read and not yet handled, all connections together.
+pub(crate) struct RequestPool {
+    room: Arc<Semaphore>,
+    units: u32,
+}
+
+/// A frame's room in the [`RequestPool`], given back on drop.
+pub(crate) type PoolRoom = Option<OwnedSemaphorePermit>;
+
+impl RequestPool {
+    /// A pool of `bytes` (at least one frame of [`SMALL_FRAME`]).
+    pub(crate) fn new(bytes: usize) -> Self {
+        let units = u32::try_from((bytes.max(SMALL_FRAME) / UNIT).min(Semaphore::MAX_PERMITS))
+            .unwrap_or(u32::MAX);
+        RequestPool {
+            room: Arc::new(Semaphore::new(units as usize)),
+            units,
+        }
+    }
+
+    /// Room for a frame of `len` bytes, waiting for it (a frame larger than the pool
+    /// waits for all of it).
+    async fn take(&self, len: usize) -> PoolRoom {
+        if len <= SMALL_FRAME {
+            return None;
+        }
+        let units = u32::try_from(len.div_ceil(UNIT))
+            .unwrap_or(u32::MAX)
+            .min(self.units);
+        // The semaphore is never closed.
+        self.room.clone().acquire_many_owned(units).await.ok()
+    }
+}
 
 /// Why a connection stops reading frames.
 #[derive(Debug, thiserror::Error)]
@@ -28,14 +74,15 @@ pub(crate) enum FrameError {
     Io(#[from] std::io::Error),
 }
 
-/// Reads one frame's body (without its size prefix).
+/// Reads one frame's body (without its size prefix), with its room in `pool`.
 ///
 /// # Errors
 /// [`FrameError`].
 pub(crate) async fn read_frame<R: AsyncRead + Unpin>(
     reader: &mut R,
     limit: usize,
-) -> Result<Bytes, FrameError> {
+    pool: &RequestPool,
+) -> Result<(Bytes, PoolRoom), FrameError> {
     let mut prefix = [0u8; 4];
     match reader.read_exact(&mut prefix[..1]).await {
         Ok(_) => {}
@@ -51,6 +98,7 @@ pub(crate) async fn read_frame<R: AsyncRead + Unpin>(
             size: i64::from(size),
             limit,
         })?;
+    let room = pool.take(len).await;
     // Grown as bytes arrive: a declared size reserves nothing the peer has not sent.
     let mut body = BytesMut::with_capacity(len.min(INITIAL_CAPACITY));
     while body.len() < len {
@@ -61,7 +109,7 @@ pub(crate) async fn read_frame<R: AsyncRead + Unpin>(
             return Err(FrameError::Io(std::io::ErrorKind::UnexpectedEof.into()));
         }
     }
-    Ok(body.freeze())
+    Ok((body.freeze(), room))
 }
 
 /// A buffer for one outgoing frame: room for the size prefix, which [`seal`] fills.
@@ -106,19 +154,49 @@ mod tests {
     use super::*;
 
     #[tokio::test]
+    async fn large_frames_wait_for_room_in_the_pool_and_small_ones_do_not() {
+        let pool = RequestPool::new(256 * 1024);
+        let (mut client, mut server) = tokio::io::duplex(1 << 20);
+        let big = vec![1u8; 200_000];
+        for _ in 0..2 {
+            client.write_all(&200_000i32.to_be_bytes()).await.unwrap();
+            client.write_all(&big).await.unwrap();
+        }
+        let (_, held) = read_frame(&mut server, 1 << 20, &pool).await.unwrap();
+        assert!(held.is_some());
+        // The second large frame waits while the first is held.
+        let second = tokio::time::timeout(
+            std::time::Duration::from_millis(50),
+            read_frame(&mut server, 1 << 20, &pool),
+        )
+        .await;
+        assert!(second.is_err(), "a second large frame past the pool waits");
+        // A small frame does not wait.
+        let (mut client, mut small) = tokio::io::duplex(1024);
+        client.write_all(&3i32.to_be_bytes()).await.unwrap();
+        client.write_all(&[1, 2, 3]).await.unwrap();
+        let (body, room) = read_frame(&mut small, 1 << 20, &pool).await.unwrap();
+        assert_eq!(&body[..], &[1, 2, 3]);
+        assert!(room.is_none());
+        drop(held);
+    }
+
+    #[tokio::test]
     async fn frames_are_read_whole_refused_past_the_limit_and_cut_short_is_an_error() {
+        let pool = RequestPool::new(64 << 20);
+        let pool = &pool;
         let (mut client, mut server) = tokio::io::duplex(1 << 20);
         let body = vec![7u8; 200_000];
         client.write_all(&200_000i32.to_be_bytes()).await.unwrap();
         client.write_all(&body).await.unwrap();
         assert_eq!(
-            &read_frame(&mut server, 1 << 20).await.unwrap()[..],
+            &read_frame(&mut server, 1 << 20, pool).await.unwrap().0[..],
             &body[..]
         );
         // Past the limit, from the prefix alone.
         client.write_all(&(2i32 << 20).to_be_bytes()).await.unwrap();
         assert!(matches!(
-            read_frame(&mut server, 1 << 20).await,
+            read_frame(&mut server, 1 << 20, pool).await,
             Err(FrameError::TooLarge { .. })
         ));
         // Cut short by the peer's close.
@@ -127,14 +205,14 @@ mod tests {
         client.write_all(&[1, 2, 3]).await.unwrap();
         drop(client);
         assert!(matches!(
-            read_frame(&mut server, 1 << 20).await,
+            read_frame(&mut server, 1 << 20, pool).await,
             Err(FrameError::Io(_))
         ));
         // Between frames, a close is just that.
         let (client, mut server) = tokio::io::duplex(1024);
         drop(client);
         assert!(matches!(
-            read_frame(&mut server, 1 << 20).await,
+            read_frame(&mut server, 1 << 20, pool).await,
             Err(FrameError::Closed)
         ));
     }

@@ -2,15 +2,23 @@
 //! answers it, and only then reads the next, so answers leave in request order (as a
 //! Kafka broker mutes a connection while a request is in flight).
 //!
-//! Kafka connections count under the server's one connection cap (`--max-connections`)
-//! with its HTTP connections, in the same registry and under the same timeouts: one that
-//! sends no complete request within `--header-read-timeout-ms` of accept, or nothing
-//! for `--idle-timeout-ms` after its last answer, is closed; at the cap a newcomer
-//! closes the oldest idle connection (clients reconnect), and is closed itself when
-//! every connection is busy. An answer the client does not take within
-//! `--request-timeout-ms` closes the connection. Bytes that are not a Kafka request close
-//! their connection only. Shutdown stops accepting and closes every connection between requests (a
-//! waiting fetch answers at once), and the log shuts down once they closed.
+//! - Kafka connections count under the server's one connection cap (`--max-connections`)
+//!   with its HTTP connections, in the same registry and under the same timeouts: one
+//!   that sends no complete request within `--header-read-timeout-ms` of accept, or
+//!   nothing for `--idle-timeout-ms` after its last answer, is closed; at the cap a
+//!   newcomer closes the oldest idle connection (clients reconnect), never one that
+//!   authenticated with SASL, and is closed itself when there is none.
+//! - Frames: before SASL authentication one past `--sasl-server-max-receive-size` closes
+//!   the connection from its size prefix; large ones wait for room in
+//!   `--queued-max-request-bytes` before they are read. Bytes that are not a Kafka
+//!   request close their connection only.
+//! - A request being handled races its time limit, and a waiting one its client's close
+//!   (`request_limit`): either drops the handling and frees the slot. An answer the
+//!   client does not take within `--request-timeout-ms` closes the connection.
+//! - A failed authentication is answered after
+//!   `--connection-failed-authentication-delay-ms`, then the connection is closed.
+//! - Shutdown stops accepting and closes every connection between requests (a waiting
+//!   fetch answers at once), and the log shuts down once they closed.
 
 use std::sync::Arc;
 
@@ -18,7 +26,7 @@ use tokio::net::{TcpListener, TcpStream};
 
 use super::dispatch::{self, Outcome, Session};
 use super::frame::{self, FrameError};
-use super::{Broker, idempotence};
+use super::{Broker, idempotence, request_limit};
 use crate::connections::Admitted;
 use crate::state::AppState;
 
@@ -73,6 +81,7 @@ pub async fn serve(listener: TcpListener, advertised: Advertised, state: AppStat
     let broker = Arc::new(Broker {
         advertised,
         producers: idempotence::Producers::new(),
+        requests: frame::RequestPool::new(state.config.queued_max_request_bytes),
         state: state.clone(),
     });
     let mut backoff = crate::connections::AcceptBackoff::default();
@@ -114,13 +123,20 @@ async fn connection(mut stream: TcpStream, mut admitted: Admitted, broker: &Brok
         .map_or_else(|_| String::new(), |a| format!("/{}", a.ip()));
     let mut session = Session::new(config.auth_token.is_some(), peer);
     loop {
+        // Before authentication a frame is small (SaslHandshake, SaslAuthenticate):
+        // an unauthenticated client cannot make the server buffer a large one.
+        let limit = if session.auth_required && !session.authenticated {
+            config.sasl_max_receive_bytes
+        } else {
+            limit
+        };
         let read = tokio::select! {
-            r = frame::read_frame(&mut stream, limit) => r,
+            r = frame::read_frame(&mut stream, limit, &broker.requests) => r,
             // A timeout, room for a newcomer, or shutdown.
             () = admitted.close_requested() => return,
         };
-        let body = match read {
-            Ok(body) => body,
+        let (body, room) = match read {
+            Ok(read) => read,
             Err(FrameError::Closed) => return,
             Err(e) => {
                 tracing::debug!(error = %e, "kafka connection closed");
@@ -128,9 +144,29 @@ async fn connection(mut stream: TcpStream, mut admitted: Admitted, broker: &Brok
             }
         };
         let _busy = admitted.busy();
+        let limits = request_limit::of(config, &body);
+        let was_authenticated = session.authenticated;
         // Not cut short by shutdown: a produce is answered once appended (the log drains
-        // appends handed to it), and a waiting fetch answers as shutdown begins.
-        let outcome = dispatch::handle(broker, &mut session, body).await;
+        // appends handed to it), and a waiting fetch answers as shutdown begins. But a
+        // waiting request whose client closed its socket, or any request past its time
+        // limit, is dropped (the group forgets a join left waiting as it does a vanished
+        // member) and frees the slot.
+        let outcome = tokio::select! {
+            outcome = dispatch::handle(broker, &mut session, body) => outcome,
+            () = request_limit::peer_closed(&stream), if limits.waits => {
+                tracing::debug!("kafka connection closed by the client during a request");
+                return;
+            }
+            () = tokio::time::sleep(limits.time) => {
+                tracing::debug!(limit = ?limits.time, "kafka request past its time limit; closing");
+                return;
+            }
+        };
+        // The request is handled: its frame's room goes back to the pool.
+        drop(room);
+        if session.authenticated && !was_authenticated {
+            admitted.authenticated();
+        }
         match outcome {
             Outcome::Answer(frame) => {
                 if let Err(e) =
@@ -150,6 +186,9 @@ async fn connection(mut stream: TcpStream, mut admitted: Admitted, broker: &Brok
             }
             Outcome::Silent => {}
             Outcome::AnswerAndClose(frame) => {
+                // A failed authentication: answered late, as Kafka does, so that guessing
+                // passwords is slow (one try per connection, and the connection cap).
+                tokio::time::sleep(config.failed_auth_delay).await;
                 let _ = frame::write_frame(&mut stream, &frame, config.request_timeout).await;
                 return;
             }

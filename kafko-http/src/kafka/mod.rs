@@ -6,10 +6,12 @@
 //! - `listener`: accepting, the connection cap, one task per connection that reads a
 //!   frame, answers it and only then reads the next (answers in request order), the idle
 //!   timeout, shutdown.
-//! - `frame`: the size-prefixed frames, refused past the limit before reading.
+//! - `frame`: the size-prefixed frames, refused past the limit before reading;
+//!   `request_limit`: how long one request may be handled, and the client's close.
 //! - `dispatch`: the request header by API key and version, the advertised versions,
 //!   SASL gating, decoding bodies and encoding answers.
-//! - One file per API family: `metadata` (Metadata, FindCoordinator), `produce`, `fetch`,
+//! - One file per API family: `metadata` (Metadata, FindCoordinator), `produce`, `fetch`
+//!   (reading in `fetch_read`),
 //!   `offsets` (ListOffsets), `admin` (CreateTopics, DeleteTopics), `idempotence`
 //!   (InitProducerId, sequence numbers), `groups` (the group APIs), `sasl`.
 //! - `guard`: bounds on a request body's arrays before the codec decodes it.
@@ -21,6 +23,7 @@ mod consumer_protocol;
 mod dispatch;
 mod errors;
 mod fetch;
+mod fetch_read;
 mod frame;
 mod group_offsets;
 mod groups;
@@ -32,6 +35,7 @@ mod metadata;
 mod offsets;
 mod produce;
 mod records;
+mod request_limit;
 mod sasl;
 
 pub use dispatch::{RequestTarget, decode_request};
@@ -47,6 +51,8 @@ pub(crate) struct Broker {
     pub(crate) advertised: Advertised,
     /// Idempotent producers' ids and sequence numbers.
     pub(crate) producers: idempotence::Producers,
+    /// The request frames read and not yet handled (`--queued-max-request-bytes`).
+    pub(crate) requests: frame::RequestPool,
 }
 
 /// The node id of this broker: the one node of the cluster.
