@@ -457,14 +457,13 @@ impl RequestTarget {
             auto_create: crate::AutoCreate::Enabled(topics),
             ..crate::ServerConfig::default()
         };
-        let broker = Broker {
-            state: crate::AppState::new(kafko, config),
-            advertised: super::Advertised {
+        let broker = Broker::new(
+            crate::AppState::new(kafko, config),
+            super::Advertised {
                 host: "localhost".into(),
                 port: 9092,
             },
-            producers: idempotence::Producers::new(),
-        };
+        );
         Ok(RequestTarget { broker, runtime })
     }
 

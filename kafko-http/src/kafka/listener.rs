@@ -26,7 +26,7 @@ use tokio::net::{TcpListener, TcpStream};
 
 use super::dispatch::{self, Outcome, Session};
 use super::frame::{self, FrameError};
-use super::{Broker, idempotence, request_limit};
+use super::{Broker, request_limit};
 use crate::connections::Admitted;
 use crate::state::AppState;
 
@@ -78,12 +78,7 @@ impl Advertised {
 
 /// Serves Kafka clients on `listener` until the server shuts down.
 pub async fn serve(listener: TcpListener, advertised: Advertised, state: AppState) {
-    let broker = Arc::new(Broker {
-        advertised,
-        producers: idempotence::Producers::new(),
-        requests: frame::RequestPool::new(state.config.queued_max_request_bytes),
-        state: state.clone(),
-    });
+    let broker = Arc::new(Broker::new(state.clone(), advertised));
     let mut backoff = crate::connections::AcceptBackoff::default();
     loop {
         let accepted = tokio::select! {

@@ -55,5 +55,17 @@ pub(crate) struct Broker {
     pub(crate) requests: frame::RequestPool,
 }
 
+impl Broker {
+    /// The listener's state around the server's, advertising `advertised`.
+    pub(crate) fn new(state: AppState, advertised: Advertised) -> Self {
+        Broker {
+            advertised,
+            producers: idempotence::Producers::new(),
+            requests: frame::RequestPool::new(state.config.queued_max_request_bytes),
+            state,
+        }
+    }
+}
+
 /// The node id of this broker: the one node of the cluster.
 pub(crate) const NODE_ID: i32 = 0;
