@@ -2,7 +2,19 @@
 //! defaults of `--max-connections`, `--max-open-segment-files`, `--max-partitions` and
 //! `--max-topics`, read from the soft `RLIMIT_NOFILE`. Every listener, the log's
 //! descriptor cache and its topic limits size themselves from here, so that no client
-//! can take the log to the limit: past it every file the log opens fails.
+//! can take the log to the limit: past it every file the log opens fails. At start the
+//! server raises its soft limit to the hard one ([`raise_nofile_limit`]), as the JVM and
+//! Go runtimes do, so that a shell's default soft limit (often 1,024) does not size a
+//! server the system allows more.
+
+/// Raises the soft `RLIMIT_NOFILE` to the hard limit; the soft limit in force after it
+/// (unchanged where raising is refused or the platform has none).
+///
+/// # Errors
+/// The system's refusal to read or set the limit.
+pub fn raise_nofile_limit() -> std::io::Result<u64> {
+    rlimit::increase_nofile_limit(u64::MAX)
+}
 
 /// Descriptors kept back for the log (segments, indexes, state files) and the process
 /// itself: a quarter of the limit, at least 64, at most half.

@@ -403,6 +403,11 @@ async fn main() -> ExitCode {
         };
     }
     init_logging(&args);
+    // Before any default is derived from the limit.
+    match kafko_http::server::raise_nofile_limit() {
+        Ok(limit) => tracing::debug!(limit, "open-files limit"),
+        Err(e) => tracing::warn!(error = %e, "the open-files limit could not be raised"),
+    }
     match run(args).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -30,7 +30,7 @@ use crate::connections::{Activity, Backoff, Registry, Timeouts};
 
 pub use crate::descriptors::{
     default_max_connections, default_max_open_segment_files, default_max_partitions,
-    default_max_topics,
+    default_max_topics, raise_nofile_limit,
 };
 
 /// How connections are accepted and served: the server's settings of the same names.
