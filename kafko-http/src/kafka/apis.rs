@@ -103,14 +103,8 @@ macro_rules! apis {
         )*];
 
         /// A decoded request body of a served API.
-        // One per request, moved into its handler: boxing would add an allocation to
-        // every request for no saving.
-        #[allow(clippy::large_enum_variant)]
         pub(crate) enum Request {
-            $(
-                #[allow(missing_docs)]
-                $key($request),
-            )*
+            $($key($request),)*
         }
 
         /// Decodes a body of `key` at `version` with the message codec.
