@@ -141,25 +141,14 @@ async fn api_versions_advertises_exactly_the_served_ranges_and_answers_a_newer_v
     let refused = ApiVersionsResponse::decode(&mut body, 0).unwrap();
     assert!(body.is_empty());
     assert_eq!(refused.error_code, 35);
-    let expected: Vec<(i16, i16, i16)> = vec![
-        (0, 3, 9),
-        (1, 4, 12),
-        (2, 1, 7),
-        (3, 1, 12),
-        (8, 2, 8),
-        (9, 1, 7),
-        (10, 0, 3),
-        (11, 2, 7),
-        (12, 0, 4),
-        (13, 0, 4),
-        (14, 0, 5),
-        (15, 0, 5),
-        (16, 0, 4),
-        (18, 0, 3),
-        (19, 2, 7),
-        (20, 1, 6),
-        (22, 0, 4),
-    ];
+    // Every API the table serves without a token, and nothing else.
+    let mut expected: Vec<(i16, i16, i16)> = kafko_http::kafka::served_apis()
+        .iter()
+        .filter(|api| !api.with_auth_token_only)
+        .map(|api| (api.key, *api.versions.start(), *api.versions.end()))
+        .collect();
+    expected.sort_unstable();
+    assert!(expected.len() > 10, "{expected:?}");
     let ranges = |r: &ApiVersionsResponse| {
         let mut v: Vec<_> = r
             .api_keys
@@ -865,6 +854,60 @@ async fn with_a_token_sasl_plain_comes_first_and_a_wrong_password_closes() {
         .call(&MetadataRequest::default().with_topics(None), 12)
         .await;
     assert_eq!(r.topics.len(), 1);
+    // With a token, ApiVersions lists the whole table, and every version of the SASL
+    // APIs it serves only then logs a connection in.
+    let served = kafko_http::kafka::served_apis();
+    let ranges = |r: &kafka_protocol::messages::ApiVersionsResponse| {
+        let mut v: Vec<_> = r
+            .api_keys
+            .iter()
+            .map(|a| (a.api_key, a.min_version, a.max_version))
+            .collect();
+        v.sort_unstable();
+        v
+    };
+    let mut table: Vec<_> = served
+        .iter()
+        .map(|api| (api.key, *api.versions.start(), *api.versions.end()))
+        .collect();
+    table.sort_unstable();
+    assert_eq!(ranges(&versions), table);
+    let auth_only: Vec<i16> = served
+        .iter()
+        .filter(|api| api.with_auth_token_only)
+        .map(|api| api.key)
+        .collect();
+    assert_eq!(
+        auth_only,
+        [SaslHandshakeRequest::KEY, SaslAuthenticateRequest::KEY],
+        "the SASL APIs driven here"
+    );
+    let range = |key: i16| {
+        served
+            .iter()
+            .find(|api| api.key == key)
+            .map(|api| api.versions.clone())
+            .unwrap()
+    };
+    for hv in range(SaslHandshakeRequest::KEY) {
+        for av in range(SaslAuthenticateRequest::KEY) {
+            let mut k = Kafka::connect(&s).await;
+            assert_eq!(
+                k.call(&handshake, hv).await.error_code,
+                0,
+                "SaslHandshake v{hv}"
+            );
+            assert_eq!(
+                k.call(&plain("s3cret"), av).await.error_code,
+                0,
+                "SaslAuthenticate v{av}"
+            );
+            let r = k
+                .call(&MetadataRequest::default().with_topics(None), 12)
+                .await;
+            assert_eq!(r.topics.len(), 1, "served after SASL v{hv}/v{av}");
+        }
+    }
 }
 
 #[tokio::test]
@@ -946,15 +989,21 @@ async fn an_unread_fetch_answer_holds_the_answer_budget_and_others_are_throttled
     assert!(!got.is_empty());
 }
 
-/// Sends `make(v)` at every version in `versions` and checks each is answered (not a
-/// closed connection) with a body that decodes whole; returns the answers.
+/// Sends `make(v)` at every version the broker's table serves `R` at, and checks each
+/// is answered (not a closed connection) with a body that decodes whole; notes `R` in
+/// `seen` and returns the answers.
 async fn every_version<R: Request>(
     k: &mut Kafka,
-    versions: std::ops::RangeInclusive<i16>,
+    seen: &mut std::collections::BTreeSet<i16>,
     make: impl Fn(i16) -> R,
 ) -> Vec<(i16, R::Response)> {
+    let api = kafko_http::kafka::served_apis()
+        .into_iter()
+        .find(|api| api.key == R::KEY)
+        .expect("a served API");
+    seen.insert(R::KEY);
     let mut out = Vec::new();
-    for v in versions {
+    for v in api.versions {
         out.push((v, k.call(&make(v), v).await));
     }
     out
@@ -975,10 +1024,11 @@ async fn every_advertised_version_of_every_api_is_answered() {
     let tmp = tempfile::tempdir().unwrap();
     let s = start(&tmp.path().join("d"), &[]).await;
     let mut k = Kafka::connect(&s).await;
-    for (v, r) in every_version(&mut k, 0..=3, |_| ApiVersionsRequest::default()).await {
+    let mut seen = std::collections::BTreeSet::new();
+    for (v, r) in every_version(&mut k, &mut seen, |_| ApiVersionsRequest::default()).await {
         assert_eq!(r.error_code, 0, "ApiVersions v{v}");
     }
-    for (v, r) in every_version(&mut k, 2..=7, |v| {
+    for (v, r) in every_version(&mut k, &mut seen, |v| {
         CreateTopicsRequest::default()
             .with_timeout_ms(5000)
             .with_topics(vec![
@@ -992,7 +1042,7 @@ async fn every_advertised_version_of_every_api_is_answered() {
     {
         assert_eq!(r.topics[0].error_code, 0, "CreateTopics v{v}");
     }
-    for (v, r) in every_version(&mut k, 1..=12, |_| {
+    for (v, r) in every_version(&mut k, &mut seen, |_| {
         MetadataRequest::default().with_topics(Some(vec![
             MetadataRequestTopic::default().with_name(Some(name("v2"))),
         ]))
@@ -1001,7 +1051,7 @@ async fn every_advertised_version_of_every_api_is_answered() {
     {
         assert_eq!(r.topics[0].partitions.len(), 2, "Metadata v{v}");
     }
-    for (v, r) in every_version(&mut k, 3..=9, |v| {
+    for (v, r) in every_version(&mut k, &mut seen, |v| {
         produce_request("v2", 1, batch(&[rec("k", "v", i64::from(v))], 0, None), 1)
     })
     .await
@@ -1013,7 +1063,7 @@ async fn every_advertised_version_of_every_api_is_answered() {
             "Produce v{v}"
         );
     }
-    for (v, r) in every_version(&mut k, 4..=12, |_| fetch_request("v2", 1, 0, 0)).await {
+    for (v, r) in every_version(&mut k, &mut seen, |_| fetch_request("v2", 1, 0, 0)).await {
         let p = &r.responses[0].partitions[0];
         assert_eq!((p.error_code, p.high_watermark), (0, 7), "Fetch v{v}");
         assert_eq!(
@@ -1022,7 +1072,7 @@ async fn every_advertised_version_of_every_api_is_answered() {
             "Fetch v{v}"
         );
     }
-    for (v, r) in every_version(&mut k, 1..=7, |_| {
+    for (v, r) in every_version(&mut k, &mut seen, |_| {
         ListOffsetsRequest::default()
             .with_replica_id((-1).into())
             .with_topics(vec![
@@ -1039,7 +1089,7 @@ async fn every_advertised_version_of_every_api_is_answered() {
     {
         assert_eq!(r.topics[0].partitions[0].offset, 7, "ListOffsets v{v}");
     }
-    for (v, r) in every_version(&mut k, 0..=4, |_| {
+    for (v, r) in every_version(&mut k, &mut seen, |_| {
         InitProducerIdRequest::default().with_transactional_id(None)
     })
     .await
@@ -1049,7 +1099,7 @@ async fn every_advertised_version_of_every_api_is_answered() {
             "InitProducerId v{v}"
         );
     }
-    for (v, r) in every_version(&mut k, 0..=3, |_| {
+    for (v, r) in every_version(&mut k, &mut seen, |_| {
         FindCoordinatorRequest::default().with_key(StrBytes::from_static_str("g"))
     })
     .await
@@ -1072,7 +1122,7 @@ async fn every_advertised_version_of_every_api_is_answered() {
         );
     }
     let group = || GroupId(StrBytes::from_static_str("g"));
-    for (v, r) in every_version(&mut k, 2..=7, |_| {
+    for (v, r) in every_version(&mut k, &mut seen, |_| {
         JoinGroupRequest::default()
             .with_group_id(group())
             .with_session_timeout_ms(10_000)
@@ -1084,21 +1134,21 @@ async fn every_advertised_version_of_every_api_is_answered() {
         // No protocol named: nothing every member could agree on.
         assert_eq!(r.error_code, 23, "JoinGroup v{v}");
     }
-    for (v, r) in every_version(&mut k, 0..=5, |_| {
+    for (v, r) in every_version(&mut k, &mut seen, |_| {
         SyncGroupRequest::default().with_group_id(group())
     })
     .await
     {
         assert_eq!(r.error_code, 25, "SyncGroup v{v}");
     }
-    for (v, r) in every_version(&mut k, 0..=4, |_| {
+    for (v, r) in every_version(&mut k, &mut seen, |_| {
         HeartbeatRequest::default().with_group_id(group())
     })
     .await
     {
         assert_eq!(r.error_code, 25, "Heartbeat v{v}");
     }
-    for (v, r) in every_version(&mut k, 0..=4, |_| {
+    for (v, r) in every_version(&mut k, &mut seen, |_| {
         LeaveGroupRequest::default().with_group_id(group())
     })
     .await
@@ -1106,7 +1156,7 @@ async fn every_advertised_version_of_every_api_is_answered() {
         // v0–2 name one member (unknown here); v3+ a list (empty here).
         assert_eq!(r.error_code, if v < 3 { 25 } else { 0 }, "LeaveGroup v{v}");
     }
-    for (v, r) in every_version(&mut k, 2..=8, |_| {
+    for (v, r) in every_version(&mut k, &mut seen, |_| {
         OffsetCommitRequest::default()
             .with_group_id(group())
             .with_generation_id_or_member_epoch(-1)
@@ -1124,7 +1174,7 @@ async fn every_advertised_version_of_every_api_is_answered() {
     {
         assert_eq!(r.topics[0].partitions[0].error_code, 0, "OffsetCommit v{v}");
     }
-    for (v, r) in every_version(&mut k, 1..=7, |_| {
+    for (v, r) in every_version(&mut k, &mut seen, |_| {
         OffsetFetchRequest::default()
             .with_group_id(group())
             .with_topics(Some(vec![
@@ -1141,7 +1191,7 @@ async fn every_advertised_version_of_every_api_is_answered() {
             "OffsetFetch v{v}"
         );
     }
-    for (v, r) in every_version(&mut k, 0..=5, |_| {
+    for (v, r) in every_version(&mut k, &mut seen, |_| {
         DescribeGroupsRequest::default().with_groups(vec![group()])
     })
     .await
@@ -1153,14 +1203,14 @@ async fn every_advertised_version_of_every_api_is_answered() {
             "DescribeGroups v{v}"
         );
     }
-    for (v, r) in every_version(&mut k, 0..=4, |_| ListGroupsRequest::default()).await {
+    for (v, r) in every_version(&mut k, &mut seen, |_| ListGroupsRequest::default()).await {
         assert_eq!(r.error_code, 0, "ListGroups v{v}");
         assert!(
             r.groups.iter().any(|g| g.group_id.as_str() == "g"),
             "ListGroups v{v}"
         );
     }
-    for (v, r) in every_version(&mut k, 1..=6, |v| {
+    for (v, r) in every_version(&mut k, &mut seen, |v| {
         let topic = name(&format!("v{}", v + 1));
         if v >= 6 {
             DeleteTopicsRequest::default()
@@ -1176,6 +1226,13 @@ async fn every_advertised_version_of_every_api_is_answered() {
     {
         assert_eq!(r.responses[0].error_code, 0, "DeleteTopics v{v}");
     }
+    // Every API the table serves without a token was driven above.
+    let served: std::collections::BTreeSet<i16> = kafko_http::kafka::served_apis()
+        .iter()
+        .filter(|api| !api.with_auth_token_only)
+        .map(|api| api.key)
+        .collect();
+    assert_eq!(seen, served, "every served API is driven at every version");
 }
 
 #[tokio::test]

@@ -8,260 +8,29 @@
 //! keeps every tagged field it does not know in a map entry of about 70 bytes for 2
 //! bytes sent; no client of the served versions sends any unknown one.
 
-use kafka_protocol::messages::ApiKey;
+use super::apis::Api;
+use super::layouts::{Field, Ty};
 
-/// What a field is on the wire.
-#[derive(Debug, Clone, Copy)]
-enum Ty {
-    /// A fixed-size value (integers, booleans, UUIDs) of this many bytes.
-    Fixed(usize),
-    /// A (nullable) string.
-    Str,
-    /// (Nullable) bytes.
-    Bytes,
-    /// A (nullable) array of structures with these fields.
-    Array(&'static [Field]),
-    /// A (nullable) array of fixed-size values of this many bytes.
-    Fixeds(usize),
-    /// A (nullable) array of strings.
-    Strs,
-}
-
-/// A field, present in versions `since..=until`.
-#[derive(Debug, Clone, Copy)]
-struct Field {
-    ty: Ty,
-    since: i16,
-    until: i16,
-}
-
-const fn all(ty: Ty) -> Field {
-    Field {
-        ty,
-        since: 0,
-        until: i16::MAX,
-    }
-}
-
-const fn since(version: i16, ty: Ty) -> Field {
-    Field {
-        ty,
-        since: version,
-        until: i16::MAX,
-    }
-}
-
-const fn until(version: i16, ty: Ty) -> Field {
-    Field {
-        ty,
-        since: 0,
-        until: version,
-    }
-}
-
-const fn between(from: i16, to: i16, ty: Ty) -> Field {
-    Field {
-        ty,
-        since: from,
-        until: to,
-    }
-}
-
-const I8: Ty = Ty::Fixed(1);
-const BOOL: Ty = Ty::Fixed(1);
-const I16: Ty = Ty::Fixed(2);
-const I32: Ty = Ty::Fixed(4);
-const I64: Ty = Ty::Fixed(8);
-const UUID: Ty = Ty::Fixed(16);
-
-const PRODUCE_PARTITION: &[Field] = &[all(I32), all(Ty::Bytes)];
-const PRODUCE_TOPIC: &[Field] = &[
-    until(12, Ty::Str),
-    since(13, UUID),
-    all(Ty::Array(PRODUCE_PARTITION)),
-];
-const PRODUCE: &[Field] = &[
-    all(Ty::Str),
-    all(I16),
-    all(I32),
-    all(Ty::Array(PRODUCE_TOPIC)),
-];
-
-const FETCH_PARTITION: &[Field] = &[
-    all(I32),
-    since(9, I32),
-    all(I64),
-    since(12, I32),
-    since(5, I64),
-    all(I32),
-];
-const FETCH_TOPIC: &[Field] = &[
-    until(12, Ty::Str),
-    since(13, UUID),
-    all(Ty::Array(FETCH_PARTITION)),
-];
-const FORGOTTEN_TOPIC: &[Field] = &[until(12, Ty::Str), since(13, UUID), all(Ty::Fixeds(4))];
-const FETCH: &[Field] = &[
-    until(14, I32),
-    all(I32),
-    all(I32),
-    since(3, I32),
-    since(4, I8),
-    since(7, I32),
-    since(7, I32),
-    all(Ty::Array(FETCH_TOPIC)),
-    since(7, Ty::Array(FORGOTTEN_TOPIC)),
-    since(11, Ty::Str),
-];
-
-const LIST_OFFSETS_PARTITION: &[Field] = &[all(I32), since(4, I32), all(I64), until(0, I32)];
-const LIST_OFFSETS_TOPIC: &[Field] = &[all(Ty::Str), all(Ty::Array(LIST_OFFSETS_PARTITION))];
-const LIST_OFFSETS: &[Field] = &[
-    all(I32),
-    since(2, I8),
-    all(Ty::Array(LIST_OFFSETS_TOPIC)),
-    since(10, I32),
-];
-
-const METADATA_TOPIC: &[Field] = &[since(10, UUID), all(Ty::Str)];
-const METADATA: &[Field] = &[
-    all(Ty::Array(METADATA_TOPIC)),
-    since(4, BOOL),
-    between(8, 10, BOOL),
-    since(8, BOOL),
-];
-
-const COMMIT_PARTITION: &[Field] = &[
-    all(I32),
-    all(I64),
-    since(6, I32),
-    between(1, 1, I64),
-    all(Ty::Str),
-];
-const COMMIT_TOPIC: &[Field] = &[all(Ty::Str), all(Ty::Array(COMMIT_PARTITION))];
-const OFFSET_COMMIT: &[Field] = &[
-    all(Ty::Str),
-    since(1, I32),
-    since(1, Ty::Str),
-    since(7, Ty::Str),
-    between(2, 4, I64),
-    all(Ty::Array(COMMIT_TOPIC)),
-];
-
-const OFFSET_FETCH_TOPIC: &[Field] = &[all(Ty::Str), all(Ty::Fixeds(4))];
-const OFFSET_FETCH: &[Field] = &[
-    until(7, Ty::Str),
-    until(7, Ty::Array(OFFSET_FETCH_TOPIC)),
-    since(7, BOOL),
-];
-
-const FIND_COORDINATOR: &[Field] = &[until(3, Ty::Str), since(1, I8), since(4, Ty::Strs)];
-
-const JOIN_PROTOCOL: &[Field] = &[all(Ty::Str), all(Ty::Bytes)];
-const JOIN_GROUP: &[Field] = &[
-    all(Ty::Str),
-    all(I32),
-    since(1, I32),
-    all(Ty::Str),
-    since(5, Ty::Str),
-    all(Ty::Str),
-    all(Ty::Array(JOIN_PROTOCOL)),
-    since(8, Ty::Str),
-];
-
-const SYNC_ASSIGNMENT: &[Field] = &[all(Ty::Str), all(Ty::Bytes)];
-const SYNC_GROUP: &[Field] = &[
-    all(Ty::Str),
-    all(I32),
-    all(Ty::Str),
-    since(3, Ty::Str),
-    since(5, Ty::Str),
-    since(5, Ty::Str),
-    all(Ty::Array(SYNC_ASSIGNMENT)),
-];
-
-const HEARTBEAT: &[Field] = &[all(Ty::Str), all(I32), all(Ty::Str), since(3, Ty::Str)];
-
-const LEAVE_MEMBER: &[Field] = &[all(Ty::Str), all(Ty::Str), since(5, Ty::Str)];
-const LEAVE_GROUP: &[Field] = &[
-    all(Ty::Str),
-    until(2, Ty::Str),
-    since(3, Ty::Array(LEAVE_MEMBER)),
-];
-
-const DESCRIBE_GROUPS: &[Field] = &[all(Ty::Strs), since(3, BOOL)];
-const LIST_GROUPS: &[Field] = &[since(4, Ty::Strs), since(5, Ty::Strs)];
-const API_VERSIONS: &[Field] = &[since(3, Ty::Str), since(3, Ty::Str)];
-
-const CREATE_ASSIGNMENT: &[Field] = &[all(I32), all(Ty::Fixeds(4))];
-const CREATE_CONFIG: &[Field] = &[all(Ty::Str), all(Ty::Str)];
-const CREATE_TOPIC: &[Field] = &[
-    all(Ty::Str),
-    all(I32),
-    all(I16),
-    all(Ty::Array(CREATE_ASSIGNMENT)),
-    all(Ty::Array(CREATE_CONFIG)),
-];
-const CREATE_TOPICS: &[Field] = &[all(Ty::Array(CREATE_TOPIC)), all(I32), since(1, BOOL)];
-
-const DELETE_TOPIC: &[Field] = &[all(Ty::Str), all(UUID)];
-const DELETE_TOPICS: &[Field] = &[
-    since(6, Ty::Array(DELETE_TOPIC)),
-    until(5, Ty::Strs),
-    all(I32),
-];
-
-const INIT_PRODUCER_ID: &[Field] = &[all(Ty::Str), all(I32), since(3, I64), since(3, I16)];
-const SASL_HANDSHAKE: &[Field] = &[all(Ty::Str)];
-const SASL_AUTHENTICATE: &[Field] = &[all(Ty::Bytes)];
-
-/// The body layout of a request this broker decodes.
-fn layout(key: ApiKey) -> Option<&'static [Field]> {
-    Some(match key {
-        ApiKey::Produce => PRODUCE,
-        ApiKey::Fetch => FETCH,
-        ApiKey::ListOffsets => LIST_OFFSETS,
-        ApiKey::Metadata => METADATA,
-        ApiKey::OffsetCommit => OFFSET_COMMIT,
-        ApiKey::OffsetFetch => OFFSET_FETCH,
-        ApiKey::FindCoordinator => FIND_COORDINATOR,
-        ApiKey::JoinGroup => JOIN_GROUP,
-        ApiKey::Heartbeat => HEARTBEAT,
-        ApiKey::LeaveGroup => LEAVE_GROUP,
-        ApiKey::SyncGroup => SYNC_GROUP,
-        ApiKey::DescribeGroups => DESCRIBE_GROUPS,
-        ApiKey::ListGroups => LIST_GROUPS,
-        ApiKey::SaslHandshake => SASL_HANDSHAKE,
-        ApiKey::ApiVersions => API_VERSIONS,
-        ApiKey::CreateTopics => CREATE_TOPICS,
-        ApiKey::DeleteTopics => DELETE_TOPICS,
-        ApiKey::InitProducerId => INIT_PRODUCER_ID,
-        ApiKey::SaslAuthenticate => SASL_AUTHENTICATE,
-        _ => return None,
-    })
-}
-
-/// Checks a request body of `key` at `version`, holding at most `max_tagged` tagged
+/// Checks a request body of `api` at `version`, holding at most `max_tagged` tagged
 /// fields in all; the bytes its layout covers.
 ///
 /// # Errors
 /// Why the body is refused: an array longer than the bytes left, a length past the end,
-/// too many tagged fields, an API with no known layout.
+/// too many tagged fields.
 pub(crate) fn check(
-    key: ApiKey,
+    api: &Api,
     version: i16,
     body: &[u8],
     max_tagged: usize,
 ) -> Result<usize, String> {
-    let fields = layout(key).ok_or_else(|| format!("{key:?} has no known layout"))?;
     let mut walk = Walk {
         buf: body,
         at: 0,
         version,
-        flexible: key.request_header_version(version) >= 2,
+        flexible: api.key.request_header_version(version) >= 2,
         tagged_left: max_tagged,
     };
-    walk.structure(fields)?;
+    walk.structure(api.layout)?;
     Ok(walk.at)
 }
 
@@ -403,7 +172,13 @@ mod tests {
     use kafka_protocol::messages::*;
     use kafka_protocol::protocol::{Encodable, StrBytes};
 
-    use super::*;
+    use crate::kafka::apis;
+
+    /// Checks `body` with the layout the table registers for `key`.
+    fn check(key: ApiKey, version: i16, body: &[u8], max: usize) -> Result<usize, String> {
+        let api = apis::find(key).expect("a served API");
+        super::check(api, version, body, max)
+    }
 
     fn s(v: &str) -> StrBytes {
         StrBytes::from_string(v.to_owned())
@@ -413,13 +188,16 @@ mod tests {
         TopicName(s(v))
     }
 
-    /// The layout covers exactly what the codec encodes, at every served version.
+    /// The layout covers exactly what the codec encodes, at every version the table
+    /// serves `key` at.
     fn covers<T: Encodable>(
+        seen: &mut std::collections::BTreeSet<i16>,
         key: ApiKey,
-        versions: std::ops::RangeInclusive<i16>,
         make: impl Fn(i16) -> T,
     ) {
-        for v in versions {
+        let api = apis::find(key).expect("a served API");
+        seen.insert(key as i16);
+        for v in api.versions() {
             let mut buf = BytesMut::new();
             make(v).encode(&mut buf, v).unwrap();
             assert_eq!(check(key, v, &buf, 0), Ok(buf.len()), "{key:?} v{v}");
@@ -441,7 +219,8 @@ mod tests {
         use fetch_request::*;
         use list_offsets_request::*;
         use produce_request::*;
-        covers(ApiKey::Produce, 3..=9, |_| {
+        let mut seen = std::collections::BTreeSet::new();
+        covers(&mut seen, ApiKey::Produce, |_| {
             ProduceRequest::default()
                 .with_transactional_id(None)
                 .with_acks(1)
@@ -458,7 +237,7 @@ mod tests {
                         ]),
                 ])
         });
-        covers(ApiKey::Fetch, 4..=12, |v| {
+        covers(&mut seen, ApiKey::Fetch, |v| {
             let mut r = FetchRequest::default()
                 .with_replica_id((-1).into())
                 .with_topics(vec![
@@ -483,7 +262,7 @@ mod tests {
             }
             r
         });
-        covers(ApiKey::ListOffsets, 1..=7, |_| {
+        covers(&mut seen, ApiKey::ListOffsets, |_| {
             ListOffsetsRequest::default().with_topics(vec![
                 ListOffsetsTopic::default()
                     .with_name(t("t"))
@@ -494,16 +273,16 @@ mod tests {
                     ]),
             ])
         });
-        covers(ApiKey::Metadata, 1..=12, |_| {
+        covers(&mut seen, ApiKey::Metadata, |_| {
             MetadataRequest::default().with_topics(Some(vec![
                 metadata_request::MetadataRequestTopic::default().with_name(Some(t("a"))),
                 metadata_request::MetadataRequestTopic::default().with_name(Some(t("bb"))),
             ]))
         });
-        covers(ApiKey::Metadata, 1..=12, |_| {
+        covers(&mut seen, ApiKey::Metadata, |_| {
             MetadataRequest::default().with_topics(None)
         });
-        covers(ApiKey::OffsetCommit, 2..=8, |_| {
+        covers(&mut seen, ApiKey::OffsetCommit, |_| {
             OffsetCommitRequest::default()
                 .with_member_id(s("m"))
                 .with_topics(vec![
@@ -516,17 +295,17 @@ mod tests {
                         ]),
                 ])
         });
-        covers(ApiKey::OffsetFetch, 1..=7, |_| {
+        covers(&mut seen, ApiKey::OffsetFetch, |_| {
             OffsetFetchRequest::default().with_topics(Some(vec![
                 offset_fetch_request::OffsetFetchRequestTopic::default()
                     .with_name(t("t"))
                     .with_partition_indexes(vec![0, 1]),
             ]))
         });
-        covers(ApiKey::FindCoordinator, 0..=3, |_| {
+        covers(&mut seen, ApiKey::FindCoordinator, |_| {
             FindCoordinatorRequest::default().with_key(s("g"))
         });
-        covers(ApiKey::JoinGroup, 2..=7, |_| {
+        covers(&mut seen, ApiKey::JoinGroup, |_| {
             JoinGroupRequest::default()
                 .with_group_instance_id(None)
                 .with_member_id(s("m"))
@@ -536,7 +315,7 @@ mod tests {
                         .with_metadata(Bytes::from_static(b"xyz")),
                 ])
         });
-        covers(ApiKey::SyncGroup, 0..=5, |v| {
+        covers(&mut seen, ApiKey::SyncGroup, |v| {
             let mut r = SyncGroupRequest::default()
                 .with_group_instance_id(None)
                 .with_assignments(vec![
@@ -551,10 +330,10 @@ mod tests {
             }
             r
         });
-        covers(ApiKey::Heartbeat, 0..=4, |_| {
+        covers(&mut seen, ApiKey::Heartbeat, |_| {
             HeartbeatRequest::default().with_group_instance_id(None)
         });
-        covers(ApiKey::LeaveGroup, 0..=4, |v| {
+        covers(&mut seen, ApiKey::LeaveGroup, |v| {
             let r = LeaveGroupRequest::default().with_group_id(GroupId(s("g")));
             if v >= 3 {
                 r.with_member_id(StrBytes::default()).with_members(vec![
@@ -566,11 +345,13 @@ mod tests {
                 r.with_member_id(s("m"))
             }
         });
-        covers(ApiKey::DescribeGroups, 0..=5, |_| {
+        covers(&mut seen, ApiKey::DescribeGroups, |_| {
             DescribeGroupsRequest::default().with_groups(vec![GroupId(s("a")), GroupId(s("b"))])
         });
-        covers(ApiKey::ListGroups, 0..=4, |_| ListGroupsRequest::default());
-        covers(ApiKey::ApiVersions, 0..=3, |v| {
+        covers(&mut seen, ApiKey::ListGroups, |_| {
+            ListGroupsRequest::default()
+        });
+        covers(&mut seen, ApiKey::ApiVersions, |v| {
             if v >= 3 {
                 ApiVersionsRequest::default()
                     .with_client_software_name(s("x"))
@@ -579,7 +360,7 @@ mod tests {
                 ApiVersionsRequest::default()
             }
         });
-        covers(ApiKey::CreateTopics, 2..=7, |_| {
+        covers(&mut seen, ApiKey::CreateTopics, |_| {
             CreateTopicsRequest::default().with_topics(vec![
                 CreatableTopic::default()
                     .with_name(t("t"))
@@ -594,7 +375,7 @@ mod tests {
                     ]),
             ])
         });
-        covers(ApiKey::DeleteTopics, 1..=6, |v| {
+        covers(&mut seen, ApiKey::DeleteTopics, |v| {
             if v >= 6 {
                 DeleteTopicsRequest::default().with_topics(vec![
                     delete_topics_request::DeleteTopicState::default().with_name(Some(t("a"))),
@@ -603,15 +384,18 @@ mod tests {
                 DeleteTopicsRequest::default().with_topic_names(vec![t("a"), t("b")])
             }
         });
-        covers(ApiKey::InitProducerId, 0..=4, |_| {
+        covers(&mut seen, ApiKey::InitProducerId, |_| {
             InitProducerIdRequest::default().with_transactional_id(None)
         });
-        covers(ApiKey::SaslHandshake, 1..=1, |_| {
+        covers(&mut seen, ApiKey::SaslHandshake, |_| {
             SaslHandshakeRequest::default().with_mechanism(s("PLAIN"))
         });
-        covers(ApiKey::SaslAuthenticate, 0..=2, |_| {
+        covers(&mut seen, ApiKey::SaslAuthenticate, |_| {
             SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from_static(b"\0u\0p"))
         });
+        let served: std::collections::BTreeSet<i16> =
+            apis::APIS.iter().map(|api| api.key as i16).collect();
+        assert_eq!(seen, served, "every served API's layout is checked");
     }
 
     #[test]

@@ -8,28 +8,34 @@
 //!   timeout, shutdown.
 //! - `frame`: the size-prefixed frames, refused past the limit before reading;
 //!   `request_limit`: how long one request may be handled, and the client's close.
-//! - `dispatch`: the request header by API key and version, the advertised versions,
-//!   SASL gating, decoding bodies and encoding answers.
+//! - `apis`: the one table of served APIs (key, versions, the guard's layout, who may
+//!   call it, request type, handler); ApiVersions, the dispatch and the decoder come
+//!   from it. `dispatch`: the request header, the version check, SASL gating and
+//!   encoding answers. `fuzz_entry`: the decoder and whole-request entries for fuzzing.
 //! - One file per API family: `metadata` (Metadata, FindCoordinator), `produce`, `fetch`
 //!   (reading in `fetch_read`),
 //!   `offsets` (ListOffsets), `admin` (CreateTopics, DeleteTopics), `idempotence`
 //!   (InitProducerId, sequence numbers), `groups` (the group APIs), `sasl`.
-//! - `guard`: bounds on a request body's arrays before the codec decodes it.
+//! - `guard`: bounds on a request body's arrays before the codec decodes it, walking
+//!   the body layouts of `layouts`.
 //! - `records`: the record-batch codec, `inflate` its compressed areas; `errors`: Kafka
 //!   error codes.
 
 mod admin;
+mod apis;
 mod consumer_protocol;
 mod dispatch;
 mod errors;
 mod fetch;
 mod fetch_read;
 mod frame;
+mod fuzz_entry;
 mod group_offsets;
 mod groups;
 mod guard;
 mod idempotence;
 mod inflate;
+mod layouts;
 mod listener;
 mod metadata;
 mod offsets;
@@ -38,7 +44,8 @@ mod records;
 mod request_limit;
 mod sasl;
 
-pub use dispatch::{RequestTarget, decode_request};
+pub use apis::{ServedApi, served_apis};
+pub use fuzz_entry::{RequestTarget, decode_request};
 pub use listener::{Advertised, AdvertisedError, serve};
 
 use crate::state::AppState;
