@@ -59,7 +59,7 @@ async fn v3_create(
         .map(|(n, v)| json!({"name": n, "value": v}))
         .collect();
     let body = json!({"topic_name": topic, "partitions_count": 1, "configs": configs});
-    let r = post_json(c, s, "/v3/clusters/dev-cluster/topics", &body).await;
+    let r = post_json(c, s, "/v3/clusters/kafko/topics", &body).await;
     let status = r.status().as_u16();
     (status, r.json().await.unwrap_or(Value::Null))
 }
