@@ -24,6 +24,7 @@ use tokio::time::Sleep;
 use tower::{Layer, Service};
 
 use crate::error::ApiError;
+use crate::service::auth::token_matches;
 use crate::state::AppState;
 
 /// The layer that wraps every route in an [`Envelope`].
@@ -262,7 +263,7 @@ fn admit(state: &AppState, req: &Request) -> Result<Pool, Refusal> {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "))
             .unwrap_or("");
-        if !constant_time_eq(given.as_bytes(), token.as_bytes()) {
+        if !token_matches(token, given.as_bytes()) {
             return Err(ApiError::new(
                 StatusCode::UNAUTHORIZED,
                 "unauthorized",
@@ -341,11 +342,4 @@ fn is_long_poll(req: &Request) -> bool {
                     .is_some_and(|ms| ms > 0)
             })
         })
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }

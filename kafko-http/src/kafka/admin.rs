@@ -1,9 +1,7 @@
-//! CreateTopics and DeleteTopics. A created topic starts from the server's default topic
-//! configuration (as auto-created ones, or kafko's defaults when auto-create is off)
-//! with the partitions and the configs kafko has: `cleanup.policy`, `retention.ms`,
-//! `retention.bytes`, `segment.bytes`, `compression.type` (`none`/`uncompressed`,
-//! `lz4`, `zstd`, `producer` = the default codec) and `max.message.bytes`; any other
-//! config, or a value out of range, is INVALID_CONFIG. A replication factor other than
+//! CreateTopics and DeleteTopics. A topic is created through the service's one create
+//! path (the server's default topic configuration, the partitions, and the Kafka
+//! configs kafko serves, read by `service::topic_config`); an unknown config, or a
+//! value out of range, is INVALID_CONFIG. A replication factor other than
 //! 1 (or -1, the default) is INVALID_REPLICATION_FACTOR: this is one node.
 
 use std::collections::HashMap;
@@ -15,12 +13,11 @@ use kafka_protocol::messages::{
     CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
-use kafko_core::{CleanupPolicy, Compression, CreateOutcome, TopicConfig};
 
-use super::metadata::{is_internal, topic_by_uuid, topic_uuid};
+use super::metadata::{topic_by_uuid, topic_uuid};
 use super::{Broker, errors};
-use crate::config::AutoCreate;
 use crate::service::failure::Failure;
+use crate::service::topics::{self, CreateError, NewTopic};
 
 /// Answers CreateTopics.
 pub(crate) async fn create_topics(
@@ -55,24 +52,22 @@ pub(crate) async fn create_topics(
     response
 }
 
-/// Creates one topic: its partition count and id.
+/// Creates one topic: its partition count and id. The shape of the request (the
+/// replication factor, replica assignments, a partition count of -1 for the default) is
+/// checked here; the rest is the service's one create path.
 async fn create(
     broker: &Broker,
     topic: &CreatableTopic,
     validate_only: bool,
 ) -> Result<(u32, Option<uuid::Uuid>), (i16, String)> {
     let state = &broker.state;
-    let mut config = match &state.config.auto_create {
-        AutoCreate::Enabled(c) => c.clone(),
-        AutoCreate::Disabled => TopicConfig::default(),
-    };
     if !matches!(topic.replication_factor, -1 | 1) {
         return Err((
             errors::INVALID_REPLICATION_FACTOR,
             "this is one node: the replication factor is 1".into(),
         ));
     }
-    if !topic.assignments.is_empty() {
+    let partitions = if !topic.assignments.is_empty() {
         if topic.num_partitions != -1
             || topic
                 .assignments
@@ -84,145 +79,46 @@ async fn create(
                 "this is one node (id 0): assign every partition to it".into(),
             ));
         }
-        config.partitions = u32::try_from(topic.assignments.len()).unwrap_or(u32::MAX);
+        Some(u32::try_from(topic.assignments.len()).unwrap_or(u32::MAX))
     } else if topic.num_partitions != -1 {
-        config.partitions = u32::try_from(topic.num_partitions)
-            .ok()
-            .filter(|p| *p > 0)
-            .ok_or((
-                errors::INVALID_PARTITIONS,
-                format!("{} partitions: at least 1", topic.num_partitions),
-            ))?;
-    }
-    for c in &topic.configs {
-        apply(
-            &mut config,
-            c.name.as_str(),
-            c.value.as_ref().map(StrBytes::as_str),
+        Some(
+            u32::try_from(topic.num_partitions)
+                .ok()
+                .filter(|p| *p > 0)
+                .ok_or((
+                    errors::INVALID_PARTITIONS,
+                    format!("{} partitions: at least 1", topic.num_partitions),
+                ))?,
         )
-        .map_err(|m| (errors::INVALID_CONFIG, m))?;
-    }
-    if let Err(e) = config.validate() {
-        let failure = Failure::from(e);
-        // A partition count out of range is Kafka's INVALID_PARTITIONS.
-        let code = if config.partitions == 0 || config.partitions > 1024 {
-            errors::INVALID_PARTITIONS
-        } else {
-            errors::code(&failure)
-        };
-        return Err((code, failure.detail));
-    }
-    if let Err(e) = kafko_core::naming::validate_name(topic.name.as_str()) {
-        return Err((errors::INVALID_TOPIC_EXCEPTION, e.to_string()));
-    }
-    if is_internal(topic.name.as_str()) {
-        return Err((
-            errors::INVALID_TOPIC_EXCEPTION,
-            format!("'{}' is a Kafka internal topic", topic.name.as_str()),
-        ));
-    }
-    let exists = || {
-        (
+    } else {
+        None
+    };
+    let new = NewTopic {
+        name: topic.name.as_str(),
+        partitions,
+        configs: topic
+            .configs
+            .iter()
+            .map(|c| (c.name.as_str(), c.value.as_ref().map(StrBytes::as_str))),
+        validate_only,
+    };
+    match topics::create(&state.kafko, &state.config.auto_create, new).await {
+        Ok(created) => Ok((
+            created.config.partitions,
+            created.topic.as_ref().map(topic_uuid),
+        )),
+        Err(CreateError::InvalidConfig(m)) => Err((errors::INVALID_CONFIG, m)),
+        Err(CreateError::InvalidPartitions(m)) => Err((errors::INVALID_PARTITIONS, m)),
+        Err(CreateError::InvalidName(m)) => Err((errors::INVALID_TOPIC_EXCEPTION, m)),
+        Err(CreateError::AlreadyExists) => Err((
             errors::TOPIC_ALREADY_EXISTS,
             format!("topic '{}' already exists", topic.name.as_str()),
-        )
-    };
-    if validate_only {
-        return match state.kafko.find_topic(topic.name.as_str()) {
-            Ok(Some(_)) => Err(exists()),
-            Ok(None) => Ok((config.partitions, None)),
-            Err(e) => {
-                let failure = Failure::from(e);
-                Err((errors::code(&failure), failure.detail))
-            }
-        };
-    }
-    let partitions = config.partitions;
-    match state
-        .kafko
-        .create_topic_with_config(topic.name.as_str(), config)
-        .await
-    {
-        Ok(CreateOutcome::Created) => {
-            let id = state
-                .kafko
-                .find_topic(topic.name.as_str())
-                .ok()
-                .flatten()
-                .map(|t| topic_uuid(&t));
-            Ok((partitions, id))
-        }
-        Ok(CreateOutcome::AlreadyExisted) => Err(exists()),
-        Err(e) => {
+        )),
+        Err(CreateError::Failed(e)) => {
             let failure = Failure::from(e);
             Err((errors::code(&failure), failure.detail))
         }
     }
-}
-
-fn number(name: &str, value: &str) -> Result<i64, String> {
-    value
-        .parse()
-        .map_err(|_| format!("{name}: '{value}' is not a number"))
-}
-
-/// Applies one Kafka topic config to a kafko one.
-fn apply(config: &mut TopicConfig, name: &str, value: Option<&str>) -> Result<(), String> {
-    let Some(value) = value else {
-        // A null value keeps the default.
-        return Ok(());
-    };
-    let non_negative = |v: i64| -> Result<u64, String> {
-        u64::try_from(v).map_err(|_| format!("{name}: '{value}' is negative"))
-    };
-    match name {
-        "cleanup.policy" => {
-            let mut parts: Vec<&str> = value.split(',').map(str::trim).collect();
-            parts.sort_unstable();
-            config.cleanup_policy = match parts.as_slice() {
-                ["delete"] => CleanupPolicy::Delete,
-                ["compact"] => CleanupPolicy::Compact,
-                ["compact", "delete"] => CleanupPolicy::CompactDelete,
-                _ => {
-                    return Err(format!(
-                        "cleanup.policy: '{value}' is not delete, compact or both"
-                    ));
-                }
-            };
-        }
-        "retention.ms" => {
-            let v = number(name, value)?;
-            config.retention_ms = if v == -1 {
-                None
-            } else {
-                Some(non_negative(v)?)
-            };
-        }
-        "retention.bytes" => {
-            let v = number(name, value)?;
-            config.retention_bytes = if v == -1 {
-                None
-            } else {
-                Some(non_negative(v)?)
-            };
-        }
-        "segment.bytes" => config.segment_bytes = non_negative(number(name, value)?)?,
-        "max.message.bytes" => config.max_record_bytes = non_negative(number(name, value)?)?,
-        "compression.type" => {
-            config.compression = match value {
-                "none" | "uncompressed" | "producer" => Compression::None,
-                "lz4" => Compression::Lz4,
-                "zstd" => Compression::Zstd,
-                other => {
-                    return Err(format!(
-                        "compression.type: '{other}' is not served; none, lz4, zstd or producer"
-                    ));
-                }
-            };
-        }
-        other => return Err(format!("config '{other}' is not supported")),
-    }
-    Ok(())
 }
 
 /// Answers DeleteTopics (by name; a topic id, v6, through the log's id map). As Kafka's

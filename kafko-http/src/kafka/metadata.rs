@@ -20,16 +20,8 @@ use kafka_protocol::protocol::StrBytes;
 use kafko_core::{TopicHandle, TopicId};
 
 use super::{Broker, NODE_ID, errors};
-use crate::config::AutoCreate;
 use crate::service::failure::Failure;
-
-/// Kafka's internal topics (group offsets, transaction state). kafko keeps groups'
-/// offsets in its own files and serves no transactions: Metadata never auto-creates an
-/// ordinary topic under these names, and a Kafka client may neither create one nor
-/// write to one (INVALID_TOPIC_EXCEPTION, as Kafka refuses a client's append to them).
-pub(crate) fn is_internal(name: &str) -> bool {
-    matches!(name, "__consumer_offsets" | "__transaction_state")
-}
+use crate::service::topics;
 
 /// Kafka's topic id for a kafko topic incarnation (both are 128 bits).
 pub(crate) fn topic_uuid(topic: &TopicHandle) -> uuid::Uuid {
@@ -123,13 +115,12 @@ async fn describe(
     topic.name = Some(TopicName(str(name)));
     let found = match kafko.find_topic(name) {
         Ok(Some(handle)) => Ok(handle),
-        Ok(None) => match (&broker.state.config.auto_create, may_create) {
-            (AutoCreate::Enabled(config), true) if !is_internal(name) => kafko
-                .topic_or_create(name, config.clone())
+        Ok(None) if may_create => {
+            topics::auto_create(kafko, &broker.state.config.auto_create, name)
                 .await
-                .map_err(|e| errors::code(&Failure::from(e))),
-            _ => Err(errors::UNKNOWN_TOPIC_OR_PARTITION),
-        },
+                .map_err(|e| errors::code(&Failure::from(e)))
+        }
+        Ok(None) => Err(errors::UNKNOWN_TOPIC_OR_PARTITION),
         Err(e) => Err(errors::code(&Failure::from(e))),
     };
     let handle = match found {

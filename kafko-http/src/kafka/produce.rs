@@ -155,7 +155,7 @@ async fn produce_topic(
     if let Some((code, message)) = refuse_all {
         return all(code, message);
     }
-    if super::metadata::is_internal(name.as_str()) {
+    if crate::service::topics::is_internal(name.as_str()) {
         return all(
             errors::INVALID_TOPIC_EXCEPTION,
             "a Kafka internal topic takes no client's records",

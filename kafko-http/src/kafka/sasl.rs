@@ -11,6 +11,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::dispatch::Session;
 use super::{Broker, errors};
+use crate::service::auth::token_matches;
 
 const PLAIN: &str = "PLAIN";
 
@@ -51,8 +52,7 @@ pub(crate) fn authenticate(
         .auth_token
         .as_deref()
         .unwrap_or_default();
-    let ok = parts.next().is_none()
-        && password.is_some_and(|p| constant_time_eq(p, expected.as_bytes()));
+    let ok = parts.next().is_none() && password.is_some_and(|p| token_matches(expected, p));
     if ok {
         session.authenticated = true;
     } else {
@@ -62,9 +62,4 @@ pub(crate) fn authenticate(
         ));
     }
     (response, ok)
-}
-
-/// Compares without an early exit on the first differing byte.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }

@@ -10,6 +10,7 @@ use kafko_core::{
 };
 
 use super::failure::{Failure, Kind};
+use super::topics;
 use crate::config::{AutoCreate, ServerConfig};
 
 /// The server's limits on one produce request.
@@ -145,27 +146,21 @@ pub(crate) fn existing(kafko: &Kafko, topic: &str) -> Result<Option<Producer>, A
     Ok(kafko.find_topic(topic)?.map(|t| t.producer()))
 }
 
-/// The producer of `topic`, which did not exist: created first when the server
-/// auto-creates topics (as Kafka's `auto.create.topics.enable`). A topic another request
-/// created meanwhile (with its own configuration) is used as it is.
+/// The producer of `topic`, which did not exist: auto-created first, through
+/// [`topics::auto_create`] (the one path every front end's auto-create takes).
 ///
 /// # Errors
-/// `TopicNotFound` when auto-creation is off; the creation's failure (`InvalidName`,
+/// As [`topics::auto_create`]: `TopicNotFound` when auto-creation is off (or the name
+/// is a Kafka internal topic's); the creation's failure (`InvalidName`,
 /// `LimitReached`, storage…).
 pub(crate) async fn create(
     kafko: &Kafko,
     auto_create: &AutoCreate,
     topic: &str,
 ) -> Result<Producer, AdminError> {
-    match auto_create {
-        AutoCreate::Disabled => Err(AdminError::TopicNotFound {
-            topic: topic.to_owned(),
-        }),
-        AutoCreate::Enabled(config) => Ok(kafko
-            .topic_or_create(topic, config.clone())
-            .await?
-            .producer()),
-    }
+    Ok(topics::auto_create(kafko, auto_create, topic)
+        .await?
+        .producer())
 }
 
 /// The producer of `topic`: [`existing`], else [`create`].

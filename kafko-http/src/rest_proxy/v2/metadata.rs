@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use axum::extract::State;
 use axum::response::Response;
-use kafko_core::{AdminError, CleanupPolicy, Compression, TopicConfig, TopicDescription};
+use kafko_core::{AdminError, TopicDescription};
 use serde::Serialize;
 
 use super::v2_json;
@@ -15,6 +15,7 @@ use crate::rest_proxy::api_doc::{
     V2PartitionNotFound, V2PartitionPath, V2TopicNotFound, V2TopicPath,
 };
 use crate::rest_proxy::error::{ProxyError, ProxyResult};
+use crate::service::topic_config;
 use crate::state::AppState;
 
 /// The one broker's id.
@@ -28,37 +29,6 @@ pub(crate) fn describe(state: &AppState, topic: &str) -> ProxyResult<TopicDescri
         }
         other => other.into(),
     })
-}
-
-/// A topic's configuration under Kafka's names, values as strings (as Kafka reports them).
-pub(crate) fn kafka_configs(c: &TopicConfig) -> BTreeMap<&'static str, String> {
-    let or_unbounded = |v: Option<u64>| v.map_or_else(|| "-1".to_owned(), |v| v.to_string());
-    BTreeMap::from([
-        (
-            "cleanup.policy",
-            match c.cleanup_policy {
-                CleanupPolicy::Delete => "delete",
-                CleanupPolicy::Compact => "compact",
-                CleanupPolicy::CompactDelete => "compact,delete",
-            }
-            .to_owned(),
-        ),
-        (
-            "compression.type",
-            match c.compression {
-                Compression::None => "uncompressed",
-                Compression::Lz4 => "lz4",
-                Compression::Zstd => "zstd",
-            }
-            .to_owned(),
-        ),
-        ("retention.ms", or_unbounded(c.retention_ms)),
-        ("retention.bytes", or_unbounded(c.retention_bytes)),
-        ("segment.bytes", c.segment_bytes.to_string()),
-        ("max.message.bytes", c.max_record_bytes.to_string()),
-        ("min.compaction.lag.ms", c.min_compaction_lag_ms.to_string()),
-        ("delete.retention.ms", c.delete_retention_ms.to_string()),
-    ])
 }
 
 /// A replica in [`PartitionMeta`].
@@ -144,7 +114,7 @@ pub(crate) async fn get_topic(
 ) -> ProxyResult<Response> {
     let d = describe(&state, &topic)?;
     Ok(v2_json(&TopicMeta {
-        configs: kafka_configs(&d.config),
+        configs: topic_config::kafka_configs(&d.config),
         partitions: partitions_meta(&d),
         name: d.name,
     }))

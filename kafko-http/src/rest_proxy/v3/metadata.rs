@@ -4,11 +4,10 @@
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::Response;
-use kafko_core::{AdminError, CleanupPolicy, Compression, TopicConfig, TopicDescription};
+use kafko_core::{AdminError, TopicDescription};
 use serde::{Deserialize, Serialize};
 
 use super::{InCluster, ListMeta, Related, ResourceMeta, Urls, check_cluster};
-use crate::AutoCreate;
 use crate::rest_proxy::api_doc::{
     ClusterNotFound, ClusterPath, V3PartitionNotFound, V3PartitionPath, V3TopicNotFound,
     V3TopicPath,
@@ -21,6 +20,7 @@ use crate::rest_proxy::error::{
 use crate::rest_proxy::v2::json_as;
 use crate::rest_proxy::v2::metadata::BROKER_ID;
 use crate::rest_proxy::{ProxyBody, ProxyPath, parse_body};
+use crate::service::topics::{self, CreateError, NewTopic};
 use crate::state::AppState;
 
 fn ok<T: Serialize>(value: &T) -> Response {
@@ -225,67 +225,6 @@ fn bad_topic(message: impl Into<String>) -> ProxyError {
     ProxyError::new(StatusCode::BAD_REQUEST, V3_BAD_TOPIC, message).v3()
 }
 
-/// Applies Kafka-named settings to a kafko topic configuration.
-fn apply_configs(config: &mut TopicConfig, entries: &[ConfigEntry]) -> ProxyResult<()> {
-    for e in entries {
-        let value = e.value.as_deref().unwrap_or("").trim();
-        let number = || {
-            value.parse::<i64>().map_err(|_| {
-                bad_topic(format!(
-                    "Invalid value {value} for configuration {}",
-                    e.name
-                ))
-            })
-        };
-        let unsigned = |n: i64| {
-            u64::try_from(n).map_err(|_| {
-                bad_topic(format!(
-                    "Invalid value {value} for configuration {}",
-                    e.name
-                ))
-            })
-        };
-        match e.name.as_str() {
-            "cleanup.policy" => {
-                config.cleanup_policy = match value.replace(' ', "").as_str() {
-                    "delete" => CleanupPolicy::Delete,
-                    "compact" => CleanupPolicy::Compact,
-                    "compact,delete" | "delete,compact" => CleanupPolicy::CompactDelete,
-                    _ => {
-                        return Err(bad_topic(format!(
-                            "Invalid value {value} for configuration cleanup.policy"
-                        )));
-                    }
-                }
-            }
-            "compression.type" => {
-                config.compression = match value {
-                    "uncompressed" | "producer" | "none" => Compression::None,
-                    "lz4" => Compression::Lz4,
-                    "zstd" => Compression::Zstd,
-                    _ => {
-                        return Err(bad_topic(format!(
-                            "Invalid value {value} for configuration compression.type: kafko stores uncompressed, lz4 or zstd"
-                        )));
-                    }
-                }
-            }
-            "retention.ms" => {
-                config.retention_ms = Some(number()?).filter(|&n| n >= 0).map(|n| n as u64)
-            }
-            "retention.bytes" => {
-                config.retention_bytes = Some(number()?).filter(|&n| n >= 0).map(|n| n as u64)
-            }
-            "segment.bytes" => config.segment_bytes = unsigned(number()?)?,
-            "max.message.bytes" => config.max_record_bytes = unsigned(number()?)?,
-            "min.compaction.lag.ms" => config.min_compaction_lag_ms = unsigned(number()?)?,
-            "delete.retention.ms" => config.delete_retention_ms = unsigned(number()?)?,
-            other => return Err(bad_topic(format!("Unknown topic config name: {other}"))),
-        }
-    }
-    Ok(())
-}
-
 /// Creates a topic.
 #[utoipa::path(post, path = "/v3/clusters/{cluster}/topics", tag = "rest-proxy-v3",
     params(ClusterPath),
@@ -305,13 +244,6 @@ pub(crate) async fn create_topic(
 ) -> ProxyResult<Response> {
     check_cluster(&state, &cluster_id)?;
     let req: CreateTopicRequest = parse_body(&body).map_err(ProxyError::v3)?;
-    let mut config = match &state.config.auto_create {
-        AutoCreate::Enabled(c) => c.clone(),
-        AutoCreate::Disabled => TopicConfig::default(),
-    };
-    if let Some(n) = req.partitions_count {
-        config.partitions = n;
-    }
     match req.replication_factor {
         None | Some(-1..=1) => {}
         Some(n) => {
@@ -320,37 +252,36 @@ pub(crate) async fn create_topic(
             )));
         }
     }
-    apply_configs(&mut config, &req.configs)?;
-    kafko_core::naming::validate_name(&req.topic_name)
-        .map_err(|e| bad_topic(format!("Invalid topic name: {e}")))?;
-    config.validate().map_err(|e| bad_topic(e.to_string()))?;
     let urls = Urls::new(&state, &headers, &uri)?;
-    if state.kafko.topic(&req.topic_name).is_ok() {
-        return Err(bad_topic(format!(
-            "Topic '{}' already exists.",
-            req.topic_name
-        )));
-    }
-    if !req.validate_only {
-        match state
-            .kafko
-            .create_topic_with_config(&req.topic_name, config.clone())
-            .await
-        {
-            Ok(_) => {}
-            Err(AdminError::TopicAlreadyExists { .. }) => {
-                return Err(bad_topic(format!(
-                    "Topic '{}' already exists.",
-                    req.topic_name
-                )));
-            }
-            Err(e) => return Err(ProxyError::from(e).v3()),
+    let new = NewTopic {
+        name: &req.topic_name,
+        partitions: req.partitions_count,
+        configs: req
+            .configs
+            .iter()
+            .map(|c| (c.name.as_str(), c.value.as_deref())),
+        validate_only: req.validate_only,
+    };
+    let created = match topics::create(&state.kafko, &state.config.auto_create, new).await {
+        Ok(created) => created,
+        Err(CreateError::InvalidConfig(m) | CreateError::InvalidPartitions(m)) => {
+            return Err(bad_topic(m));
         }
-    }
+        Err(CreateError::InvalidName(m)) => {
+            return Err(bad_topic(format!("Invalid topic name: {m}")));
+        }
+        Err(CreateError::AlreadyExists) => {
+            return Err(bad_topic(format!(
+                "Topic '{}' already exists.",
+                req.topic_name
+            )));
+        }
+        Err(CreateError::Failed(e)) => return Err(ProxyError::from(e).v3()),
+    };
     Ok(json_as(
         StatusCode::CREATED,
         V3_JSON,
-        &topic_data(&urls, &req.topic_name, config.partitions),
+        &topic_data(&urls, &req.topic_name, created.config.partitions),
     ))
 }
 
