@@ -50,6 +50,18 @@ fn real_requests() -> Vec<Vec<u8>> {
     out
 }
 
+/// A seeded pseudo-random sequence (splitmix64), so that a failing mutation replays.
+fn splitmix64(seed: u64) -> impl FnMut() -> u64 {
+    let mut state = seed;
+    move || {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
 #[test]
 #[allow(clippy::cast_possible_truncation)] // random indexes and bytes
 fn the_request_decoder_survives_mutated_real_requests() {
@@ -57,15 +69,7 @@ fn the_request_decoder_survives_mutated_real_requests() {
     for seed in &seeds {
         assert_eq!(decode_request(seed), Ok(()), "a real request decodes");
     }
-    // splitmix64: seeded, so a failure replays.
-    let mut state: u64 = 0x6b61_666b_6f00_0001;
-    let mut next = move || {
-        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    };
+    let mut next = splitmix64(0x6b61_666b_6f00_0001);
     let mut refused = 0;
     for _ in 0..20_000u32 {
         let mut bytes = seeds[(next() as usize) % seeds.len()].clone();
@@ -155,14 +159,7 @@ fn the_broker_survives_mutated_real_requests_handled_whole() {
     for seed in &seeds {
         let _ = target.handle(seed);
     }
-    let mut state: u64 = 0x6b61_666b_6f00_0002;
-    let mut next = move || {
-        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    };
+    let mut next = splitmix64(0x6b61_666b_6f00_0002);
     let (mut answered, mut closed) = (0, 0);
     for _ in 0..3_000u32 {
         let mut bytes = seeds[(next() as usize) % seeds.len()].clone();
