@@ -187,6 +187,8 @@ impl ClosedBy {
 /// The HTTP server's series.
 struct HttpSeries {
     in_flight: AtomicU64,
+    /// Kafka fetches waiting for records (`min_bytes`) until their `max_wait_ms`.
+    kafka_fetches_waiting: Arc<AtomicU64>,
     /// Requests whose client went away before the response (their future was dropped).
     abandoned: AtomicU64,
     connections_open: AtomicU64,
@@ -313,6 +315,7 @@ impl Metrics {
     pub(crate) fn new(kafko: Kafko) -> Self {
         let http = Arc::new(HttpSeries {
             in_flight: AtomicU64::new(0),
+            kafka_fetches_waiting: Arc::default(),
             abandoned: AtomicU64::new(0),
             connections_open: AtomicU64::new(0),
             connections_closed: Default::default(),
@@ -396,12 +399,29 @@ impl Metrics {
         }
     }
 
+    /// Counts a Kafka fetch as waiting until the returned guard drops, on whichever
+    /// path the wait ends.
+    pub(crate) fn kafka_fetch_waiting(&self) -> Waiting {
+        let gauge = self.http.kafka_fetches_waiting.clone();
+        gauge.fetch_add(1, Ordering::Relaxed);
+        Waiting(gauge)
+    }
+
     /// The Prometheus text exposition (format 0.0.4).
     pub(crate) fn render(&self) -> String {
         let mut out = String::new();
         // Writing to a `String` does not fail, and the collectors fail only with it.
         let _ = prometheus_client::encoding::prometheus_text::encode(&mut out, &self.registry);
         out
+    }
+}
+
+/// One waiting read, counted in its gauge until dropped.
+pub(crate) struct Waiting(Arc<AtomicU64>);
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -433,6 +453,13 @@ impl Collector for HttpSeries {
             "Requests being handled.",
             MetricType::Gauge,
             load(&self.in_flight),
+        )?;
+        single(
+            &mut encoder,
+            "kafko_kafka_fetches_waiting",
+            "Kafka fetches waiting for records, up to their max_wait_ms.",
+            MetricType::Gauge,
+            load(&self.kafka_fetches_waiting),
         )?;
         single(
             &mut encoder,
