@@ -9,7 +9,8 @@
 //! - `status` is a status code (100–999);
 //! - `topic` is an existing topic that was written or read; `group` a group with a
 //!   committed offset;
-//! - `reason` is one of [`ClosedBy`].
+//! - `reason` is one of [`ClosedBy`];
+//! - `front_end` is one of [`FrontEnd`] ([`waiting`]).
 //!
 //! Recording is lock-free: a request's latency and status are atomic additions in
 //! series found without a lock (a fixed table of route slots, each set once), and a
@@ -32,6 +33,11 @@ use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
+
+mod waiting;
+
+use waiting::WaitingSeries;
+pub(crate) use waiting::{FrontEnd, Waiting};
 
 /// Upper bounds of the latency buckets, in seconds.
 const BUCKETS: [f64; 12] = [
@@ -187,8 +193,6 @@ impl ClosedBy {
 /// The HTTP server's series.
 struct HttpSeries {
     in_flight: AtomicU64,
-    /// Kafka fetches waiting for records (`min_bytes`) until their `max_wait_ms`.
-    kafka_fetches_waiting: Arc<AtomicU64>,
     /// Requests whose client went away before the response (their future was dropped).
     abandoned: AtomicU64,
     connections_open: AtomicU64,
@@ -307,6 +311,7 @@ impl fmt::Debug for LogSeries {
 pub(crate) struct Metrics {
     http: Arc<HttpSeries>,
     topics: Arc<TopicSeries>,
+    waiting: Arc<WaitingSeries>,
     registry: Registry,
 }
 
@@ -315,7 +320,6 @@ impl Metrics {
     pub(crate) fn new(kafko: Kafko) -> Self {
         let http = Arc::new(HttpSeries {
             in_flight: AtomicU64::new(0),
-            kafka_fetches_waiting: Arc::default(),
             abandoned: AtomicU64::new(0),
             connections_open: AtomicU64::new(0),
             connections_closed: Default::default(),
@@ -334,9 +338,12 @@ impl Metrics {
             lags: Mutex::default(),
         }));
         registry.register_collector(Box::new(http.clone()));
+        let waiting = Arc::new(WaitingSeries::default());
+        registry.register_collector(Box::new(waiting.clone()));
         Metrics {
             http,
             topics,
+            waiting,
             registry,
         }
     }
@@ -399,12 +406,10 @@ impl Metrics {
         }
     }
 
-    /// Counts a Kafka fetch as waiting until the returned guard drops, on whichever
-    /// path the wait ends.
-    pub(crate) fn kafka_fetch_waiting(&self) -> Waiting {
-        let gauge = self.http.kafka_fetches_waiting.clone();
-        gauge.fetch_add(1, Ordering::Relaxed);
-        Waiting(gauge)
+    /// Counts a read of `front_end` as waiting for records until the guard drops, on
+    /// whichever path its wait ends.
+    pub(crate) fn read_waiting(&self, front_end: FrontEnd) -> Waiting {
+        self.waiting.begin(front_end)
     }
 
     /// The Prometheus text exposition (format 0.0.4).
@@ -413,15 +418,6 @@ impl Metrics {
         // Writing to a `String` does not fail, and the collectors fail only with it.
         let _ = prometheus_client::encoding::prometheus_text::encode(&mut out, &self.registry);
         out
-    }
-}
-
-/// One waiting read, counted in its gauge until dropped.
-pub(crate) struct Waiting(Arc<AtomicU64>);
-
-impl Drop for Waiting {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -453,13 +449,6 @@ impl Collector for HttpSeries {
             "Requests being handled.",
             MetricType::Gauge,
             load(&self.in_flight),
-        )?;
-        single(
-            &mut encoder,
-            "kafko_kafka_fetches_waiting",
-            "Kafka fetches waiting for records, up to their max_wait_ms.",
-            MetricType::Gauge,
-            load(&self.kafka_fetches_waiting),
         )?;
         single(
             &mut encoder,

@@ -558,7 +558,7 @@ async fn long_poll_wakes_on_produce_and_times_out_empty() {
         async move { json(c.post(url).send().await.unwrap()).await }
     });
     // Produced once the poll is waiting: only a wake-up answers it before its 20 s.
-    common::until_requests_waiting(&c, &s, 1).await;
+    common::until_reads_waiting(&c, &s, "v1", 1).await;
     assert!(!waiting.is_finished(), "returned early");
     let r = post_body(&c, &s, "/v1/topics/lp/records?partition=2", "wake").await;
     assert_eq!(r.status(), 201);

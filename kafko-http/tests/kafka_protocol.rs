@@ -411,13 +411,7 @@ async fn a_fetch_long_poll_is_woken_by_a_produce_through_v1() {
     // A long fetch (30 s) waiting, then a produce through /v1: the fetch answers with it.
     let t0 = Instant::now();
     let sent = k.send(&fetch_request("lp", 0, 0, 30_000), 12, &[]).await;
-    while metric(&c, &s, "kafko_kafka_fetches_waiting").await == 0 {
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "the fetch never waited"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    common::until_reads_waiting(&c, &s, "kafka", 1).await;
     produce(&c, &s, "lp", "", json!([{"key": "k", "value": "woken"}])).await;
     let (correlation, r) = k.recv::<FetchRequest>(12).await;
     assert_eq!(correlation, sent);
@@ -428,7 +422,10 @@ async fn a_fetch_long_poll_is_woken_by_a_produce_through_v1() {
         "woken, not timed out: {:?}",
         t0.elapsed()
     );
-    assert_eq!(metric(&c, &s, "kafko_kafka_fetches_waiting").await, 0);
+    assert_eq!(
+        metric(&c, &s, r#"kafko_reads_waiting{front_end="kafka"}"#).await,
+        0
+    );
 }
 
 #[tokio::test]

@@ -498,7 +498,7 @@ async fn an_assigned_instance_reads_commits_and_seeks_its_partitions() {
     // The record is produced once the read is waiting: only a wake-up answers it before
     // its 10 s timeout.
     let (read, ()) = tokio::join!(read_positions(&c, &second, 10_000), async {
-        common::until_requests_waiting(&c, &s, 1).await;
+        common::until_reads_waiting(&c, &s, "rest_proxy", 1).await;
         produce_to(&c, &s, "logs", 0, 1).await;
     });
     assert_eq!(read, [(0, 3)]);

@@ -30,6 +30,7 @@ use tokio::sync::Notify;
 use super::fetch_read::{Asked, empty, read_all};
 use super::{Broker, errors};
 use crate::answer_budget::Reservation;
+use crate::metrics::FrontEnd;
 
 /// How long a client is asked to wait when the answer budget is full.
 const THROTTLE_MS: i32 = 1000;
@@ -121,7 +122,7 @@ pub(crate) async fn answer(
             {
                 break;
             }
-            waiting.get_or_insert_with(|| broker.state.metrics.kafka_fetch_waiting());
+            waiting.get_or_insert_with(|| broker.state.metrics.read_waiting(FrontEnd::Kafka));
             if woken.is_empty() {
                 tokio::time::sleep_until(deadline).await;
                 continue;
