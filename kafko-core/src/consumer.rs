@@ -132,6 +132,8 @@ impl Consumer {
     /// As [`poll_now`](Self::poll_now).
     pub async fn poll(&mut self, max: usize, timeout: Duration) -> Result<Vec<Record>, FetchError> {
         let deadline = tokio::time::Instant::now() + timeout;
+        // Counted as waiting from the first wait on, until the records or the deadline.
+        let mut waiting = None;
         loop {
             let activity = self.topic.activity.clone();
             let notified = activity.notified();
@@ -141,6 +143,7 @@ impl Consumer {
             if !got.is_empty() {
                 return Ok(got);
             }
+            waiting.get_or_insert_with(|| self.topic.wait_begins());
             if tokio::time::timeout_at(deadline, notified).await.is_err() {
                 return Ok(Vec::new());
             }

@@ -78,6 +78,14 @@ impl TopicHandle {
         self.topic.partition_count()
     }
 
+    /// Readers waiting for this topic's records now, in [`PartitionReader::read_wait`]
+    /// or a consumer's `poll`: a test writes once a reader waits, so only a wake-up
+    /// can answer it.
+    #[doc(hidden)]
+    pub fn waiting_readers(&self) -> usize {
+        self.topic.waiting_readers()
+    }
+
     /// Whether the topic this handle was resolved from has been deleted.
     pub fn is_deleted(&self) -> bool {
         self.topic.check_live().is_err()
@@ -228,6 +236,7 @@ impl PartitionReader {
         }
         let caught_up = fetched.next_offset;
         let deadline = tokio::time::Instant::now() + wait;
+        let waiting = self.topic.wait_begins();
         // Wakes on every new high watermark and on the topic's deletion.
         while let Ok(Ok(())) = tokio::time::timeout_at(deadline, rx.changed()).await {
             self.topic.check_live()?;
@@ -235,6 +244,7 @@ impl PartitionReader {
                 break;
             }
         }
+        drop(waiting);
         self.read(offset, max_records, max_bytes)
     }
 

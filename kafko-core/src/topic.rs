@@ -1,7 +1,7 @@
 //! A topic: its persisted config, its partitions, and the routing of records to them.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 
 use tokio::sync::Notify;
@@ -71,6 +71,18 @@ pub(crate) struct Topic {
     pub(crate) deleted: AtomicBool,
     /// Woken whenever any partition's high watermark moves.
     pub(crate) activity: Arc<Notify>,
+    /// Readers waiting for records of this topic ([`WaitingReader`]).
+    waiting: AtomicUsize,
+}
+
+/// One reader counted as waiting for its topic's records until dropped, on whichever
+/// path its wait ends.
+pub(crate) struct WaitingReader(Arc<Topic>);
+
+impl Drop for WaitingReader {
+    fn drop(&mut self) {
+        self.0.waiting.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl Topic {
@@ -91,7 +103,19 @@ impl Topic {
             round_robin: AtomicU32::new(0),
             deleted: AtomicBool::new(false),
             activity,
+            waiting: AtomicUsize::new(0),
         }
+    }
+
+    /// Counts a reader as waiting for this topic's records until the guard drops.
+    pub(crate) fn wait_begins(self: &Arc<Self>) -> WaitingReader {
+        self.waiting.fetch_add(1, Ordering::Relaxed);
+        WaitingReader(self.clone())
+    }
+
+    /// Readers waiting for this topic's records now.
+    pub(crate) fn waiting_readers(&self) -> usize {
+        self.waiting.load(Ordering::Relaxed)
     }
 
     pub(crate) fn config(&self) -> Arc<TopicConfig> {

@@ -98,8 +98,17 @@ async fn waiting_readers_wake_on_produce() {
     };
     let mut c = k.topic("t").map(|t| t.consumer()).unwrap();
     let next = tokio::spawn(async move { c.next_record().await.unwrap() });
-    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    assert!(!waiter.is_finished());
+    // Produced once both wait: only a wake-up answers them before their deadlines.
+    let topic = k.topic("t").unwrap();
+    let started = std::time::Instant::now();
+    while topic.waiting_readers() < 2 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "the readers never waited"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+    assert!(!waiter.is_finished() && !next.is_finished());
     k.producer_for("t")
         .unwrap()
         .send(None, "wake".into())
@@ -116,6 +125,7 @@ async fn waiting_readers_wake_on_produce() {
         .unwrap()
         .unwrap();
     assert_eq!(r.value.unwrap(), "wake");
+    assert_eq!(topic.waiting_readers(), 0);
     // A wait that nobody satisfies times out empty.
     let got = reader
         .read_wait(1, 10, 1 << 20, std::time::Duration::from_millis(30))

@@ -32,7 +32,16 @@ async fn handles_of_a_deleted_topic_fail_and_its_waiting_readers_wake() {
                 .await
         })
     };
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Deleted once the reader waits: only a wake-up answers it before its 30 s.
+    let started = std::time::Instant::now();
+    while old.waiting_readers() == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the reader never waited"
+        );
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    assert!(!waiting.is_finished());
     k.delete_topic("x").await.unwrap();
     let woken = tokio::time::timeout(Duration::from_secs(5), waiting)
         .await

@@ -9,7 +9,8 @@
 //! - `status` is a status code (100–999);
 //! - `topic` is an existing topic that was written or read; `group` a group with a
 //!   committed offset;
-//! - `reason` is one of [`ClosedBy`].
+//! - `reason` is one of [`ClosedBy`];
+//! - `front_end` is one of [`FrontEnd`] ([`waiting`]).
 //!
 //! Recording is lock-free: a request's latency and status are atomic additions in
 //! series found without a lock (a fixed table of route slots, each set once), and a
@@ -32,6 +33,11 @@ use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
+
+mod waiting;
+
+use waiting::WaitingSeries;
+pub(crate) use waiting::{FrontEnd, Waiting};
 
 /// Upper bounds of the latency buckets, in seconds.
 const BUCKETS: [f64; 12] = [
@@ -305,6 +311,7 @@ impl fmt::Debug for LogSeries {
 pub(crate) struct Metrics {
     http: Arc<HttpSeries>,
     topics: Arc<TopicSeries>,
+    waiting: Arc<WaitingSeries>,
     registry: Registry,
 }
 
@@ -331,9 +338,12 @@ impl Metrics {
             lags: Mutex::default(),
         }));
         registry.register_collector(Box::new(http.clone()));
+        let waiting = Arc::new(WaitingSeries::default());
+        registry.register_collector(Box::new(waiting.clone()));
         Metrics {
             http,
             topics,
+            waiting,
             registry,
         }
     }
@@ -394,6 +404,12 @@ impl Metrics {
         {
             n.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    /// Counts a read of `front_end` as waiting for records until the guard drops, on
+    /// whichever path its wait ends.
+    pub(crate) fn read_waiting(&self, front_end: FrontEnd) -> Waiting {
+        self.waiting.begin(front_end)
     }
 
     /// The Prometheus text exposition (format 0.0.4).

@@ -557,17 +557,15 @@ async fn long_poll_wakes_on_produce_and_times_out_empty() {
         );
         async move { json(c.post(url).send().await.unwrap()).await }
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Produced once the poll is waiting: only a wake-up answers it before its 20 s.
+    common::until_reads_waiting(&c, &s, "v1", 1).await;
+    assert!(!waiting.is_finished(), "returned early");
     let r = post_body(&c, &s, "/v1/topics/lp/records?partition=2", "wake").await;
     assert_eq!(r.status(), 201);
     let b = waiting.await.unwrap();
     let took = started.elapsed();
     assert_eq!(values(&b), ["wake"]);
     assert_eq!(b["records"][0]["partition"], 2);
-    assert!(
-        took >= Duration::from_millis(300),
-        "returned early: {took:?}"
-    );
     assert!(took < Duration::from_secs(5), "did not wake: {took:?}");
     // Committed by the long-poll like by any poll.
     assert_eq!(poll(&c, &s, "g", "lp", "").await["records"], json!([]));

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes, BytesMut};
 use common::kafka::{Got, Kafka, Rec, batch, name, produce_batch, produce_request, read_batches};
-use common::{Server, client, get_json, produce};
+use common::{Server, client, get_json, metric, produce};
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
@@ -408,18 +408,23 @@ async fn a_fetch_long_poll_is_woken_by_a_produce_through_v1() {
         "{:?}",
         t0.elapsed()
     );
-    // A long fetch (30 s) in flight, then a produce through /v1: the fetch answers with it.
+    // A long fetch (30 s) waiting, then a produce through /v1: the fetch answers with it.
     let t0 = Instant::now();
     let sent = k.send(&fetch_request("lp", 0, 0, 30_000), 12, &[]).await;
+    common::until_reads_waiting(&c, &s, "kafka", 1).await;
     produce(&c, &s, "lp", "", json!([{"key": "k", "value": "woken"}])).await;
     let (correlation, r) = k.recv::<FetchRequest>(12).await;
     assert_eq!(correlation, sent);
     let got = read_batches(r.responses[0].partitions[0].records.clone().unwrap());
     assert_eq!(got[0].value.as_deref(), Some(&b"woken"[..]));
     assert!(
-        t0.elapsed() < Duration::from_secs(20),
+        t0.elapsed() < Duration::from_secs(10),
         "woken, not timed out: {:?}",
         t0.elapsed()
+    );
+    assert_eq!(
+        metric(&c, &s, r#"kafko_reads_waiting{front_end="kafka"}"#).await,
+        0
     );
 }
 

@@ -495,12 +495,15 @@ async fn an_assigned_instance_reads_commits_and_seeks_its_partitions() {
     let p0 = json!({"partitions": [tp(0)]});
     assert_eq!(post_v2(&c, format!("{second}/assignments"), p0).await, 204);
     let started = std::time::Instant::now();
+    // The record is produced once the read is waiting: only a wake-up answers it before
+    // its 10 s timeout.
     let (read, ()) = tokio::join!(read_positions(&c, &second, 10_000), async {
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        common::until_reads_waiting(&c, &s, "rest_proxy", 1).await;
         produce_to(&c, &s, "logs", 0, 1).await;
     });
     assert_eq!(read, [(0, 3)]);
-    assert!(started.elapsed() < Duration::from_secs(5));
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(5), "did not wake: {took:?}");
 
     // An empty assignment drops it: the instance may subscribe again.
     let none = json!({"partitions": []});

@@ -55,8 +55,12 @@ async fn a_delete_ends_streams_and_answers_long_polls_with_404() {
         );
         tokio::spawn(async move { c.get(url).send().await.unwrap() })
     };
-    tokio::time::sleep(Duration::from_millis(300)).await;
-
+    // Deleted once the long-poll is waiting: only a wake-up answers it before its 25 s.
+    common::until_reads_waiting(&c, &s, "v1", 1).await;
+    assert!(
+        !long_poll.is_finished(),
+        "the long-poll answered before the delete"
+    );
     assert_eq!(delete(&c, &s, "/v1/topics/x").await.status(), 204);
 
     // The stream ends, its last event naming why.

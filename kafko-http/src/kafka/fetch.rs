@@ -30,6 +30,7 @@ use tokio::sync::Notify;
 use super::fetch_read::{Asked, empty, read_all};
 use super::{Broker, errors};
 use crate::answer_budget::Reservation;
+use crate::metrics::FrontEnd;
 
 /// How long a client is asked to wait when the answer budget is full.
 const THROTTLE_MS: i32 = 1000;
@@ -104,6 +105,9 @@ pub(crate) async fn answer(
     // Below min_bytes: wait, looking only at what each wake-up added, then read again.
     if bytes < min_bytes && !failed {
         drop(answer);
+        // Counted as waiting from the first wait on (interest registered, too little
+        // found) until the answer is read, whichever way the wait ends.
+        let mut waiting = None;
         loop {
             // Interest registered before looking: an append in between still wakes us.
             let mut woken: Vec<_> = notifies.iter().map(|n| Box::pin(n.notified())).collect();
@@ -118,6 +122,7 @@ pub(crate) async fn answer(
             {
                 break;
             }
+            waiting.get_or_insert_with(|| broker.state.metrics.read_waiting(FrontEnd::Kafka));
             if woken.is_empty() {
                 tokio::time::sleep_until(deadline).await;
                 continue;
@@ -129,6 +134,7 @@ pub(crate) async fn answer(
             }
         }
         answer = read_all(broker, &topics, max_bytes, version).0;
+        drop(waiting);
     }
     response.responses = answer;
     let frame = encode(&response)?;

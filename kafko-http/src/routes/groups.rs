@@ -36,6 +36,7 @@ use crate::dto::{
 };
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Json, OptionalJson, Path, Query, check_group, check_member, check_topic};
+use crate::metrics::FrontEnd;
 use crate::routes::records::fetch::{answers_full, read_limits, reserve_answer};
 use crate::routes::records::{payload_bytes, to_out};
 use crate::state::AppState;
@@ -124,6 +125,8 @@ pub(crate) async fn poll(
     let deadline = Instant::now() + Duration::from_millis(q.wait_ms.unwrap_or(0)).min(cfg.max_wait);
     let activity = t.activity();
     let mut committed = Vec::new();
+    // Counted as waiting from the first wait on.
+    let mut waiting = None;
     let (got, room) = loop {
         let notified = activity.notified();
         tokio::pin!(notified);
@@ -138,6 +141,7 @@ pub(crate) async fn poll(
             break (got, room);
         }
         drop(room);
+        waiting.get_or_insert_with(|| state.metrics.read_waiting(FrontEnd::V1));
         tokio::select! {
             () = &mut notified => {}
             () = tokio::time::sleep_until(deadline) => {}

@@ -468,6 +468,21 @@ pub fn series_value(metrics: &str, series: &str) -> u64 {
         .unwrap_or_else(|| panic!("no {series} in /metrics:\n{metrics}"))
 }
 
+/// Waits (at most 10 s) until at least `n` reads of `front_end` (`v1`, `rest_proxy`,
+/// `kafka`) wait for records, by `kafko_reads_waiting`: a test that writes only then
+/// sees its read answered by a wake-up, not by its first look.
+pub async fn until_reads_waiting(c: &reqwest::Client, s: &Server, front_end: &str, n: u64) {
+    let series = format!("kafko_reads_waiting{{front_end=\"{front_end}\"}}");
+    let started = std::time::Instant::now();
+    while metric(c, s, &series).await < n {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "fewer than {n} {front_end} reads ever waited"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
 /// Waits (at most 10 s) until the server handles at least `n` requests besides the
 /// `/metrics` scrape that asks: the signal that a long-poll or a waiting read has
 /// registered, for a test to act only once it waits.

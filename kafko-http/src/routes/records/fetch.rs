@@ -14,6 +14,7 @@ use crate::dto::{FetchQuery, FetchResponse, FormatQuery, Problem};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Path, Query, check_topic};
 use crate::json;
+use crate::metrics::FrontEnd;
 use crate::state::AppState;
 
 use super::stream;
@@ -81,6 +82,8 @@ pub(crate) async fn fetch(
     let reader = &read.reader;
     if !read.wait.is_zero() {
         // A long-poll waits for a record holding no budget; the read itself follows.
+        // Counted from before its first look, which does not yield to another task.
+        let _waiting = state.metrics.read_waiting(FrontEnd::V1);
         tokio::select! {
             r = reader.read_wait(read.start, 1, 1, read.wait) => { r?; }
             () = state.shutdown_requested() => {}

@@ -21,6 +21,7 @@ use super::InstanceAt;
 use super::subscription::join_subscribed;
 use crate::answer_budget::Reservation;
 use crate::config::ServerConfig;
+use crate::metrics::FrontEnd;
 use crate::rest_proxy::ProxyQuery;
 use crate::rest_proxy::api_doc::{InstanceNotFound, InstancePath};
 use crate::rest_proxy::content_type::{EmbeddedFormat, check_accept};
@@ -156,6 +157,8 @@ async fn wait_for_records(
     deadline: Instant,
 ) -> ProxyResult<Batch> {
     let topics_changed = state.kafko.topics_changed();
+    // Counted as waiting from the first wait on.
+    let mut waiting = None;
     loop {
         // Registered before looking, so a creation in between still wakes us.
         let created = topics_changed.notified();
@@ -178,6 +181,7 @@ async fn wait_for_records(
         if batch.found() || Instant::now() >= deadline || state.is_shutting_down() {
             return Ok(batch);
         }
+        waiting.get_or_insert_with(|| state.metrics.read_waiting(FrontEnd::RestProxy));
         let any_wake = async {
             if wakes.is_empty() {
                 std::future::pending::<()>().await;
