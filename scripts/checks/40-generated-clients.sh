@@ -22,10 +22,8 @@ if ! installed openapi-python-client "$PYTHON_CLIENT_VERSION" || ! installed ope
     "$VENV/bin/pip" install --quiet --disable-pip-version-check \
         "openapi-python-client==$PYTHON_CLIENT_VERSION" "openapi-spec-validator==$SPEC_VALIDATOR_VERSION"
 fi
-if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-    echo "installing node and npm (Debian packages)"
-    apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null
-fi
+source scripts/lib/debian-tools.sh
+install_missing_tools node:nodejs npm:npm
 source scripts/lib/npm-ci.sh
 npm_ci_if_changed "$CLIENTS" "the TypeScript tools"
 

@@ -22,10 +22,8 @@ JS=scripts/clients/kafka
 
 source scripts/lib/python-pins.sh
 install_pins "$VENV" "${PINS[@]}"
-if ! command -v node >/dev/null || ! command -v npm >/dev/null || ! command -v kcat >/dev/null; then
-    echo "installing node, npm and kcat (Debian packages)"
-    apt-get update -qq && apt-get install -y -qq nodejs npm kcat >/dev/null
-fi
+source scripts/lib/debian-tools.sh
+install_missing_tools node:nodejs npm:npm kcat:kcat
 source scripts/lib/npm-ci.sh
 npm_ci_if_changed "$JS" "kafkajs"
 
