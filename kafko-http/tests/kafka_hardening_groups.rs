@@ -372,7 +372,13 @@ async fn a_join_offering_many_protocols_is_refused_at_once() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn session_and_rebalance_timeouts_are_bounded() {
-    let (_tmp, server, _c) = start(&["--group-max-session-timeout-ms", "7000"]).await;
+    let (_tmp, server, _c) = start(&[
+        "--group-min-session-timeout-ms",
+        "6000",
+        "--group-max-session-timeout-ms",
+        "7000",
+    ])
+    .await;
     let cpu0 = cpu_seconds(server.pid());
     let mut k = Kafka::connect(&server).await;
     for session in [0, 1_000, 5_999, 7_001, i32::MAX] {

@@ -11,8 +11,8 @@ use std::time::Duration;
 /// error a client acts on (`INVALID_SESSION_TIMEOUT`, `GROUP_MAX_SIZE_REACHED`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GroupLimits {
-    /// Shortest session timeout a join may ask (Kafka's `group.min.session.timeout.ms`,
-    /// 6 s).
+    /// Shortest session timeout a join may ask (Kafka's `group.min.session.timeout.ms`;
+    /// 1 ms here, where Kafka has 6 s: test suites use short sessions).
     pub min_session_timeout: Duration,
     /// Longest session timeout a join may ask (Kafka's `group.max.session.timeout.ms`,
     /// 30 min). A longer rebalance timeout is cut to it, so no join waits longer.
@@ -44,7 +44,7 @@ pub struct GroupLimits {
 impl Default for GroupLimits {
     fn default() -> Self {
         GroupLimits {
-            min_session_timeout: Duration::from_secs(6),
+            min_session_timeout: Duration::from_millis(1),
             max_session_timeout: Duration::from_secs(30 * 60),
             max_size: 1000,
             max_protocols: 32,
