@@ -13,9 +13,10 @@
 //!   from it. `dispatch`: the request header, the version check, SASL gating and
 //!   encoding answers. `fuzz_entry`: the decoder and whole-request entries for fuzzing.
 //! - One file per API family: `metadata` (Metadata, FindCoordinator), `produce`, `fetch`
-//!   (reading in `fetch_read`),
-//!   `offsets` (ListOffsets), `admin` (CreateTopics, DeleteTopics), `idempotence`
-//!   (InitProducerId, sequence numbers), `groups` (the group APIs), `sasl`.
+//!   (reading in `fetch_read`), `offsets` (ListOffsets), `admin` (CreateTopics,
+//!   DeleteTopics), `idempotence` (InitProducerId, sequence numbers), `groups` (the group
+//!   APIs; commits and offset fetches in `group_offsets`, the consumer protocol's
+//!   assignments read defensively in `consumer_protocol`), `sasl`.
 //! - `guard`: bounds on a request body's arrays before the codec decodes it, walking
 //!   the body layouts of `layouts`.
 //! - `records`: the record-batch codec, `inflate` its compressed areas; `errors`: Kafka
