@@ -119,18 +119,24 @@ async fn wait_ms_on_a_route_that_does_not_long_poll_counts_against_the_concurren
     let flags = ["--max-concurrent-requests=1", "--max-waiting-requests=8"];
     let (_tmp, s, c) = fresh_server_with_topic("t", &flags).await;
     // A produce whose body is still coming holds the one general permit.
+    let head = b"POST /v1/topics/t/records HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n";
     let mut hold = tokio::net::TcpStream::connect(&s.addr).await.unwrap();
-    hold.write_all(b"POST /v1/topics/t/records HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n")
-        .await
-        .unwrap();
-    // The visible signal that it holds it: /metrics (a general request) is refused.
+    hold.write_all(head).await.unwrap();
+    // The visible signal that it holds it: /metrics (a general request) is refused. A
+    // probe can take the permit first, and the produce is then refused itself: send it
+    // again on a new connection.
     let started = Instant::now();
     while get(&c, &s, "/metrics").await.status() != 503 {
         assert!(
             started.elapsed() < Duration::from_secs(10),
             "the permit was never taken"
         );
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        let mut peek = [0u8; 1];
+        let answered = tokio::time::timeout(Duration::from_millis(20), hold.peek(&mut peek)).await;
+        if matches!(answered, Ok(Ok(_))) {
+            hold = tokio::net::TcpStream::connect(&s.addr).await.unwrap();
+            hold.write_all(head).await.unwrap();
+        }
     }
     for path in [
         "/v1/topics?wait_ms=1",
