@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""A/B of kafko-http builds on the one-record produce, for profiling work: alternates
-the no-op ceiling and any number of kafko-http binaries round by round (A B C A B C …)
+"""A/B of kafko builds on the one-record produce, for profiling work: alternates
+the no-op ceiling and any number of kafko binaries round by round (A B C A B C …)
 and reports, per system, requests/s, the server's CPU per request and, where `perf` is
 installed, its kernel events per request (context switches, futex, write, epoll_wait).
 
@@ -10,7 +10,7 @@ tell *why* a build is slower (a hand-off between tasks shows up as context switc
 futex calls, an extra syscall as writes) where user-space instruction counts
 (callgrind) see nothing.
 
-Usage (after `cargo build --release -p kafko-http -p kafko-bench-noop`):
+Usage (after `cargo build --release -p kafko -p kafko-bench-noop`):
 
     bench/ab_http.py [--rounds 3] [--conns 16] [--secs 5] [--fsync never] [--size 256]
                      [--beside-batches 0] [--noop target/release/kafko-bench-noop]
@@ -33,7 +33,7 @@ partition during every run (the no-op gets them too): the mixed load, whose head
 the single-record p99. Each kafko run also reports its mean write-group size (appends per
 `write`, from `/metrics`) when the build exports it.
 
-Each NAME=BINARY is a kafko-http binary (copy builds aside to compare them); a topic
+Each NAME=BINARY is a kafko binary (copy builds aside to compare them); a topic
 `bench` with one partition is created on a fresh data directory for every run. The
 counts are taken over the middle of each run (after 1 s of warm-up), by `perf stat -p`
 on the server process and from its `/proc/<pid>/stat` CPU times.
@@ -97,7 +97,7 @@ def prefilled(name: str, argv: list[str], args, tmp: str) -> str:
     d = os.path.join(tmp, f"prefilled-{name}")
     if os.path.isdir(d):
         return d
-    srv = Server([*argv, "--data-dir", d, "--bind", "127.0.0.1:0"], d + ".log")
+    srv = Server([*argv, "--data-dir", d, "--bind", "127.0.0.1:0", "--kafka-bind", "off"], d + ".log")
     try:
         create_topic(srv, args)
         body = batch_body(1000, args.size)
@@ -116,7 +116,7 @@ def one_run(name: str, argv: list[str], is_kafko: bool, args, tmp: str) -> dict:
         if args.workload == "consume":
             shutil.copytree(prefilled(name, argv, args, tmp), os.path.join(data, "data"))
         argv = [*argv, "--data-dir", os.path.join(data, "data")]
-    srv = Server([*argv, "--bind", "127.0.0.1:0"], os.path.join(data, "server.log"))
+    srv = Server([*argv, "--bind", "127.0.0.1:0", "--kafka-bind", "off"], os.path.join(data, "server.log"))
     try:
         if is_kafko and args.workload != "consume":
             create_topic(srv, args)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The HTTP benchmark of kafko: drives `kafko-http`, the no-op ceiling server and Redis
+"""The HTTP benchmark of kafko: drives `kafko`, the no-op ceiling server and Redis
 Streams with the same load generators, alternating systems run by run, and writes the
 raw results as JSON (then `report.py` turns them into `bench/README.md`).
 
@@ -253,7 +253,7 @@ class Bench:
 
     def start_kafko(self, data_dir: str) -> Server:
         return Server(
-            [self.args.kafko, "--bind", "127.0.0.1:0", "--data-dir", data_dir],
+            [self.args.kafko, "--bind", "127.0.0.1:0", "--kafka-bind", "off", "--data-dir", data_dir],
             data_dir + ".log",
         )
 
@@ -533,7 +533,7 @@ def disk_flush_us(directory: str, rounds: int = 200) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--mode", choices=sorted(MODES), default="full")
-    ap.add_argument("--kafko", required=True, help="path to the kafko-http binary")
+    ap.add_argument("--kafko", required=True, help="path to the kafko binary")
     ap.add_argument("--noop", required=True, help="path to the kafko-bench-noop binary")
     ap.add_argument("--oha", default="oha")
     ap.add_argument("--out", required=True, help="results JSON to write")

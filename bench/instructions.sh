@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# User-space instructions per one-record produce (256 B, fsync never) of a kafko-http
+# User-space instructions per one-record produce (256 B, fsync never) of a kafko
 # binary, counted by callgrind: the server runs under valgrind, a warm-up of 500
 # produces goes uncounted, then N produces (4 connections) are counted. Unlike req/s on
 # a shared machine, the count repeats to within a few hundred instructions, so two
@@ -12,7 +12,7 @@ n=${2:-1000}
 d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
 valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$d/cg.out" \
-  "$bin" --data-dir "$d/data" --bind 127.0.0.1:0 >"$d/out" 2>"$d/err" &
+  "$bin" --data-dir "$d/data" --bind 127.0.0.1:0 --kafka-bind off >"$d/out" 2>"$d/err" &
 pid=$!
 addr=
 for _ in $(seq 300); do

@@ -12,7 +12,7 @@ the run and its peak (VmHWM).
 
 Usage (run with a Python that has confluent-kafka; bench/run-kafka.sh sets one up):
 
-    bench/kafka_peer.py --kafko target/release/kafko-http --peer PATH/TO/tansu
+    bench/kafka_peer.py --kafko target/release/kafko --peer PATH/TO/tansu
                         [--records 200000] [--size 256] [--linger 5] [--rounds 2]
 """
 

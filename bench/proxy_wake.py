@@ -4,7 +4,7 @@ instance (auto.offset.reset latest) starts a 5 s read, a record is produced thro
 half a second later, and the time from sending that produce to the read's answer is
 taken, ten times.
 
-Usage: bench/proxy_wake.py http://127.0.0.1:8080   (a running kafko-http)
+Usage: bench/proxy_wake.py http://127.0.0.1:8080   (a running kafko)
 """
 
 import json

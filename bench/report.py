@@ -98,7 +98,7 @@ def describe(c: dict) -> str:
     return body
 
 
-SYSTEM_NAMES = {"kafko": "kafko-http", "noop": "no-op ceiling", "redis": "Redis XADD"}
+SYSTEM_NAMES = {"kafko": "kafko", "noop": "no-op ceiling", "redis": "Redis XADD"}
 
 
 def table(data: dict) -> str:
@@ -224,7 +224,7 @@ def svg(data: dict) -> str:
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">',
         f'<rect width="{width}" height="{height}" fill="white"/>',
-        f'<text x="{ml}" y="20" font-size="15" font-weight="bold">kafko-http produce, one record per request: records/s vs connections</text>',
+        f'<text x="{ml}" y="20" font-size="15" font-weight="bold">kafko produce, one record per request: records/s vs connections</text>',
         f'<text x="{ml}" y="36" fill="#555">median of {data["settings"]["runs"]} runs, bars = min–max; '
         f'{data["machine"]["nproc"]} cores shared by server and load generator ({data["machine"]["date"]})</text>',
     ]
@@ -482,7 +482,7 @@ bench/run-http.sh --smoke    # one tiny cell, results to a temp file (what scrip
 ```
 
 The script installs `oha` (crates.io) and Debian `redis-server` when missing, builds
-`kafko-http` and the no-op ceiling (`bench/noop-server`) in release mode, then runs
+`kafko` and the no-op ceiling (`bench/noop-server`) in release mode, then runs
 `bench/http_bench.py` and regenerates this section and the plot with `bench/report.py`.
 Raw per-run numbers: [`results/http.json`](results/http.json).
 
@@ -494,7 +494,7 @@ responses/s × records per request; MB/s counts record value bytes (10^6); peak 
 the server's `VmHWM` read just before it is stopped; server CPU µs/req is its user +
 system CPU over the run (`/proc/PID/stat`) per answered request, and "of ceiling" gives
 req/s as a share of the no-op's and CPU per request as a multiple of it. The no-op ceiling is axum on the
-same runtime and accept loop as `kafko-http`, reading the body and answering 201.
+same runtime and accept loop as `kafko`, reading the body and answering 201.
 Redis: `redis-server` with `appendonly yes`, `appendfsync everysec`, driven by
 `redis-benchmark -c 16 XADD bench * v <256 B>` (its own client; p99.9 from its
 cumulative distribution). Consume: `GET …/records?partition=0&offset=<random multiple

@@ -54,12 +54,12 @@ target_dir="$(cargo metadata --format-version 1 --no-deps \
     | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
 if [[ "$mode" == smoke ]]; then
     # The debug binaries are what `cargo test` already built: no release build in CI.
-    echo "==> cargo build -p kafko-http -p kafko-bench-noop"
-    cargo build -q -p kafko-http -p kafko-bench-noop
+    echo "==> cargo build -p kafko -p kafko-bench-noop"
+    cargo build -q -p kafko -p kafko-bench-noop
     bin="$target_dir/debug"
 else
-    echo "==> cargo build --release -p kafko-http -p kafko-bench-noop"
-    cargo build -q --release -p kafko-http -p kafko-bench-noop
+    echo "==> cargo build --release -p kafko -p kafko-bench-noop"
+    cargo build -q --release -p kafko -p kafko-bench-noop
     bin="$target_dir/release"
 fi
 
@@ -81,7 +81,7 @@ else
 fi
 
 echo "==> measuring ($mode)"
-python3 bench/http_bench.py --mode "$mode" --kafko "$bin/kafko-http" \
+python3 bench/http_bench.py --mode "$mode" --kafko "$bin/kafko" \
     --noop "$bin/kafko-bench-noop" --oha "$(command -v oha)" --out "$results" \
     --tmp-dir "$work" ${keep[@]+"${keep[@]}"}
 
@@ -110,7 +110,7 @@ EOF
     # The A/B profiling harness (bench/ab_http.py): one short round of the same debug
     # binaries, which must answer every request and report a share of the no-op.
     ab_out="$(python3 bench/ab_http.py --rounds 1 --secs 3 --oha "$(command -v oha)" \
-        --noop "$bin/kafko-bench-noop" "smoke=$bin/kafko-http")"
+        --noop "$bin/kafko-bench-noop" "smoke=$bin/kafko")"
     echo "$ab_out"
     grep -q "of the no-op" <<<"$ab_out" || { echo "smoke: ab_http.py gave no ratio" >&2; exit 1; }
     if grep -q "failed responses" <<<"$ab_out"; then

@@ -16,7 +16,7 @@
 #   1. image metadata: non-root user, volume, exposed port, KAFKO_* env, HEALTHCHECK,
 #      STOPSIGNAL SIGTERM, entrypoint;
 #   2. a container turns healthy by the image's own HEALTHCHECK, runs as uid 10001 with
-#      kafko-http as PID 1, and serves produce and reads through the published port;
+#      kafko as PID 1, and serves produce and reads through the published port;
 #   3. `podman stop` (SIGTERM, 10 s grace) ends it with exit code 0 well inside the grace,
 #      and a new container on the same volume finds the clean-shutdown marker and every
 #      acknowledged record;
@@ -32,7 +32,7 @@ WORK=${KAFKO_PODMAN_WORK:-$ROOT/target/podman}
 RUST_IMAGE=docker.io/library/rust:1.95-slim-bookworm
 DEBIAN_IMAGE=docker.io/library/debian:bookworm-slim
 OHA_IMAGE_LOCAL=localhost/oha:stand-in
-IMAGE=localhost/kafko-http:local
+IMAGE=localhost/kafko:local
 NAME=kafko-podman-check
 VOLUME=kafko-podman-check-data
 # A free loopback port for the container's published 8080 (compose.yaml's own 8080 is
@@ -151,7 +151,7 @@ inspect '{{json .Config.Env}}' | grep 'KAFKO_BIND=0.0.0.0:8080' >/dev/null || fa
 inspect '{{json .Config.Env}}' | grep 'KAFKO_DATA_DIR=/var/lib/kafko' >/dev/null || fail "KAFKO_DATA_DIR"
 [ "$(inspect '{{.Config.StopSignal}}')" = "SIGTERM" ] || fail "stop signal $(inspect '{{.Config.StopSignal}}')"
 inspect '{{json .Config.Healthcheck.Test}}' | grep -- '--healthcheck' >/dev/null || fail "healthcheck"
-inspect '{{json .Config.Entrypoint}}' | grep '"kafko-http"' >/dev/null || fail "entrypoint"
+inspect '{{json .Config.Entrypoint}}' | grep '"kafko"' >/dev/null || fail "entrypoint"
 ok "user kafko:kafko, volume /var/lib/kafko, 8080/tcp, KAFKO_BIND/KAFKO_DATA_DIR, HEALTHCHECK, STOPSIGNAL SIGTERM"
 
 # ---- 2. health, identity, service -------------------------------------------------
@@ -166,10 +166,10 @@ start() {
 }
 say "2. health, identity, produce and read"
 start
-ok "healthy by the image's HEALTHCHECK (kafko-http --healthcheck)"
+ok "healthy by the image's HEALTHCHECK (kafko --healthcheck)"
 [ "$(podman exec "$NAME" id -u)" = "10001" ] || fail "not uid 10001"
 pid1=$(podman exec "$NAME" cat /proc/1/cmdline | tr '\0' ' ')
-case "$pid1" in kafko-http*) ok "runs as uid 10001, PID 1 is '$pid1'" ;; *) fail "PID 1 is '$pid1'" ;; esac
+case "$pid1" in kafko*) ok "runs as uid 10001, PID 1 is '$pid1'" ;; *) fail "PID 1 is '$pid1'" ;; esac
 BASE=http://127.0.0.1:$PORT
 curl -sf -X PUT "$BASE/v1/topics/check" -H 'content-type: application/json' \
     -d '{"partitions":2}' >/dev/null || fail "create topic"

@@ -7,13 +7,13 @@
 
 use std::sync::OnceLock;
 
-static TARGET: OnceLock<kafko_http::kafka::RequestTarget> = OnceLock::new();
+static TARGET: OnceLock<kafko_kafka::RequestTarget> = OnceLock::new();
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    let _ = kafko_http::kafka::decode_request(data);
+    let _ = kafko_kafka::decode_request(data);
     let target = TARGET.get_or_init(|| {
         let dir = std::env::temp_dir().join(format!("kafko-fuzz-{}", std::process::id()));
-        kafko_http::kafka::RequestTarget::open(&dir).expect("a log in the temporary directory")
+        kafko_kafka::RequestTarget::open(&dir).expect("a log in the temporary directory")
     });
     let _ = target.handle(data);
 });

@@ -1,7 +1,6 @@
 //! Errors: [`ApiError`], every failed request as `application/problem+json` (RFC 9457)
 //! with a stable `code`; `/v1`'s rendering of a [`Failure`] (the one mapping from core
-//! errors, in `service::failure`) as a status, a code and its extension members; and
-//! [`ServerError`] for start-up failures.
+//! errors, in `kafko_service::failure`) as a status, a code and its extension members.
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -9,36 +8,11 @@ use kafko_core::{AdminError, FetchError, GroupError, KafkoError, OpenError, Prod
 use serde_json::{Map, Value, json};
 
 use crate::dto::Problem;
-use crate::service::failure::{Failure, Kind};
-use crate::service::produce::ProduceFailure;
+use kafko_service::failure::{Failure, Kind};
+use kafko_service::produce::ProduceFailure;
 
 /// Content type of every error body.
 pub(crate) const PROBLEM_JSON: &str = "application/problem+json";
-
-/// Start-up and serving failures of the server process.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ServerError {
-    /// The log could not be opened.
-    #[error("opening the data directory: {0}")]
-    Open(#[source] OpenError),
-    /// The log's shutdown failed (it could not drain, fsync or mark the directory
-    /// clean); the next open recovers as after a crash.
-    #[error("shutting down the data directory: {0}")]
-    Shutdown(#[source] AdminError),
-    /// The listen address could not be bound.
-    #[error("binding {addr}: {source}")]
-    Bind {
-        /// The address.
-        addr: String,
-        /// The OS error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// Another I/O failure while serving.
-    #[error("serving: {0}")]
-    Io(#[from] std::io::Error),
-}
 
 /// A request failure, rendered as problem+json.
 #[derive(Debug)]
@@ -175,7 +149,7 @@ macro_rules! via_failure {
     ($target:ty: $($op:ty),*) => {$(
         impl From<$op> for $target {
             fn from(e: $op) -> Self {
-                crate::service::failure::Failure::from(e).into()
+                kafko_service::failure::Failure::from(e).into()
             }
         }
     )*};

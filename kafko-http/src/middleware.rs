@@ -24,8 +24,8 @@ use tokio::time::Sleep;
 use tower::{Layer, Service};
 
 use crate::error::ApiError;
-use crate::service::auth::token_matches;
 use crate::state::AppState;
+use kafko_service::auth::token_matches;
 
 /// The layer that wraps every route in an [`Envelope`].
 #[derive(Clone)]

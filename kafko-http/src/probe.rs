@@ -1,4 +1,4 @@
-//! `kafko-http --healthcheck`: a container health probe without curl. Connects to the
+//! `kafko --healthcheck`: a container health probe without curl. Connects to the
 //! `--bind` address (an unspecified address such as `0.0.0.0` means loopback), sends
 //! `GET /healthz` and succeeds only on a `200` status line. Blocking std I/O with
 //! timeouts: it runs once and exits, so no runtime is needed.

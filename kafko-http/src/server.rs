@@ -1,5 +1,5 @@
 //! Serving: the accept loop (connection cap, backoff when out of descriptors; connections
-//! closed when silent or idle by a sweep of the registry, see `crate::connections`), and the one graceful
+//! closed when silent or idle by a sweep of the registry, see `kafko_service::connections`), and the one graceful
 //! shutdown path shared by SIGTERM, SIGINT and `POST /v1/admin/shutdown`: stop
 //! accepting, let in-flight requests finish (bounded by `shutdown_grace`), then
 //! `Kafko::shutdown` (drain and fsync every partition, write the clean marker).
@@ -18,20 +18,14 @@ use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use crate::config::ServerConfig;
-use crate::error::ServerError;
-use crate::metrics::ClosedBy;
 use crate::router::app;
 use crate::state::AppState;
+use kafko_service::config::ServerConfig;
+use kafko_service::metrics::ClosedBy;
 
 use self::accept::refuse;
 use self::connection::Tracked;
-use crate::connections::{Activity, Backoff, Registry, Timeouts};
-
-pub use crate::descriptors::{
-    default_max_connections, default_max_open_segment_files, default_max_partitions,
-    default_max_topics, raise_nofile_limit,
-};
+use kafko_service::connections::{Activity, Backoff, Registry, Timeouts};
 
 /// How connections are accepted and served: the server's settings of the same names.
 #[derive(Debug, Clone, Copy)]
@@ -58,13 +52,9 @@ impl From<&ServerConfig> for ServeOptions {
     }
 }
 
-/// Serves until shutdown is requested, then shuts the log down. Returns once the log is
-/// closed.
-///
-/// # Errors
-/// [`ServerError::Shutdown`] when the log's shutdown fails (the next open recovers as
-/// after a crash).
-pub async fn serve(listener: TcpListener, state: AppState) -> Result<(), ServerError> {
+/// Serves HTTP until shutdown is requested; returns once every connection has closed or
+/// the shutdown grace has passed. Shutting the log down is the caller's.
+pub async fn serve(listener: TcpListener, state: AppState) {
     let router = app(state.clone());
     let options = ServeOptions::from(&state.config);
     let events = Events {
@@ -72,19 +62,12 @@ pub async fn serve(listener: TcpListener, state: AppState) -> Result<(), ServerE
         metrics: Some(state.clone()),
     };
     accept_loop(listener, router, options, events, &state.registry).await;
-    state
-        .kafko
-        .shutdown()
-        .await
-        .map_err(ServerError::Shutdown)?;
-    tracing::info!("log shut down cleanly");
-    Ok(())
 }
 
 /// Serves `router` on `listener` exactly as [`serve`] serves the API (the same accept
 /// loop, connection cap, timeouts and backoff), until `shutdown` turns `true` (or its
 /// sender is dropped); returns once every connection has closed or `shutdown_grace` has
-/// passed. For servers measured against kafko-http's own.
+/// passed. For servers measured against kafko's own.
 pub async fn serve_router(
     listener: TcpListener,
     router: Router,
@@ -217,34 +200,4 @@ impl Drop for AbortOnDrop {
     fn drop(&mut self) {
         self.0.abort();
     }
-}
-
-/// Triggers the graceful shutdown on SIGINT (Ctrl-C) or SIGTERM.
-pub async fn shutdown_on_signals(state: AppState) {
-    let ctrl_c = async {
-        if let Err(e) = tokio::signal::ctrl_c().await {
-            tracing::warn!(error = %e, "cannot listen for Ctrl-C");
-            std::future::pending::<()>().await;
-        }
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot listen for SIGTERM");
-                std::future::pending::<()>().await;
-            }
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => tracing::info!("SIGINT received"),
-        () = term => tracing::info!("SIGTERM received"),
-        () = state.shutdown_requested() => return,
-    }
-    state.trigger_shutdown();
 }

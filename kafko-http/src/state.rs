@@ -1,61 +1,54 @@
-//! [`AppState`]: the log, the configuration, the metrics and the shutdown signal that
-//! every handler shares. Cheap to clone: one reference count, however many fields.
+//! [`AppState`]: the [`Service`] every front end shares, and the admission limits only
+//! HTTP requests run under. Cheap to clone: one reference count.
 
 use std::sync::Arc;
 
-use kafko_core::Kafko;
-use tokio::sync::watch;
+use kafko_service::Service;
 
-use crate::config::ServerConfig;
-use crate::metrics::Metrics;
 use crate::middleware::{Limit, Pool};
 
-/// Shared server state. Every request clones it several times (router, middleware,
-/// extractors), so it is one `Arc`: a clone is one atomic increment, not one per field.
+/// The HTTP front ends' state. Every request clones it several times (router,
+/// middleware, extractors), so it is one `Arc`; it derefs to [`HttpShared`], which
+/// derefs to the [`Service`]'s fields (`state.kafko`, `state.config`, …).
 #[derive(Clone)]
 pub struct AppState {
-    shared: Arc<Shared>,
+    shared: Arc<HttpShared>,
 }
 
-/// The fields behind [`AppState`] (reached through its `Deref`; not constructible outside
-/// the crate).
-pub struct Shared {
-    pub(crate) kafko: Kafko,
-    pub(crate) config: ServerConfig,
-    pub(crate) metrics: Metrics,
+/// The fields behind [`AppState`].
+pub struct HttpShared {
+    /// The service under every front end.
+    pub(crate) service: Service,
+    /// `max_concurrent_requests`.
     pub(crate) permits: Limit,
     /// The long-polls' own limit (`max_waiting_requests`).
     pub(crate) waiting_permits: Limit,
-    /// The memory that record answers may hold until sent.
-    pub(crate) answers: crate::answer_budget::AnswerBudget,
-    /// Open connections, HTTP and Kafka, under one cap.
-    pub(crate) registry: crate::connections::Registry,
-    /// Flips to `true` once shutdown begins: streams and long-polls end, the accept loop stops.
-    shutdown: watch::Sender<bool>,
 }
 
 impl std::ops::Deref for AppState {
-    type Target = Shared;
+    type Target = HttpShared;
 
-    fn deref(&self) -> &Shared {
+    fn deref(&self) -> &HttpShared {
         &self.shared
     }
 }
 
+impl std::ops::Deref for HttpShared {
+    type Target = Service;
+
+    fn deref(&self) -> &Service {
+        &self.service
+    }
+}
+
 impl AppState {
-    /// State around an open log.
-    pub fn new(kafko: Kafko, config: ServerConfig) -> Self {
-        let metrics = Metrics::new(kafko.clone());
+    /// The HTTP state over `service`.
+    pub fn new(service: Service) -> Self {
         AppState {
-            shared: Arc::new(Shared {
-                kafko,
-                permits: Limit::new(config.max_concurrent_requests.max(1)),
-                waiting_permits: Limit::new(config.max_waiting_requests.max(1)),
-                answers: crate::answer_budget::AnswerBudget::new(config.max_answer_buffer_bytes),
-                registry: crate::connections::Registry::new(config.max_connections),
-                config,
-                metrics,
-                shutdown: watch::channel(false).0,
+            shared: Arc::new(HttpShared {
+                permits: Limit::new(service.config.max_concurrent_requests.max(1)),
+                waiting_permits: Limit::new(service.config.max_waiting_requests.max(1)),
+                service,
             }),
         }
     }
@@ -68,30 +61,8 @@ impl AppState {
         }
     }
 
-    /// The log.
-    pub fn kafko(&self) -> &Kafko {
-        &self.kafko
-    }
-
-    /// Begins graceful shutdown (idempotent): the same path as SIGTERM.
-    pub fn trigger_shutdown(&self) {
-        self.shutdown.send_replace(true);
-    }
-
-    /// Whether shutdown has begun.
-    pub fn is_shutting_down(&self) -> bool {
-        *self.shutdown.borrow()
-    }
-
-    /// A receiver of the shutdown flag: `true` once shutdown has begun.
-    pub fn shutdown_signal(&self) -> watch::Receiver<bool> {
-        self.shutdown.subscribe()
-    }
-
-    /// Resolves once shutdown begins.
-    pub async fn shutdown_requested(&self) {
-        let mut rx = self.shutdown.subscribe();
-        // An Err means the sender is gone, which also means we are stopping.
-        let _ = rx.wait_for(|stop| *stop).await;
+    /// The service under every front end.
+    pub fn service(&self) -> &Service {
+        &self.service
     }
 }

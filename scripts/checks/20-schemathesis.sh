@@ -56,6 +56,6 @@ if [[ $STATUS -ne 0 ]]; then
     echo "--- server log (tail) ---"; tail -50 "$WORK/server.log"
     exit "$STATUS"
 fi
-kill -0 "$SERVER_PID" || { echo "kafko-http died during the run"; exit 1; }
+kill -0 "$SERVER_PID" || { echo "kafko died during the run"; exit 1; }
 fail_on_panic
 echo "schemathesis (single requests; stateful): $(grep -E '^\s+[0-9]+ generated' "$WORK/report.txt" | sed 's/^ *//' | paste -sd';' -)"

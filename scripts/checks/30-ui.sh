@@ -2,7 +2,7 @@
 # The web console end to end: Playwright (pinned, from PyPI, into .venv-test/; its wheel
 # carries its own driver) drives Debian's Chromium (installed with apt-get when missing;
 # no browser download) against the real debug binary. The suite is
-# kafko-http/tests/ui/; screenshots and the first load's measured size go to
+# kafko/tests/ui/; screenshots and the first load's measured size go to
 # target/ui-artifacts/ (KAFKO_UI_ARTIFACTS to change it).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -24,13 +24,13 @@ if ! "$VENV/bin/python" -c "import importlib.metadata as m, sys; sys.exit(not (m
         "playwright==$PLAYWRIGHT_VERSION" "pytest==$PYTEST_VERSION"
 fi
 
-cargo build --quiet -p kafko-http
-export KAFKO_BIN="$PWD/target/debug/kafko-http"
+cargo build --quiet -p kafko
+export KAFKO_BIN="$PWD/target/debug/kafko"
 export KAFKO_UI_ARTIFACTS="${KAFKO_UI_ARTIFACTS:-$PWD/target/ui-artifacts}"
 export CHROMIUM=/usr/bin/chromium
 # Playwright must not fetch a browser of its own.
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1
 rm -rf "$KAFKO_UI_ARTIFACTS"
 mkdir -p "$KAFKO_UI_ARTIFACTS"
-"$VENV/bin/python" -m pytest -q -p no:cacheprovider kafko-http/tests/ui
+"$VENV/bin/python" -m pytest -q -p no:cacheprovider kafko/tests/ui
 echo "ui: first load $(sed -n 's/.*"bytes": \([0-9]*\).*/\1/p' "$KAFKO_UI_ARTIFACTS/first-load.json") bytes; screenshots in $KAFKO_UI_ARTIFACTS"

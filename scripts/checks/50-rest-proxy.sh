@@ -2,7 +2,7 @@
 # The Kafka REST Proxy API, driven by clients written for Confluent's REST Proxy:
 #  (a) PyPI's kafka-bridge-client in its `confluent` mode (create, subscribe, produce
 #      binary and json, consume, commit, delete), cross-checked against /v1;
-#  (b) the conformance suite in kafko-http/tests/rest_proxy/ (every endpoint: status,
+#  (b) the conformance suite in kafko/tests/rest_proxy/ (every endpoint: status,
 #      content type, body shape, error codes);
 #  (c) a key produced through v2 and through /v1 lands on the same partition.
 # Pinned packages go into .venv-test/; the real debug binary runs on an ephemeral
@@ -22,7 +22,7 @@ start_server --consumer-instance-timeout-ms "$INSTANCE_TIMEOUT_MS"
 
 set +e
 PYTHONDONTWRITEBYTECODE=1 PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 REST_PROXY_URL="$URL" KAFKO_URL="$URL" CONSUMER_INSTANCE_TIMEOUT_MS="$INSTANCE_TIMEOUT_MS" \
-    "$VENV/bin/python" -m pytest -q -p no:cacheprovider kafko-http/tests/rest_proxy
+    "$VENV/bin/python" -m pytest -q -p no:cacheprovider kafko/tests/rest_proxy
 STATUS=$?
 set -e
 if [[ $STATUS -ne 0 ]]; then

@@ -11,17 +11,20 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# launch DIR [FLAG...]: builds kafko-http and starts it with the flags, its data, stdout
+# launch DIR [FLAG...]: builds kafko and starts it with the flags, its data, stdout
 # and server.log in DIR; returns once it says it listens (at most 10 s), with its pid in
 # LAUNCHED_PID. Its stdout comes through a FIFO: reading the "listening on" line is the
 # signal, no polling; the rest of the output goes on into DIR/stdout.
 launch() {
     local dir=$1 line fd
     shift
-    cargo build --quiet -p kafko-http
+    cargo build --quiet -p kafko
     mkdir -p "$dir"
     mkfifo "$dir/stdout.fifo"
-    target/debug/kafko-http --bind 127.0.0.1:0 --data-dir "$dir/data" "$@" \
+    # Kafka's default port stays free unless a check asks for the listener.
+    local kafka=(--kafka-bind off)
+    [[ " $* " == *" --kafka-bind "* ]] && kafka=()
+    target/debug/kafko --bind 127.0.0.1:0 "${kafka[@]}" --data-dir "$dir/data" "$@" \
         >"$dir/stdout.fifo" 2>"$dir/server.log" &
     LAUNCHED_PID=$!
     exec {fd}<"$dir/stdout.fifo"
@@ -32,7 +35,7 @@ launch() {
     cat <&"$fd" >>"$dir/stdout" &
     exec {fd}<&-
     grep -q "^listening on" "$dir/stdout" 2>/dev/null \
-        || { echo "kafko-http did not start"; cat "$dir/server.log"; exit 1; }
+        || { echo "kafko did not start"; cat "$dir/server.log"; exit 1; }
 }
 
 # start_server [FLAG...]: the server of this check (see `launch`), in WORK; sets URL and
@@ -46,6 +49,6 @@ start_server() {
 # fail_on_panic: exits 1, showing where, if the server log holds a panic.
 fail_on_panic() {
     if grep -q "panicked" "$WORK/server.log"; then
-        echo "kafko-http panicked:"; grep -A5 panicked "$WORK/server.log"; exit 1
+        echo "kafko panicked:"; grep -A5 panicked "$WORK/server.log"; exit 1
     fi
 }

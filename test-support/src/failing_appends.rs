@@ -1,5 +1,5 @@
 //! Appends that fail while a switch is on: a file wrapper, and a hook that puts it on the
-//! files of one partition directory. Shared with kafko-http's tests.
+//! files of one partition directory. Shared with kafko's tests.
 
 use std::io;
 use std::path::Path;

@@ -1,4 +1,4 @@
-//! Test helpers shared by kafko-core's and kafko-http's integration tests (never a
+//! Test helpers shared by kafko-core's and kafko's integration tests (never a
 //! dependency of a shipped crate): storage layers over the real filesystem that inject
 //! faults or hold operations at a gate (`interposed`, `faulty`, `failing_appends`,
 //! `gate`), readers of the on-disk files (`on_disk`) and of a log (`reads`).

@@ -1,5 +1,5 @@
 //! A data directory read as the format lays it out: a partition's segment files and the
-//! batches framed in them, and whole-directory copies. Shared with kafko-http's tests.
+//! batches framed in them, and whole-directory copies. Shared with kafko's tests.
 
 use std::path::{Path, PathBuf};
 

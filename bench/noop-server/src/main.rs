@@ -18,8 +18,8 @@ use axum::extract::DefaultBodyLimit;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
-use kafko_http::ServerConfig;
 use kafko_http::server::{ServeOptions, serve_router};
+use kafko_service::ServerConfig;
 
 /// What `kafko-http` answers to a one-record produce, give or take the digits.
 const ANSWER: &str = r#"{"offsets":[{"partition":0,"offset":1234567,"timestamp":1764400000000}]}"#;

@@ -11,8 +11,8 @@ use serde::Serialize;
 
 use super::content_type::{V2_JSON, V3_JSON};
 use crate::error::ApiError;
-use crate::service::failure::{Failure, Kind};
-use crate::service::produce::ProduceFailure;
+use kafko_service::failure::{Failure, Kind};
+use kafko_service::produce::ProduceFailure;
 
 /// Unknown topic.
 pub(crate) const TOPIC_NOT_FOUND: u32 = 40401;

@@ -443,7 +443,7 @@ pub(crate) fn base_url(
         return Ok(url.clone());
     }
     let host = match headers.get(header::HOST) {
-        Some(h) => h.to_str().ok().filter(|h| crate::config::is_host_and_port(h)).ok_or_else(|| {
+        Some(h) => h.to_str().ok().filter(|h| kafko_service::config::is_host_and_port(h)).ok_or_else(|| {
             ProxyError::plain(
                 StatusCode::BAD_REQUEST,
                 "Invalid Host header: expected host[:port] (set --public-url to name the server's URL)",
@@ -452,7 +452,7 @@ pub(crate) fn base_url(
         None => uri
             .authority()
             .map(axum::http::uri::Authority::as_str)
-            .filter(|a| crate::config::is_host_and_port(a))
+            .filter(|a| kafko_service::config::is_host_and_port(a))
             .unwrap_or("localhost"),
     };
     Ok(format!("http://{host}"))
@@ -468,7 +468,7 @@ pub(crate) async fn producer_for(
     if kafko_core::naming::validate_name(topic).is_err() {
         return Err(ProxyError::topic_not_found(topic));
     }
-    Ok(crate::service::produce::producer(&state.kafko, &state.config.auto_create, topic).await?)
+    Ok(kafko_service::produce::producer(&state.kafko, &state.config.auto_create, topic).await?)
 }
 
 #[cfg(test)]
@@ -483,7 +483,7 @@ mod tests {
             "[::1]:80",
             "a_b-c.d:65535",
         ] {
-            assert!(crate::config::is_host_and_port(good), "{good}");
+            assert!(kafko_service::config::is_host_and_port(good), "{good}");
         }
         for bad in [
             "",
@@ -500,13 +500,13 @@ mod tests {
             "host/path",
             "h\u{e9}",
         ] {
-            assert!(!crate::config::is_host_and_port(bad), "{bad}");
+            assert!(!kafko_service::config::is_host_and_port(bad), "{bad}");
         }
     }
 
     #[test]
     fn a_public_url_is_http_host_port_and_path_only() {
-        let ok = |u: &str| crate::config::public_url(u).unwrap();
+        let ok = |u: &str| kafko_service::config::public_url(u).unwrap();
         assert_eq!(
             ok("https://kafko.example.com/"),
             "https://kafko.example.com"
@@ -520,7 +520,7 @@ mod tests {
             "http://u@h",
             "http://",
         ] {
-            assert!(crate::config::public_url(bad).is_err(), "{bad}");
+            assert!(kafko_service::config::public_url(bad).is_err(), "{bad}");
         }
     }
 }

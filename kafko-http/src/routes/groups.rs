@@ -28,7 +28,6 @@ use axum::response::{IntoResponse, Response};
 use kafko_core::{Delivery, GroupPollOptions, MemberRef, PartitionOffset, SeekTo};
 use tokio::time::Instant;
 
-use crate::answer_budget::Reservation;
 use crate::dto::{
     CommitRequest, CommitResponse, FormatQuery, GroupConfig, GroupDescription, GroupList,
     GroupPollQuery, GroupPollResponse, JoinRequest, Membership, PartitionOffsetDto, Problem,
@@ -36,10 +35,11 @@ use crate::dto::{
 };
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Json, OptionalJson, Path, Query, check_group, check_member, check_topic};
-use crate::metrics::FrontEnd;
 use crate::routes::records::fetch::{answers_full, read_limits, reserve_answer};
 use crate::routes::records::{payload_bytes, to_out};
 use crate::state::AppState;
+use kafko_service::answer_budget::Reservation;
+use kafko_service::metrics::FrontEnd;
 
 /// Session timeout of a member that does not choose one.
 const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(30);

@@ -1,5 +1,5 @@
 //! One accepted HTTP connection from accept to close: the service that counts its
-//! requests into its [`Activity`] (kept in `crate::connections`), and the task that
+//! requests into its [`Activity`] (kept in `kafko_service::connections`), and the task that
 //! serves it until it ends or is asked to close ([`run`]). Whoever decides that a
 //! connection must close — the sweep of the registry (no request head within the header
 //! timeout of accept, HTTP/1 and h2c alike, as hyper's own timer only starts once it
@@ -28,7 +28,7 @@ use tokio::net::TcpStream;
 use tower::Service;
 
 use super::Events;
-use crate::connections::{Activity, CloseSignal, InFlight, Reason};
+use kafko_service::connections::{Activity, CloseSignal, InFlight, Reason};
 
 /// How long a connection told to close may take to say goodbye (an h2 GOAWAY, a response
 /// being written) once nothing is in flight, before it is dropped.

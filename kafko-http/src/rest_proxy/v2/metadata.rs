@@ -15,8 +15,8 @@ use crate::rest_proxy::api_doc::{
     V2PartitionNotFound, V2PartitionPath, V2TopicNotFound, V2TopicPath,
 };
 use crate::rest_proxy::error::{ProxyError, ProxyResult};
-use crate::service::topic_config;
 use crate::state::AppState;
+use kafko_service::topic_config;
 
 /// The one broker's id.
 pub(crate) const BROKER_ID: u32 = 0;

@@ -26,8 +26,8 @@ use crate::rest_proxy::error::{
     ErrorBody, INVALID_PAYLOAD, PARTITION_NOT_FOUND, ProxyError, ProxyResult,
 };
 use crate::rest_proxy::{ProxyBody, ProxyPath, parse_body, producer_for};
-use crate::service::produce::{Policy, Produce};
 use crate::state::AppState;
+use kafko_service::produce::{Policy, Produce};
 
 /// One record of a v2 produce.
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -252,7 +252,7 @@ async fn send(
             }
         }
     }
-    if produce.len() > 0 {
+    if !produce.is_empty() {
         let receipt = produce.send().await?;
         state
             .metrics

@@ -20,8 +20,8 @@ use crate::rest_proxy::error::{
 use crate::rest_proxy::v2::json_as;
 use crate::rest_proxy::v2::metadata::BROKER_ID;
 use crate::rest_proxy::{ProxyBody, ProxyPath, parse_body};
-use crate::service::topics::{self, CreateError, NewTopic};
 use crate::state::AppState;
+use kafko_service::topics::{self, CreateError, NewTopic};
 
 fn ok<T: Serialize>(value: &T) -> Response {
     json_as(StatusCode::OK, V3_JSON, value)

@@ -33,9 +33,9 @@ use super::scan::{Next, Values};
 use crate::rest_proxy::api_doc::V3TopicPath;
 use crate::rest_proxy::content_type::V3_JSON;
 use crate::rest_proxy::error::{ErrorBody, INVALID_PAYLOAD, ProxyError};
-use crate::service::failure::{Failure, Kind};
-use crate::service::produce::{self, Policy};
 use crate::state::AppState;
+use kafko_service::failure::{Failure, Kind};
+use kafko_service::produce::{self, Policy};
 
 /// Receipts buffered ahead of a slow reader before appends wait for it.
 const RECEIPTS_AHEAD: usize = 64;
@@ -126,7 +126,7 @@ fn v3_answer(body: Body) -> Response {
 /// (room for base64's 4/3 and escaped strings) plus 64 KiB for the envelope (partition,
 /// timestamp, header names), within `--max-body-bytes`. A record still open past it is
 /// refused (413) without reading the rest.
-pub(crate) fn record_limit(config: &crate::config::ServerConfig) -> usize {
+pub(crate) fn record_limit(config: &kafko_service::config::ServerConfig) -> usize {
     config
         .max_record_bytes
         .saturating_mul(2)

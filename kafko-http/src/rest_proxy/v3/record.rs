@@ -13,8 +13,8 @@ use serde_json::Value;
 
 use crate::rest_proxy::error::{ErrorBody, PARTITION_NOT_FOUND, ProxyError};
 use crate::rest_proxy::timestamp::{format_ms, parse_ms};
-use crate::service::produce::{Policy, Produce};
 use crate::state::AppState;
+use kafko_service::produce::{Policy, Produce};
 
 /// A key or a value: its type and data.
 #[derive(Deserialize, utoipa::ToSchema)]

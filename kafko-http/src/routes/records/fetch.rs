@@ -9,13 +9,13 @@ use axum::response::{IntoResponse, Response};
 
 use kafko_core::{KafkoError, PartitionReader, TopicId};
 
-use crate::config::ServerConfig;
 use crate::dto::{FetchQuery, FetchResponse, FormatQuery, Problem};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Path, Query, check_topic};
 use crate::json;
-use crate::metrics::FrontEnd;
 use crate::state::AppState;
+use kafko_service::config::ServerConfig;
+use kafko_service::metrics::FrontEnd;
 
 use super::stream;
 use super::{payload_bytes, to_out};
@@ -132,7 +132,7 @@ pub(crate) async fn reserve_answer(
     state: &AppState,
     max_records: usize,
     max_bytes: usize,
-) -> ApiResult<crate::answer_budget::Reservation> {
+) -> ApiResult<kafko_service::answer_budget::Reservation> {
     let bytes = max_bytes.saturating_add(json::records_estimate(max_records, max_bytes));
     state.answers.reserve(bytes).await.ok_or_else(answers_full)
 }

@@ -22,7 +22,7 @@ use crate::dto::{
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Body, Path, check_topic, is_json, media_type};
 use crate::json;
-use crate::service::produce::{self, Limits, Policy, Produce, ProduceFailure};
+use kafko_service::produce::{self, Limits, Policy, Produce, ProduceFailure};
 
 use super::created::created;
 use super::plain_json::{self, Stop};

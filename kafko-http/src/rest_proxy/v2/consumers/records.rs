@@ -19,9 +19,6 @@ use tokio::time::Instant;
 
 use super::InstanceAt;
 use super::subscription::join_subscribed;
-use crate::answer_budget::Reservation;
-use crate::config::ServerConfig;
-use crate::metrics::FrontEnd;
 use crate::rest_proxy::ProxyQuery;
 use crate::rest_proxy::api_doc::{InstanceNotFound, InstancePath};
 use crate::rest_proxy::content_type::{EmbeddedFormat, check_accept};
@@ -30,6 +27,9 @@ use crate::rest_proxy::v2::assignment;
 use crate::rest_proxy::v2::instances::{Handle, Instance};
 use crate::rest_proxy::v2::to_json_sized;
 use crate::state::AppState;
+use kafko_service::answer_budget::Reservation;
+use kafko_service::config::ServerConfig;
+use kafko_service::metrics::FrontEnd;
 
 /// Query of a records read.
 #[derive(Deserialize, utoipa::IntoParams)]

@@ -1,0 +1,212 @@
+//! CreateTopics and DeleteTopics. A topic is created through the service's one create
+//! path (the server's default topic configuration, the partitions, and the Kafka
+//! configs kafko serves, read by `service::topic_config`); an unknown config, or a
+//! value out of range, is INVALID_CONFIG. A replication factor other than
+//! 1 (or -1, the default) is INVALID_REPLICATION_FACTOR: this is one node.
+
+use std::collections::HashMap;
+
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
+use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
+use kafka_protocol::messages::{
+    CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use crate::metadata::{topic_by_uuid, topic_uuid};
+use crate::{Broker, errors};
+use kafko_service::failure::Failure;
+use kafko_service::topics::{self, CreateError, NewTopic};
+
+/// Answers CreateTopics.
+pub(crate) async fn create_topics(
+    broker: &Broker,
+    request: CreateTopicsRequest,
+    version: i16,
+) -> CreateTopicsResponse {
+    let mut response = CreateTopicsResponse::default();
+    for topic in request.topics {
+        let mut result = CreatableTopicResult::default();
+        result.name = topic.name.clone();
+        let outcome = create(broker, &topic, request.validate_only).await;
+        match outcome {
+            Ok((partitions, id)) => {
+                if version >= 5 {
+                    result.num_partitions = i32::try_from(partitions).unwrap_or(i32::MAX);
+                    result.replication_factor = 1;
+                }
+                if version >= 7
+                    && let Some(id) = id
+                {
+                    result.topic_id = id;
+                }
+            }
+            Err((code, message)) => {
+                result.error_code = code;
+                result.error_message = Some(StrBytes::from_string(message));
+            }
+        }
+        response.topics.push(result);
+    }
+    response
+}
+
+/// Creates one topic: its partition count and id. The shape of the request (the
+/// replication factor, replica assignments, a partition count of -1 for the default) is
+/// checked here; the rest is the service's one create path.
+async fn create(
+    broker: &Broker,
+    topic: &CreatableTopic,
+    validate_only: bool,
+) -> Result<(u32, Option<uuid::Uuid>), (i16, String)> {
+    let state = &broker.state;
+    if !matches!(topic.replication_factor, -1 | 1) {
+        return Err((
+            errors::INVALID_REPLICATION_FACTOR,
+            "this is one node: the replication factor is 1".into(),
+        ));
+    }
+    let partitions = if !topic.assignments.is_empty() {
+        if topic.num_partitions != -1
+            || topic
+                .assignments
+                .iter()
+                .any(|a| a.broker_ids.iter().any(|b| b.0 != crate::NODE_ID))
+        {
+            return Err((
+                errors::INVALID_REPLICA_ASSIGNMENT,
+                "this is one node (id 0): assign every partition to it".into(),
+            ));
+        }
+        Some(u32::try_from(topic.assignments.len()).unwrap_or(u32::MAX))
+    } else if topic.num_partitions != -1 {
+        Some(
+            u32::try_from(topic.num_partitions)
+                .ok()
+                .filter(|p| *p > 0)
+                .ok_or((
+                    errors::INVALID_PARTITIONS,
+                    format!("{} partitions: at least 1", topic.num_partitions),
+                ))?,
+        )
+    } else {
+        None
+    };
+    let new = NewTopic {
+        name: topic.name.as_str(),
+        partitions,
+        configs: topic
+            .configs
+            .iter()
+            .map(|c| (c.name.as_str(), c.value.as_ref().map(StrBytes::as_str))),
+        validate_only,
+    };
+    match topics::create(&state.kafko, &state.config.auto_create, new).await {
+        Ok(created) => Ok((
+            created.config.partitions,
+            created.topic.as_ref().map(topic_uuid),
+        )),
+        Err(CreateError::InvalidConfig(m)) => Err((errors::INVALID_CONFIG, m)),
+        Err(CreateError::InvalidPartitions(m)) => Err((errors::INVALID_PARTITIONS, m)),
+        Err(CreateError::InvalidName(m)) => Err((errors::INVALID_TOPIC_EXCEPTION, m)),
+        Err(CreateError::AlreadyExists) => Err((
+            errors::TOPIC_ALREADY_EXISTS,
+            format!("topic '{}' already exists", topic.name.as_str()),
+        )),
+        Err(CreateError::Failed(e)) => {
+            let failure = Failure::from(e);
+            Err((errors::code(&failure), failure.detail))
+        }
+    }
+}
+
+/// Answers DeleteTopics (by name; a topic id, v6, through the log's id map). As Kafka's
+/// controller does, a name or an id listed more than once is answered once,
+/// INVALID_REQUEST, and not deleted: the work and the answer follow the distinct entries.
+pub(crate) async fn delete_topics(
+    broker: &Broker,
+    request: DeleteTopicsRequest,
+    version: i16,
+) -> DeleteTopicsResponse {
+    let kafko = &broker.state.kafko;
+    let targets: Vec<(Option<String>, uuid::Uuid)> = if version >= 6 {
+        request
+            .topics
+            .into_iter()
+            .map(|t| (t.name.map(|n| n.as_str().to_owned()), t.topic_id))
+            .collect()
+    } else {
+        request
+            .topic_names
+            .into_iter()
+            .map(|n| (Some(n.as_str().to_owned()), uuid::Uuid::nil()))
+            .collect()
+    };
+    let mut names = HashMap::new();
+    let mut ids = HashMap::new();
+    for (name, id) in &targets {
+        match name {
+            Some(name) => *names.entry(name.as_str()).or_insert(0u32) += 1,
+            None => *ids.entry(*id).or_insert(0u32) += 1,
+        }
+    }
+    let mut response = DeleteTopicsResponse::default();
+    for (name, id) in &targets {
+        let mut result = DeletableTopicResult::default();
+        let listed = match name {
+            Some(name) => names.get_mut(name.as_str()),
+            None => ids.get_mut(id),
+        };
+        match listed {
+            // Answered already.
+            Some(0) | None => continue,
+            Some(n) if *n > 1 => {
+                *n = 0;
+                result.name = name
+                    .as_deref()
+                    .map(|n| TopicName(StrBytes::from_string(n.into())));
+                if version >= 6 {
+                    result.topic_id = *id;
+                }
+                result.error_code = errors::INVALID_REQUEST;
+                if version >= 5 {
+                    let what = if name.is_some() { "name" } else { "id" };
+                    result.error_message =
+                        Some(StrBytes::from_string(format!("Duplicate topic {what}.")));
+                }
+                response.responses.push(result);
+                continue;
+            }
+            Some(n) => *n = 0,
+        }
+        let name = name
+            .clone()
+            .or_else(|| topic_by_uuid(broker, *id).map(|t| t.name().to_owned()));
+        if version >= 6 {
+            result.topic_id = *id;
+        }
+        match name {
+            None => result.error_code = errors::UNKNOWN_TOPIC_ID,
+            Some(name) => {
+                result.name = Some(TopicName(StrBytes::from_string(name.clone())));
+                let deleted = kafko.delete_topic(&name).await;
+                if deleted.is_ok() {
+                    broker.state.metrics.forget_topic(&name);
+                }
+                if let Err(e) = deleted {
+                    let failure = Failure::from(e);
+                    result.error_code = match errors::code(&failure) {
+                        errors::INVALID_TOPIC_EXCEPTION => errors::UNKNOWN_TOPIC_OR_PARTITION,
+                        c => c,
+                    };
+                    if version >= 5 {
+                        result.error_message = Some(StrBytes::from_string(failure.detail));
+                    }
+                }
+            }
+        }
+        response.responses.push(result);
+    }
+    response
+}

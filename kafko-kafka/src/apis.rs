@@ -1,0 +1,329 @@
+//! The one table of the Kafka APIs this broker serves: per API its key, the versions
+//! served, the body layout the guard walks, who may call it, the request type the codec
+//! decodes and the handler. ApiVersions' answer, the dispatch, the decoder behind the
+//! fuzz entry, the tests' lists and the APIs row of `docs/kafka.md` all come from it, so
+//! serving another API or version is one line here.
+
+use bytes::Bytes;
+use kafka_protocol::messages::{
+    ApiKey, ApiVersionsRequest, CreateTopicsRequest, DeleteTopicsRequest, DescribeGroupsRequest,
+    FetchRequest, FindCoordinatorRequest, HeartbeatRequest, InitProducerIdRequest,
+    JoinGroupRequest, LeaveGroupRequest, ListGroupsRequest, ListOffsetsRequest, MetadataRequest,
+    OffsetCommitRequest, OffsetFetchRequest, ProduceRequest, SaslAuthenticateRequest,
+    SaslHandshakeRequest, SyncGroupRequest,
+};
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
+
+use crate::dispatch::{Header, Outcome, Session, api_versions, encode};
+use crate::layouts::{self, Field};
+use crate::{Broker, admin, errors, fetch, groups, idempotence, metadata, offsets, produce, sasl};
+
+/// Who may call an API on a connection of a server that requires SASL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Gate {
+    /// Anyone, before authentication too (ApiVersions).
+    Open,
+    /// Served, and advertised, only when the server requires authentication; callable
+    /// before it.
+    Sasl,
+    /// Only an authenticated connection, when the server requires authentication.
+    Authenticated,
+}
+
+/// One served API.
+#[derive(Debug)]
+pub(crate) struct Api {
+    /// Its key.
+    pub(crate) key: ApiKey,
+    /// The oldest version served.
+    pub(crate) min: i16,
+    /// The newest version served.
+    pub(crate) max: i16,
+    /// The request body's layout, for the guard.
+    pub(crate) layout: &'static [Field],
+    /// Who may call it.
+    pub(crate) gate: Gate,
+}
+
+impl Api {
+    /// The versions served.
+    pub(crate) fn versions(&self) -> std::ops::RangeInclusive<i16> {
+        self.min..=self.max
+    }
+
+    /// Whether a connection with this session sees it advertised and may send it.
+    pub(crate) fn advertised(&self, session: &Session) -> bool {
+        self.gate != Gate::Sasl || session.auth_required
+    }
+}
+
+/// One request being served: the broker, the connection's session and the header.
+pub(crate) struct Call<'a> {
+    pub(crate) broker: &'a Broker,
+    pub(crate) session: &'a mut Session,
+    pub(crate) header: &'a Header,
+}
+
+impl Call<'_> {
+    /// The request's version.
+    fn version(&self) -> i16 {
+        self.header.version
+    }
+
+    /// `response` encoded as the answer.
+    fn answer<T: Encodable + HeaderVersion>(&self, response: &T) -> Result<Outcome, String> {
+        Ok(Outcome::Answer(encode(
+            self.header.correlation_id,
+            self.header.version,
+            response,
+        )?))
+    }
+}
+
+fn decode_as<T: Decodable>(body: &mut Bytes, version: i16) -> Result<T, String> {
+    T::decode(body, version).map_err(|e| format!("undecodable request body: {e}"))
+}
+
+/// Generates, from one list, the table (`APIS`), the decoded request of any served API
+/// (`Request`), its decoder (`decode`) and the dispatch to the handlers (`serve`).
+macro_rules! apis {
+    ($(
+        $key:ident $min:literal ..= $max:literal, $layout:ident, $gate:ident, $request:ident
+            => |$cx:ident, $r:ident| $serve:expr;
+    )*) => {
+        /// Every API this broker can serve, in the order ApiVersions lists them.
+        pub(crate) const APIS: &[Api] = &[$(
+            Api {
+                key: ApiKey::$key,
+                min: $min,
+                max: $max,
+                layout: layouts::$layout,
+                gate: Gate::$gate,
+            },
+        )*];
+
+        /// A decoded request body of a served API.
+        pub(crate) enum Request {
+            $($key($request),)*
+        }
+
+        /// Decodes a body of `key` at `version` with the message codec.
+        ///
+        /// # Errors
+        /// The body does not decode, or `key` is not served.
+        pub(crate) fn decode(key: ApiKey, version: i16, body: &mut Bytes) -> Result<Request, String> {
+            Ok(match key {
+                $(ApiKey::$key => Request::$key(decode_as(body, version)?),)*
+                other => return Err(format!("{other:?} is not served")),
+            })
+        }
+
+        /// Serves a decoded request with its API's handler.
+        pub(crate) async fn serve(call: Call<'_>, request: Request) -> Result<Outcome, String> {
+            match request {
+                $(Request::$key($r) => {
+                    let $cx = call;
+                    $serve
+                })*
+            }
+        }
+
+        /// A default-valued body of `key` at `version`, as the codec encodes it.
+        #[cfg(test)]
+        pub(crate) fn default_body(key: ApiKey, version: i16) -> Option<bytes::BytesMut> {
+            let mut out = bytes::BytesMut::new();
+            match key {
+                $(ApiKey::$key => $request::default().encode(&mut out, version).ok()?,)*
+                _ => return None,
+            }
+            Some(out)
+        }
+    };
+}
+
+apis! {
+    Produce 3..=9, PRODUCE, Authenticated, ProduceRequest => |cx, r| {
+        match produce::handle(cx.broker, r, cx.version()).await {
+            produce::Produced::Answer(response) => cx.answer(&response),
+            produce::Produced::Silent => Ok(Outcome::Silent),
+            produce::Produced::SilentFailure => {
+                Err("an acks=0 produce was refused".into())
+            }
+        }
+    };
+    Fetch 4..=12, FETCH, Authenticated, FetchRequest => |cx, r| {
+        let (correlation, version) = (cx.header.correlation_id, cx.version());
+        let (frame, room) = fetch::answer(cx.broker, r, version, |response| {
+            encode(correlation, version, response)
+        })
+        .await?;
+        Ok(match room {
+            Some(room) => Outcome::Held(frame, room),
+            None => Outcome::Answer(frame),
+        })
+    };
+    ListOffsets 1..=7, LIST_OFFSETS, Authenticated, ListOffsetsRequest => |cx, r| {
+        cx.answer(&offsets::handle(cx.broker, r, cx.version()))
+    };
+    Metadata 1..=12, METADATA, Authenticated, MetadataRequest => |cx, r| {
+        cx.answer(&metadata::handle(cx.broker, r, cx.version()).await)
+    };
+    OffsetCommit 2..=8, OFFSET_COMMIT, Authenticated, OffsetCommitRequest => |cx, r| {
+        cx.answer(&groups::offset_commit(cx.broker, r, cx.version()).await)
+    };
+    OffsetFetch 1..=7, OFFSET_FETCH, Authenticated, OffsetFetchRequest => |cx, r| {
+        cx.answer(&groups::offset_fetch(cx.broker, r, cx.version()))
+    };
+    FindCoordinator 0..=3, FIND_COORDINATOR, Authenticated, FindCoordinatorRequest => |cx, r| {
+        cx.answer(&metadata::find_coordinator(cx.broker, r, cx.version()))
+    };
+    JoinGroup 2..=7, JOIN_GROUP, Authenticated, JoinGroupRequest => |cx, r| {
+        let client = groups::Client {
+            id: &cx.header.client_id,
+            host: &cx.session.peer,
+        };
+        cx.answer(&groups::join_group(cx.broker, &client, r, cx.version()).await)
+    };
+    Heartbeat 0..=4, HEARTBEAT, Authenticated, HeartbeatRequest => |cx, r| {
+        cx.answer(&groups::heartbeat(cx.broker, r, cx.version()))
+    };
+    LeaveGroup 0..=4, LEAVE_GROUP, Authenticated, LeaveGroupRequest => |cx, r| {
+        cx.answer(&groups::leave_group(cx.broker, r, cx.version()))
+    };
+    SyncGroup 0..=5, SYNC_GROUP, Authenticated, SyncGroupRequest => |cx, r| {
+        cx.answer(&groups::sync_group(cx.broker, r, cx.version()).await)
+    };
+    DescribeGroups 0..=5, DESCRIBE_GROUPS, Authenticated, DescribeGroupsRequest => |cx, r| {
+        cx.answer(&groups::describe_groups(cx.broker, r, cx.version()))
+    };
+    ListGroups 0..=4, LIST_GROUPS, Authenticated, ListGroupsRequest => |cx, r| {
+        cx.answer(&groups::list_groups(cx.broker, r, cx.version()))
+    };
+    ApiVersions 0..=3, API_VERSIONS, Open, ApiVersionsRequest => |cx, _r| {
+        cx.answer(&api_versions(cx.session, errors::NONE))
+    };
+    CreateTopics 2..=7, CREATE_TOPICS, Authenticated, CreateTopicsRequest => |cx, r| {
+        cx.answer(&admin::create_topics(cx.broker, r, cx.version()).await)
+    };
+    DeleteTopics 1..=6, DELETE_TOPICS, Authenticated, DeleteTopicsRequest => |cx, r| {
+        cx.answer(&admin::delete_topics(cx.broker, r, cx.version()).await)
+    };
+    InitProducerId 0..=4, INIT_PRODUCER_ID, Authenticated, InitProducerIdRequest => |cx, r| {
+        cx.answer(&idempotence::init_producer_id(cx.broker, r, cx.version()))
+    };
+    SaslHandshake 1..=1, SASL_HANDSHAKE, Sasl, SaslHandshakeRequest => |cx, r| {
+        let mut response = sasl::handshake(cx.session, &r);
+        if cx.session.authenticated {
+            response.error_code = errors::ILLEGAL_SASL_STATE;
+        }
+        cx.answer(&response)
+    };
+    SaslAuthenticate 0..=2, SASL_AUTHENTICATE, Sasl, SaslAuthenticateRequest => |cx, r| {
+        // Once authenticated, a connection has nothing more to authenticate.
+        if cx.session.authenticated {
+            return Err("SaslAuthenticate is not served".into());
+        }
+        let (response, ok) = sasl::authenticate(cx.broker, cx.session, &r);
+        let frame = encode(cx.header.correlation_id, cx.version(), &response)?;
+        Ok(if ok {
+            Outcome::Answer(frame)
+        } else {
+            Outcome::AnswerAndClose(frame)
+        })
+    };
+}
+
+/// The served API of `key`, if any.
+pub(crate) fn find(key: ApiKey) -> Option<&'static Api> {
+    APIS.iter().find(|api| api.key == key)
+}
+
+/// One API the broker can serve, for the black-box tests that drive every version.
+#[doc(hidden)]
+#[derive(Debug, Clone)]
+pub struct ServedApi {
+    /// The API key.
+    pub key: i16,
+    /// The versions served.
+    pub versions: std::ops::RangeInclusive<i16>,
+    /// Served only when the server requires authentication (`--auth-token`).
+    pub with_auth_token_only: bool,
+}
+
+/// Every API the broker can serve, from the table, in the order ApiVersions lists them.
+#[doc(hidden)]
+#[must_use]
+pub fn served_apis() -> Vec<ServedApi> {
+    APIS.iter()
+        .map(|api| ServedApi {
+            key: api.key as i16,
+            versions: api.versions(),
+            with_auth_token_only: api.gate == Gate::Sasl,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The APIs row of `docs/kafka.md` as the table says it.
+    fn docs_row() -> String {
+        let list = |sasl: bool| {
+            APIS.iter()
+                .filter(|api| (api.gate == Gate::Sasl) == sasl)
+                .map(|api| {
+                    if api.min == api.max {
+                        format!("{:?} {}", api.key, api.min)
+                    } else {
+                        format!("{:?} {}–{}", api.key, api.min, api.max)
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        format!(
+            "| APIs | {}; with `--auth-token` also {} |",
+            list(false),
+            list(true)
+        )
+    }
+
+    #[test]
+    fn the_docs_list_the_served_apis_and_versions() {
+        let docs = include_str!("../../docs/kafka.md");
+        let row = docs
+            .lines()
+            .find(|line| line.starts_with("| APIs |"))
+            .expect("docs/kafka.md has an APIs row");
+        assert_eq!(row, docs_row(), "docs/kafka.md's APIs row and the table");
+    }
+
+    #[test]
+    fn every_api_is_listed_once_with_a_version_range() {
+        for (i, api) in APIS.iter().enumerate() {
+            assert!(api.min <= api.max, "{:?}", api.key);
+            assert!(
+                APIS[..i].iter().all(|other| other.key != api.key),
+                "{:?} twice",
+                api.key
+            );
+            assert_eq!(find(api.key).map(|a| a.key), Some(api.key));
+        }
+    }
+
+    #[test]
+    fn every_api_decodes_a_default_body_at_every_version() {
+        for api in APIS {
+            for v in api.versions() {
+                let body = default_body(api.key, v).expect("a default body encodes");
+                let mut bytes = body.freeze();
+                let request = decode(api.key, v, &mut bytes);
+                assert!(request.is_ok(), "{:?} v{v}", api.key);
+                assert!(bytes.is_empty(), "{:?} v{v} decoded whole", api.key);
+            }
+        }
+        let mut nothing = Bytes::new();
+        assert!(decode(ApiKey::ElectLeaders, 0, &mut nothing).is_err());
+    }
+}

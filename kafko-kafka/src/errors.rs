@@ -1,0 +1,152 @@
+//! Kafka error codes, and the one mapping from a service [`Failure`] to the code a
+//! Kafka client acts on (retriable where a retry can succeed): an exhaustive match, so
+//! a new failure does not compile until it has its code. Storage failures (an I/O
+//! error, a full disk, a partition turned read-only, stored data that fails its check)
+//! are KAFKA_STORAGE_ERROR, as Kafka answers for a log directory that failed: clients
+//! retry it, where UNKNOWN_SERVER_ERROR is final.
+
+use kafko_service::failure::{Failure, Kind};
+
+pub(crate) const NONE: i16 = 0;
+pub(crate) const UNKNOWN_SERVER_ERROR: i16 = -1;
+pub(crate) const OFFSET_OUT_OF_RANGE: i16 = 1;
+pub(crate) const CORRUPT_MESSAGE: i16 = 2;
+pub(crate) const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+pub(crate) const LEADER_NOT_AVAILABLE: i16 = 5;
+pub(crate) const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
+pub(crate) const NOT_LEADER_OR_FOLLOWER: i16 = 6;
+pub(crate) const REQUEST_TIMED_OUT: i16 = 7;
+pub(crate) const MESSAGE_TOO_LARGE: i16 = 10;
+pub(crate) const INVALID_TOPIC_EXCEPTION: i16 = 17;
+pub(crate) const RECORD_LIST_TOO_LARGE: i16 = 18;
+pub(crate) const INVALID_REQUIRED_ACKS: i16 = 21;
+pub(crate) const ILLEGAL_GENERATION: i16 = 22;
+pub(crate) const UNKNOWN_MEMBER_ID: i16 = 25;
+pub(crate) const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
+pub(crate) const ILLEGAL_SASL_STATE: i16 = 34;
+pub(crate) const UNSUPPORTED_VERSION: i16 = 35;
+pub(crate) const TOPIC_ALREADY_EXISTS: i16 = 36;
+pub(crate) const INVALID_PARTITIONS: i16 = 37;
+pub(crate) const INVALID_REPLICATION_FACTOR: i16 = 38;
+pub(crate) const INVALID_REPLICA_ASSIGNMENT: i16 = 39;
+pub(crate) const INVALID_CONFIG: i16 = 40;
+pub(crate) const INVALID_REQUEST: i16 = 42;
+pub(crate) const UNSUPPORTED_FOR_MESSAGE_FORMAT: i16 = 43;
+pub(crate) const POLICY_VIOLATION: i16 = 44;
+pub(crate) const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
+pub(crate) const INVALID_PRODUCER_EPOCH: i16 = 47;
+pub(crate) const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
+pub(crate) const KAFKA_STORAGE_ERROR: i16 = 56;
+pub(crate) const SASL_AUTHENTICATION_FAILED: i16 = 58;
+pub(crate) const UNKNOWN_PRODUCER_ID: i16 = 59;
+pub(crate) const NON_EMPTY_GROUP: i16 = 68;
+pub(crate) const GROUP_ID_NOT_FOUND: i16 = 69;
+pub(crate) const FETCH_SESSION_ID_NOT_FOUND: i16 = 70;
+pub(crate) const UNSUPPORTED_COMPRESSION_TYPE: i16 = 76;
+pub(crate) const INVALID_RECORD: i16 = 87;
+pub(crate) const INCONSISTENT_GROUP_PROTOCOL: i16 = 23;
+pub(crate) const INVALID_GROUP_ID: i16 = 24;
+pub(crate) const INVALID_SESSION_TIMEOUT: i16 = 26;
+pub(crate) const REBALANCE_IN_PROGRESS: i16 = 27;
+pub(crate) const MEMBER_ID_REQUIRED: i16 = 79;
+pub(crate) const GROUP_MAX_SIZE_REACHED: i16 = 81;
+pub(crate) const OFFSET_METADATA_TOO_LARGE: i16 = 12;
+pub(crate) const UNKNOWN_TOPIC_ID: i16 = 100;
+
+/// The Kafka error code for a failed operation.
+pub(crate) fn code(failure: &Failure) -> i16 {
+    match &failure.kind {
+        Kind::TopicNotFound { .. } | Kind::TopicDeleted | Kind::PartitionNotFound => {
+            UNKNOWN_TOPIC_OR_PARTITION
+        }
+        Kind::GroupNotFound => GROUP_ID_NOT_FOUND,
+        Kind::TopicExists => TOPIC_ALREADY_EXISTS,
+        Kind::InvalidName => INVALID_TOPIC_EXCEPTION,
+        Kind::InvalidConfig => INVALID_CONFIG,
+        // Kafka refuses a keyless record on a compacted topic as an invalid record.
+        Kind::KeyRequired => INVALID_RECORD,
+        Kind::InvalidRequest => INVALID_REQUEST,
+        Kind::RecordTooLarge => MESSAGE_TOO_LARGE,
+        Kind::TooManyRecords { .. } => RECORD_LIST_TOO_LARGE,
+        Kind::OffsetOutOfRange { .. } | Kind::NoValidOffset { .. } => OFFSET_OUT_OF_RANGE,
+        // A configured limit, as a broker policy refuses it.
+        Kind::LimitReached { .. } => POLICY_VIOLATION,
+        Kind::UnknownMember { .. } | Kind::NotAssigned { .. } => UNKNOWN_MEMBER_ID,
+        Kind::StaleGeneration { .. } => ILLEGAL_GENERATION,
+        Kind::GroupHasMembers { .. } => NON_EMPTY_GROUP,
+        Kind::RebalanceInProgress => REBALANCE_IN_PROGRESS,
+        Kind::InconsistentGroupProtocol => INCONSISTENT_GROUP_PROTOCOL,
+        // A full write queue stored nothing: retriable, as a timed-out request is.
+        Kind::Backpressure => REQUEST_TIMED_OUT,
+        // Clients refresh their metadata and retry, as when a leader moves.
+        Kind::ShuttingDown => NOT_LEADER_OR_FOLLOWER,
+        Kind::Unavailable => LEADER_NOT_AVAILABLE,
+        Kind::PartitionReadOnly
+        | Kind::TooManyOpenFiles
+        | Kind::StorageFull
+        | Kind::Corruption
+        | Kind::Storage => KAFKA_STORAGE_ERROR,
+        Kind::Internal => UNKNOWN_SERVER_ERROR,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kafko_core::KafkoError as K;
+
+    use super::*;
+
+    /// The Kafka code of every core failure (a partial send aside: answered per
+    /// partition, with the partition's own failure).
+    #[rustfmt::skip]
+    #[test]
+    fn every_core_failure_has_its_kafka_code() {
+        let t = || "t".to_owned();
+        let g = || "g".to_owned();
+        let x = || std::path::PathBuf::from("/x");
+        let eio = || std::io::Error::from_raw_os_error(5);
+        let panicked = kafko_core::InternalError::TaskPanicked { task: "t", message: "boom".into() };
+        let table = [
+            (K::AlreadyOpen { path: x() }, LEADER_NOT_AVAILABLE),
+            (K::TopicNotFound { topic: t() }, UNKNOWN_TOPIC_OR_PARTITION),
+            (K::TopicDeleted { topic: t() }, UNKNOWN_TOPIC_OR_PARTITION),
+            (K::TopicAlreadyExists { topic: t() }, TOPIC_ALREADY_EXISTS),
+            (K::InvalidName { name: "..".into(), reason: "dots" }, INVALID_TOPIC_EXCEPTION),
+            (K::InvalidConfig { reason: "r".into() }, INVALID_CONFIG),
+            (K::PartitionNotFound { topic: t(), partition: 3, partitions: 1 }, UNKNOWN_TOPIC_OR_PARTITION),
+            (K::OffsetOutOfRange { requested: 9, log_start_offset: 1, high_watermark: 5 }, OFFSET_OUT_OF_RANGE),
+            (K::RecordTooLarge { size: 2, max: 1 }, MESSAGE_TOO_LARGE),
+            (K::KeyRequired { topic: t() }, INVALID_RECORD),
+            (K::InvalidRequest { reason: "r".into() }, INVALID_REQUEST),
+            (K::Backpressure { topic: t(), partition: 0 }, REQUEST_TIMED_OUT),
+            (K::PartitionReadOnly { topic: t(), partition: 0, reason: "r".into() }, KAFKA_STORAGE_ERROR),
+            (K::PartitionPanicked { topic: t(), partition: 0 }, LEADER_NOT_AVAILABLE),
+            (K::ShuttingDown, NOT_LEADER_OR_FOLLOWER),
+            (K::StorageFull { op: "writing", path: x() }, KAFKA_STORAGE_ERROR),
+            (K::TooManyOpenFiles { op: "creating", path: x() }, KAFKA_STORAGE_ERROR),
+            (K::Corruption { file: x(), position: 7, reason: "crc".into() }, KAFKA_STORAGE_ERROR),
+            (K::Io { op: "appending to", path: x(), source: eio() }, KAFKA_STORAGE_ERROR),
+            (K::Io { op: "fsyncing", path: x(), source: eio() }, KAFKA_STORAGE_ERROR),
+            (K::NotCompacted { topic: t() }, INVALID_REQUEST),
+            (K::LimitReached { resource: "topics", limit: 2 }, POLICY_VIOLATION),
+            (K::Internal(panicked), UNKNOWN_SERVER_ERROR),
+            (K::GroupNotFound { group: g() }, GROUP_ID_NOT_FOUND),
+            (K::UnknownMember { group: g(), member: "m".into() }, UNKNOWN_MEMBER_ID),
+            (K::StaleGeneration { group: g(), current: 3, given: 2 }, ILLEGAL_GENERATION),
+            (K::NotAssigned { topic: t(), partition: 1, member: "m".into() }, UNKNOWN_MEMBER_ID),
+            (K::GroupHasMembers { group: g(), topic: t(), members: 2 }, NON_EMPTY_GROUP),
+            (K::RebalanceInProgress { group: g() }, REBALANCE_IN_PROGRESS),
+            (K::InconsistentGroupProtocol { group: g(), reason: "r".into() }, INCONSISTENT_GROUP_PROTOCOL),
+            (K::NoValidOffset { group: g(), topic: t(), partition: 0 }, OFFSET_OUT_OF_RANGE),
+        ];
+        let wrong: Vec<String> = table
+            .into_iter()
+            .filter_map(|(e, want)| {
+                let name = format!("{e:?}");
+                let got = code(&Failure::from(e));
+                (got != want).then(|| format!("{name}: {got}, not {want}"))
+            })
+            .collect();
+        assert!(wrong.is_empty(), "{wrong:#?}");
+    }
+}

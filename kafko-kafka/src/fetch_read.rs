@@ -1,0 +1,235 @@
+//! Reading a Fetch's partitions: the whole answer ([`read_all`]), and, while a fetch
+//! waits for `min_bytes`, what appends since the last look added ([`Progress::look`]):
+//! each partition remembers the offset it read up to and the bytes found, and a wake-up
+//! reads only past that offset, and not at all once the partition (or the answer) is
+//! full. A waiting fetch so costs what the new records cost, not a re-read of
+//! everything it found before.
+
+use bytes::BytesMut;
+use kafka_protocol::messages::BrokerId;
+use kafka_protocol::messages::TopicName;
+use kafka_protocol::messages::fetch_request::FetchPartition;
+use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use kafko_core::TopicHandle;
+
+use crate::{Broker, errors, records};
+use kafko_service::failure::Failure;
+
+/// The topics a fetch asks for: each name, its handle (`None`: unknown), its partitions.
+pub(crate) type Asked = [(TopicName, Option<TopicHandle>, Vec<FetchPartition>)];
+
+fn to_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// The answer's topics, every partition asked, each filled by `fill` from a fresh
+/// partition answer (its index, and no preferred replica from v11).
+pub(crate) fn answer_each(
+    topics: &Asked,
+    version: i16,
+    mut fill: impl FnMut(Option<&TopicHandle>, &FetchPartition, &mut PartitionData),
+) -> Vec<FetchableTopicResponse> {
+    topics
+        .iter()
+        .map(|(name, handle, partitions)| {
+            let mut t = FetchableTopicResponse::default();
+            t.topic = name.clone();
+            t.partitions = partitions
+                .iter()
+                .map(|p| {
+                    let mut data = PartitionData::default();
+                    data.partition_index = p.partition;
+                    if version >= 11 {
+                        data.preferred_read_replica = BrokerId(-1);
+                    }
+                    fill(handle.as_ref(), p, &mut data);
+                    data
+                })
+                .collect();
+            t
+        })
+        .collect()
+}
+
+/// An answer with no records: every partition asked, no error (the client fetches the
+/// same offsets again).
+pub(crate) fn empty(topics: &Asked, version: i16) -> Vec<FetchableTopicResponse> {
+    answer_each(topics, version, |_, _, data| {
+        data.records = Some(bytes::Bytes::new());
+    })
+}
+
+/// Reads every partition once: the answer, the record bytes in it, whether any
+/// partition failed (which answers at once), and where each partition's read stopped.
+pub(crate) fn read_all(
+    broker: &Broker,
+    topics: &Asked,
+    max_bytes: usize,
+    version: i16,
+) -> (Vec<FetchableTopicResponse>, usize, bool, Progress) {
+    let mut used = 0usize;
+    let mut failed = false;
+    let mut marks = Vec::new();
+    let answer = answer_each(topics, version, |handle, p, data| {
+        let result = match handle {
+            Some(handle) => read_partition(broker, handle, p, max_bytes, &mut used, data),
+            None => Err(errors::UNKNOWN_TOPIC_OR_PARTITION),
+        };
+        match result {
+            Ok(mark) => marks.push(mark),
+            Err(code) => {
+                data.error_code = code;
+                failed = true;
+                marks.push(Mark::FULL);
+            }
+        }
+        if version < 5 {
+            data.log_start_offset = -1;
+        }
+    });
+    let progress = Progress { marks, found: used };
+    (answer, used, failed, progress)
+}
+
+/// Key, value and header bytes, as the server's metrics count them.
+fn payload_bytes(r: &kafko_core::Record) -> usize {
+    r.key.as_ref().map_or(0, bytes::Bytes::len)
+        + r.value.as_ref().map_or(0, bytes::Bytes::len)
+        + r.headers
+            .iter()
+            .map(|h| h.name.len() + h.value.len())
+            .sum::<usize>()
+}
+
+/// Where one partition's read stopped: the next offset to look at, and the room it had
+/// left (none: a later look skips it).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Mark {
+    next: u64,
+    room: usize,
+}
+
+impl Mark {
+    /// Nothing more to look for (a failed partition, or one whose room is used up).
+    const FULL: Mark = Mark { next: 0, room: 0 };
+}
+
+fn read_partition(
+    broker: &Broker,
+    handle: &TopicHandle,
+    p: &FetchPartition,
+    max_bytes: usize,
+    used: &mut usize,
+    data: &mut PartitionData,
+) -> Result<Mark, i16> {
+    let fail = |e: kafko_core::FetchError| errors::code(&Failure::from(e));
+    let partition = u32::try_from(p.partition).map_err(|_| errors::UNKNOWN_TOPIC_OR_PARTITION)?;
+    let reader = handle.partition(partition).map_err(fail)?;
+    let offsets = reader.offsets().map_err(fail)?;
+    data.high_watermark = to_i64(offsets.high_watermark);
+    data.last_stable_offset = to_i64(offsets.high_watermark);
+    data.log_start_offset = to_i64(offsets.log_start);
+    let offset = u64::try_from(p.fetch_offset).map_err(|_| errors::OFFSET_OUT_OF_RANGE)?;
+    if !offsets.contains(offset) {
+        return Err(errors::OFFSET_OUT_OF_RANGE);
+    }
+    let mut out = BytesMut::new();
+    let room = max_bytes.saturating_sub(*used);
+    let limit = usize::try_from(p.partition_max_bytes)
+        .unwrap_or(0)
+        .min(room);
+    let mut next = offset;
+    // Past the first data, a partition with no room left is skipped; the first one
+    // returns at least a record, so a large record is never stuck.
+    if offset < offsets.high_watermark && (limit > 0 || *used == 0) {
+        let config = &broker.state.config;
+        let fetched = reader
+            .read(offset, config.max_records_per_fetch, limit.max(1))
+            .map_err(fail)?;
+        // Cut at the limit; the first data of the answer is one record at least.
+        let mut written = records::encode_batch(&fetched.records, &mut out, Some(limit));
+        if written == 0 && *used == 0 {
+            let first = &fetched.records[..1.min(fetched.records.len())];
+            written = records::encode_batch(first, &mut out, None);
+        }
+        let sent = &fetched.records[..written];
+        let bytes = sent.iter().map(payload_bytes).sum();
+        broker.state.metrics.consumed(handle.name(), written, bytes);
+        next = sent.last().map_or(offset, |r| r.offset + 1);
+        data.high_watermark = to_i64(fetched.high_watermark);
+        data.last_stable_offset = to_i64(fetched.high_watermark);
+        data.log_start_offset = to_i64(fetched.log_start_offset);
+    }
+    *used += out.len();
+    let mark = Mark {
+        next,
+        room: limit.saturating_sub(out.len()),
+    };
+    data.records = Some(out.freeze());
+    Ok(mark)
+}
+
+/// What a waiting fetch has found so far: per asked partition (in request order) where
+/// its read stopped, and the bytes found in all.
+pub(crate) struct Progress {
+    marks: Vec<Mark>,
+    found: usize,
+}
+
+impl Progress {
+    /// The record bytes found so far.
+    pub(crate) fn found(&self) -> usize {
+        self.found
+    }
+
+    /// Looks at what was appended since the last look: each partition with room left is
+    /// read past its mark, for at most that room (and the answer's `max_bytes`). Returns
+    /// `false` when a partition fails (the fetch answers at once, with its error).
+    pub(crate) fn look(&mut self, broker: &Broker, topics: &Asked, max_bytes: usize) -> bool {
+        let config = &broker.state.config;
+        let mut marks = self.marks.iter_mut();
+        for (_, handle, partitions) in topics {
+            for p in partitions {
+                let Some(mark) = marks.next() else {
+                    return true;
+                };
+                let room = mark.room.min(max_bytes.saturating_sub(self.found));
+                let Some(handle) = handle.as_ref().filter(|_| room > 0) else {
+                    continue;
+                };
+                let Ok(partition) = u32::try_from(p.partition) else {
+                    return false;
+                };
+                let Ok(reader) = handle.partition(partition) else {
+                    return false;
+                };
+                let Ok(offsets) = reader.offsets() else {
+                    return false;
+                };
+                if offsets.high_watermark <= mark.next {
+                    continue;
+                }
+                let Ok(fetched) = reader.read(mark.next, config.max_records_per_fetch, room) else {
+                    return false;
+                };
+                let mut scratch = BytesMut::new();
+                let written = records::encode_batch(&fetched.records, &mut scratch, Some(room));
+                self.found += scratch.len();
+                mark.room = if written < fetched.records.len() {
+                    0
+                } else {
+                    room - scratch.len()
+                };
+                mark.next = if written == fetched.records.len() {
+                    // Past a compaction gap too.
+                    fetched.next_offset.max(mark.next)
+                } else {
+                    fetched.records[..written]
+                        .last()
+                        .map_or(mark.next, |r| r.offset + 1)
+                };
+            }
+        }
+        true
+    }
+}

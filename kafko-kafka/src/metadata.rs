@@ -1,0 +1,162 @@
+//! Metadata and FindCoordinator: this listener's advertised address is the one broker
+//! (node 0), the controller, the leader and only replica of every partition, and the
+//! coordinator of every group. A Metadata request for unknown topics creates them when
+//! both the client allows it and the server auto-creates topics (`--auto-create`, with
+//! the server's default topic configuration), as Kafka's `auto.create.topics.enable`;
+//! Kafka's internal topic names never are. A topic named (or identified) more than once
+//! is answered once, as Kafka answers the set of names, so the answer is bounded by the
+//! distinct names and the server's topics.
+
+use std::collections::HashSet;
+
+use kafka_protocol::messages::metadata_response::{
+    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
+use kafka_protocol::messages::{
+    BrokerId, FindCoordinatorRequest, FindCoordinatorResponse, MetadataRequest, MetadataResponse,
+    TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+use kafko_core::{TopicHandle, TopicId};
+
+use crate::{Broker, NODE_ID, errors};
+use kafko_service::failure::Failure;
+use kafko_service::topics;
+
+/// Kafka's topic id for a kafko topic incarnation (both are 128 bits).
+pub(crate) fn topic_uuid(topic: &TopicHandle) -> uuid::Uuid {
+    u128::from_str_radix(&topic.id().to_string(), 16)
+        .map_or(uuid::Uuid::nil(), uuid::Uuid::from_u128)
+}
+
+/// The live topic whose Kafka topic id is `id`, found through the log's id map.
+pub(crate) fn topic_by_uuid(broker: &Broker, id: uuid::Uuid) -> Option<TopicHandle> {
+    let id: TopicId = format!("{:032x}", id.as_u128()).parse().ok()?;
+    broker.state.kafko.topic_by_id(id).ok().flatten()
+}
+
+pub(crate) fn str(s: &str) -> StrBytes {
+    StrBytes::from_string(s.to_owned())
+}
+
+/// Answers Metadata.
+pub(crate) async fn handle(
+    broker: &Broker,
+    request: MetadataRequest,
+    version: i16,
+) -> MetadataResponse {
+    let kafko = &broker.state.kafko;
+    // v4 added the client's say; before it, Kafka auto-created on every Metadata.
+    let client_allows = version < 4 || request.allow_auto_topic_creation;
+    // Kafka answers the set of topics a request names: each once, however often it is
+    // named, so the answer is bounded by the distinct names and the server's topics.
+    let mut seen_names = HashSet::new();
+    let mut seen_ids = HashSet::new();
+    let names: Vec<Result<String, uuid::Uuid>> = match &request.topics {
+        None => kafko.list_topics().into_iter().map(Ok).collect(),
+        Some(topics) => topics
+            .iter()
+            .filter_map(|t| match &t.name {
+                Some(name) => seen_names
+                    .insert(name.as_str())
+                    .then(|| Ok(name.as_str().to_owned())),
+                None => seen_ids.insert(t.topic_id).then_some(Err(t.topic_id)),
+            })
+            .collect(),
+    };
+    let mut topics = Vec::with_capacity(names.len());
+    for name in names {
+        let name = match name {
+            Ok(name) => name,
+            // A lookup by topic id (v10+).
+            Err(id) => match topic_by_uuid(broker, id) {
+                Some(handle) => handle.name().to_owned(),
+                None => {
+                    let mut t = MetadataResponseTopic::default();
+                    t.error_code = errors::UNKNOWN_TOPIC_ID;
+                    t.topic_id = id;
+                    topics.push(t);
+                    continue;
+                }
+            },
+        };
+        topics.push(
+            describe(
+                broker,
+                &name,
+                client_allows && request.topics.is_some(),
+                version,
+            )
+            .await,
+        );
+    }
+    let mut response = MetadataResponse::default();
+    let mut node = MetadataResponseBroker::default();
+    node.node_id = BrokerId(NODE_ID);
+    node.host = str(&broker.advertised.host);
+    node.port = i32::from(broker.advertised.port);
+    response.brokers = vec![node];
+    if version >= 2 {
+        response.cluster_id = Some(str(&broker.state.config.cluster_id));
+    }
+    response.controller_id = BrokerId(NODE_ID);
+    response.topics = topics;
+    response
+}
+
+async fn describe(
+    broker: &Broker,
+    name: &str,
+    may_create: bool,
+    version: i16,
+) -> MetadataResponseTopic {
+    let kafko = &broker.state.kafko;
+    let mut topic = MetadataResponseTopic::default();
+    topic.name = Some(TopicName(str(name)));
+    let found = match kafko.find_topic(name) {
+        Ok(Some(handle)) => Ok(handle),
+        Ok(None) if may_create => {
+            topics::auto_create(kafko, &broker.state.config.auto_create, name)
+                .await
+                .map_err(|e| errors::code(&Failure::from(e)))
+        }
+        Ok(None) => Err(errors::UNKNOWN_TOPIC_OR_PARTITION),
+        Err(e) => Err(errors::code(&Failure::from(e))),
+    };
+    let handle = match found {
+        Ok(handle) => handle,
+        Err(code) => {
+            topic.error_code = code;
+            return topic;
+        }
+    };
+    if version >= 10 {
+        topic.topic_id = topic_uuid(&handle);
+    }
+    topic.partitions = (0..handle.partitions())
+        .map(|p| {
+            let mut partition = MetadataResponsePartition::default();
+            partition.partition_index = i32::try_from(p).unwrap_or(i32::MAX);
+            partition.leader_id = BrokerId(NODE_ID);
+            partition.leader_epoch = 0;
+            partition.replica_nodes = vec![BrokerId(NODE_ID)];
+            partition.isr_nodes = vec![BrokerId(NODE_ID)];
+            partition
+        })
+        .collect();
+    topic
+}
+
+/// Answers FindCoordinator: this node coordinates every group. (A transactional id
+/// finds it too; InitProducerId then refuses transactions.)
+pub(crate) fn find_coordinator(
+    broker: &Broker,
+    _request: FindCoordinatorRequest,
+    _version: i16,
+) -> FindCoordinatorResponse {
+    let mut response = FindCoordinatorResponse::default();
+    response.node_id = BrokerId(NODE_ID);
+    response.host = str(&broker.advertised.host);
+    response.port = i32::from(broker.advertised.port);
+    response
+}

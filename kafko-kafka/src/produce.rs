@@ -1,0 +1,353 @@
+//! Produce: each partition's record batch is checked (`records`: its declared count
+//! against what the request may still hold, `--max-records-per-request` →
+//! RECORD_LIST_TOO_LARGE, before its area is inflated within the request's bound,
+//! `--max-body-bytes` → MESSAGE_TOO_LARGE), checked for its producer's id and sequence
+//! (`idempotence`) and appended, its records decoded one at a time, through the same
+//! produce policy as `/v1` (`--max-record-bytes` → MESSAGE_TOO_LARGE, the topic's own
+//! rules, auto-create, a full write queue refused at once). Keys, values,
+//! headers (duplicates kept) and CreateTime timestamps are stored as sent; a batch with
+//! LogAppendTime gets the append time. The partitions of a request are appended
+//! concurrently (a bounded number at a time), each all or nothing, and answered each
+//! with its own error code.
+//!
+//! acks: 0 gets no answer at all (a refused partition closes the connection, as Kafka
+//! does); 1 and -1 (all: this node is every replica) are
+//! answered once the batch is appended as the topic's fsync policy acknowledges writes —
+//! in the page cache (`never`, `interval_ms`), or fsynced (`always`).
+
+use std::sync::{Mutex, PoisonError};
+
+use bytes::Bytes;
+use futures_util::stream::{self, StreamExt};
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
+use kafka_protocol::protocol::StrBytes;
+use kafko_core::{Producer, RecordRef};
+
+use crate::idempotence::{Check, Limits};
+use crate::records::{self, BatchError, Budget, DecodedBatch};
+use crate::{Broker, errors};
+use kafko_service::failure::Failure;
+use kafko_service::produce::{self as service, Policy, Produce};
+
+/// Topics of one request handled at once, and partitions of each topic: enough to
+/// overlap their appends, few enough that a request naming 100,000 partitions holds the
+/// work of no more than 128 in memory at a time (the answers aside).
+const TOPICS_AT_ONCE: usize = 4;
+const PARTITIONS_AT_ONCE: usize = 32;
+
+/// One partition's answer.
+struct Answer {
+    code: i16,
+    base_offset: i64,
+    log_start: i64,
+    message: Option<String>,
+}
+
+impl Answer {
+    fn error(code: i16, message: impl Into<String>) -> Self {
+        Answer {
+            code,
+            base_offset: -1,
+            log_start: -1,
+            message: Some(message.into()),
+        }
+    }
+
+    fn failure(failure: &Failure) -> Self {
+        Answer::error(errors::code(failure), failure.detail.clone())
+    }
+}
+
+/// What a produce answers.
+pub(crate) enum Produced {
+    /// The answer (acks 1 or -1).
+    Answer(ProduceResponse),
+    /// Nothing: acks=0, every partition appended.
+    Silent,
+    /// acks=0 with a partition refused: the connection is closed, as Kafka does, so the
+    /// client learns something failed (and refreshes its metadata).
+    SilentFailure,
+}
+
+/// Answers Produce.
+pub(crate) async fn handle(broker: &Broker, request: ProduceRequest, version: i16) -> Produced {
+    let acks = request.acks;
+    let refuse_all = if request.transactional_id.is_some() {
+        Some((
+            errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+            "transactions are not supported",
+        ))
+    } else if !matches!(acks, -1..=1) {
+        Some((errors::INVALID_REQUIRED_ACKS, "acks must be -1, 0 or 1"))
+    } else {
+        None
+    };
+    let budget = Mutex::new(budget(&broker.state.config));
+    let topics: Vec<TopicAnswer> = stream::iter(request.topic_data)
+        .map(|topic| produce_topic(broker, topic, refuse_all, &budget))
+        .buffered(TOPICS_AT_ONCE)
+        .collect()
+        .await;
+    if acks == 0 {
+        let failed = topics
+            .iter()
+            .any(|(_, answers)| answers.iter().any(|(_, a)| a.code != errors::NONE));
+        return if failed {
+            Produced::SilentFailure
+        } else {
+            Produced::Silent
+        };
+    }
+    let mut response = ProduceResponse::default();
+    response.responses = topics
+        .into_iter()
+        .map(|(name, answers)| {
+            let mut t = TopicProduceResponse::default();
+            t.name = name;
+            t.partition_responses = answers
+                .into_iter()
+                .map(|(index, a)| {
+                    let mut p = PartitionProduceResponse::default();
+                    p.index = index;
+                    // UNKNOWN_PRODUCER_ID came with v5 (and its log start offset);
+                    // earlier clients know the sequence error.
+                    p.error_code = if version < 5 && a.code == errors::UNKNOWN_PRODUCER_ID {
+                        errors::OUT_OF_ORDER_SEQUENCE_NUMBER
+                    } else {
+                        a.code
+                    };
+                    p.base_offset = a.base_offset;
+                    p.log_append_time_ms = -1;
+                    if version >= 5 {
+                        p.log_start_offset = a.log_start;
+                    }
+                    if version >= 8 && a.code != errors::NONE {
+                        p.error_message = a.message.map(StrBytes::from_string);
+                    }
+                    p
+                })
+                .collect();
+            t
+        })
+        .collect();
+    Produced::Answer(response)
+}
+
+type TopicAnswer = (kafka_protocol::messages::TopicName, Vec<(i32, Answer)>);
+
+async fn produce_topic(
+    broker: &Broker,
+    topic: TopicProduceData,
+    refuse_all: Option<(i16, &'static str)>,
+    budget: &Mutex<Budget>,
+) -> TopicAnswer {
+    let name = topic.name.clone();
+    let all = |code: i16, message: &str| -> TopicAnswer {
+        let answers = topic
+            .partition_data
+            .iter()
+            .map(|p| (p.index, Answer::error(code, message)))
+            .collect();
+        (name.clone(), answers)
+    };
+    if let Some((code, message)) = refuse_all {
+        return all(code, message);
+    }
+    if kafko_service::topics::is_internal(name.as_str()) {
+        return all(
+            errors::INVALID_TOPIC_EXCEPTION,
+            "a Kafka internal topic takes no client's records",
+        );
+    }
+    let state = &broker.state;
+    let producer =
+        match service::producer(&state.kafko, &state.config.auto_create, topic.name.as_str()).await
+        {
+            Ok(producer) => producer,
+            Err(e) => {
+                let failure = Failure::from(e);
+                return all(errors::code(&failure), &failure.detail);
+            }
+        };
+    let answers = stream::iter(topic.partition_data)
+        .map(|data| produce_partition(broker, &producer, data, budget))
+        .buffered(PARTITIONS_AT_ONCE)
+        .collect()
+        .await;
+    (name, answers)
+}
+
+async fn produce_partition(
+    broker: &Broker,
+    producer: &Producer,
+    data: PartitionProduceData,
+    budget: &Mutex<Budget>,
+) -> (i32, Answer) {
+    let index = data.index;
+    let partition = match u32::try_from(index) {
+        Ok(p) if p < producer.partitions() => p,
+        _ => {
+            return (
+                index,
+                Answer::error(errors::UNKNOWN_TOPIC_OR_PARTITION, "no such partition"),
+            );
+        }
+    };
+    let batch = match decode(data.records, budget) {
+        Ok(batch) => batch,
+        Err((code, message)) => return (index, Answer::error(code, message)),
+    };
+    let mut answer = if batch.is_idempotent() {
+        let limits = Limits::of(&broker.state.config);
+        let sequences = match broker.producers.partition(
+            limits,
+            batch.producer_id,
+            batch.producer_epoch,
+            producer.topic(),
+            index,
+        ) {
+            Ok(sequences) => sequences,
+            Err(code) => return (index, Answer::error(code, "producer id or epoch refused")),
+        };
+        let mut sequences = sequences.lock().await;
+        let (first, last) = (batch.base_sequence, batch.last_sequence());
+        match sequences.check(batch.producer_epoch, first, last) {
+            Check::Refuse(code) => Answer::error(code, "sequence or epoch refused"),
+            Check::Duplicate(base_offset) => Answer {
+                code: errors::NONE,
+                base_offset,
+                log_start: -1,
+                message: None,
+            },
+            Check::Write => {
+                let epoch = batch.producer_epoch;
+                let answer = append(broker, producer, partition, batch).await;
+                if answer.code == errors::NONE {
+                    sequences.written(epoch, first, last, answer.base_offset);
+                }
+                answer
+            }
+        }
+    } else {
+        append(broker, producer, partition, batch).await
+    };
+    if answer.code == errors::NONE
+        && let Some(log_start) = log_start(broker, producer, partition)
+    {
+        answer.log_start = log_start;
+    }
+    (index, answer)
+}
+
+/// The partition's log start offset, for the answer.
+fn log_start(broker: &Broker, producer: &Producer, partition: u32) -> Option<i64> {
+    let topic = broker.state.kafko.find_topic(producer.topic()).ok()??;
+    let offsets = topic.partition(partition).and_then(|p| p.offsets()).ok()?;
+    Some(i64::try_from(offsets.log_start).unwrap_or(i64::MAX))
+}
+
+/// What the batches of one request may take together: the records of
+/// `--max-records-per-request`, and inflated, no more bytes than the request could carry
+/// uncompressed (`--max-body-bytes`, the frame limit, at least 1 MiB).
+fn budget(config: &kafko_service::config::ServerConfig) -> Budget {
+    Budget {
+        inflate: config.max_body_bytes.max(1024 * 1024),
+        records: config.max_records_per_request,
+        max_record_bytes: config.max_record_bytes,
+    }
+}
+
+/// The Kafka error code of a refused batch.
+fn batch_code(e: &BatchError) -> i16 {
+    match e {
+        BatchError::Corrupt(_) => errors::CORRUPT_MESSAGE,
+        BatchError::Invalid(_) => errors::INVALID_RECORD,
+        BatchError::Magic(_) => errors::UNSUPPORTED_FOR_MESSAGE_FORMAT,
+        BatchError::Codec(_) => errors::UNSUPPORTED_COMPRESSION_TYPE,
+        BatchError::TooManyRecords(_) => errors::RECORD_LIST_TOO_LARGE,
+        BatchError::TooLarge(_) => errors::MESSAGE_TOO_LARGE,
+    }
+}
+
+/// The one batch of a partition's records, checked within what the request may still
+/// take (`budget`, reduced by it).
+fn decode(records: Option<Bytes>, budget: &Mutex<Budget>) -> Result<DecodedBatch, (i16, String)> {
+    let Some(data) = records else {
+        return Err((errors::INVALID_RECORD, "no records".into()));
+    };
+    // Held for the decode alone, which never waits: the request's partitions take turns.
+    let decoded = {
+        let mut left = budget.lock().unwrap_or_else(PoisonError::into_inner);
+        records::decode_batches(data, &mut left)
+    };
+    let mut batches = decoded.map_err(|e| (batch_code(&e), e.to_string()))?;
+    if batches.len() != 1 {
+        return Err((
+            errors::INVALID_RECORD,
+            "a produce carries exactly one record batch per partition".into(),
+        ));
+    }
+    let batch = batches.swap_remove(0);
+    if batch.transactional {
+        return Err((
+            errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+            "transactions are not supported".into(),
+        ));
+    }
+    if batch.control {
+        return Err((
+            errors::INVALID_RECORD,
+            "control batches are not accepted".into(),
+        ));
+    }
+    Ok(batch)
+}
+
+/// Appends one partition's batch through the produce policy.
+async fn append(
+    broker: &Broker,
+    producer: &Producer,
+    partition: u32,
+    batch: DecodedBatch,
+) -> Answer {
+    let policy = Policy::of(&broker.state.config);
+    let mut produce = Produce::new(producer, policy);
+    // Decoded one at a time: what a record holds (its headers) is freed before the next.
+    for r in batch.records() {
+        let r = match r {
+            Ok(r) => r,
+            Err(e) => return Answer::error(batch_code(&e), e.to_string()),
+        };
+        let record = RecordRef {
+            key: r.key.as_deref(),
+            value: r.value.as_deref(),
+            headers: &r.headers,
+            timestamp: (!batch.log_append_time && r.timestamp >= 0).then_some(r.timestamp),
+            partition: Some(partition),
+        };
+        if let Err(e) = produce.push(record) {
+            return Answer::failure(&Failure::from(e));
+        }
+    }
+    if produce.is_empty() {
+        return Answer::error(errors::INVALID_RECORD, "a batch with no records");
+    }
+    match produce.send().await {
+        Ok(receipt) => match receipt.sent.partitions().first() {
+            Some(append) => {
+                let metrics = &broker.state.metrics;
+                metrics.produced(producer.topic(), receipt.records, receipt.bytes);
+                Answer {
+                    code: errors::NONE,
+                    base_offset: i64::try_from(append.base_offset).unwrap_or(i64::MAX),
+                    log_start: -1,
+                    message: None,
+                }
+            }
+            None => Answer::error(errors::UNKNOWN_SERVER_ERROR, "nothing appended"),
+        },
+        Err(e) => Answer::failure(&Failure::from(e)),
+    }
+}

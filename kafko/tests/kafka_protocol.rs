@@ -1,0 +1,1301 @@
+//! The Kafka wire-protocol listener, black-box: the real binary with `--kafka-bind`,
+//! spoken to with requests encoded by the `kafka-protocol` crate and record batches
+//! built here, next to `/v1` on the same log.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use bytes::{Buf, Bytes, BytesMut};
+use common::kafka::{Got, Kafka, Rec, batch, name, produce_batch, produce_request, read_batches};
+use common::{Server, client, get_json, metric, produce};
+use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::{
+    ApiVersionsRequest, ApiVersionsResponse, CreateTopicsRequest, DeleteTopicsRequest,
+    FetchRequest, InitProducerIdRequest, ListOffsetsRequest, MetadataRequest, ProduceRequest,
+};
+use kafka_protocol::protocol::{Decodable, Encodable, Request, StrBytes};
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+// ---------------------------------------------------------------- requests
+
+async fn start(dir: &std::path::Path, extra: &[&str]) -> Server {
+    let mut args = vec!["--kafka-bind", "127.0.0.1:0"];
+    args.extend_from_slice(extra);
+    Server::start(dir, &args).await
+}
+
+fn fetch_request(topic: &str, partition: i32, offset: i64, max_wait_ms: i32) -> FetchRequest {
+    FetchRequest::default()
+        .with_replica_id((-1).into())
+        .with_max_wait_ms(max_wait_ms)
+        .with_min_bytes(1)
+        .with_max_bytes(50 * 1024 * 1024)
+        .with_session_epoch(-1)
+        .with_topics(vec![
+            FetchTopic::default()
+                .with_topic(name(topic))
+                .with_partitions(vec![
+                    FetchPartition::default()
+                        .with_partition(partition)
+                        .with_fetch_offset(offset)
+                        .with_partition_max_bytes(1024 * 1024),
+                ]),
+        ])
+}
+
+/// Fetches (v12) once: (error, high watermark, log start, records).
+async fn fetch(
+    k: &mut Kafka,
+    topic: &str,
+    partition: i32,
+    offset: i64,
+    wait: i32,
+) -> (i16, i64, i64, Vec<Got>) {
+    let r = k
+        .call(&fetch_request(topic, partition, offset, wait), 12)
+        .await;
+    let p = &r.responses[0].partitions[0];
+    let records = p.records.clone().map(read_batches).unwrap_or_default();
+    (p.error_code, p.high_watermark, p.log_start_offset, records)
+}
+
+async fn list_offset(
+    k: &mut Kafka,
+    topic: &str,
+    partition: i32,
+    timestamp: i64,
+) -> (i16, i64, i64) {
+    let request = ListOffsetsRequest::default()
+        .with_replica_id((-1).into())
+        .with_topics(vec![
+            ListOffsetsTopic::default()
+                .with_name(name(topic))
+                .with_partitions(vec![
+                    ListOffsetsPartition::default()
+                        .with_partition_index(partition)
+                        .with_timestamp(timestamp),
+                ]),
+        ]);
+    let r = k.call(&request, 7).await;
+    let p = &r.topics[0].partitions[0];
+    (p.error_code, p.offset, p.timestamp)
+}
+
+async fn create_topic(
+    k: &mut Kafka,
+    topic: &str,
+    partitions: i32,
+    configs: &[(&str, &str)],
+) -> i16 {
+    let request = CreateTopicsRequest::default()
+        .with_timeout_ms(10_000)
+        .with_topics(vec![
+            CreatableTopic::default()
+                .with_name(name(topic))
+                .with_num_partitions(partitions)
+                .with_replication_factor(-1)
+                .with_configs(
+                    configs
+                        .iter()
+                        .map(|(n, v)| {
+                            CreatableTopicConfig::default()
+                                .with_name(StrBytes::from_string((*n).to_owned()))
+                                .with_value(Some(StrBytes::from_string((*v).to_owned())))
+                        })
+                        .collect(),
+                ),
+        ]);
+    k.call(&request, 7).await.topics[0].error_code
+}
+
+fn rec(key: &'static str, value: &'static str, ts: i64) -> Rec {
+    Rec {
+        key: Some(key.as_bytes()),
+        value: Some(value.as_bytes()),
+        headers: vec![],
+        timestamp: ts,
+    }
+}
+
+// ---------------------------------------------------------------- tests
+
+#[tokio::test]
+async fn api_versions_advertises_exactly_the_served_ranges_and_answers_a_newer_version_in_v0() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = start(&tmp.path().join("d"), &[]).await;
+    let mut k = Kafka::connect(&s).await;
+    // kafka-python asks v4 first: the answer is error 35 in the v0 layout.
+    let correlation = k.send(&ApiVersionsRequest::default(), 4, &[]).await;
+    let mut body = k.read_frame().await;
+    assert_eq!(
+        body.get_i32(),
+        correlation,
+        "v0 response header: the correlation id only"
+    );
+    let refused = ApiVersionsResponse::decode(&mut body, 0).unwrap();
+    assert!(body.is_empty());
+    assert_eq!(refused.error_code, 35);
+    // Every API the table serves without a token, and nothing else.
+    let mut expected: Vec<(i16, i16, i16)> = kafko_kafka::served_apis()
+        .iter()
+        .filter(|api| !api.with_auth_token_only)
+        .map(|api| (api.key, *api.versions.start(), *api.versions.end()))
+        .collect();
+    expected.sort_unstable();
+    assert!(expected.len() > 10, "{expected:?}");
+    let ranges = |r: &ApiVersionsResponse| {
+        let mut v: Vec<_> = r
+            .api_keys
+            .iter()
+            .map(|a| (a.api_key, a.min_version, a.max_version))
+            .collect();
+        v.sort_unstable();
+        v
+    };
+    assert_eq!(ranges(&refused), expected);
+    // Then v3 (flexible): the same ranges, and no tagged field at all (kcat's librdkafka
+    // misreads default-valued ones): the body is exactly what its fields encode to,
+    // ending in an empty tagged-field set.
+    let correlation = k.send(&ApiVersionsRequest::default(), 3, &[]).await;
+    let mut body = k.read_frame().await;
+    assert_eq!(
+        body.get_i32(),
+        correlation,
+        "ApiVersions answers have a v0 header"
+    );
+    let raw = body.clone();
+    let ok = ApiVersionsResponse::decode(&mut body, 3).unwrap();
+    assert_eq!(ok.error_code, 0);
+    assert_eq!(ranges(&ok), expected);
+    assert!(ok.unknown_tagged_fields.is_empty());
+    let mut again = BytesMut::new();
+    ok.encode(&mut again, 3).unwrap();
+    assert_eq!(&again[..], &raw[..]);
+    assert_eq!(raw.last(), Some(&0));
+    // And v0, as aiokafka asks.
+    assert_eq!(
+        ranges(&k.call(&ApiVersionsRequest::default(), 0).await),
+        expected
+    );
+}
+
+#[tokio::test]
+async fn trailing_bytes_after_a_metadata_body_are_tolerated() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = start(&tmp.path().join("d"), &[]).await;
+    let mut k = Kafka::connect(&s).await;
+    assert_eq!(create_topic(&mut k, "t", 3, &[]).await, 0);
+    // librdkafka 2.16's all-topics Metadata v12 carries 3 bytes after the body.
+    let sent = k
+        .send(
+            &MetadataRequest::default().with_topics(None),
+            12,
+            &[0, 0, 0],
+        )
+        .await;
+    let (correlation, r) = k.recv::<MetadataRequest>(12).await;
+    assert_eq!(correlation, sent);
+    assert_eq!(r.brokers.len(), 1);
+    let broker = &r.brokers[0];
+    assert_eq!(
+        format!("{}:{}", broker.host.as_str(), broker.port),
+        s.kafka.clone().unwrap()
+    );
+    let topic = r
+        .topics
+        .iter()
+        .find(|t| t.name.as_ref().unwrap().as_str() == "t")
+        .unwrap();
+    assert_eq!(topic.partitions.len(), 3);
+    assert!(
+        topic
+            .partitions
+            .iter()
+            .all(|p| p.leader_id.0 == 0 && p.error_code == 0)
+    );
+}
+
+#[tokio::test]
+async fn metadata_auto_creates_only_when_the_server_and_the_client_allow_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = start(&tmp.path().join("d"), &["--auto-create", "false"]).await;
+    let mut k = Kafka::connect(&s).await;
+    let ask = |t: &str, allow: bool| {
+        MetadataRequest::default()
+            .with_topics(Some(vec![
+                MetadataRequestTopic::default().with_name(Some(name(t))),
+            ]))
+            .with_allow_auto_topic_creation(allow)
+    };
+    assert_eq!(k.call(&ask("nope", true), 12).await.topics[0].error_code, 3);
+    let tmp2 = tempfile::tempdir().unwrap();
+    let s2 = start(&tmp2.path().join("d"), &[]).await;
+    let mut k2 = Kafka::connect(&s2).await;
+    assert_eq!(
+        k2.call(&ask("later", false), 12).await.topics[0].error_code,
+        3
+    );
+    let created = k2.call(&ask("made", true), 12).await;
+    assert_eq!(created.topics[0].error_code, 0);
+    assert_eq!(created.topics[0].partitions.len(), 1);
+}
+
+#[tokio::test]
+async fn acks_zero_gets_no_answer_and_the_next_request_is_answered_in_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = start(&tmp.path().join("d"), &[]).await;
+    let mut k = Kafka::connect(&s).await;
+    assert_eq!(create_topic(&mut k, "z", 1, &[]).await, 0);
+    let quiet = k
+        .send(
+            &produce_request("z", 0, batch(&[rec("k", "v0", 1000)], 0, None), 0),
+            9,
+            &[],
+        )
+        .await;
+    // Pipelined: three requests before reading any answer.
+    let a = k
+        .send(
+            &produce_request("z", 0, batch(&[rec("k", "v1", 1001)], 0, None), 1),
+            9,
+            &[],
+        )
+        .await;
+    let b = k.send(&MetadataRequest::default(), 12, &[]).await;
+    let (first, produced) = k.recv::<ProduceRequest>(9).await;
+    assert_ne!(first, quiet, "acks=0 is never answered");
+    assert_eq!(first, a);
+    // acks=0 was appended before the next request was read: the acks=1 record follows it.
+    assert_eq!(produced.responses[0].partition_responses[0].base_offset, 1);
+    let (second, _) = k.recv::<MetadataRequest>(12).await;
+    assert_eq!(second, b);
+    // An acks=0 produce that fails closes the connection, as Kafka does: the client
+    // has no answer to learn it from.
+    k.send(
+        &produce_request("z", 7, batch(&[rec("k", "v", 1)], 0, None), 0),
+        9,
+        &[],
+    )
+    .await;
+    assert!(k.closed_by_server().await);
+}
+
+#[tokio::test]
+async fn a_corrupt_batch_is_corrupt_message_and_stores_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = start(&tmp.path().join("d"), &[]).await;
+    let mut k = Kafka::connect(&s).await;
+    assert_eq!(create_topic(&mut k, "c", 1, &[]).await, 0);
+    let good = batch(&[rec("k", "value", 1000)], 0, None);
+    let mut bad = BytesMut::from(&good[..]);
+    let last = bad.len() - 1;
+    bad[last] ^= 0x55;
+    assert_eq!(produce_batch(&mut k, "c", 0, bad.freeze()).await.0, 2);
+    assert_eq!(list_offset(&mut k, "c", 0, -1).await.1, 0, "nothing stored");
+    // The connection is still usable.
+    assert_eq!(produce_batch(&mut k, "c", 0, good).await, (0, 0));
+}
+
+#[tokio::test]
+async fn a_record_past_max_record_bytes_is_message_too_large() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = start(&tmp.path().join("d"), &["--max-record-bytes", "100"]).await;
+    let mut k = Kafka::connect(&s).await;
+    assert_eq!(create_topic(&mut k, "big", 1, &[]).await, 0);
+    let value: &'static [u8] = Box::leak(vec![b'x'; 200].into_boxed_slice());
+    let records = [
+        rec("k", "small", 1),
+        Rec {
+            key: None,
+            value: Some(value),
+            headers: vec![],
+            timestamp: 2,
+        },
+    ];
+    assert_eq!(
+        produce_batch(&mut k, "big", 0, batch(&records, 0, None))
+            .await
+            .0,
+        10
+    );
+    assert_eq!(
+        list_offset(&mut k, "big", 0, -1).await.1,
+        0,
+        "the batch is all or nothing"
+    );
+}
+
+#[tokio::test]
+async fn a_replayed_idempotent_batch_keeps_its_offsets_and_is_written_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = start(&tmp.path().join("d"), &[]).await;
+    let mut k = Kafka::connect(&s).await;
+    assert_eq!(create_topic(&mut k, "idem", 1, &[]).await, 0);
+    let init = k
+        .call(
+            &InitProducerIdRequest::default()
+                .with_transactional_id(None)
+                .with_transaction_timeout_ms(60_000),
+            4,
+        )
+        .await;
+    assert_eq!(init.error_code, 0);
+    let (pid, epoch) = (init.producer_id.0, init.producer_epoch);
+    assert!(pid >= 0);
+    let first = batch(
+        &[rec("a", "1", 1), rec("b", "2", 2), rec("c", "3", 3)],
+        0,
+        Some((pid, epoch, 0)),
+    );
+    let second = batch(
+        &[rec("d", "4", 4), rec("e", "5", 5)],
+        0,
+        Some((pid, epoch, 3)),
+    );
+    assert_eq!(
+        produce_batch(&mut k, "idem", 0, first.clone()).await,
+        (0, 0)
+    );
+    assert_eq!(
+        produce_batch(&mut k, "idem", 0, second.clone()).await,
+        (0, 3)
+    );
+    // Retries of both, as a producer whose answers were lost sends them.
+    assert_eq!(produce_batch(&mut k, "idem", 0, first).await, (0, 0));
+    assert_eq!(produce_batch(&mut k, "idem", 0, second).await, (0, 3));
+    let (_, hw, _, records) = fetch(&mut k, "idem", 0, 0, 0).await;
+    assert_eq!(hw, 5, "written once");
+    let values: Vec<_> = records.iter().map(|r| r.value.clone().unwrap()).collect();
+    assert_eq!(values, [b"1", b"2", b"3", b"4", b"5"].map(|v| v.to_vec()));
+    // A gap in the sequence is refused; so is an older epoch after a re-init.
+    let gap = batch(&[rec("f", "6", 6)], 0, Some((pid, epoch, 7)));
+    assert_eq!(produce_batch(&mut k, "idem", 0, gap).await.0, 45);
+    let next = batch(&[rec("f", "6", 6)], 0, Some((pid, epoch, 5)));
+    assert_eq!(produce_batch(&mut k, "idem", 0, next).await, (0, 5));
+    // A transactional producer gets a clear refusal, not a hang.
+    let txn = k
+        .call(
+            &InitProducerIdRequest::default()
+                .with_transactional_id(Some(kafka_protocol::messages::TransactionalId(
+                    StrBytes::from_static_str("tx"),
+                )))
+                .with_transaction_timeout_ms(60_000),
+            4,
+        )
+        .await;
+    assert_eq!(txn.error_code, 53);
+}
+
+#[tokio::test]
+async fn a_fetch_long_poll_is_woken_by_a_produce_through_v1() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = start(&tmp.path().join("d"), &[]).await;
+    let c = client();
+    let mut k = Kafka::connect(&s).await;
+    assert_eq!(create_topic(&mut k, "lp", 1, &[]).await, 0);
+    // Nothing there: the fetch waits its max_wait_ms, then answers empty.
+    let t0 = Instant::now();
+    let (err, hw, _, records) = fetch(&mut k, "lp", 0, 0, 300).await;
+    assert_eq!((err, hw, records.len()), (0, 0, 0));
+    assert!(
+        t0.elapsed() >= Duration::from_millis(290),
+        "{:?}",
+        t0.elapsed()
+    );
+    // A long fetch (30 s) waiting, then a produce through /v1: the fetch answers with it.
+    let t0 = Instant::now();
+    let sent = k.send(&fetch_request("lp", 0, 0, 30_000), 12, &[]).await;
+    common::until_reads_waiting(&c, &s, "kafka", 1).await;
+    produce(&c, &s, "lp", "", json!([{"key": "k", "value": "woken"}])).await;
+    let (correlation, r) = k.recv::<FetchRequest>(12).await;
+    assert_eq!(correlation, sent);
+    let got = read_batches(r.responses[0].partitions[0].records.clone().unwrap());
+    assert_eq!(got[0].value.as_deref(), Some(&b"woken"[..]));
+    assert!(
+        t0.elapsed() < Duration::from_secs(10),
+        "woken, not timed out: {:?}",
+        t0.elapsed()
+    );
+    assert_eq!(
+        metric(&c, &s, r#"kafko_reads_waiting{front_end="kafka"}"#).await,
+        0
+    );
+}
+
+#[tokio::test]
+async fn records_produced_through_kafka_read_the_same_through_v1_and_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = start(&tmp.path().join("d"), &[]).await;
+    let c = client();
+    let mut k = Kafka::connect(&s).await;
+    assert_eq!(create_topic(&mut k, "rt", 1, &[]).await, 0);
+    let records = [
+        Rec {
+            key: Some(b"k1"),
+            value: Some(b"v1"),
+            headers: vec![("h", Some(b"1")), ("h", Some(b"2")), ("n", None)],
+            timestamp: 1_700_000_000_000,
+        },
+        Rec {
+            key: None,
+            value: Some(b"no key"),
+            headers: vec![],
+            timestamp: 1_700_000_000_001,
+        },
+        Rec {
+            key: Some(b"gone"),
+            value: None,
+            headers: vec![],
+            timestamp: 1_700_000_000_002,
+        },
+        Rec {
+            key: Some(b"empty"),
+            value: Some(b""),
+            headers: vec![],
+            timestamp: 1_700_000_000_003,
+        },
+    ];
+    // gzip, as a producer may compress.
+    assert_eq!(
+        produce_batch(&mut k, "rt", 0, batch(&records, 1, None)).await,
+        (0, 0)
+    );
+    let b = get_json(
+        &c,
+        &s,
+        "/v1/topics/rt/records?partition=0&offset=0&max_records=10",
+    )
+    .await;
+    let r = b["records"].as_array().unwrap();
+    assert_eq!(r.len(), 4);
+    assert_eq!(r[0]["key"], "k1");
+    assert_eq!(r[0]["value"], "v1");
+    assert_eq!(r[0]["timestamp"], 1_700_000_000_000i64);
+    // Duplicate header keys kept in order; a null header value is stored empty.
+    assert_eq!(
+        r[0]["headers"],
+        json!([{"name": "h", "value": "1"}, {"name": "h", "value": "2"}, {"name": "n", "value": ""}])
+    );
+    assert_eq!(r[1]["key"], serde_json::Value::Null);
+    assert_eq!(r[2]["value"], serde_json::Value::Null, "tombstone");
+    assert_eq!(r[3]["value"], "");
+    // And back: /v1 records read through Kafka.
+    produce(
+        &c,
+        &s,
+        "rt",
+        "",
+        json!([
+            {"key": "v1key", "value": "from v1", "timestamp": 1_700_000_000_100i64,
+             "headers": [{"name": "x", "value": "1"}, {"name": "x", "value": "2"}]},
+        ]),
+    )
+    .await;
+    let (err, hw, log_start, got) = fetch(&mut k, "rt", 0, 0, 0).await;
+    assert_eq!((err, hw, log_start), (0, 5, 0));
+    assert_eq!(got.len(), 5);
+    assert_eq!(
+        got[0],
+        Got {
+            offset: 0,
+            timestamp: 1_700_000_000_000,
+            key: Some(b"k1".to_vec()),
+            value: Some(b"v1".to_vec()),
+            headers: vec![
+                ("h".into(), b"1".to_vec()),
+                ("h".into(), b"2".to_vec()),
+                ("n".into(), vec![])
+            ],
+        }
+    );
+    assert_eq!(got[1].key, None);
+    assert_eq!(got[2].value, None);
+    assert_eq!(got[3].value, Some(vec![]));
+    assert_eq!(
+        got[4],
+        Got {
+            offset: 4,
+            timestamp: 1_700_000_000_100,
+            key: Some(b"v1key".to_vec()),
+            value: Some(b"from v1".to_vec()),
+            headers: vec![("x".into(), b"1".to_vec()), ("x".into(), b"2".to_vec())],
+        }
+    );
+    // From the middle; and past the end is OFFSET_OUT_OF_RANGE.
+    let (_, _, _, tail) = fetch(&mut k, "rt", 0, 3, 0).await;
+    assert_eq!(tail.first().map(|g| g.offset), Some(3));
+    assert_eq!(fetch(&mut k, "rt", 0, 6, 0).await.0, 1);
+    assert_eq!(fetch(&mut k, "missing", 0, 0, 0).await.0, 3);
+    // The server's metrics count Kafka traffic as /v1's: 4 + 1 records in; out, the /v1
+    // read (4) and the Kafka fetches (5 + 2).
+    let metrics = c
+        .get(s.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("kafko_records_in_total{topic=\"rt\"} 5"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("kafko_records_out_total{topic=\"rt\"} 11"),
+        "{metrics}"
+    );
+}
+
+#[tokio::test]
+async fn list_offsets_answers_earliest_latest_and_by_timestamp() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = start(&tmp.path().join("d"), &[]).await;
+    let mut k = Kafka::connect(&s).await;
+    assert_eq!(create_topic(&mut k, "lo", 1, &[]).await, 0);
+    let records = [
+        rec("a", "1", 1000),
+        rec("b", "2", 2000),
+        rec("c", "3", 3000),
+    ];
+    assert_eq!(
+        produce_batch(&mut k, "lo", 0, batch(&records, 0, None)).await,
+        (0, 0)
+    );
+    assert_eq!(list_offset(&mut k, "lo", 0, -2).await, (0, 0, -1));
+    assert_eq!(list_offset(&mut k, "lo", 0, -1).await, (0, 3, -1));
+    assert_eq!(list_offset(&mut k, "lo", 0, 1500).await, (0, 1, 2000));
+    assert_eq!(list_offset(&mut k, "lo", 0, 3000).await, (0, 2, 3000));
+    assert_eq!(list_offset(&mut k, "lo", 0, 9000).await, (0, -1, -1));
+    assert_eq!(list_offset(&mut k, "lo", 0, -3).await, (0, 2, 3000));
+    assert_eq!(list_offset(&mut k, "lo", 5, -1).await.0, 3);
+}
+
+#[tokio::test]
+async fn keyed_records_land_where_kafkas_murmur2_partitioner_puts_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = start(&tmp.path().join("d"), &[]).await;
+    let c = client();
+    let mut k = Kafka::connect(&s).await;
+    assert_eq!(create_topic(&mut k, "keys", 3, &[]).await, 0);
+    // Kafka's UtilsTest: murmur2("21") = -973932308; toPositive = 1173551340; % 3 = 0.
+    // murmur2("foobar") = -790332482 → 1357151166 % 3 = 0; "abc" = 479470107 → % 3 = 0;
+    // "a-little-bit-long-string" = -985981536 → 1161502112 % 3 = 2.
+    for (key, partition) in [("21", 0), ("a-little-bit-long-string", 2)] {
+        let offsets = produce(&c, &s, "keys", "", json!([{"key": key, "value": "x"}])).await;
+        assert_eq!(offsets[0]["partition"], partition, "key {key}");
+    }
+    assert_eq!(list_offset(&mut k, "keys", 0, -1).await.1, 1);
+    assert_eq!(list_offset(&mut k, "keys", 2, -1).await.1, 1);
+}
+
+#[tokio::test]
+async fn create_and_delete_topics_answer_kafka_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = start(&tmp.path().join("d"), &[]).await;
+    let c = client();
+    let mut k = Kafka::connect(&s).await;
+    let configs = [
+        ("cleanup.policy", "compact"),
+        ("retention.ms", "-1"),
+        ("compression.type", "zstd"),
+        ("max.message.bytes", "2048"),
+    ];
+    assert_eq!(create_topic(&mut k, "made", 2, &configs).await, 0);
+    let b = get_json(&c, &s, "/v1/topics/made").await;
+    assert_eq!(b["config"]["partitions"], 2);
+    assert_eq!(b["config"]["cleanup_policy"], "compact");
+    assert_eq!(b["config"]["retention_ms"], serde_json::Value::Null);
+    assert_eq!(b["config"]["compression"], "zstd");
+    assert_eq!(b["config"]["max_record_bytes"], 2048);
+    assert_eq!(create_topic(&mut k, "made", 2, &[]).await, 36);
+    assert_eq!(create_topic(&mut k, "zero", 0, &[]).await, 37);
+    assert_eq!(
+        create_topic(
+            &mut k,
+            "conf",
+            1,
+            &[("unclean.leader.election.enable", "true")]
+        )
+        .await,
+        40
+    );
+    assert_eq!(
+        create_topic(&mut k, "codec", 1, &[("compression.type", "snappy")]).await,
+        40
+    );
+    let delete = |names: &[&str]| {
+        DeleteTopicsRequest::default()
+            .with_timeout_ms(10_000)
+            .with_topic_names(names.iter().map(|n| name(n)).collect())
+    };
+    let r = k.call(&delete(&["made", "absent"]), 4).await;
+    assert_eq!(r.responses[0].error_code, 0);
+    assert_eq!(r.responses[1].error_code, 3);
+    assert_eq!(fetch(&mut k, "made", 0, 0, 0).await.0, 3);
+}
+
+#[tokio::test]
+async fn offsets_and_data_survive_a_restart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("d");
+    let mut s = start(&dir, &[]).await;
+    let mut k = Kafka::connect(&s).await;
+    assert_eq!(create_topic(&mut k, "keep", 2, &[]).await, 0);
+    let records = [rec("a", "1", 1000), rec("b", "2", 2000)];
+    assert_eq!(
+        produce_batch(&mut k, "keep", 1, batch(&records, 0, None)).await,
+        (0, 0)
+    );
+    assert!(s.sigterm().await.success());
+    let s = start(&dir, &[]).await;
+    let mut k = Kafka::connect(&s).await;
+    assert_eq!(list_offset(&mut k, "keep", 1, -2).await.1, 0);
+    assert_eq!(list_offset(&mut k, "keep", 1, -1).await.1, 2);
+    assert_eq!(list_offset(&mut k, "keep", 1, 1500).await, (0, 1, 2000));
+    let (_, hw, _, got) = fetch(&mut k, "keep", 1, 0, 0).await;
+    assert_eq!(hw, 2);
+    assert_eq!(
+        got.iter()
+            .map(|g| g.value.clone().unwrap())
+            .collect::<Vec<_>>(),
+        vec![b"1".to_vec(), b"2".to_vec()]
+    );
+}
+
+#[tokio::test]
+async fn garbage_bytes_close_that_connection_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = start(&tmp.path().join("d"), &[]).await;
+    let mut healthy = Kafka::connect(&s).await;
+    assert_eq!(
+        healthy
+            .call(&ApiVersionsRequest::default(), 3)
+            .await
+            .error_code,
+        0
+    );
+    // An HTTP request on the Kafka port: its first four bytes are a huge size.
+    let mut http = Kafka::connect(&s).await;
+    http.stream
+        .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    assert!(http.closed_by_server().await);
+    // A small frame that is no request: an unknown API key.
+    let mut junk = Kafka::connect(&s).await;
+    junk.write_frame(&[0x7f, 0x7f, 0, 0, 0, 0, 0, 1, 0, 0, 1, 2, 3])
+        .await;
+    assert!(junk.closed_by_server().await);
+    // A known API at a version not served.
+    let mut old = Kafka::connect(&s).await;
+    old.send(&MetadataRequest::default(), 0, &[]).await;
+    assert!(old.closed_by_server().await);
+    // A Metadata request of 14 bytes declaring 2^31 - 1 topics: refused before anything
+    // is reserved for them (the server lives on).
+    let mut huge = Kafka::connect(&s).await;
+    let mut body = vec![0, 3, 0, 1, 0, 0, 0, 9, 0xff, 0xff];
+    body.extend_from_slice(&i32::MAX.to_be_bytes());
+    huge.write_frame(&body).await;
+    assert!(huge.closed_by_server().await);
+    // The first connection is unaffected.
+    assert_eq!(
+        healthy
+            .call(&ApiVersionsRequest::default(), 3)
+            .await
+            .error_code,
+        0
+    );
+}
+
+#[tokio::test]
+async fn an_oversize_frame_is_refused_from_its_size_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = start(&tmp.path().join("d"), &["--max-body-bytes", "2000000"]).await;
+    let mut k = Kafka::connect(&s).await;
+    // Declares 1 GiB and sends nothing more: refused without waiting for the body.
+    k.stream
+        .write_all(&(1i32 << 30).to_be_bytes())
+        .await
+        .unwrap();
+    assert!(k.closed_by_server().await);
+    let mut fine = Kafka::connect(&s).await;
+    assert_eq!(
+        fine.call(&ApiVersionsRequest::default(), 3)
+            .await
+            .error_code,
+        0
+    );
+}
+
+#[tokio::test]
+async fn silent_and_idle_connections_are_closed_by_the_server_timeouts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let flags = [
+        "--header-read-timeout-ms",
+        "300",
+        "--idle-timeout-ms",
+        "600",
+    ];
+    let s = start(&tmp.path().join("d"), &flags).await;
+    // Never a request: closed after the header-read timeout.
+    let mut silent = Kafka::connect(&s).await;
+    let t0 = Instant::now();
+    assert!(silent.closed_by_server().await);
+    assert!(
+        t0.elapsed() >= Duration::from_millis(250),
+        "{:?}",
+        t0.elapsed()
+    );
+    // One request, then nothing: closed after the idle timeout from its answer.
+    let mut idle = Kafka::connect(&s).await;
+    assert_eq!(
+        idle.call(&ApiVersionsRequest::default(), 3)
+            .await
+            .error_code,
+        0
+    );
+    let t0 = Instant::now();
+    assert!(idle.closed_by_server().await);
+    assert!(
+        t0.elapsed() >= Duration::from_millis(500),
+        "{:?}",
+        t0.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn kafka_connections_count_under_the_servers_connection_cap() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = start(&tmp.path().join("d"), &["--max-connections", "2"]).await;
+    // Two connections busy with long fetches fill the cap: a third is closed unserved.
+    let mut busy = Vec::new();
+    for i in 0..2 {
+        let mut k = Kafka::connect(&s).await;
+        // Answered once: the connection is registered; then a long fetch keeps it busy.
+        if i == 0 {
+            assert_eq!(create_topic(&mut k, "cap", 1, &[]).await, 0);
+        } else {
+            assert_eq!(
+                k.call(&ApiVersionsRequest::default(), 3).await.error_code,
+                0
+            );
+        }
+        k.send(&fetch_request("cap", 0, 0, 30_000), 12, &[]).await;
+        busy.push(k);
+    }
+    let mut third = Kafka::connect(&s).await;
+    assert!(
+        third.closed_by_server().await,
+        "the cap refuses a newcomer when all are busy"
+    );
+    // HTTP connections count under the same cap: a new one is answered 503 at once,
+    // before it sends anything, and closed.
+    let mut http = TcpStream::connect(&s.addr).await.unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), http.read_to_end(&mut answer))
+        .await
+        .expect("the refusal in time")
+        .expect("read");
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(
+        answer.starts_with("HTTP/1.1 503"),
+        "HTTP shares the cap: {answer}"
+    );
+    drop(busy);
+}
+
+#[tokio::test]
+async fn with_a_token_sasl_plain_comes_first_and_a_wrong_password_closes() {
+    use kafka_protocol::messages::{SaslAuthenticateRequest, SaslHandshakeRequest};
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Server::start_env(
+        &tmp.path().join("d"),
+        &["--kafka-bind", "127.0.0.1:0"],
+        &[("KAFKO_AUTH_TOKEN", "s3cret")],
+    )
+    .await;
+    let handshake =
+        SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str("PLAIN"));
+    let plain = |password: &str| {
+        SaslAuthenticateRequest::default()
+            .with_auth_bytes(Bytes::from(format!("\0user\0{password}")))
+    };
+    // ApiVersions is open, and lists the SASL APIs.
+    let mut k = Kafka::connect(&s).await;
+    let versions = k.call(&ApiVersionsRequest::default(), 3).await;
+    let keys: Vec<i16> = versions.api_keys.iter().map(|a| a.api_key).collect();
+    assert!(keys.contains(&17) && keys.contains(&36), "{keys:?}");
+    // Anything else first closes the connection.
+    k.send(&MetadataRequest::default().with_topics(None), 12, &[])
+        .await;
+    assert!(k.closed_by_server().await);
+    // A mechanism other than PLAIN is refused, listing PLAIN.
+    let mut k = Kafka::connect(&s).await;
+    let other = k
+        .call(
+            &SaslHandshakeRequest::default()
+                .with_mechanism(StrBytes::from_static_str("SCRAM-SHA-256")),
+            1,
+        )
+        .await;
+    assert_eq!(other.error_code, 33);
+    assert_eq!(other.mechanisms, vec![StrBytes::from_static_str("PLAIN")]);
+    // A wrong password: SASL_AUTHENTICATION_FAILED, then the connection closes.
+    assert_eq!(k.call(&handshake, 1).await.error_code, 0);
+    assert_eq!(k.call(&plain("wrong"), 2).await.error_code, 58);
+    assert!(k.closed_by_server().await);
+    // The token as password: then the broker serves.
+    let mut k = Kafka::connect(&s).await;
+    assert_eq!(k.call(&handshake, 1).await.error_code, 0);
+    assert_eq!(k.call(&plain("s3cret"), 2).await.error_code, 0);
+    assert_eq!(create_topic(&mut k, "authed", 1, &[]).await, 0);
+    let r = k
+        .call(&MetadataRequest::default().with_topics(None), 12)
+        .await;
+    assert_eq!(r.topics.len(), 1);
+    // With a token, ApiVersions lists the whole table, and every version of the SASL
+    // APIs it serves only then logs a connection in.
+    let served = kafko_kafka::served_apis();
+    let ranges = |r: &kafka_protocol::messages::ApiVersionsResponse| {
+        let mut v: Vec<_> = r
+            .api_keys
+            .iter()
+            .map(|a| (a.api_key, a.min_version, a.max_version))
+            .collect();
+        v.sort_unstable();
+        v
+    };
+    let mut table: Vec<_> = served
+        .iter()
+        .map(|api| (api.key, *api.versions.start(), *api.versions.end()))
+        .collect();
+    table.sort_unstable();
+    assert_eq!(ranges(&versions), table);
+    let auth_only: Vec<i16> = served
+        .iter()
+        .filter(|api| api.with_auth_token_only)
+        .map(|api| api.key)
+        .collect();
+    assert_eq!(
+        auth_only,
+        [SaslHandshakeRequest::KEY, SaslAuthenticateRequest::KEY],
+        "the SASL APIs driven here"
+    );
+    let range = |key: i16| {
+        served
+            .iter()
+            .find(|api| api.key == key)
+            .map(|api| api.versions.clone())
+            .unwrap()
+    };
+    for hv in range(SaslHandshakeRequest::KEY) {
+        for av in range(SaslAuthenticateRequest::KEY) {
+            let mut k = Kafka::connect(&s).await;
+            assert_eq!(
+                k.call(&handshake, hv).await.error_code,
+                0,
+                "SaslHandshake v{hv}"
+            );
+            assert_eq!(
+                k.call(&plain("s3cret"), av).await.error_code,
+                0,
+                "SaslAuthenticate v{av}"
+            );
+            let r = k
+                .call(&MetadataRequest::default().with_topics(None), 12)
+                .await;
+            assert_eq!(r.topics.len(), 1, "served after SASL v{hv}/v{av}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_unread_fetch_answer_holds_the_answer_budget_and_others_are_throttled() {
+    let tmp = tempfile::tempdir().unwrap();
+    let flags = [
+        "--max-answer-buffer-bytes",
+        "1048576",
+        "--max-fetch-bytes",
+        "67108864",
+    ];
+    let s = start(&tmp.path().join("d"), &flags).await;
+    let mut k = Kafka::connect(&s).await;
+    assert_eq!(create_topic(&mut k, "wide", 1, &[]).await, 0);
+    let value: &'static [u8] = Box::leak(vec![b'v'; 1_000_000].into_boxed_slice());
+    let four = vec![
+        Rec {
+            key: None,
+            value: Some(value),
+            headers: vec![],
+            timestamp: 1
+        };
+        4
+    ];
+    for _ in 0..8 {
+        assert_eq!(
+            produce_batch(&mut k, "wide", 0, batch(&four, 0, None))
+                .await
+                .0,
+            0
+        );
+    }
+    // A client asks for all 32 MB and does not read: its answer cannot be written whole.
+    let mut hog = Kafka::connect(&s).await;
+    let all = fetch_request("wide", 0, 0, 0)
+        .with_max_bytes(64 << 20)
+        .with_topics(vec![
+            FetchTopic::default()
+                .with_topic(name("wide"))
+                .with_partitions(vec![
+                    FetchPartition::default()
+                        .with_partition(0)
+                        .with_fetch_offset(0)
+                        .with_partition_max_bytes(64 << 20),
+                ]),
+        ]);
+    let sent = hog.send(&all, 12, &[]).await;
+    // Another fetch finds no room: no records, and a throttle time to wait out. (It may
+    // come before the hog's answer is built: then it fits, and the next one is refused.)
+    let mut other = Kafka::connect(&s).await;
+    let small = fetch_request("wide", 0, 0, 0);
+    let mut throttled = None;
+    for _ in 0..20 {
+        let r = other.call(&small, 12).await;
+        if r.throttle_time_ms > 0 {
+            throttled = Some(r);
+            break;
+        }
+    }
+    let r = throttled.expect("a fetch throttled while the unread answer holds the budget");
+    assert_eq!(r.throttle_time_ms, 1000);
+    assert_eq!(r.responses[0].partitions[0].error_code, 0);
+    assert!(
+        r.responses[0].partitions[0]
+            .records
+            .as_ref()
+            .unwrap()
+            .is_empty()
+    );
+    // Once the hog reads its answer, the room comes back.
+    let (correlation, answer) = hog.recv::<FetchRequest>(12).await;
+    assert_eq!(correlation, sent);
+    assert_eq!(
+        read_batches(answer.responses[0].partitions[0].records.clone().unwrap()).len(),
+        32
+    );
+    let (err, _, _, got) = fetch(&mut other, "wide", 0, 0, 0).await;
+    assert_eq!(err, 0);
+    assert!(!got.is_empty());
+}
+
+/// Sends `make(v)` at every version the broker's table serves `R` at, and checks each
+/// is answered (not a closed connection) with a body that decodes whole; notes `R` in
+/// `seen` and returns the answers.
+async fn every_version<R: Request>(
+    k: &mut Kafka,
+    seen: &mut std::collections::BTreeSet<i16>,
+    make: impl Fn(i16) -> R,
+) -> Vec<(i16, R::Response)> {
+    let api = kafko_kafka::served_apis()
+        .into_iter()
+        .find(|api| api.key == R::KEY)
+        .expect("a served API");
+    seen.insert(R::KEY);
+    let mut out = Vec::new();
+    for v in api.versions {
+        out.push((v, k.call(&make(v), v).await));
+    }
+    out
+}
+
+#[tokio::test]
+async fn every_advertised_version_of_every_api_is_answered() {
+    use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
+    use kafka_protocol::messages::offset_commit_request::{
+        OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+    };
+    use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
+    use kafka_protocol::messages::{
+        DescribeGroupsRequest, FindCoordinatorRequest, GroupId, HeartbeatRequest, JoinGroupRequest,
+        LeaveGroupRequest, ListGroupsRequest, OffsetCommitRequest, OffsetFetchRequest,
+        SyncGroupRequest,
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let s = start(&tmp.path().join("d"), &[]).await;
+    let mut k = Kafka::connect(&s).await;
+    let mut seen = std::collections::BTreeSet::new();
+    for (v, r) in every_version(&mut k, &mut seen, |_| ApiVersionsRequest::default()).await {
+        assert_eq!(r.error_code, 0, "ApiVersions v{v}");
+    }
+    for (v, r) in every_version(&mut k, &mut seen, |v| {
+        CreateTopicsRequest::default()
+            .with_timeout_ms(5000)
+            .with_topics(vec![
+                CreatableTopic::default()
+                    .with_name(name(&format!("v{v}")))
+                    .with_num_partitions(2)
+                    .with_replication_factor(1),
+            ])
+    })
+    .await
+    {
+        assert_eq!(r.topics[0].error_code, 0, "CreateTopics v{v}");
+    }
+    for (v, r) in every_version(&mut k, &mut seen, |_| {
+        MetadataRequest::default().with_topics(Some(vec![
+            MetadataRequestTopic::default().with_name(Some(name("v2"))),
+        ]))
+    })
+    .await
+    {
+        assert_eq!(r.topics[0].partitions.len(), 2, "Metadata v{v}");
+    }
+    for (v, r) in every_version(&mut k, &mut seen, |v| {
+        produce_request("v2", 1, batch(&[rec("k", "v", i64::from(v))], 0, None), 1)
+    })
+    .await
+    {
+        let p = &r.responses[0].partition_responses[0];
+        assert_eq!(
+            (p.error_code, p.base_offset),
+            (0, i64::from(v) - 3),
+            "Produce v{v}"
+        );
+    }
+    for (v, r) in every_version(&mut k, &mut seen, |_| fetch_request("v2", 1, 0, 0)).await {
+        let p = &r.responses[0].partitions[0];
+        assert_eq!((p.error_code, p.high_watermark), (0, 7), "Fetch v{v}");
+        assert_eq!(
+            read_batches(p.records.clone().unwrap()).len(),
+            7,
+            "Fetch v{v}"
+        );
+    }
+    for (v, r) in every_version(&mut k, &mut seen, |_| {
+        ListOffsetsRequest::default()
+            .with_replica_id((-1).into())
+            .with_topics(vec![
+                ListOffsetsTopic::default()
+                    .with_name(name("v2"))
+                    .with_partitions(vec![
+                        ListOffsetsPartition::default()
+                            .with_partition_index(1)
+                            .with_timestamp(-1),
+                    ]),
+            ])
+    })
+    .await
+    {
+        assert_eq!(r.topics[0].partitions[0].offset, 7, "ListOffsets v{v}");
+    }
+    for (v, r) in every_version(&mut k, &mut seen, |_| {
+        InitProducerIdRequest::default().with_transactional_id(None)
+    })
+    .await
+    {
+        assert!(
+            r.error_code == 0 && r.producer_id.0 >= 0,
+            "InitProducerId v{v}"
+        );
+    }
+    for (v, r) in every_version(&mut k, &mut seen, |_| {
+        FindCoordinatorRequest::default().with_key(StrBytes::from_static_str("g"))
+    })
+    .await
+    {
+        assert_eq!(
+            (r.error_code, r.node_id.0, r.port),
+            (
+                0,
+                0,
+                s.kafka
+                    .as_ref()
+                    .unwrap()
+                    .rsplit_once(':')
+                    .unwrap()
+                    .1
+                    .parse()
+                    .unwrap()
+            ),
+            "FindCoordinator v{v}"
+        );
+    }
+    let group = || GroupId(StrBytes::from_static_str("g"));
+    for (v, r) in every_version(&mut k, &mut seen, |_| {
+        JoinGroupRequest::default()
+            .with_group_id(group())
+            .with_session_timeout_ms(10_000)
+            .with_rebalance_timeout_ms(10_000)
+            .with_protocol_type(StrBytes::from_static_str("consumer"))
+    })
+    .await
+    {
+        // No protocol named: nothing every member could agree on.
+        assert_eq!(r.error_code, 23, "JoinGroup v{v}");
+    }
+    for (v, r) in every_version(&mut k, &mut seen, |_| {
+        SyncGroupRequest::default().with_group_id(group())
+    })
+    .await
+    {
+        assert_eq!(r.error_code, 25, "SyncGroup v{v}");
+    }
+    for (v, r) in every_version(&mut k, &mut seen, |_| {
+        HeartbeatRequest::default().with_group_id(group())
+    })
+    .await
+    {
+        assert_eq!(r.error_code, 25, "Heartbeat v{v}");
+    }
+    for (v, r) in every_version(&mut k, &mut seen, |_| {
+        LeaveGroupRequest::default().with_group_id(group())
+    })
+    .await
+    {
+        // v0–2 name one member (unknown here); v3+ a list (empty here).
+        assert_eq!(r.error_code, if v < 3 { 25 } else { 0 }, "LeaveGroup v{v}");
+    }
+    for (v, r) in every_version(&mut k, &mut seen, |_| {
+        OffsetCommitRequest::default()
+            .with_group_id(group())
+            .with_generation_id_or_member_epoch(-1)
+            .with_topics(vec![
+                OffsetCommitRequestTopic::default()
+                    .with_name(name("v2"))
+                    .with_partitions(vec![
+                        OffsetCommitRequestPartition::default()
+                            .with_partition_index(1)
+                            .with_committed_offset(3),
+                    ]),
+            ])
+    })
+    .await
+    {
+        assert_eq!(r.topics[0].partitions[0].error_code, 0, "OffsetCommit v{v}");
+    }
+    for (v, r) in every_version(&mut k, &mut seen, |_| {
+        OffsetFetchRequest::default()
+            .with_group_id(group())
+            .with_topics(Some(vec![
+                OffsetFetchRequestTopic::default()
+                    .with_name(name("v2"))
+                    .with_partition_indexes(vec![1]),
+            ]))
+    })
+    .await
+    {
+        assert_eq!(r.topics[0].partitions[0].error_code, 0, "OffsetFetch v{v}");
+        assert_eq!(
+            r.topics[0].partitions[0].committed_offset, 3,
+            "OffsetFetch v{v}"
+        );
+    }
+    for (v, r) in every_version(&mut k, &mut seen, |_| {
+        DescribeGroupsRequest::default().with_groups(vec![group()])
+    })
+    .await
+    {
+        assert_eq!(r.groups[0].error_code, 0, "DescribeGroups v{v}");
+        assert_eq!(
+            r.groups[0].group_state.as_str(),
+            "Empty",
+            "DescribeGroups v{v}"
+        );
+    }
+    for (v, r) in every_version(&mut k, &mut seen, |_| ListGroupsRequest::default()).await {
+        assert_eq!(r.error_code, 0, "ListGroups v{v}");
+        assert!(
+            r.groups.iter().any(|g| g.group_id.as_str() == "g"),
+            "ListGroups v{v}"
+        );
+    }
+    for (v, r) in every_version(&mut k, &mut seen, |v| {
+        let topic = name(&format!("v{}", v + 1));
+        if v >= 6 {
+            DeleteTopicsRequest::default()
+                .with_timeout_ms(5000)
+                .with_topics(vec![DeleteTopicState::default().with_name(Some(topic))])
+        } else {
+            DeleteTopicsRequest::default()
+                .with_timeout_ms(5000)
+                .with_topic_names(vec![topic])
+        }
+    })
+    .await
+    {
+        assert_eq!(r.responses[0].error_code, 0, "DeleteTopics v{v}");
+    }
+    // Every API the table serves without a token was driven above.
+    let served: std::collections::BTreeSet<i16> = kafko_kafka::served_apis()
+        .iter()
+        .filter(|api| !api.with_auth_token_only)
+        .map(|api| api.key)
+        .collect();
+    assert_eq!(seen, served, "every served API is driven at every version");
+}
+
+#[tokio::test]
+async fn fetch_honours_partition_and_request_max_bytes_but_returns_a_first_large_record() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = start(&tmp.path().join("d"), &[]).await;
+    let mut k = Kafka::connect(&s).await;
+    assert_eq!(create_topic(&mut k, "mb", 2, &[]).await, 0);
+    let value: &'static [u8] = Box::leak(vec![b'v'; 1000].into_boxed_slice());
+    let ten = vec![
+        Rec {
+            key: None,
+            value: Some(value),
+            headers: vec![],
+            timestamp: 1
+        };
+        10
+    ];
+    for p in 0..2 {
+        assert_eq!(
+            produce_batch(&mut k, "mb", p, batch(&ten, 0, None)).await,
+            (0, 0)
+        );
+    }
+    let part = |p: i32, max: i32| {
+        FetchPartition::default()
+            .with_partition(p)
+            .with_fetch_offset(0)
+            .with_partition_max_bytes(max)
+    };
+    let ask = |max_bytes: i32, parts: Vec<FetchPartition>| {
+        fetch_request("mb", 0, 0, 0)
+            .with_max_bytes(max_bytes)
+            .with_topics(vec![
+                FetchTopic::default()
+                    .with_topic(name("mb"))
+                    .with_partitions(parts),
+            ])
+    };
+    let counts = |r: &kafka_protocol::messages::FetchResponse| -> Vec<usize> {
+        r.responses[0]
+            .partitions
+            .iter()
+            .map(|p| read_batches(p.records.clone().unwrap()).len())
+            .collect()
+    };
+    // Per partition: 2,500 bytes hold two records of 1,000.
+    let r = k
+        .call(&ask(1 << 20, vec![part(0, 2500), part(1, 2500)]), 12)
+        .await;
+    assert_eq!(counts(&r), [2, 2]);
+    // The request's max_bytes: the first partition takes it, the second gets none.
+    let r = k
+        .call(&ask(3500, vec![part(0, 1 << 20), part(1, 1 << 20)]), 12)
+        .await;
+    assert_eq!(counts(&r), [3, 0]);
+    assert_eq!(r.responses[0].partitions[1].high_watermark, 10);
+    // A first record larger than every limit still comes, alone.
+    let r = k.call(&ask(10, vec![part(0, 10), part(1, 10)]), 12).await;
+    assert_eq!(counts(&r), [1, 0]);
+}
