@@ -11,21 +11,29 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# launch DIR [FLAG...]: builds kafko and starts it with the flags, its data, stdout
-# and server.log in DIR; returns once it says it listens (at most 10 s), with its pid in
-# LAUNCHED_PID. Its stdout comes through a FIFO: reading the "listening on" line is the
-# signal, no polling; the rest of the output goes on into DIR/stdout.
+# launch DIR [FLAG...]: builds kafko and starts it with the flags on an ephemeral HTTP port
+# (Kafka off unless a flag asks for it), its data, stdout and server.log in DIR; returns
+# once it says it listens (at most 10 s), with its pid in LAUNCHED_PID.
 launch() {
-    local dir=$1 line fd
+    local dir=$1
+    shift
+    # Kafka's default port stays free unless a check asks for the listener.
+    local kafka=(--kafka-bind off)
+    [[ " $* " == *" --kafka-bind "* ]] && kafka=()
+    launch_as_is "$dir" --bind 127.0.0.1:0 "${kafka[@]}" --data-dir "$dir/data" "$@"
+}
+
+# launch_as_is DIR [FLAG...]: as `launch`, with only the given flags (the binary's own
+# defaults otherwise), run from DIR. Its stdout comes through a FIFO: reading the
+# "listening on" line is the signal, no polling; the rest of the output goes on into
+# DIR/stdout.
+launch_as_is() {
+    local dir=$1 line fd bin=$PWD/target/debug/kafko
     shift
     cargo build --quiet -p kafko
     mkdir -p "$dir"
     mkfifo "$dir/stdout.fifo"
-    # Kafka's default port stays free unless a check asks for the listener.
-    local kafka=(--kafka-bind off)
-    [[ " $* " == *" --kafka-bind "* ]] && kafka=()
-    target/debug/kafko --bind 127.0.0.1:0 "${kafka[@]}" --data-dir "$dir/data" "$@" \
-        >"$dir/stdout.fifo" 2>"$dir/server.log" &
+    (cd "$dir" && exec "$bin" "$@") >"$dir/stdout.fifo" 2>"$dir/server.log" &
     LAUNCHED_PID=$!
     exec {fd}<"$dir/stdout.fifo"
     while IFS= read -r -t 10 -u "$fd" line; do
