@@ -1,7 +1,9 @@
-//! Topic configuration: what a topic is created with, what can change later, and the
-//! validation that keeps every value in range. Plain Rust types: how a config is stored
+//! Topic and group configuration: what a topic is created with, what can change later,
+//! and the validation that keeps every value in range; a group's options. Plain Rust types: how a config is stored
 //! (`topic.json`) and how it travels over HTTP are separate types with their own
 //! conversions, so each can change without the others.
+
+use std::time::Duration;
 
 use crate::error::{KafkoError, Result};
 
@@ -230,6 +232,31 @@ pub struct TopicConfigUpdate {
     pub min_compaction_lag_ms: Option<u64>,
     /// New tombstone retention.
     pub delete_retention_ms: Option<u64>,
+}
+
+/// Longest accepted session timeout.
+pub const MAX_SESSION_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// Where a group starts when it has no valid offset for a partition (none committed, or
+/// the committed one is outside the log, e.g. removed by retention): Kafka's
+/// `auto.offset.reset`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum OffsetReset {
+    /// The log start offset (oldest record still stored).
+    #[default]
+    Earliest,
+    /// The high watermark when the partition is first read (only records produced from
+    /// then on).
+    Latest,
+    /// Fail the poll with [`KafkoError::NoValidOffset`](crate::KafkoError::NoValidOffset).
+    Error,
+}
+
+/// Options of a group, persisted in `group.json`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GroupConfig {
+    /// Reset policy for partitions without a valid offset.
+    pub offset_reset: OffsetReset,
 }
 
 #[cfg(test)]

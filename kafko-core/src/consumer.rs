@@ -5,6 +5,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::activity::ActivityWatch;
 use crate::convert::u32_saturating;
 use crate::error::FetchError;
 use crate::record::Record;
@@ -134,17 +135,17 @@ impl Consumer {
         let deadline = tokio::time::Instant::now() + timeout;
         // Counted as waiting from the first wait on, until the records or the deadline.
         let mut waiting = None;
+        let mut watch = ActivityWatch::new([self.topic.activity.clone()]);
         loop {
-            let activity = self.topic.activity.clone();
-            let notified = activity.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
             let got = self.poll_now(max)?;
             if !got.is_empty() {
                 return Ok(got);
             }
             waiting.get_or_insert_with(|| self.topic.wait_begins());
-            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+            if tokio::time::timeout_at(deadline, watch.signalled())
+                .await
+                .is_err()
+            {
                 return Ok(Vec::new());
             }
         }

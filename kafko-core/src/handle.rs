@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::Notify;
+use crate::activity::Activity;
 
 use crate::consumer::Consumer;
 use crate::error::{AdminError, FetchError, ProduceError};
@@ -136,10 +136,10 @@ impl TopicHandle {
         Consumer::new(self.topic.clone())
     }
 
-    /// Woken whenever any partition grows, a group poll's answer settles, or the topic
-    /// is deleted. Register interest (`notified()` + `enable()`) before looking, so a
-    /// wake-up in between is not lost.
-    pub fn activity(&self) -> Arc<Notify> {
+    /// Signals whenever any partition grows, a group poll's answer settles, or the topic
+    /// is deleted. Watch it ([`ActivityWatch`](crate::ActivityWatch)) before looking, so
+    /// a signal in between is not lost.
+    pub fn activity(&self) -> Arc<Activity> {
         self.topic.activity.clone()
     }
 

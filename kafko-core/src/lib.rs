@@ -59,6 +59,7 @@
     )
 )]
 
+pub mod activity;
 pub mod broker;
 pub mod compaction;
 pub mod config;
@@ -88,6 +89,7 @@ mod state_file;
 mod topic;
 mod topic_id;
 
+pub use activity::{Activity, ActivityWatch};
 pub use broker::{CreateOutcome, Kafko, KafkoOptions};
 pub use bytes::Bytes;
 pub use compaction::CompactionOutcome;

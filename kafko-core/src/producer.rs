@@ -99,4 +99,15 @@ impl Producer {
     pub fn partitions(&self) -> u32 {
         self.topic.partition_count()
     }
+
+    /// The topic's id: which incarnation of the name this producer writes to.
+    pub fn topic_id(&self) -> crate::TopicId {
+        self.topic.id
+    }
+
+    /// The log start offset of `partition` now (`None` past the partition count).
+    pub fn log_start(&self, partition: u32) -> Option<u64> {
+        let index = usize::try_from(partition).ok()?;
+        Some(self.topic.partitions.get(index)?.log.log_start())
+    }
 }

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 
-use tokio::sync::Notify;
+use crate::activity::Activity;
 
 use crate::config::{Compression, TopicConfig};
 use crate::convert::{u32_saturating, usize_saturating};
@@ -70,7 +70,7 @@ pub(crate) struct Topic {
     round_robin: AtomicU32,
     pub(crate) deleted: AtomicBool,
     /// Woken whenever any partition's high watermark moves.
-    pub(crate) activity: Arc<Notify>,
+    pub(crate) activity: Arc<Activity>,
     /// Readers waiting for records of this topic ([`WaitingReader`]).
     waiting: AtomicUsize,
 }
@@ -92,7 +92,7 @@ impl Topic {
         dir: PathBuf,
         config: TopicConfig,
         partitions: Vec<PartitionHandle>,
-        activity: Arc<Notify>,
+        activity: Arc<Activity>,
     ) -> Self {
         Topic {
             name,

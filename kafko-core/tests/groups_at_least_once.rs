@@ -115,7 +115,7 @@ async fn an_undelivered_poll_puts_its_records_back() {
         .unwrap()
         .delivered();
     assert_eq!(offsets(&polled), [2, 3, 4]);
-    g.leave(&t, "m1").await.unwrap();
+    g.leave_topic(&t, "m1").await.unwrap();
     assert_eq!(committed(&k, "g"), Some(5));
     k.shutdown().await.unwrap();
 }
@@ -188,7 +188,7 @@ async fn only_joins_polls_commits_seeks_and_configs_create_groups() {
     let t = k.topic("t").unwrap();
     let ghost = k.group("ghost").unwrap();
     let not_found = |e: kafko_core::GroupError| matches!(e, GroupError::GroupNotFound { .. });
-    assert!(not_found(ghost.leave(&t, "m").await.unwrap_err()));
+    assert!(not_found(ghost.leave_topic(&t, "m").await.unwrap_err()));
     assert!(not_found(ghost.describe().unwrap_err()));
     assert!(not_found(ghost.delete().await.unwrap_err()));
     // A refused poll or commit creates nothing either.
@@ -219,7 +219,7 @@ async fn only_joins_polls_commits_seeks_and_configs_create_groups() {
     g.seek(&t, None, None, kafko_core::SeekTo::Latest)
         .await
         .unwrap();
-    let err = g.leave(&other, "m").await.unwrap_err();
+    let err = g.leave_topic(&other, "m").await.unwrap_err();
     assert!(matches!(err, GroupError::UnknownMember { .. }), "{err}");
     let listed = k.list_groups();
     assert_eq!(listed.len(), 1);

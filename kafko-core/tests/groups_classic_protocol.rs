@@ -33,7 +33,7 @@ fn request(member_id: &str) -> JoinGroupRequest {
 
 /// The handshake, then the join: returns the answer.
 async fn join(g: &GroupHandle) -> JoinGroupAnswer {
-    let id = match g.join_group(request("")).await.unwrap() {
+    let id = match g.classic_join(request("")).await.unwrap() {
         JoinGroupOutcome::MemberIdRequired(id) => id,
         other => panic!("expected the member-id handshake, got {other:?}"),
     };
@@ -41,7 +41,7 @@ async fn join(g: &GroupHandle) -> JoinGroupAnswer {
 }
 
 async fn rejoin(g: &GroupHandle, id: &str) -> JoinGroupAnswer {
-    match g.join_group(request(id)).await.unwrap() {
+    match g.classic_join(request(id)).await.unwrap() {
         JoinGroupOutcome::Joined(answer) => answer,
         other => panic!("expected a join, got {other:?}"),
     }
@@ -60,7 +60,7 @@ async fn two_members_rebalance_through_join_and_sync() {
     assert_eq!(a.members.len(), 1);
     let assignment_a = Bytes::from_static(b"a owns t-0, t-1");
     let synced = g
-        .sync_group(
+        .classic_sync(
             &a.member_id,
             1,
             vec![MemberAssignment {
@@ -72,10 +72,10 @@ async fn two_members_rebalance_through_join_and_sync() {
         .await
         .unwrap();
     assert_eq!(synced, assignment_a);
-    g.heartbeat_group(&a.member_id, 1).unwrap();
+    g.classic_heartbeat(&a.member_id, 1).unwrap();
 
     // b joins: its join waits until a rejoins; a learns of it by a heartbeat.
-    let b_id = match g.join_group(request("")).await.unwrap() {
+    let b_id = match g.classic_join(request("")).await.unwrap() {
         JoinGroupOutcome::MemberIdRequired(id) => id,
         other => panic!("{other:?}"),
     };
@@ -85,7 +85,7 @@ async fn two_members_rebalance_through_join_and_sync() {
         async move { rejoin(&g, &b_id).await }
     });
     let rebalancing = loop {
-        match g.heartbeat_group(&a.member_id, 1) {
+        match g.classic_heartbeat(&a.member_id, 1) {
             Err(e @ GroupError::RebalanceInProgress { .. }) => break e,
             Ok(()) => tokio::task::yield_now().await,
             Err(e) => panic!("{e}"),
@@ -112,13 +112,13 @@ async fn two_members_rebalance_through_join_and_sync() {
     let b_sync = tokio::spawn({
         let g = g.clone();
         let b_id = b_id.clone();
-        async move { g.sync_group(&b_id, 2, Vec::new()).await }
+        async move { g.classic_sync(&b_id, 2, Vec::new()).await }
     });
     tokio::task::yield_now().await;
     assert!(!b_sync.is_finished());
     let for_b = Bytes::from_static(b"\x00\x03opaque cooperative-sticky bytes");
     let leader_got = g
-        .sync_group(
+        .classic_sync(
             &a.member_id,
             2,
             vec![
@@ -151,18 +151,18 @@ async fn two_members_rebalance_through_join_and_sync() {
         metadata: Some(format!("note {partition}")),
     };
     assert!(matches!(
-        g.commit_offsets(Some((&b_id, 1)), &t, &[offset(1, 0)])
+        g.classic_commit(Some((&b_id, 1)), &t, &[offset(1, 0)])
             .await,
         Err(GroupError::StaleGeneration { current: 2, .. })
     ));
-    g.commit_offsets(Some((&b_id, 2)), &t, &[offset(1, 0)])
+    g.classic_commit(Some((&b_id, 2)), &t, &[offset(1, 0)])
         .await
         .unwrap();
-    let committed = g.committed_offsets().unwrap();
+    let committed = g.classic_committed().unwrap();
     assert_eq!(committed["t"][0].metadata.as_deref(), Some("note 1"));
     // A client that is no member may not commit while the group has members.
     assert!(matches!(
-        g.commit_offsets(None, &t, &[offset(0, 0)]).await,
+        g.classic_commit(None, &t, &[offset(0, 0)]).await,
         Err(GroupError::UnknownMember { .. })
     ));
 
@@ -177,24 +177,24 @@ async fn two_members_rebalance_through_join_and_sync() {
 
     // Leaving: the other member must rejoin; the last one empties the group.
     assert!(
-        g.leave_classic(std::slice::from_ref(&b_id))
+        g.classic_leave(std::slice::from_ref(&b_id))
             .unwrap()
             .is_empty()
     );
     assert!(matches!(
-        g.heartbeat_group(&a.member_id, 2),
+        g.classic_heartbeat(&a.member_id, 2),
         Err(GroupError::RebalanceInProgress { .. })
     ));
     let a3 = rejoin(&g, &a.member_id).await;
     assert_eq!((a3.generation, a3.members.len()), (3, 1));
     assert_eq!(
-        g.leave_classic(&[a.member_id.clone(), "nobody".into()])
+        g.classic_leave(&[a.member_id.clone(), "nobody".into()])
             .unwrap(),
         ["nobody"]
     );
     assert_eq!(g.classic_protocol(), None, "an empty group has no protocol");
     // An empty group takes commits from clients that are no members.
-    g.commit_offsets(None, &t, &[offset(0, 0)]).await.unwrap();
+    g.classic_commit(None, &t, &[offset(0, 0)]).await.unwrap();
 }
 
 #[tokio::test(start_paused = true)]
@@ -203,13 +203,13 @@ async fn a_member_that_does_not_rejoin_is_removed_at_the_rebalance_deadline() {
     let k = open(dir.path()).await;
     let g = k.group("g").unwrap();
     let a = join(&g).await;
-    g.sync_group(&a.member_id, 1, Vec::new()).await.unwrap();
+    g.classic_sync(&a.member_id, 1, Vec::new()).await.unwrap();
     // b joins; a never rejoins (nor heartbeats): b's join completes at the deadline.
     let b = join(&g).await;
     assert_eq!((b.generation, b.leader.clone()), (2, b.member_id.clone()));
     assert_eq!(b.members.len(), 1);
     assert!(matches!(
-        g.heartbeat_group(&a.member_id, 1),
+        g.classic_heartbeat(&a.member_id, 1),
         Err(GroupError::UnknownMember { .. })
     ));
 }
@@ -223,7 +223,7 @@ async fn kafka_members_and_kafkos_own_members_do_not_share_a_group() {
     let http = k.group("http").unwrap();
     http.join(&t, Some("m"), Duration::from_secs(10)).unwrap();
     assert!(matches!(
-        http.join_group(request("")).await,
+        http.classic_join(request("")).await,
         Err(GroupError::InconsistentGroupProtocol { .. })
     ));
     let kafka = k.group("kafka").unwrap();
@@ -236,12 +236,12 @@ async fn kafka_members_and_kafkos_own_members_do_not_share_a_group() {
     let mut other = request("");
     other.protocol_type = "connect".into();
     assert!(matches!(
-        kafka.join_group(other).await,
+        kafka.classic_join(other).await,
         Err(GroupError::InconsistentGroupProtocol { .. })
     ));
     // An id the group never handed out is unknown.
     assert!(matches!(
-        kafka.join_group(request("made-up")).await,
+        kafka.classic_join(request("made-up")).await,
         Err(GroupError::UnknownMember { .. })
     ));
 }

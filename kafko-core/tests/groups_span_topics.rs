@@ -174,7 +174,7 @@ async fn leaving_one_topic_keeps_the_member_and_leaving_the_group_ends_it() {
     g.join(&x, Some("m"), SESSION).unwrap();
     let both = g.join(&y, Some("m"), SESSION).unwrap();
     assert_eq!((both.generation, both.assignment.clone()), (2, vec![0, 1]));
-    g.leave(&x, "m").await.unwrap();
+    g.leave_topic(&x, "m").await.unwrap();
     let description = g.describe().unwrap();
     let on: Vec<(String, usize)> = description
         .topics
@@ -183,10 +183,10 @@ async fn leaving_one_topic_keeps_the_member_and_leaving_the_group_ends_it() {
         .collect();
     assert_eq!(on, vec![("x".into(), 0), ("y".into(), 1)]);
     assert!(matches!(
-        g.leave(&x, "m").await,
+        g.leave_topic(&x, "m").await,
         Err(GroupError::UnknownMember { .. })
     ));
-    g.leave_group("m").await.unwrap();
+    g.leave("m").await.unwrap();
     assert_eq!(g.describe().unwrap().topics[1].members.len(), 0);
     // A deleted topic leaves the subscriptions of the members that read it.
     let m = g.join_topics(&[&x, &y], Some("n"), SESSION).unwrap();
@@ -234,7 +234,7 @@ async fn groups_of_an_earlier_build_open_and_a_member_of_both_topics_resumes_at_
         got.delivered().is_empty(),
         "events has 2 records, committed at 2"
     );
-    let committed = g.committed_offsets().unwrap();
+    let committed = g.classic_committed().unwrap();
     let names: Vec<&String> = committed.keys().collect();
     assert_eq!(names, ["events", "orders"]);
 }

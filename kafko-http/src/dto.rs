@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use utoipa::{IntoParams, ToSchema};
 
-use crate::codec::{Format, Wire};
+use crate::body_format::{Format, Wire};
 
 /// Encodings of keys, values and header values in JSON bodies.
 #[derive(Debug, Default, Deserialize, IntoParams)]

@@ -11,9 +11,9 @@
 //! 1. Ground: [`state`] ([`AppState`]: the service and the HTTP admission limits),
 //!    `on_sent`, `doc_parts`.
 //! 2. HTTP toolkit: `error` (problem+json, `/v1`'s rendering of a `Failure`), `extract`
-//!    (extractors whose rejections are problem+json), `json`, `dto`, `codec` (the key
-//!    and value formats of `/v1`).
-//! 3. Front ends: `routes/` (`/v1`: topics, records, groups, admin, health, the
+//!    (extractors whose rejections are problem+json), `json`, `dto`, `body_format`
+//!    (the `string`/`json`/`base64` formats of keys and values in JSON bodies).
+//! 3. Front ends: `v1/` (`/v1`: topics, records, groups, admin, health, the
 //!    console) and `rest_proxy/` (the Kafka REST Proxy v2/v3 subset, with its own error
 //!    shape and its consumer-instance registry).
 //! 4. The edge: `router` ([`app`]: every route and the middleware stack), [`openapi`]
@@ -36,19 +36,33 @@ pub mod probe;
 pub mod server;
 pub mod state;
 
-mod codec;
+mod body_format;
 mod doc_parts;
 mod dto;
 mod error;
 mod extract;
-#[cfg(test)]
-mod front_end_answers;
 mod json;
 mod middleware;
 mod on_sent;
 mod rest_proxy;
 mod router;
-mod routes;
+mod v1;
 
 pub use router::app;
+
+/// `/v1`'s answer to a core failure: status, code and `Retry-After`. For the table test
+/// at the edge, which knows every front end.
+#[doc(hidden)]
+pub fn v1_answer(e: kafko_core::KafkoError) -> (u16, &'static str, Option<u32>) {
+    let a = error::ApiError::from(e);
+    (a.status.as_u16(), a.code, a.retry_after)
+}
+
+/// The REST Proxy's answer to a core failure: status and `error_code`. For the table
+/// test at the edge.
+#[doc(hidden)]
+pub fn rest_proxy_answer(e: kafko_core::KafkoError) -> (u16, u32) {
+    let p = rest_proxy::error::ProxyError::from(e);
+    (p.status.as_u16(), p.error_code)
+}
 pub use state::AppState;

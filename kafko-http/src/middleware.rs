@@ -244,7 +244,7 @@ fn is_public(req: &Request) -> bool {
     let path = req.uri().path();
     matches!(path, "/healthz" | "/readyz" | "/ui")
         || path.starts_with("/ui/")
-        || (path == "/" && crate::routes::ui::is_browser_navigation(req.method(), req.headers()))
+        || (path == "/" && crate::v1::ui::is_browser_navigation(req.method(), req.headers()))
 }
 
 /// Auth, then the concurrency limit: a permit to run the request, or the answer to give

@@ -5,7 +5,7 @@ use crate::doc_parts::{content_of, operations};
 use utoipa::OpenApi;
 
 use crate::rest_proxy::RestProxyPaths;
-use crate::routes::{admin, groups, health, records, topics};
+use crate::v1::{admin, groups, health, records, topics};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -19,7 +19,7 @@ use crate::routes::{admin, groups, health, records, topics};
         admin::shutdown,
         health::healthz, health::readyz, health::metrics, spec,
     ),
-    components(schemas(crate::codec::Format)),
+    components(schemas(crate::body_format::Format)),
     modifiers(&RestProxyPaths, &BearerAuth, &NameRules, &ClientRules),
     security((), ("bearer" = [])),
     tags(

@@ -8,8 +8,8 @@ use axum::routing::{any, delete, get, post, put};
 use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer};
 
 use crate::middleware;
-use crate::routes::{admin, groups, health, records, topics, ui};
 use crate::state::AppState;
+use crate::v1::{admin, groups, health, records, topics, ui};
 
 /// The full application router.
 pub fn app(state: AppState) -> Router {

@@ -17,20 +17,18 @@
 //! full, the fetch answers with no records and a throttle time, which clients wait out
 //! before fetching again; when even that answer finds no room, it names no partition.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures_util::future::select_all;
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::{FetchRequest, FetchResponse, TopicName};
-use kafko_core::TopicHandle;
-use tokio::sync::Notify;
+use kafko_core::{ActivityWatch, TopicHandle};
 
 use crate::fetch_read::{Asked, empty, read_all};
 use crate::{Broker, errors};
 use kafko_service::answer_budget::Reservation;
 use kafko_service::metrics::FrontEnd;
+use kafko_service::wait::Waiter;
 
 /// How long a client is asked to wait when the answer budget is full.
 const THROTTLE_MS: i32 = 1000;
@@ -96,45 +94,31 @@ pub(crate) async fn answer(
     else {
         return throttled(broker, &topics, version, entries, &encode).await;
     };
-    let notifies: Vec<Arc<Notify>> = topics
-        .iter()
-        .filter_map(|(_, h, _)| h.as_ref().map(TopicHandle::activity))
-        .collect();
+    // Taken before the first look: an append in between still ends the wait.
+    let mut watch = ActivityWatch::new(
+        topics
+            .iter()
+            .filter_map(|(_, h, _)| h.as_ref().map(TopicHandle::activity)),
+    );
     let (mut answer, bytes, mut failed, mut progress) =
         read_all(broker, &topics, max_bytes, version);
     // Below min_bytes: wait, looking only at what each wake-up added, then read again.
     if bytes < min_bytes && !failed {
         drop(answer);
-        // Counted as waiting from the first wait on (interest registered, too little
-        // found) until the answer is read, whichever way the wait ends.
-        let mut waiting = None;
+        // Counted as waiting from the first wait on until the answer is read, whichever
+        // way the wait ends.
+        let mut waiter = Waiter::new(&broker.state, FrontEnd::Kafka, deadline);
         loop {
-            // Interest registered before looking: an append in between still wakes us.
-            let mut woken: Vec<_> = notifies.iter().map(|n| Box::pin(n.notified())).collect();
-            for w in &mut woken {
-                w.as_mut().enable();
-            }
-            failed = !progress.look(broker, &topics, max_bytes);
-            if progress.found() >= min_bytes
-                || failed
-                || tokio::time::Instant::now() >= deadline
-                || broker.state.is_shutting_down()
-            {
+            if !waiter.wait(&mut watch).await {
                 break;
             }
-            waiting.get_or_insert_with(|| broker.state.metrics.read_waiting(FrontEnd::Kafka));
-            if woken.is_empty() {
-                tokio::time::sleep_until(deadline).await;
-                continue;
-            }
-            tokio::select! {
-                _ = select_all(woken) => {}
-                () = tokio::time::sleep_until(deadline) => {}
-                () = broker.state.shutdown_requested() => {}
+            failed = !progress.look(broker, &topics, max_bytes);
+            if progress.found() >= min_bytes || failed || waiter.over() {
+                break;
             }
         }
         answer = read_all(broker, &topics, max_bytes, version).0;
-        drop(waiting);
+        drop(waiter);
     }
     response.responses = answer;
     let frame = encode(&response)?;

@@ -112,7 +112,7 @@ async fn commit_topic(
         return codes;
     }
     let member = member.map(|(id, generation)| (id.as_str(), *generation));
-    if let Err(e) = g.commit_offsets(member, &handle, &offsets).await {
+    if let Err(e) = g.classic_commit(member, &handle, &offsets).await {
         let failed = code(e);
         for i in committing {
             codes[i] = failed;
@@ -157,7 +157,7 @@ fn committed(
     asked: Option<Vec<(String, Vec<i32>)>>,
 ) -> Result<Vec<TopicOffsets>, i16> {
     let stored: BTreeMap<String, Vec<CommittedOffset>> =
-        match group(broker, id)?.committed_offsets() {
+        match group(broker, id)?.classic_committed() {
             Ok(map) => map,
             Err(GroupError::GroupNotFound { .. }) => BTreeMap::new(),
             Err(e) => return Err(code(e)),

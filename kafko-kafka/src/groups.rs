@@ -121,7 +121,7 @@ pub(crate) async fn join_group(
         client_host: client.host.to_owned(),
         require_known_member_id: version >= 4,
     };
-    match g.join_group(join).await {
+    match g.classic_join(join).await {
         Ok(JoinGroupOutcome::MemberIdRequired(id)) => {
             response.error_code = errors::MEMBER_ID_REQUIRED;
             response.member_id = str(&id);
@@ -186,7 +186,7 @@ pub(crate) async fn sync_group(
         })
         .collect();
     match g
-        .sync_group(request.member_id.as_str(), generation, assignments)
+        .classic_sync(request.member_id.as_str(), generation, assignments)
         .await
     {
         Ok(assignment) => {
@@ -212,7 +212,7 @@ pub(crate) fn heartbeat(
         Err(code) => code,
         Ok(g) => match u64::try_from(request.generation_id) {
             Err(_) => errors::ILLEGAL_GENERATION,
-            Ok(generation) => match g.heartbeat_group(request.member_id.as_str(), generation) {
+            Ok(generation) => match g.classic_heartbeat(request.member_id.as_str(), generation) {
                 Ok(()) => errors::NONE,
                 Err(GroupError::GroupNotFound { .. }) => errors::UNKNOWN_MEMBER_ID,
                 Err(e) => code(e),
@@ -243,7 +243,7 @@ pub(crate) fn leave_group(
             response.error_code = code;
             return response;
         }
-        Ok(g) => match g.leave_classic(&ids) {
+        Ok(g) => match g.classic_leave(&ids) {
             Ok(unknown) => unknown,
             Err(GroupError::GroupNotFound { .. }) => ids.clone(),
             Err(e) => {

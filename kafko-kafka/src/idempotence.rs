@@ -1,6 +1,6 @@
 //! Idempotent producers: InitProducerId hands out producer ids and epochs, and every
 //! produce from an idempotent producer is checked against the sequence numbers seen for
-//! its (producer id, topic, partition): the next expected sequence is written, a retry
+//! its (producer id, topic id, partition): the next expected sequence is written, a retry
 //! of one of the last five batches is answered with its original offsets and not written
 //! again, any other sequence is OUT_OF_ORDER_SEQUENCE_NUMBER, an older epoch
 //! INVALID_PRODUCER_EPOCH. A partition's check and write run under one lock, so two
@@ -36,6 +36,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
+use kafko_core::TopicId;
 
 use crate::{Broker, errors};
 
@@ -163,8 +164,9 @@ struct Issued {
     /// Its key in `Table::unused` (never produced) or `Table::used`.
     stamp: u64,
     produced: bool,
-    /// Sequence state by topic and partition.
-    partitions: HashMap<(String, i32), Shared>,
+    /// Sequence state by topic (the incarnation, not the name: a topic deleted and
+    /// created again starts afresh) and partition.
+    partitions: HashMap<(TopicId, i32), Shared>,
 }
 
 /// Every issued id, and the two orders evictions take them in.
@@ -295,7 +297,7 @@ impl Producers {
         limits: Limits,
         producer_id: i64,
         epoch: i16,
-        topic: &str,
+        topic: TopicId,
         partition: i32,
     ) -> Result<Shared, i16> {
         let mut table = self.table();
@@ -308,7 +310,7 @@ impl Producers {
             Some(_) => {}
         }
         table.touch(producer_id, now, true);
-        let key = (topic.to_owned(), partition);
+        let key = (topic, partition);
         let known = table
             .producers
             .get(&producer_id)
@@ -408,6 +410,10 @@ pub(crate) fn init_producer_id(
 mod tests {
     use super::*;
 
+    fn topic() -> TopicId {
+        "0000000000000000000000000000002a".parse().unwrap()
+    }
+
     fn limits(max_ids: usize) -> Limits {
         Limits {
             expiration: Duration::from_secs(3600),
@@ -420,19 +426,19 @@ mod tests {
         let p = Producers::new();
         let l = limits(10);
         assert_eq!(
-            p.partition(l, 42, 0, "t", 0).err(),
+            p.partition(l, 42, 0, topic(), 0).err(),
             Some(errors::UNKNOWN_PRODUCER_ID)
         );
         assert_eq!(p.len(), 0, "a made-up id is not remembered");
         let (id, epoch) = p.init(l, None).unwrap();
-        assert!(p.partition(l, id, epoch, "t", 0).is_ok());
+        assert!(p.partition(l, id, epoch, topic(), 0).is_ok());
         assert_eq!(
-            p.partition(l, id, epoch + 1, "t", 0).err(),
+            p.partition(l, id, epoch + 1, topic(), 0).err(),
             Some(errors::INVALID_PRODUCER_EPOCH)
         );
         assert_eq!(p.init(l, Some((id, epoch))), Ok((id, 1)));
         assert_eq!(
-            p.partition(l, id, 0, "t", 0).err(),
+            p.partition(l, id, 0, topic(), 0).err(),
             Some(errors::INVALID_PRODUCER_EPOCH),
             "the old epoch is fenced"
         );
@@ -443,7 +449,7 @@ mod tests {
         let p = Producers::new();
         let l = limits(100);
         let (writer, epoch) = p.init(l, None).unwrap();
-        let seq = p.partition(l, writer, epoch, "t", 0).unwrap();
+        let seq = p.partition(l, writer, epoch, topic(), 0).unwrap();
         seq.try_lock().unwrap().written(epoch, 0, 0, 7);
         let (first_unused, _) = p.init(l, None).unwrap();
         for _ in 0..1000 {
@@ -451,10 +457,10 @@ mod tests {
         }
         assert_eq!(p.len(), 100);
         assert_eq!(
-            p.partition(l, first_unused, 0, "t", 0).err(),
+            p.partition(l, first_unused, 0, topic(), 0).err(),
             Some(errors::UNKNOWN_PRODUCER_ID)
         );
-        let again = p.partition(l, writer, epoch, "t", 0).unwrap();
+        let again = p.partition(l, writer, epoch, topic(), 0).unwrap();
         assert_eq!(
             again.try_lock().unwrap().check(epoch, 0, 0),
             Check::Duplicate(7)
@@ -468,12 +474,12 @@ mod tests {
         let mut writers = Vec::new();
         for _ in 0..3 {
             let (id, epoch) = p.init(l, None).unwrap();
-            p.partition(l, id, epoch, "t", 0).unwrap();
+            p.partition(l, id, epoch, topic(), 0).unwrap();
             writers.push(id);
         }
         assert_eq!(p.init(l, None), Err(errors::COORDINATOR_LOAD_IN_PROGRESS));
         for id in writers {
-            assert!(p.partition(l, id, 0, "t", 0).is_ok());
+            assert!(p.partition(l, id, 0, topic(), 0).is_ok());
         }
     }
 
@@ -488,10 +494,10 @@ mod tests {
         let (busy, _) = p.init(l, None).unwrap();
         for _ in 0..3 {
             std::thread::sleep(Duration::from_millis(100));
-            assert!(p.partition(l, busy, 0, "t", 0).is_ok());
+            assert!(p.partition(l, busy, 0, topic(), 0).is_ok());
         }
         assert_eq!(
-            p.partition(l, idle, 0, "t", 0).err(),
+            p.partition(l, idle, 0, topic(), 0).err(),
             Some(errors::UNKNOWN_PRODUCER_ID)
         );
         assert_eq!(p.len(), 1);

@@ -62,6 +62,13 @@ pub use apis::{ServedApi, served_apis};
 pub use fuzz_entry::{RequestTarget, decode_request};
 pub use listener::{Advertised, AdvertisedError, serve};
 
+/// The Kafka error code a client gets for a core failure. For the table test at the
+/// edge, which knows every front end.
+#[doc(hidden)]
+pub fn error_code(e: kafko_core::KafkoError) -> i16 {
+    errors::code(&kafko_service::failure::Failure::from(e))
+}
+
 use kafko_service::Service;
 
 /// What every connection of the listener shares.

@@ -205,7 +205,7 @@ async fn produce_partition(
             limits,
             batch.producer_id,
             batch.producer_epoch,
-            producer.topic(),
+            producer.topic_id(),
             index,
         ) {
             Ok(sequences) => sequences,
@@ -234,18 +234,13 @@ async fn produce_partition(
         append(broker, producer, partition, batch).await
     };
     if answer.code == errors::NONE
-        && let Some(log_start) = log_start(broker, producer, partition)
+        && answer.log_start < 0
+        && let Some(log_start) = producer.log_start(partition)
     {
-        answer.log_start = log_start;
+        // A duplicate's answer: the log start as it is now.
+        answer.log_start = i64::try_from(log_start).unwrap_or(i64::MAX);
     }
     (index, answer)
-}
-
-/// The partition's log start offset, for the answer.
-fn log_start(broker: &Broker, producer: &Producer, partition: u32) -> Option<i64> {
-    let topic = broker.state.kafko.find_topic(producer.topic()).ok()??;
-    let offsets = topic.partition(partition).and_then(|p| p.offsets()).ok()?;
-    Some(i64::try_from(offsets.log_start).unwrap_or(i64::MAX))
 }
 
 /// What the batches of one request may take together: the records of
@@ -342,7 +337,7 @@ async fn append(
                 Answer {
                     code: errors::NONE,
                     base_offset: i64::try_from(append.base_offset).unwrap_or(i64::MAX),
-                    log_start: -1,
+                    log_start: i64::try_from(append.log_start).unwrap_or(i64::MAX),
                     message: None,
                 }
             }

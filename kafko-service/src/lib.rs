@@ -15,7 +15,8 @@
 //! 3. Operations: [`produce`] (one produce policy: limits, a full queue, auto-create),
 //!    [`topics`] (the one topic-create path), [`topic_config`] (Kafka's topic config
 //!    names, both directions), [`auth`] (the token check), [`failure`] (the one
-//!    exhaustive mapping from a core error to a [`failure::Failure`]).
+//!    exhaustive mapping from a core error to a [`failure::Failure`]), [`wait`] (the one
+//!    long-poll wait of every front end, counted per front end).
 
 // Bad input and I/O failures answer with a failure, never a panic (tests may unwrap:
 // clippy.toml).
@@ -38,6 +39,7 @@ pub mod produce;
 mod service;
 pub mod topic_config;
 pub mod topics;
+pub mod wait;
 
 pub use config::{AutoCreate, DEFAULT_CLUSTER_ID, DEFAULT_MAX_TAGGED_FIELDS, ServerConfig};
 pub use service::{Service, Shared};

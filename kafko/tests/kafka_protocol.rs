@@ -393,6 +393,38 @@ async fn a_replayed_idempotent_batch_keeps_its_offsets_and_is_written_once() {
 }
 
 #[tokio::test]
+async fn a_topic_created_again_under_its_name_starts_its_producers_sequences_afresh() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = start(&tmp.path().join("d"), &[]).await;
+    let c = client();
+    let mut k = Kafka::connect(&s).await;
+    assert_eq!(create_topic(&mut k, "reborn", 1, &[]).await, 0);
+    let init = k
+        .call(
+            &InitProducerIdRequest::default()
+                .with_transactional_id(None)
+                .with_transaction_timeout_ms(60_000),
+            4,
+        )
+        .await;
+    let (pid, epoch) = (init.producer_id.0, init.producer_epoch);
+    let old = batch(&[rec("a", "old", 1)], 0, Some((pid, epoch, 0)));
+    assert_eq!(produce_batch(&mut k, "reborn", 0, old).await, (0, 0));
+    let r = c.delete(s.url("/v1/topics/reborn")).send().await.unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+    assert_eq!(create_topic(&mut k, "reborn", 1, &[]).await, 0);
+    // The same producer's first batch to the new topic: not a duplicate of the old
+    // topic's batch 0, so it is written, and the answer carries the new log's start.
+    let new = batch(&[rec("a", "new", 2)], 0, Some((pid, epoch, 0)));
+    let r = k.call(&produce_request("reborn", 0, new, -1), 9).await;
+    let p = &r.responses[0].partition_responses[0];
+    assert_eq!((p.error_code, p.base_offset, p.log_start_offset), (0, 0, 0));
+    let (_, hw, _, records) = fetch(&mut k, "reborn", 0, 0, 0).await;
+    assert_eq!(hw, 1);
+    assert_eq!(records[0].value.as_deref(), Some(&b"new"[..]));
+}
+
+#[tokio::test]
 async fn a_fetch_long_poll_is_woken_by_a_produce_through_v1() {
     let tmp = tempfile::tempdir().unwrap();
     let s = start(&tmp.path().join("d"), &[]).await;

@@ -75,7 +75,7 @@ pub(crate) struct Inner {
     /// Compaction state (one pass at a time); see `compaction`.
     pub(crate) cleaner: crate::compaction::Cleaner,
     /// Woken whenever a topic is created or deleted (see [`Kafko::topics_changed`]).
-    pub(crate) topics_changed: Arc<tokio::sync::Notify>,
+    pub(crate) topics_changed: Arc<crate::activity::Activity>,
 }
 
 /// An open kafko data directory. Cheap to clone; every clone is the same log.

@@ -173,7 +173,7 @@ impl Kafko {
             recovered_clean: recovered.clean,
             groups: groups.with_max_groups(options.limits.groups),
             cleaner: crate::compaction::Cleaner::default(),
-            topics_changed: Arc::new(tokio::sync::Notify::new()),
+            topics_changed: Arc::new(crate::activity::Activity::new()),
         });
         let kafko = Kafko { inner };
         kafko.spawn_maintenance(options.retention_check_interval);

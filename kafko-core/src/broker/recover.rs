@@ -9,7 +9,7 @@ use std::any::Any;
 use std::path::Path;
 use std::sync::Arc;
 
-use tokio::sync::Notify;
+use crate::activity::Activity;
 
 use crate::config::TopicConfig;
 use crate::disk;
@@ -45,7 +45,7 @@ pub(crate) struct RecoveredTopic {
     config: TopicConfig,
     id: TopicId,
     partitions: Vec<(Arc<PartitionLog>, Arc<Segment>)>,
-    activity: Arc<Notify>,
+    activity: Arc<Activity>,
 }
 
 impl RecoveredTopic {
@@ -262,7 +262,7 @@ pub(crate) fn recover_topic(
     clean: bool,
 ) -> Result<RecoveredTopic> {
     let name: Arc<str> = Arc::from(name);
-    let activity = Arc::new(Notify::new());
+    let activity = Arc::new(Activity::new());
     let mut partitions = Vec::with_capacity(config.partitions as usize);
     for p in 0..config.partitions {
         partitions.push(open_partition(

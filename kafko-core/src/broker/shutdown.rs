@@ -28,11 +28,11 @@ impl Kafko {
         self.inner.closing.load(Ordering::Acquire)
     }
 
-    /// Woken (`notify_waiters`) whenever a topic is created or deleted: a reader
-    /// waiting for a topic that does not exist yet waits on it instead of looking again
-    /// and again. Register (`Notified::enable`) before looking, so a creation in between
-    /// still wakes the waiter.
-    pub fn topics_changed(&self) -> std::sync::Arc<tokio::sync::Notify> {
+    /// Signals whenever a topic is created or deleted: a reader waiting for a topic that
+    /// does not exist yet watches it ([`ActivityWatch`](crate::ActivityWatch)) instead
+    /// of looking again and again. Take the watch before looking, so a creation in
+    /// between still ends the wait.
+    pub fn topics_changed(&self) -> std::sync::Arc<crate::activity::Activity> {
         self.inner.topics_changed.clone()
     }
 }

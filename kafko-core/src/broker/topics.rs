@@ -117,7 +117,7 @@ impl Kafko {
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .insert(topic.id, name.to_owned());
-        self.inner.topics_changed.notify_waiters();
+        self.inner.topics_changed.signal();
         tracing::info!(
             topic = name,
             partitions = config.partitions,
@@ -265,7 +265,7 @@ impl Kafko {
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .remove(name);
-        self.inner.topics_changed.notify_waiters();
+        self.inner.topics_changed.signal();
         for p in &topic.partitions {
             // Long-polls and streams on the topic end now, with `TopicDeleted`.
             p.log.wake_readers();

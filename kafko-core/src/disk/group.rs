@@ -7,8 +7,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::{decode_v1, read_versioned, write_versioned};
+use crate::config::{GroupConfig, OffsetReset};
 use crate::error::{KafkoError, Result};
-use crate::group::{GroupConfig, OffsetReset};
 use crate::state_file;
 use crate::storage::Storage;
 

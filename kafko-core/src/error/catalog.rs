@@ -424,10 +424,10 @@ catalog! { $
     (InvalidSessionTimeout $v:ident $then:tt) => { failure! { @record $then
         [
             /// A join's session timeout is zero or above
-            /// [`MAX_SESSION_TIMEOUT`](crate::group::MAX_SESSION_TIMEOUT).
+            /// [`MAX_SESSION_TIMEOUT`](crate::config::MAX_SESSION_TIMEOUT).
             #[error(
                 "session timeout must be between 1 ms and {} s, got {} ms",
-                crate::group::MAX_SESSION_TIMEOUT.as_secs(),
+                crate::config::MAX_SESSION_TIMEOUT.as_secs(),
                 .timeout.as_millis()
             )]
             $v {

@@ -154,7 +154,7 @@ impl GroupHandle {
     /// [`GroupLimits`](super::GroupLimits)' bounds), `LimitReached` (the groups, or one
     /// of the group's limits: resource `group members`, `group bytes`, `join protocols`),
     /// `ShuttingDown`.
-    pub async fn join_group(
+    pub async fn classic_join(
         &self,
         mut request: JoinGroupRequest,
     ) -> Result<JoinGroupOutcome, GroupError> {
@@ -268,7 +268,7 @@ impl GroupHandle {
     ///
     /// # Errors
     /// `UnknownMember`, `StaleGeneration`, `RebalanceInProgress` (rejoin), `GroupNotFound`.
-    pub async fn sync_group(
+    pub async fn classic_sync(
         &self,
         member_id: &str,
         generation: u64,
@@ -335,7 +335,7 @@ impl GroupHandle {
     /// # Errors
     /// `RebalanceInProgress` (rejoin), `StaleGeneration`, `UnknownMember`,
     /// `GroupNotFound`.
-    pub fn heartbeat_group(&self, member_id: &str, generation: u64) -> Result<(), GroupError> {
+    pub fn classic_heartbeat(&self, member_id: &str, generation: u64) -> Result<(), GroupError> {
         self.with_classic(false, |g, _| {
             let m = &mut g.members;
             m.classic
@@ -350,7 +350,7 @@ impl GroupHandle {
     ///
     /// # Errors
     /// `GroupNotFound`.
-    pub fn leave_classic(&self, member_ids: &[String]) -> Result<Vec<String>, GroupError> {
+    pub fn classic_leave(&self, member_ids: &[String]) -> Result<Vec<String>, GroupError> {
         let gone = self.with_classic(false, |g, changed| {
             let m = &mut g.members;
             let gone = m
@@ -379,7 +379,7 @@ impl GroupHandle {
     /// commit without a member while kafko's own members read the topic),
     /// `PartitionNotFound`, `TopicDeleted`, `ShuttingDown`, or the write's storage
     /// failure (nothing changes).
-    pub async fn commit_offsets(
+    pub async fn classic_commit(
         &self,
         member: Option<(&str, u64)>,
         topic: &TopicHandle,
@@ -433,7 +433,7 @@ impl GroupHandle {
     ///
     /// # Errors
     /// `GroupNotFound`.
-    pub fn committed_offsets(&self) -> Result<BTreeMap<String, Vec<CommittedOffset>>, GroupError> {
+    pub fn classic_committed(&self) -> Result<BTreeMap<String, Vec<CommittedOffset>>, GroupError> {
         let groups = self.coordinator().lock();
         let g = groups
             .get(&*self.name)

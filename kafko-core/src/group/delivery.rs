@@ -8,7 +8,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::Notify;
+use crate::activity::Activity;
 
 use super::PartitionOffset;
 use super::acknowledge::{Answer, remember};
@@ -90,7 +90,7 @@ pub struct Delivery {
     /// `(partition, lease id)` of every partition the answer carries records of.
     pub(super) leases: Vec<(u32, u64)>,
     /// Woken when the leases end, so polls waiting for these partitions look again.
-    pub(super) activity: Arc<Notify>,
+    pub(super) activity: Arc<Activity>,
     pub(super) settled: bool,
 }
 
@@ -180,7 +180,7 @@ impl Delivery {
                 remember(ts, self.id, answer);
             }
         }
-        self.activity.notify_waiters();
+        self.activity.signal();
     }
 }
 

@@ -22,6 +22,7 @@ use super::{
     GroupConfig, GroupDescription, GroupListing, GroupMemberDescription, GroupPartitionDescription,
     GroupPollOptions, GroupTopicDescription, MemberRef, PartitionOffset,
 };
+use crate::activity::ActivityWatch;
 use crate::broker::Kafko;
 use crate::consumer::SeekTo;
 use crate::convert::{millis, usize_saturating};
@@ -41,7 +42,7 @@ static NEXT_LEASE: AtomicU64 = AtomicU64::new(1);
 /// as read only once the caller confirms them ([`GroupPoll::delivered`]); a poll dropped
 /// unconfirmed puts them back. A confirmed poll with `auto_commit` is committed by the
 /// same member's next poll (before it reads), by [`commit`](Self::commit), or by the
-/// member's [`leave`](Self::leave) — never before, so a consumer that stops between
+/// member's [`leave_topic`](Self::leave_topic) — never before, so a consumer that stops between
 /// polls gets those records again.
 #[derive(Clone)]
 pub struct GroupHandle {
@@ -238,12 +239,9 @@ impl GroupHandle {
         options: &GroupPollOptions,
     ) -> Result<GroupPoll, GroupError> {
         let deadline = Instant::now() + options.wait;
-        let activity = topic.activity();
+        let mut watch = ActivityWatch::new([topic.activity()]);
         let mut committed = Vec::new();
         loop {
-            let notified = activity.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
             let mut got = self.try_poll(topic, member, options).await?;
             committed.append(&mut got.committed);
             if !got.records.is_empty() || Instant::now() >= deadline {
@@ -251,7 +249,7 @@ impl GroupHandle {
                 got.committed = committed;
                 return Ok(got);
             }
-            let _ = tokio::time::timeout_at(deadline, notified).await;
+            let _ = tokio::time::timeout_at(deadline, watch.signalled()).await;
         }
     }
 
@@ -273,7 +271,7 @@ impl GroupHandle {
         let read = read_leased(t, &starts, options);
         let kept = self.settle(t, read, &starts, id);
         if kept.released {
-            t.activity.notify_waiters();
+            t.activity.signal();
         }
         let mut positions = kept.positions;
         positions.sort_by_key(|p| p.partition);
@@ -312,7 +310,7 @@ impl GroupHandle {
             Ok((to_commit, moved_back))
         })?;
         if moved_back {
-            t.activity.notify_waiters();
+            t.activity.signal();
         }
         if !to_commit.is_empty() {
             self.coordinator()

@@ -216,7 +216,11 @@ impl GroupHandle {
     /// [`GroupError::GroupNotFound`], [`GroupError::UnknownMember`] (not a member, or it
     /// does not read `topic`), `TopicDeleted`, or a storage failure committing its
     /// delivered records (it stays a member).
-    pub async fn leave(&self, topic: &TopicHandle, member_id: &str) -> Result<(), GroupError> {
+    pub async fn leave_topic(
+        &self,
+        topic: &TopicHandle,
+        member_id: &str,
+    ) -> Result<(), GroupError> {
         self.leave_topics(Some(&[topic]), member_id).await
     }
 
@@ -224,8 +228,8 @@ impl GroupHandle {
     /// was delivered with auto-commit.
     ///
     /// # Errors
-    /// As [`leave`](Self::leave).
-    pub async fn leave_group(&self, member_id: &str) -> Result<(), GroupError> {
+    /// As [`leave_topic`](Self::leave_topic).
+    pub async fn leave(&self, member_id: &str) -> Result<(), GroupError> {
         self.leave_topics(None, member_id).await
     }
 

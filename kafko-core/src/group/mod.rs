@@ -72,30 +72,7 @@ pub use handle::GroupHandle;
 pub use lag::{GroupLag, GroupLagPage};
 pub use limits::GroupLimits;
 
-/// Longest accepted session timeout.
-pub const MAX_SESSION_TIMEOUT: Duration = Duration::from_secs(3600);
-
-/// Where a group starts when it has no valid offset for a partition (none committed, or
-/// the committed one is outside the log, e.g. removed by retention): Kafka's
-/// `auto.offset.reset`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum OffsetReset {
-    /// The log start offset (oldest record still stored).
-    #[default]
-    Earliest,
-    /// The high watermark when the partition is first read (only records produced from
-    /// then on).
-    Latest,
-    /// Fail the poll with [`KafkoError::NoValidOffset`](crate::KafkoError::NoValidOffset).
-    Error,
-}
-
-/// Options of a group, persisted in `group.json`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct GroupConfig {
-    /// Reset policy for partitions without a valid offset.
-    pub offset_reset: OffsetReset,
-}
+pub use crate::config::{GroupConfig, MAX_SESSION_TIMEOUT, OffsetReset};
 
 /// A member's identity in one generation, carried by its polls and commits.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -14,7 +14,9 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
-use tokio::sync::{Notify, watch};
+use tokio::sync::watch;
+
+use crate::activity::Activity;
 
 use crate::error::{KafkoError, Result};
 use crate::record::Record;
@@ -44,7 +46,7 @@ pub(crate) struct PartitionPlace {
     /// The descriptors of sealed segments, shared by the whole log.
     pub(crate) files: Arc<FileCache>,
     /// The topic's wake-up for consumers spanning partitions.
-    pub(crate) activity: Arc<Notify>,
+    pub(crate) activity: Arc<Activity>,
 }
 
 /// The state of one partition that readers share with its writer.
@@ -62,7 +64,7 @@ pub(crate) struct PartitionLog {
     /// Carries the high watermark to long-polling readers.
     hw_watch: watch::Sender<u64>,
     /// Topic-wide wake-up for consumers spanning several partitions.
-    activity: Arc<Notify>,
+    activity: Arc<Activity>,
     /// Write groups written, and the appends they held.
     groups_written: AtomicU64,
     appends_written: AtomicU64,
@@ -145,7 +147,7 @@ impl PartitionLog {
     pub(crate) fn publish_high_watermark(&self, hw: u64) {
         self.high_watermark.store(hw, Ordering::Release);
         self.hw_watch.send_replace(hw);
-        self.activity.notify_waiters();
+        self.activity.signal();
     }
 
     fn out_of_range(&self, requested: u64) -> KafkoError {
@@ -314,7 +316,7 @@ impl PartitionLog {
     /// again and find it gone.
     pub(crate) fn wake_readers(&self) {
         self.hw_watch.send_modify(|_| {});
-        self.activity.notify_waiters();
+        self.activity.signal();
     }
 
     /// A receiver that changes whenever the high watermark moves.

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use tokio::sync::Notify;
+use crate::activity::Activity;
 
 use super::writer::{LOG_START_FILE, RECOVERY_POINT_FILE};
 use super::{PartitionLog, PartitionPlace};
@@ -28,7 +28,7 @@ pub(crate) fn open_partition(
     topic: Arc<str>,
     partition: u32,
     clean: bool,
-    activity: Arc<Notify>,
+    activity: Arc<Activity>,
 ) -> Result<(Arc<PartitionLog>, Arc<Segment>)> {
     let s = &**storage;
     s.create_dir_all(&dir)

@@ -83,6 +83,9 @@ pub struct PartitionAppend {
     pub base_offset: u64,
     /// Records appended to the partition.
     pub record_count: u64,
+    /// The partition's log start offset once the records were appended (Kafka's
+    /// produce answer carries it).
+    pub log_start: u64,
 }
 
 /// A partition whose records of a send were not appended, and why.
@@ -367,6 +370,7 @@ async fn hand_over(
             partition,
             base_offset,
             record_count,
+            log_start: handle.log.log_start(),
         }],
         positions,
     })
@@ -401,6 +405,7 @@ async fn hand_over_all(
                 partition,
                 base_offset,
                 record_count,
+                log_start: topic.partitions[partition as usize].log.log_start(),
             }),
             Err(error) => failed.push(PartitionFailure {
                 partition,

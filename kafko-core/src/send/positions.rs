@@ -142,11 +142,13 @@ mod tests {
                 partition: 0,
                 base_offset: 7,
                 record_count: 1,
+                log_start: 0,
             },
             PartitionAppend {
                 partition: 1,
                 base_offset: 40,
                 record_count: 2,
+                log_start: 0,
             },
         ];
         let walked: Vec<_> = positions

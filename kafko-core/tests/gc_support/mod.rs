@@ -174,7 +174,9 @@ pub trait GroupOps {
     }
     async fn leave_group(&self, group: &str, topic: &str, member: &str) -> kafko_core::Result<()> {
         let k = self.log();
-        Ok(k.group(group)?.leave(&k.topic(topic)?, member).await?)
+        Ok(k.group(group)?
+            .leave_topic(&k.topic(topic)?, member)
+            .await?)
     }
     async fn delete_group(&self, group: &str) -> kafko_core::Result<()> {
         Ok(self.log().group(group)?.delete().await?)

@@ -103,12 +103,7 @@ impl<'a> GroupAdapter<'a> {
     /// Leaves the group (committing what auto-commit owes); a member that is already
     /// gone (expired, or its topics deleted) is not an error.
     pub(crate) async fn leave(&self) -> kafko_core::Result<()> {
-        match self
-            .kafko
-            .group(self.group)?
-            .leave_group(self.member_id)
-            .await
-        {
+        match self.kafko.group(self.group)?.leave(self.member_id).await {
             Err(GroupError::UnknownMember { .. } | GroupError::GroupNotFound { .. }) | Ok(()) => {
                 Ok(())
             }

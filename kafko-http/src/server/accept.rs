@@ -1,7 +1,5 @@
-//! Accepting under pressure: a failing `accept` (out of descriptors, above all) backs
-//! off instead of spinning, logs at most once a minute rather than once per try, and
-//! frees a descriptor by closing an idle connection; a connection past the cap is answered 503
-//! and closed without being read.
+//! Refusing a connection past the cap: it is answered 503 and closed without being
+//! read. (A failing `accept` backs off in `kafko_service::connections::backoff`.)
 
 use tokio::net::TcpStream;
 

@@ -2,7 +2,6 @@
 //! subscribed topics (or the assigned partitions), and counts as delivered only once its
 //! answer went out in full.
 
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,11 +9,9 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use kafko_core::{Delivery, GroupPoll, Record};
+use kafko_core::{ActivityWatch, Delivery, GroupPoll, Record};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tokio::sync::Notify;
-use tokio::sync::futures::Notified;
 use tokio::time::Instant;
 
 use super::InstanceAt;
@@ -30,6 +27,7 @@ use crate::state::AppState;
 use kafko_service::answer_budget::Reservation;
 use kafko_service::config::ServerConfig;
 use kafko_service::metrics::FrontEnd;
+use kafko_service::wait::Waiter;
 
 /// Query of a records read.
 #[derive(Deserialize, utoipa::IntoParams)]
@@ -156,45 +154,22 @@ async fn wait_for_records(
     max_bytes: usize,
     deadline: Instant,
 ) -> ProxyResult<Batch> {
-    let topics_changed = state.kafko.topics_changed();
-    // Counted as waiting from the first wait on.
-    let mut waiting = None;
+    let mut waiter = Waiter::new(state, FrontEnd::RestProxy, deadline);
     loop {
-        // Registered before looking, so a creation in between still wakes us.
-        let created = topics_changed.notified();
-        tokio::pin!(created);
-        created.as_mut().enable();
+        // Taken before looking, so a creation or a produce in between still ends the
+        // wait; the subscription may name topics created since the last look.
+        let mut watch = ActivityWatch::new([state.kafko.topics_changed()]);
         join_subscribed(state, inst).await?;
-        let watched = watched_topics(inst);
-        let activities: Vec<Arc<Notify>> = watched
-            .iter()
-            .filter_map(|t| state.kafko.topic(t).ok())
-            .map(|t| t.activity())
-            .collect();
-        let mut wakes: Vec<Pin<Box<Notified<'_>>>> =
-            activities.iter().map(|a| Box::pin(a.notified())).collect();
-        for wake in &mut wakes {
-            // Registered before looking, so a produce in between still wakes us.
-            wake.as_mut().enable();
+        for topic in watched_topics(inst) {
+            if let Ok(t) = state.kafko.topic(&topic) {
+                watch.add(t.activity());
+            }
         }
         let batch = read_once(state, inst, max_bytes).await?;
-        if batch.found() || Instant::now() >= deadline || state.is_shutting_down() {
+        if batch.found() || waiter.over() {
             return Ok(batch);
         }
-        waiting.get_or_insert_with(|| state.metrics.read_waiting(FrontEnd::RestProxy));
-        let any_wake = async {
-            if wakes.is_empty() {
-                std::future::pending::<()>().await;
-            } else {
-                futures_util::future::select_all(wakes).await;
-            }
-        };
-        tokio::select! {
-            () = any_wake => {}
-            () = &mut created => {}
-            () = tokio::time::sleep_until(deadline) => {}
-            () = state.shutdown_requested() => {}
-        }
+        waiter.wait(&mut watch).await;
     }
 }
 

@@ -174,6 +174,7 @@ mod tests {
             partition,
             base_offset,
             record_count,
+            log_start: 0,
         }
     }
 

@@ -25,7 +25,7 @@ use std::time::Duration;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use kafko_core::{Delivery, GroupPollOptions, MemberRef, PartitionOffset, SeekTo};
+use kafko_core::{ActivityWatch, Delivery, GroupPollOptions, MemberRef, PartitionOffset, SeekTo};
 use tokio::time::Instant;
 
 use crate::dto::{
@@ -35,11 +35,12 @@ use crate::dto::{
 };
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Json, OptionalJson, Path, Query, check_group, check_member, check_topic};
-use crate::routes::records::fetch::{answers_full, read_limits, reserve_answer};
-use crate::routes::records::{payload_bytes, to_out};
 use crate::state::AppState;
+use crate::v1::records::fetch::{answers_full, read_limits, reserve_answer};
+use crate::v1::records::{payload_bytes, to_out};
 use kafko_service::answer_budget::Reservation;
 use kafko_service::metrics::FrontEnd;
+use kafko_service::wait::Waiter;
 
 /// Session timeout of a member that does not choose one.
 const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(30);
@@ -123,30 +124,21 @@ pub(crate) async fn poll(
         acknowledged,
     };
     let deadline = Instant::now() + Duration::from_millis(q.wait_ms.unwrap_or(0)).min(cfg.max_wait);
-    let activity = t.activity();
+    // Taken before the poll looks, so a produce in between still ends the wait.
+    let mut watch = ActivityWatch::new([t.activity()]);
+    let mut waiter = Waiter::new(&state, FrontEnd::V1, deadline);
     let mut committed = Vec::new();
-    // Counted as waiting from the first wait on.
-    let mut waiting = None;
     let (got, room) = loop {
-        let notified = activity.notified();
-        tokio::pin!(notified);
-        // Registered before the poll looks, so a produce in between still wakes us.
-        notified.as_mut().enable();
         // Room for the records and their JSON before they are read (none held while
         // the poll waits).
         let room = reserve_answer(&state, max_records, max_bytes).await?;
         let got = g.poll(&t, member.as_ref(), &options).await?;
         committed.extend_from_slice(got.committed());
-        if !got.records().is_empty() || Instant::now() >= deadline || state.is_shutting_down() {
+        if !got.records().is_empty() || waiter.over() {
             break (got, room);
         }
         drop(room);
-        waiting.get_or_insert_with(|| state.metrics.read_waiting(FrontEnd::V1));
-        tokio::select! {
-            () = &mut notified => {}
-            () = tokio::time::sleep_until(deadline) => {}
-            () = state.shutdown_requested() => {}
-        }
+        waiter.wait(&mut watch).await;
     };
     let (value_fmt, key_fmt) = formats.resolve();
     let cursor = got.cursor().or(acknowledged).map(|c| c.to_string());
@@ -333,7 +325,11 @@ pub(crate) async fn leave(
     check_names(&group, &topic)?;
     check_member(&member_id)?;
     let t = state.kafko.topic(&topic)?;
-    state.kafko.group(&group)?.leave(&t, &member_id).await?;
+    state
+        .kafko
+        .group(&group)?
+        .leave_topic(&t, &member_id)
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -16,6 +16,7 @@ use crate::json;
 use crate::state::AppState;
 use kafko_service::config::ServerConfig;
 use kafko_service::metrics::FrontEnd;
+use kafko_service::wait::Waiter;
 
 use super::stream;
 use super::{payload_bytes, to_out};
@@ -83,10 +84,13 @@ pub(crate) async fn fetch(
     if !read.wait.is_zero() {
         // A long-poll waits for a record holding no budget; the read itself follows.
         // Counted from before its first look, which does not yield to another task.
-        let _waiting = state.metrics.read_waiting(FrontEnd::V1);
-        tokio::select! {
-            r = reader.read_wait(read.start, 1, 1, read.wait) => { r?; }
-            () = state.shutdown_requested() => {}
+        let deadline = tokio::time::Instant::now() + read.wait;
+        let mut waiter = Waiter::new(&state, FrontEnd::V1, deadline);
+        if let Some(r) = waiter
+            .until(reader.read_wait(read.start, 1, 1, read.wait))
+            .await
+        {
+            r?;
         }
     }
     // Room for the records and their JSON before they are read.

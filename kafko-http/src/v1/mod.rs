@@ -1,4 +1,4 @@
-//! Route handlers, one file per resource: `topics`, `records` (produce, fetch, single
+//! `/v1`'s handlers, one file per resource: `topics`, `records` (produce, fetch, single
 //! record, streams), `groups` (consumer groups), `admin`, `health`;
 //! `ui`, the embedded web console.
 

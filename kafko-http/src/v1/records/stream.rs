@@ -15,7 +15,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt, stream};
 
-use crate::codec::Format;
+use crate::body_format::Format;
 use crate::dto::RecordOut;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;

@@ -11,7 +11,7 @@ pub(crate) mod stream;
 
 use kafko_core::Record;
 
-use crate::codec::{Format, encode};
+use crate::body_format::{Format, encode};
 use crate::dto::{HeaderOut, RecordOut};
 use crate::error::ApiResult;
 

@@ -14,7 +14,7 @@ use bytes::Bytes;
 use kafko_core::{Header, PartialSend, Producer, RecordMetadata, RecordRef};
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
-use crate::codec::{Format, decode_from};
+use crate::body_format::{Format, decode_from};
 use crate::dto::{
     FormatQuery, PartialProduceResponse, PartitionError, PartitionOutcome, Problem, ProduceAnswer,
     ProduceQuery, ProduceRequest, ProduceResponse, RecordIn, RecordPosition,
