@@ -8,11 +8,19 @@
 //!
 //! Only producer ids this server issued are accepted: a batch with any other id is
 //! refused with UNKNOWN_PRODUCER_ID (nothing written, nothing remembered), on which a
-//! producer asks for a new id and starts its sequences again; a batch of another epoch
-//! than the id's current one is INVALID_PRODUCER_EPOCH. The table is bounded without a
-//! scan: an id unused for `--producer-id-expiration-ms` (Kafka's
-//! `producer.id.expiration.ms`, 1 day) is forgotten, oldest first, as each call passes;
-//! at `--max-producer-ids` a new id first evicts the oldest issued id that never
+//! producer asks for a new id and starts its sequences again; a batch of an epoch older
+//! than the one InitProducerId last handed out for the id is INVALID_PRODUCER_EPOCH. A
+//! newer epoch is accepted, as Kafka does: Kafka's Java producer bumps its epoch itself
+//! after a batch failed with others in flight, and starts each partition's sequences
+//! again at 0 in it. Epochs are ordered per partition, as in Kafka: once a partition took
+//! a batch of the new epoch, the old one is INVALID_PRODUCER_EPOCH there, while a
+//! partition the bump has not reached yet still takes (and deduplicates) the old epoch's
+//! in-flight batches. The next InitProducerId for the id hands out an epoch past every
+//! one it used.
+//!
+//! The table is bounded without a scan: an id unused for `--producer-id-expiration-ms`
+//! (Kafka's `producer.id.expiration.ms`, 1 day) is forgotten, oldest first, as each call
+//! passes; at `--max-producer-ids` a new id first evicts the oldest issued id that never
 //! produced (so a flood of InitProducerId cannot push out producers that write), then
 //! the least recently producing one if it has not produced for 5 minutes (it can no
 //! longer be retrying); when every id may still retry, InitProducerId answers
@@ -158,7 +166,11 @@ impl Limits {
 
 /// A producer id this server issued.
 struct Issued {
+    /// The epoch InitProducerId handed out last: older ones are fenced.
     epoch: i16,
+    /// The newest epoch handed out or produced with (a producer's own bump), which the
+    /// next InitProducerId goes past, so that its epoch meets no partition's sequences.
+    newest: i16,
     /// When it was issued, bumped or last produced with.
     last_used: Instant,
     /// Its key in `Table::unused` (never produced) or `Table::used`.
@@ -291,7 +303,8 @@ impl Producers {
     ///
     /// # Errors
     /// UNKNOWN_PRODUCER_ID for an id this server did not issue (or forgot),
-    /// INVALID_PRODUCER_EPOCH for another epoch than the id's.
+    /// INVALID_PRODUCER_EPOCH for an epoch older than the id's (InitProducerId bumped
+    /// it). A newer epoch passes: the partition's [`Sequences`] order epochs.
     pub(crate) fn partition(
         &self,
         limits: Limits,
@@ -304,10 +317,10 @@ impl Producers {
         // Taken under the lock, so the orders' stamps follow time.
         let now = Instant::now();
         table.expire(now, limits.expiration);
-        match table.producers.get(&producer_id) {
+        match table.producers.get_mut(&producer_id) {
             None => return Err(errors::UNKNOWN_PRODUCER_ID),
-            Some(p) if p.epoch != epoch => return Err(errors::INVALID_PRODUCER_EPOCH),
-            Some(_) => {}
+            Some(p) if epoch < p.epoch => return Err(errors::INVALID_PRODUCER_EPOCH),
+            Some(p) => p.newest = p.newest.max(epoch),
         }
         table.touch(producer_id, now, true);
         let key = (topic, partition);
@@ -326,8 +339,8 @@ impl Producers {
         Ok(Arc::clone(p.partitions.entry(key).or_default()))
     }
 
-    /// A new producer id at epoch 0, or the next epoch of `existing` when this server
-    /// handed it out and it is at that epoch.
+    /// A new producer id at epoch 0, or for `existing` (an id this server handed out, at
+    /// its current epoch or one it bumped to itself) an epoch past every one it used.
     ///
     /// # Errors
     /// COORDINATOR_LOAD_IN_PROGRESS (retriable, as Kafka answers when it has no id to
@@ -339,12 +352,13 @@ impl Producers {
         let now = Instant::now();
         table.expire(now, limits.expiration);
         if let Some((id, epoch)) = existing
-            && let Some(current) = table.producers.get_mut(&id).map(|p| &mut p.epoch)
-            && *current == epoch
-            && epoch < i16::MAX - 1
+            && let Some(p) = table.producers.get_mut(&id)
+            && (p.epoch..=p.newest).contains(&epoch)
+            && p.newest < i16::MAX - 1
         {
-            *current += 1;
-            let bumped = *current;
+            p.epoch = p.newest + 1;
+            p.newest = p.epoch;
+            let bumped = p.epoch;
             table.touch(id, now, false);
             return Ok((id, bumped));
         }
@@ -360,6 +374,7 @@ impl Producers {
             id,
             Issued {
                 epoch: 0,
+                newest: 0,
                 last_used: now,
                 stamp,
                 produced: false,
@@ -422,7 +437,7 @@ mod tests {
     }
 
     #[test]
-    fn only_issued_ids_at_their_epoch_are_accepted() {
+    fn only_issued_ids_at_their_epoch_or_a_newer_one_are_accepted() {
         let p = Producers::new();
         let l = limits(10);
         assert_eq!(
@@ -432,11 +447,11 @@ mod tests {
         assert_eq!(p.len(), 0, "a made-up id is not remembered");
         let (id, epoch) = p.init(l, None).unwrap();
         assert!(p.partition(l, id, epoch, topic(), 0).is_ok());
-        assert_eq!(
-            p.partition(l, id, epoch + 1, topic(), 0).err(),
-            Some(errors::INVALID_PRODUCER_EPOCH)
-        );
-        assert_eq!(p.init(l, Some((id, epoch))), Ok((id, 1)));
+        // A producer's own bump: the partition's sequences decide.
+        assert!(p.partition(l, id, epoch + 1, topic(), 0).is_ok());
+        // InitProducerId goes past it, from the issued epoch or the bumped one.
+        assert_eq!(p.init(l, Some((id, epoch))), Ok((id, 2)));
+        assert_eq!(p.init(l, Some((id, 2))), Ok((id, 3)));
         assert_eq!(
             p.partition(l, id, 0, topic(), 0).err(),
             Some(errors::INVALID_PRODUCER_EPOCH),

@@ -392,6 +392,100 @@ async fn a_replayed_idempotent_batch_keeps_its_offsets_and_is_written_once() {
     assert_eq!(txn.error_code, 53);
 }
 
+/// Kafka's Java producer, with batches in flight when one fails, bumps its epoch itself
+/// (no InitProducerId) and starts the partition's sequences again at 0: the broker takes
+/// the new epoch and fences the old one on that partition, while a partition the bump
+/// has not reached still takes the old epoch's in-flight batches.
+#[tokio::test]
+async fn an_idempotent_producer_may_bump_its_own_epoch_with_batches_in_flight() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = start(&tmp.path().join("d"), &[]).await;
+    let mut k = Kafka::connect(&s).await;
+    let init = k
+        .call(
+            &InitProducerIdRequest::default()
+                .with_transactional_id(None)
+                .with_transaction_timeout_ms(60_000),
+            4,
+        )
+        .await;
+    assert_eq!(init.error_code, 0);
+    let (pid, epoch) = (init.producer_id.0, init.producer_epoch);
+    let values = ["0", "1", "2", "3", "4"];
+    let one = |value: &'static str, epoch: i16, sequence: i32| {
+        batch(&[rec("k", value, 1)], 0, Some((pid, epoch, sequence)))
+    };
+    // Five produces in flight on one connection, to a topic the first one creates.
+    let mut sent = Vec::new();
+    for (sequence, value) in (0..).zip(values) {
+        let request = produce_request("bump", 0, one(value, epoch, sequence), -1);
+        sent.push(k.send(&request, 9, &[]).await);
+    }
+    for (offset, correlation) in (0..).zip(sent) {
+        let (got, r) = k.recv::<ProduceRequest>(9).await;
+        let p = &r.responses[0].partition_responses[0];
+        assert_eq!(got, correlation, "answered in request order");
+        assert_eq!((p.error_code, p.base_offset), (0, offset));
+    }
+    // Sequence 5 was lost: 6 is out of order, and the producer bumps its epoch.
+    assert_eq!(
+        produce_batch(&mut k, "bump", 0, one("6", epoch, 6)).await.0,
+        45
+    );
+    let bumped = epoch + 1;
+    // The new epoch starts at 0 (anything else is out of order), and is deduplicated.
+    assert_eq!(
+        produce_batch(&mut k, "bump", 0, one("x", bumped, 3))
+            .await
+            .0,
+        45
+    );
+    assert_eq!(
+        produce_batch(&mut k, "bump", 0, one("5", bumped, 0)).await,
+        (0, 5)
+    );
+    assert_eq!(
+        produce_batch(&mut k, "bump", 0, one("5", bumped, 0)).await,
+        (0, 5)
+    );
+    // The old epoch is fenced on this partition now.
+    assert_eq!(
+        produce_batch(&mut k, "bump", 0, one("y", epoch, 5)).await.0,
+        47
+    );
+    let (_, hw, _, records) = fetch(&mut k, "bump", 0, 0, 0).await;
+    assert_eq!(hw, 6, "every batch written once");
+    let got: Vec<_> = records.iter().map(|r| r.value.clone().unwrap()).collect();
+    assert_eq!(
+        got,
+        [b"0", b"1", b"2", b"3", b"4", b"5"].map(|v| v.to_vec())
+    );
+    // InitProducerId hands out an epoch past the bumped one (whose sequences partition 0
+    // holds) and fences both.
+    let again = k
+        .call(
+            &InitProducerIdRequest::default()
+                .with_transactional_id(None)
+                .with_transaction_timeout_ms(60_000)
+                .with_producer_id(init.producer_id)
+                .with_producer_epoch(epoch),
+            4,
+        )
+        .await;
+    assert_eq!((again.error_code, again.producer_epoch), (0, bumped + 1));
+    assert_eq!(
+        produce_batch(&mut k, "bump", 0, one("z", bumped, 1))
+            .await
+            .0,
+        47
+    );
+    let fresh = again.producer_epoch;
+    assert_eq!(
+        produce_batch(&mut k, "bump", 0, one("6", fresh, 0)).await,
+        (0, 6)
+    );
+}
+
 #[tokio::test]
 async fn a_topic_created_again_under_its_name_starts_its_producers_sequences_afresh() {
     let tmp = tempfile::tempdir().unwrap();
