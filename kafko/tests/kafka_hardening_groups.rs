@@ -602,7 +602,7 @@ async fn group_members_and_their_bytes_are_capped() {
     for _ in 0..20 {
         waiting.push(join_without_waiting(&server, "twenty", Bytes::new()).await);
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    common::until_idle(server.pid()).await;
     let mut extra = join_without_waiting(&server, "twenty", Bytes::new()).await;
     assert_eq!(
         answered(&mut extra, Duration::from_secs(5)).await,
@@ -614,7 +614,7 @@ async fn group_members_and_their_bytes_are_capped() {
     for _ in 0..30 {
         heavy.push(join_without_waiting(&server, "heavy", metadata.clone()).await);
     }
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    common::until_idle(server.pid()).await;
     let mut refused = 0;
     for k in &mut heavy {
         if answered(k, Duration::from_millis(20)).await == Some(GROUP_MAX_SIZE_REACHED) {

@@ -546,6 +546,20 @@ pub async fn read_lines(
     })
 }
 
+/// Waits (at most 20 s) until the server `pid` has worked through what it was sent: less
+/// than 20 ms of CPU in 200 ms. For requests that leave nothing else to wait on (joins
+/// parked in a rebalance, reads parked in a long-poll).
+pub async fn until_idle(pid: u32) {
+    let started = std::time::Instant::now();
+    loop {
+        let cpu = cpu_seconds(pid);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        if cpu_seconds(pid) - cpu < 0.02 || started.elapsed() > Duration::from_secs(20) {
+            return;
+        }
+    }
+}
+
 /// The CPU time (user + system) a process has used so far, in seconds, from
 /// `/proc/PID/stat` (clock ticks of 1/100 s, as on every Linux this runs on).
 pub fn cpu_seconds(pid: u32) -> f64 {

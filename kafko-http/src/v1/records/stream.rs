@@ -19,6 +19,8 @@ use crate::body_format::Format;
 use crate::dto::RecordOut;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
+use kafko_service::metrics::FrontEnd;
+use kafko_service::wait::Waiter;
 
 use super::fetch::ReadSpec;
 use super::{payload_bytes, to_out};
@@ -70,15 +72,23 @@ impl Cursor {
                 return None;
             }
             let max = self.read.max_records.min(left);
-            let wait = if self.read.follow {
-                FOLLOW_WAIT
-            } else {
-                Duration::ZERO
-            };
             let reader = &self.read.reader;
-            let fetched = tokio::select! {
-                r = reader.read_wait(self.next, max, self.read.max_bytes, wait) => r,
-                () = self.state.shutdown_requested() => return None,
+            let fetched = if self.read.follow {
+                // Counted as a waiting read while it waits, like any long-poll.
+                let deadline = tokio::time::Instant::now() + FOLLOW_WAIT;
+                let mut waiter = Waiter::new(&self.state, FrontEnd::V1, deadline);
+                let read = reader.read_wait(self.next, max, self.read.max_bytes, FOLLOW_WAIT);
+                match waiter.until(read).await {
+                    Some(fetched) => fetched,
+                    None if self.state.is_shutting_down() => return None,
+                    // The wait's own end: nothing new yet; follow on.
+                    None => continue,
+                }
+            } else {
+                if self.state.is_shutting_down() {
+                    return None;
+                }
+                reader.read(self.next, max, self.read.max_bytes)
             };
             let fetched = match fetched {
                 Ok(f) => f,
