@@ -15,13 +15,13 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use crate::metadata::{topic_by_uuid, topic_uuid};
-use crate::{Broker, errors};
+use crate::{ListenerState, errors};
 use kafko_service::failure::Failure;
 use kafko_service::topics::{self, CreateError, NewTopic};
 
 /// Answers CreateTopics.
 pub(crate) async fn create_topics(
-    broker: &Broker,
+    broker: &ListenerState,
     request: CreateTopicsRequest,
     version: i16,
 ) -> CreateTopicsResponse {
@@ -56,11 +56,11 @@ pub(crate) async fn create_topics(
 /// replication factor, replica assignments, a partition count of -1 for the default) is
 /// checked here; the rest is the service's one create path.
 async fn create(
-    broker: &Broker,
+    broker: &ListenerState,
     topic: &CreatableTopic,
     validate_only: bool,
 ) -> Result<(u32, Option<uuid::Uuid>), (i16, String)> {
-    let state = &broker.state;
+    let state = &broker.service;
     if !matches!(topic.replication_factor, -1 | 1) {
         return Err((
             errors::INVALID_REPLICATION_FACTOR,
@@ -125,11 +125,11 @@ async fn create(
 /// controller does, a name or an id listed more than once is answered once,
 /// INVALID_REQUEST, and not deleted: the work and the answer follow the distinct entries.
 pub(crate) async fn delete_topics(
-    broker: &Broker,
+    broker: &ListenerState,
     request: DeleteTopicsRequest,
     version: i16,
 ) -> DeleteTopicsResponse {
-    let kafko = &broker.state.kafko;
+    let kafko = &broker.service.kafko;
     let targets: Vec<(Option<String>, uuid::Uuid)> = if version >= 6 {
         request
             .topics
@@ -192,7 +192,7 @@ pub(crate) async fn delete_topics(
                 result.name = Some(TopicName(StrBytes::from_string(name.clone())));
                 let deleted = kafko.delete_topic(&name).await;
                 if deleted.is_ok() {
-                    broker.state.metrics.forget_topic(&name);
+                    broker.service.metrics.forget_topic(&name);
                 }
                 if let Err(e) = deleted {
                     let failure = Failure::from(e);

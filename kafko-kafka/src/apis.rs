@@ -16,7 +16,9 @@ use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
 
 use crate::dispatch::{Header, Outcome, Session, api_versions, encode};
 use crate::layouts::{self, Field};
-use crate::{Broker, admin, errors, fetch, groups, idempotence, metadata, offsets, produce, sasl};
+use crate::{
+    ListenerState, admin, errors, fetch, groups, idempotence, metadata, offsets, produce, sasl,
+};
 
 /// Who may call an API on a connection of a server that requires SASL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,7 +61,7 @@ impl Api {
 
 /// One request being served: the broker, the connection's session and the header.
 pub(crate) struct Call<'a> {
-    pub(crate) broker: &'a Broker,
+    pub(crate) broker: &'a ListenerState,
     pub(crate) session: &'a mut Session,
     pub(crate) header: &'a Header,
 }

@@ -16,7 +16,7 @@ use kafka_protocol::messages::{ApiKey, ApiVersionsResponse};
 use kafka_protocol::protocol::{Encodable, HeaderVersion};
 
 use crate::apis::{self, Api, Call, Gate};
-use crate::{Broker, errors, frame, guard};
+use crate::{ListenerState, errors, frame, guard};
 use kafko_service::answer_budget::Reservation;
 
 /// A connection's state between requests.
@@ -150,7 +150,11 @@ pub(super) fn encode<T: Encodable + HeaderVersion>(
 }
 
 /// Handles one request frame.
-pub(crate) async fn handle(broker: &Broker, session: &mut Session, mut body: Bytes) -> Outcome {
+pub(crate) async fn handle(
+    broker: &ListenerState,
+    session: &mut Session,
+    mut body: Bytes,
+) -> Outcome {
     let header = match parse_header(&mut body) {
         Ok(header) => header,
         Err(why) => return Outcome::Close(why),
@@ -180,7 +184,7 @@ pub(super) fn api_versions(session: &Session, error_code: i16) -> ApiVersionsRes
 }
 
 async fn route(
-    broker: &Broker,
+    broker: &ListenerState,
     session: &mut Session,
     header: &Header,
     mut body: Bytes,
@@ -202,7 +206,7 @@ async fn route(
         return Err(format!("{key:?} v{version} is not supported"));
     };
     // Before the codec reserves room for any array it declares.
-    guard::check(api, version, &body, broker.state.config.max_tagged_fields)?;
+    guard::check(api, version, &body, broker.service.config.max_tagged_fields)?;
     if session.auth_required && !session.authenticated && api.gate == Gate::Authenticated {
         return Err(format!("{key:?} before SASL authentication"));
     }

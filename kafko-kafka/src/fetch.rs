@@ -25,7 +25,7 @@ use kafka_protocol::messages::{FetchRequest, FetchResponse, TopicName};
 use kafko_core::{ActivityWatch, TopicHandle};
 
 use crate::fetch_read::{Asked, empty, read_all};
-use crate::{Broker, errors};
+use crate::{ListenerState, errors};
 use kafko_service::answer_budget::Reservation;
 use kafko_service::metrics::FrontEnd;
 use kafko_service::wait::Waiter;
@@ -50,7 +50,7 @@ const SMALL_ANSWER: usize = 4096;
 /// # Errors
 /// `encode`'s.
 pub(crate) async fn answer(
-    broker: &Broker,
+    broker: &ListenerState,
     request: FetchRequest,
     version: i16,
     encode: impl Fn(&FetchResponse) -> Result<Bytes, String>,
@@ -61,7 +61,7 @@ pub(crate) async fn answer(
         response.error_code = errors::FETCH_SESSION_ID_NOT_FOUND;
         return Ok((encode(&response)?, None));
     }
-    let config = &broker.state.config;
+    let config = &broker.service.config;
     let wait =
         Duration::from_millis(u64::try_from(request.max_wait_ms).unwrap_or(0)).min(config.max_wait);
     let deadline = tokio::time::Instant::now() + wait;
@@ -72,7 +72,7 @@ pub(crate) async fn answer(
         .min(config.max_fetch_bytes);
     // A fetch asking for 0 bytes answers at once, as in Kafka.
     let min_bytes = usize::try_from(request.min_bytes).unwrap_or(0);
-    let kafko = &broker.state.kafko;
+    let kafko = &broker.service.kafko;
     let topics: Vec<(TopicName, Option<TopicHandle>, _)> = request
         .topics
         .into_iter()
@@ -87,7 +87,7 @@ pub(crate) async fn answer(
         .flat_map(|(_, _, partitions)| partitions)
         .map(|p| usize::try_from(p.partition_max_bytes).unwrap_or(0))
         .fold(0, usize::saturating_add);
-    let budget = &broker.state.answers;
+    let budget = &broker.service.answers;
     let Some(mut room) = budget
         .reserve(asked.min(max_bytes).saturating_add(entries))
         .await
@@ -107,7 +107,7 @@ pub(crate) async fn answer(
         drop(answer);
         // Counted as waiting from the first wait on until the answer is read, whichever
         // way the wait ends.
-        let mut waiter = Waiter::new(&broker.state, FrontEnd::Kafka, deadline);
+        let mut waiter = Waiter::new(&broker.service, FrontEnd::Kafka, deadline);
         loop {
             if !waiter.wait(&mut watch).await {
                 break;
@@ -147,7 +147,7 @@ fn entries_bytes(topics: &Asked) -> usize {
 /// listed when that answer is small or finds room in the budget at once, else none (the
 /// client waits out the throttle and fetches again).
 async fn throttled(
-    broker: &Broker,
+    broker: &ListenerState,
     topics: &Asked,
     version: i16,
     entries: usize,
@@ -155,7 +155,7 @@ async fn throttled(
 ) -> Result<(Bytes, Option<Reservation>), String> {
     let mut response = FetchResponse::default();
     response.throttle_time_ms = THROTTLE_MS;
-    let budget = &broker.state.answers;
+    let budget = &broker.service.answers;
     let mut room = None;
     if entries <= SMALL_ANSWER {
         response.responses = empty(topics, version);

@@ -12,7 +12,7 @@ use kafka_protocol::messages::fetch_request::FetchPartition;
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use kafko_core::TopicHandle;
 
-use crate::{Broker, errors, records};
+use crate::{ListenerState, errors, records};
 use kafko_service::failure::Failure;
 
 /// The topics a fetch asks for: each name, its handle (`None`: unknown), its partitions.
@@ -62,7 +62,7 @@ pub(crate) fn empty(topics: &Asked, version: i16) -> Vec<FetchableTopicResponse>
 /// Reads every partition once: the answer, the record bytes in it, whether any
 /// partition failed (which answers at once), and where each partition's read stopped.
 pub(crate) fn read_all(
-    broker: &Broker,
+    broker: &ListenerState,
     topics: &Asked,
     max_bytes: usize,
     version: i16,
@@ -115,7 +115,7 @@ impl Mark {
 }
 
 fn read_partition(
-    broker: &Broker,
+    broker: &ListenerState,
     handle: &TopicHandle,
     p: &FetchPartition,
     max_bytes: usize,
@@ -142,7 +142,7 @@ fn read_partition(
     // Past the first data, a partition with no room left is skipped; the first one
     // returns at least a record, so a large record is never stuck.
     if offset < offsets.high_watermark && (limit > 0 || *used == 0) {
-        let config = &broker.state.config;
+        let config = &broker.service.config;
         let fetched = reader
             .read(offset, config.max_records_per_fetch, limit.max(1))
             .map_err(fail)?;
@@ -154,7 +154,10 @@ fn read_partition(
         }
         let sent = &fetched.records[..written];
         let bytes = sent.iter().map(payload_bytes).sum();
-        broker.state.metrics.consumed(handle.name(), written, bytes);
+        broker
+            .service
+            .metrics
+            .consumed(handle.name(), written, bytes);
         next = sent.last().map_or(offset, |r| r.offset + 1);
         data.high_watermark = to_i64(fetched.high_watermark);
         data.last_stable_offset = to_i64(fetched.high_watermark);
@@ -185,8 +188,13 @@ impl Progress {
     /// Looks at what was appended since the last look: each partition with room left is
     /// read past its mark, for at most that room (and the answer's `max_bytes`). Returns
     /// `false` when a partition fails (the fetch answers at once, with its error).
-    pub(crate) fn look(&mut self, broker: &Broker, topics: &Asked, max_bytes: usize) -> bool {
-        let config = &broker.state.config;
+    pub(crate) fn look(
+        &mut self,
+        broker: &ListenerState,
+        topics: &Asked,
+        max_bytes: usize,
+    ) -> bool {
+        let config = &broker.service.config;
         let mut marks = self.marks.iter_mut();
         for (_, handle, partitions) in topics {
             for p in partitions {

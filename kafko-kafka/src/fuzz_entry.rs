@@ -5,7 +5,7 @@
 use bytes::Bytes;
 use kafka_protocol::messages::ApiKey;
 
-use crate::Broker;
+use crate::ListenerState;
 use crate::apis::{self, Request};
 use crate::dispatch::{Outcome, Session, handle, parse_header};
 use crate::guard;
@@ -62,7 +62,7 @@ pub fn decode_request(frame: &[u8]) -> Result<(), String> {
 /// within 200 ms (a JoinGroup waiting for members) is dropped, so what one request may
 /// hold is bounded whatever its bytes.
 pub struct RequestTarget {
-    broker: Broker,
+    broker: ListenerState,
     runtime: tokio::runtime::Runtime,
 }
 
@@ -102,7 +102,7 @@ impl RequestTarget {
             auto_create: kafko_service::AutoCreate::Enabled(topics),
             ..kafko_service::ServerConfig::default()
         };
-        let broker = Broker::new(
+        let broker = ListenerState::new(
             kafko_service::Service::new(kafko, config),
             crate::Advertised {
                 host: "localhost".into(),
@@ -139,7 +139,7 @@ impl RequestTarget {
 
 impl Drop for RequestTarget {
     fn drop(&mut self) {
-        let _ = self.runtime.block_on(self.broker.state.kafko.shutdown());
+        let _ = self.runtime.block_on(self.broker.service.kafko.shutdown());
     }
 }
 

@@ -177,7 +177,7 @@ fn the_broker_survives_mutated_real_requests_handled_whole() {
             Err(_) => closed += 1,
         }
     }
-    let t = target.broker.state.kafko.topic("t").unwrap();
+    let t = target.broker.service.kafko.topic("t").unwrap();
     let stored: u64 = (0..t.partitions())
         .map(|p| t.partition(p).unwrap().offsets().unwrap().high_watermark)
         .sum();

@@ -28,7 +28,7 @@ use kafko_core::{CommitOffset, CommittedOffset, GroupError, GroupHandle, TopicHa
 
 use crate::groups::{code, group};
 use crate::metadata::str;
-use crate::{Broker, errors};
+use crate::{ListenerState, errors};
 use kafko_service::failure::Failure;
 
 /// The logical offset of a reset to the earliest offset (Kafka's `EARLIEST_TIMESTAMP`).
@@ -40,7 +40,7 @@ const LATEST: i64 = -1;
 /// a member in its generation, or from a client that is no member (generation −1) when
 /// the group has no Kafka members.
 pub(crate) async fn offset_commit(
-    broker: &Broker,
+    broker: &ListenerState,
     request: OffsetCommitRequest,
     _version: i16,
 ) -> OffsetCommitResponse {
@@ -71,7 +71,7 @@ pub(crate) async fn offset_commit(
 
 /// Commits one topic's offsets; the error code of each partition, in request order.
 async fn commit_topic(
-    broker: &Broker,
+    broker: &ListenerState,
     group: &Result<GroupHandle, i16>,
     member: Option<&(String, u64)>,
     topic: &OffsetCommitRequestTopic,
@@ -81,12 +81,16 @@ async fn commit_topic(
         Ok(g) => g,
         Err(code) => return every(*code),
     };
-    let handle = match broker.state.kafko.find_topic(topic.name.as_str()) {
+    let handle = match broker.service.kafko.find_topic(topic.name.as_str()) {
         Ok(Some(t)) => t,
         Ok(None) => return every(errors::UNKNOWN_TOPIC_OR_PARTITION),
         Err(e) => return every(errors::code(&Failure::from(e))),
     };
-    let max_metadata = broker.state.kafko.group_limits().offset_metadata_max_bytes;
+    let max_metadata = broker
+        .service
+        .kafko
+        .group_limits()
+        .offset_metadata_max_bytes;
     let mut codes = every(errors::NONE);
     let mut offsets = Vec::with_capacity(topic.partitions.len());
     let mut committing = Vec::with_capacity(topic.partitions.len());
@@ -152,7 +156,7 @@ type TopicOffsets = (String, Vec<(i32, Option<CommittedOffset>)>);
 /// One group's committed offsets for OffsetFetch: of the topics asked, or (`None`) of
 /// every topic it committed on. A group that does not exist has none.
 fn committed(
-    broker: &Broker,
+    broker: &ListenerState,
     id: &str,
     asked: Option<Vec<(String, Vec<i32>)>>,
 ) -> Result<Vec<TopicOffsets>, i16> {
@@ -263,7 +267,7 @@ fn distinct(asked: impl Iterator<Item = (String, Vec<i32>)>) -> Vec<(String, Vec
 /// Answers OffsetFetch: one group (v1–7; no topics from v2 on means all of them) or a
 /// list of groups (v8+).
 pub(crate) fn offset_fetch(
-    broker: &Broker,
+    broker: &ListenerState,
     request: OffsetFetchRequest,
     version: i16,
 ) -> OffsetFetchResponse {

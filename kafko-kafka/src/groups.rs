@@ -30,7 +30,7 @@ use kafko_core::{GroupError, GroupHandle, GroupProtocol, JoinGroupOutcome, Membe
 use crate::consumer_protocol::assigned_partitions;
 pub(crate) use crate::group_offsets::{offset_commit, offset_fetch};
 use crate::metadata::str;
-use crate::{Broker, errors};
+use crate::{ListenerState, errors};
 use kafko_service::failure::Failure;
 
 /// Who sent a request: the client id of its header and the connection's peer.
@@ -40,10 +40,10 @@ pub(crate) struct Client<'a> {
 }
 
 /// The group a Kafka group id names, or the error code refusing the id.
-pub(super) fn group(broker: &Broker, id: &str) -> Result<GroupHandle, i16> {
+pub(super) fn group(broker: &ListenerState, id: &str) -> Result<GroupHandle, i16> {
     let name = group_name_for_id(id).ok_or(errors::INVALID_GROUP_ID)?;
     broker
-        .state
+        .service
         .kafko
         .group(&name)
         .map_err(|_| errors::INVALID_GROUP_ID)
@@ -77,7 +77,7 @@ fn millis(ms: i32) -> Option<Duration> {
 
 /// Answers JoinGroup, once the rebalance the member joined has completed.
 pub(crate) async fn join_group(
-    broker: &Broker,
+    broker: &ListenerState,
     client: &Client<'_>,
     request: JoinGroupRequest,
     version: i16,
@@ -151,7 +151,7 @@ pub(crate) async fn join_group(
 
 /// Answers SyncGroup: the leader's assignments go in, each member gets its own.
 pub(crate) async fn sync_group(
-    broker: &Broker,
+    broker: &ListenerState,
     request: SyncGroupRequest,
     _version: i16,
 ) -> SyncGroupResponse {
@@ -203,7 +203,7 @@ pub(crate) async fn sync_group(
 
 /// Answers Heartbeat.
 pub(crate) fn heartbeat(
-    broker: &Broker,
+    broker: &ListenerState,
     request: HeartbeatRequest,
     _version: i16,
 ) -> HeartbeatResponse {
@@ -224,7 +224,7 @@ pub(crate) fn heartbeat(
 
 /// Answers LeaveGroup: one member (v0–2) or a list (v3+).
 pub(crate) fn leave_group(
-    broker: &Broker,
+    broker: &ListenerState,
     request: LeaveGroupRequest,
     version: i16,
 ) -> LeaveGroupResponse {
@@ -277,7 +277,7 @@ pub(crate) fn leave_group(
 /// their metadata and assignments; a group of kafko's own members as `Stable` (or
 /// `Empty`) with their ids; an unknown group as `Dead`.
 pub(crate) fn describe_groups(
-    broker: &Broker,
+    broker: &ListenerState,
     request: DescribeGroupsRequest,
     _version: i16,
 ) -> DescribeGroupsResponse {
@@ -343,12 +343,12 @@ pub(crate) fn describe_groups(
 /// Answers ListGroups: every group, by its Kafka id, with the state and type filters of
 /// v4+ and v5+ applied.
 pub(crate) fn list_groups(
-    broker: &Broker,
+    broker: &ListenerState,
     request: ListGroupsRequest,
     _version: i16,
 ) -> ListGroupsResponse {
     let mut response = ListGroupsResponse::default();
-    for listing in broker.state.kafko.list_groups() {
+    for listing in broker.service.kafko.list_groups() {
         // A group of kafko's own members holds consumer offsets too.
         let protocol_type = if listing.protocol_type.is_empty() {
             "consumer".to_owned()

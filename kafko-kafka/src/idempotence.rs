@@ -46,7 +46,7 @@ use std::time::{Duration, Instant};
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
 use kafko_core::TopicId;
 
-use crate::{Broker, errors};
+use crate::{ListenerState, errors};
 
 /// Batches remembered per partition for retries (Kafka's `max.in.flight` for
 /// idempotence is at most 5).
@@ -393,7 +393,7 @@ impl Producers {
 
 /// Answers InitProducerId.
 pub(crate) fn init_producer_id(
-    broker: &Broker,
+    broker: &ListenerState,
     request: InitProducerIdRequest,
     _version: i16,
 ) -> InitProducerIdResponse {
@@ -406,7 +406,7 @@ pub(crate) fn init_producer_id(
     }
     let existing =
         (request.producer_id.0 >= 0).then_some((request.producer_id.0, request.producer_epoch));
-    let limits = Limits::of(&broker.state.config);
+    let limits = Limits::of(&broker.service.config);
     match broker.producers.init(limits, existing) {
         Ok((id, epoch)) => {
             response.producer_id = ProducerId(id);

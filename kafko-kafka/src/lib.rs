@@ -71,10 +71,11 @@ pub fn error_code(e: kafko_core::KafkoError) -> i16 {
 
 use kafko_service::Service;
 
-/// What every connection of the listener shares.
-pub(crate) struct Broker {
+/// What every connection of the listener shares (handlers take it as `broker`: it is
+/// what this one-node cluster's broker knows).
+pub(crate) struct ListenerState {
     /// The service under every front end (log, configuration, limits, shutdown).
-    pub(crate) state: Service,
+    pub(crate) service: Service,
     /// The address this broker tells clients to connect to.
     pub(crate) advertised: Advertised,
     /// Idempotent producers' ids and sequence numbers.
@@ -83,14 +84,14 @@ pub(crate) struct Broker {
     pub(crate) requests: frame::RequestPool,
 }
 
-impl Broker {
+impl ListenerState {
     /// The listener's state around the server's, advertising `advertised`.
-    pub(crate) fn new(state: Service, advertised: Advertised) -> Self {
-        Broker {
+    pub(crate) fn new(service: Service, advertised: Advertised) -> Self {
+        ListenerState {
             advertised,
             producers: idempotence::Producers::new(),
-            requests: frame::RequestPool::new(state.config.queued_max_request_bytes),
-            state,
+            requests: frame::RequestPool::new(service.config.queued_max_request_bytes),
+            service,
         }
     }
 }

@@ -26,7 +26,7 @@ use tokio::net::{TcpListener, TcpStream};
 
 use crate::dispatch::{self, Outcome, Session};
 use crate::frame::{self, FrameError};
-use crate::{Broker, request_limit};
+use crate::{ListenerState, request_limit};
 use kafko_service::Service;
 use kafko_service::connections::Admitted;
 
@@ -78,7 +78,7 @@ impl Advertised {
 
 /// Serves Kafka clients on `listener` until the server shuts down.
 pub async fn serve(listener: TcpListener, advertised: Advertised, state: Service) {
-    let broker = Arc::new(Broker::new(state.clone(), advertised));
+    let broker = Arc::new(ListenerState::new(state.clone(), advertised));
     let mut backoff = kafko_service::connections::AcceptBackoff::default();
     loop {
         let accepted = tokio::select! {
@@ -109,9 +109,9 @@ pub async fn serve(listener: TcpListener, advertised: Advertised, state: Service
     tracing::info!("kafka listener stopped");
 }
 
-async fn connection(mut stream: TcpStream, mut admitted: Admitted, broker: &Broker) {
+async fn connection(mut stream: TcpStream, mut admitted: Admitted, broker: &ListenerState) {
     let _ = stream.set_nodelay(true);
-    let config = &broker.state.config;
+    let config = &broker.service.config;
     let limit = config.max_body_bytes.max(1024 * 1024);
     let peer = stream
         .peer_addr()

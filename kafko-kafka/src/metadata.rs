@@ -19,7 +19,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 use kafko_core::{TopicHandle, TopicId};
 
-use crate::{Broker, NODE_ID, errors};
+use crate::{ListenerState, NODE_ID, errors};
 use kafko_service::failure::Failure;
 use kafko_service::topics;
 
@@ -30,9 +30,9 @@ pub(crate) fn topic_uuid(topic: &TopicHandle) -> uuid::Uuid {
 }
 
 /// The live topic whose Kafka topic id is `id`, found through the log's id map.
-pub(crate) fn topic_by_uuid(broker: &Broker, id: uuid::Uuid) -> Option<TopicHandle> {
+pub(crate) fn topic_by_uuid(broker: &ListenerState, id: uuid::Uuid) -> Option<TopicHandle> {
     let id: TopicId = format!("{:032x}", id.as_u128()).parse().ok()?;
-    broker.state.kafko.topic_by_id(id).ok().flatten()
+    broker.service.kafko.topic_by_id(id).ok().flatten()
 }
 
 pub(crate) fn str(s: &str) -> StrBytes {
@@ -41,11 +41,11 @@ pub(crate) fn str(s: &str) -> StrBytes {
 
 /// Answers Metadata.
 pub(crate) async fn handle(
-    broker: &Broker,
+    broker: &ListenerState,
     request: MetadataRequest,
     version: i16,
 ) -> MetadataResponse {
-    let kafko = &broker.state.kafko;
+    let kafko = &broker.service.kafko;
     // v4 added the client's say; before it, Kafka auto-created on every Metadata.
     let client_allows = version < 4 || request.allow_auto_topic_creation;
     // Kafka answers the set of topics a request names: each once, however often it is
@@ -97,7 +97,7 @@ pub(crate) async fn handle(
     node.port = i32::from(broker.advertised.port);
     response.brokers = vec![node];
     if version >= 2 {
-        response.cluster_id = Some(str(&broker.state.config.cluster_id));
+        response.cluster_id = Some(str(&broker.service.config.cluster_id));
     }
     response.controller_id = BrokerId(NODE_ID);
     response.topics = topics;
@@ -105,18 +105,18 @@ pub(crate) async fn handle(
 }
 
 async fn describe(
-    broker: &Broker,
+    broker: &ListenerState,
     name: &str,
     may_create: bool,
     version: i16,
 ) -> MetadataResponseTopic {
-    let kafko = &broker.state.kafko;
+    let kafko = &broker.service.kafko;
     let mut topic = MetadataResponseTopic::default();
     topic.name = Some(TopicName(str(name)));
     let found = match kafko.find_topic(name) {
         Ok(Some(handle)) => Ok(handle),
         Ok(None) if may_create => {
-            topics::auto_create(kafko, &broker.state.config.auto_create, name)
+            topics::auto_create(kafko, &broker.service.config.auto_create, name)
                 .await
                 .map_err(|e| errors::code(&Failure::from(e)))
         }
@@ -150,7 +150,7 @@ async fn describe(
 /// Answers FindCoordinator: this node coordinates every group. (A transactional id
 /// finds it too; InitProducerId then refuses transactions.)
 pub(crate) fn find_coordinator(
-    broker: &Broker,
+    broker: &ListenerState,
     _request: FindCoordinatorRequest,
     _version: i16,
 ) -> FindCoordinatorResponse {

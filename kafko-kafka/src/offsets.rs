@@ -17,7 +17,7 @@ use kafka_protocol::messages::list_offsets_response::{
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 use kafko_core::{FetchError, PartitionReader};
 
-use crate::{Broker, errors};
+use crate::{ListenerState, errors};
 use kafko_service::failure::Failure;
 
 const LATEST: i64 = -1;
@@ -26,11 +26,11 @@ const MAX_TIMESTAMP: i64 = -3;
 
 /// Answers ListOffsets.
 pub(crate) fn handle(
-    broker: &Broker,
+    broker: &ListenerState,
     request: ListOffsetsRequest,
     version: i16,
 ) -> ListOffsetsResponse {
-    let kafko = &broker.state.kafko;
+    let kafko = &broker.service.kafko;
     let mut listed: HashMap<(&str, i32), u32> = HashMap::new();
     for topic in &request.topics {
         for p in &topic.partitions {
@@ -95,7 +95,11 @@ fn to_i64(v: u64) -> i64 {
 }
 
 /// The offset and timestamp for one asked timestamp.
-fn lookup(broker: &Broker, reader: &PartitionReader, timestamp: i64) -> Result<(i64, i64), i16> {
+fn lookup(
+    broker: &ListenerState,
+    reader: &PartitionReader,
+    timestamp: i64,
+) -> Result<(i64, i64), i16> {
     let offsets = reader.offsets().map_err(code)?;
     match timestamp {
         LATEST => Ok((to_i64(offsets.high_watermark), -1)),
@@ -114,7 +118,7 @@ fn lookup(broker: &Broker, reader: &PartitionReader, timestamp: i64) -> Result<(
             // The largest timestamp is on a record outside the readable range (before
             // the log start, or appended past the high watermark just now): the largest
             // among the last records, one fetch's worth.
-            let config = &broker.state.config;
+            let config = &broker.service.config;
             let window = u64::try_from(config.max_records_per_fetch).unwrap_or(u64::MAX);
             let from = offsets
                 .high_watermark

@@ -27,7 +27,7 @@ use kafko_core::{Producer, RecordRef};
 
 use crate::idempotence::{Check, Limits};
 use crate::records::{self, BatchError, Budget, DecodedBatch};
-use crate::{Broker, errors};
+use crate::{ListenerState, errors};
 use kafko_service::failure::Failure;
 use kafko_service::produce::{self as service, Policy, Produce};
 
@@ -72,7 +72,11 @@ pub(crate) enum Produced {
 }
 
 /// Answers Produce.
-pub(crate) async fn handle(broker: &Broker, request: ProduceRequest, version: i16) -> Produced {
+pub(crate) async fn handle(
+    broker: &ListenerState,
+    request: ProduceRequest,
+    version: i16,
+) -> Produced {
     let acks = request.acks;
     let refuse_all = if request.transactional_id.is_some() {
         Some((
@@ -84,7 +88,7 @@ pub(crate) async fn handle(broker: &Broker, request: ProduceRequest, version: i1
     } else {
         None
     };
-    let budget = Mutex::new(budget(&broker.state.config));
+    let budget = Mutex::new(budget(&broker.service.config));
     let topics: Vec<TopicAnswer> = stream::iter(request.topic_data)
         .map(|topic| produce_topic(broker, topic, refuse_all, &budget))
         .buffered(TOPICS_AT_ONCE)
@@ -138,7 +142,7 @@ pub(crate) async fn handle(broker: &Broker, request: ProduceRequest, version: i1
 type TopicAnswer = (kafka_protocol::messages::TopicName, Vec<(i32, Answer)>);
 
 async fn produce_topic(
-    broker: &Broker,
+    broker: &ListenerState,
     topic: TopicProduceData,
     refuse_all: Option<(i16, &'static str)>,
     budget: &Mutex<Budget>,
@@ -161,7 +165,7 @@ async fn produce_topic(
             "a Kafka internal topic takes no client's records",
         );
     }
-    let state = &broker.state;
+    let state = &broker.service;
     let producer =
         match service::producer(&state.kafko, &state.config.auto_create, topic.name.as_str()).await
         {
@@ -180,7 +184,7 @@ async fn produce_topic(
 }
 
 async fn produce_partition(
-    broker: &Broker,
+    broker: &ListenerState,
     producer: &Producer,
     data: PartitionProduceData,
     budget: &Mutex<Budget>,
@@ -200,7 +204,7 @@ async fn produce_partition(
         Err((code, message)) => return (index, Answer::error(code, message)),
     };
     let mut answer = if batch.is_idempotent() {
-        let limits = Limits::of(&broker.state.config);
+        let limits = Limits::of(&broker.service.config);
         let sequences = match broker.producers.partition(
             limits,
             batch.producer_id,
@@ -302,12 +306,12 @@ fn decode(records: Option<Bytes>, budget: &Mutex<Budget>) -> Result<DecodedBatch
 
 /// Appends one partition's batch through the produce policy.
 async fn append(
-    broker: &Broker,
+    broker: &ListenerState,
     producer: &Producer,
     partition: u32,
     batch: DecodedBatch,
 ) -> Answer {
-    let policy = Policy::of(&broker.state.config);
+    let policy = Policy::of(&broker.service.config);
     let mut produce = Produce::new(producer, policy);
     // Decoded one at a time: what a record holds (its headers) is freed before the next.
     for r in batch.records() {
@@ -332,7 +336,7 @@ async fn append(
     match produce.send().await {
         Ok(receipt) => match receipt.sent.partitions().first() {
             Some(append) => {
-                let metrics = &broker.state.metrics;
+                let metrics = &broker.service.metrics;
                 metrics.produced(producer.topic(), receipt.records, receipt.bytes);
                 Answer {
                     code: errors::NONE,

@@ -10,7 +10,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use crate::dispatch::Session;
-use crate::{Broker, errors};
+use crate::{ListenerState, errors};
 use kafko_service::auth::token_matches;
 
 const PLAIN: &str = "PLAIN";
@@ -32,7 +32,7 @@ pub(crate) fn handshake(
 
 /// Answers a SaslAuthenticate; `true` when the client is now authenticated.
 pub(crate) fn authenticate(
-    broker: &Broker,
+    broker: &ListenerState,
     session: &mut Session,
     request: &SaslAuthenticateRequest,
 ) -> (SaslAuthenticateResponse, bool) {
@@ -47,7 +47,7 @@ pub(crate) fn authenticate(
     let mut parts = request.auth_bytes.split(|b| *b == 0);
     let (_authzid, _user, password) = (parts.next(), parts.next(), parts.next());
     let expected = broker
-        .state
+        .service
         .config
         .auth_token
         .as_deref()
