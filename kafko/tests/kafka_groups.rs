@@ -9,7 +9,10 @@ mod common;
 use std::collections::BTreeSet;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use common::kafka::Kafka;
+use common::kafka::codes::{
+    ILLEGAL_GENERATION, MEMBER_ID_REQUIRED, REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID,
+};
+use common::kafka::{Kafka, s};
 use common::{Server, client, create_topic, get_json};
 use kafka_protocol::messages::consumer_protocol_assignment::TopicPartition;
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
@@ -23,18 +26,9 @@ use kafka_protocol::messages::{
     JoinGroupResponse, LeaveGroupRequest, ListGroupsRequest, OffsetCommitRequest,
     OffsetFetchRequest, SyncGroupRequest, TopicName,
 };
-use kafka_protocol::protocol::{Encodable, StrBytes};
+use kafka_protocol::protocol::Encodable;
 use serde_json::json;
 use tokio::net::TcpStream;
-
-const MEMBER_ID_REQUIRED: i16 = 79;
-const REBALANCE_IN_PROGRESS: i16 = 27;
-const ILLEGAL_GENERATION: i16 = 22;
-const UNKNOWN_MEMBER_ID: i16 = 25;
-
-fn s(text: &str) -> StrBytes {
-    StrBytes::from_string(text.to_owned())
-}
 
 fn join_request(group: &str, member: &str) -> JoinGroupRequest {
     let mut protocol = JoinGroupRequestProtocol::default();

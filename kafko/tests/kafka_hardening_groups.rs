@@ -10,7 +10,11 @@ mod common;
 use std::time::{Duration, Instant};
 
 use bytes::{BufMut, Bytes, BytesMut};
-use common::kafka::{Kafka, assert_bystanders_served};
+use common::kafka::codes::{
+    GROUP_MAX_SIZE_REACHED, INVALID_REQUEST, INVALID_SESSION_TIMEOUT, MEMBER_ID_REQUIRED,
+    OFFSET_METADATA_TOO_LARGE, UNKNOWN_MEMBER_ID,
+};
+use common::kafka::{Kafka, assert_bystanders_served, s};
 use common::{Server, cpu_seconds, create_topic, get, memory_mib};
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::leave_group_request::MemberIdentity;
@@ -24,21 +28,10 @@ use kafka_protocol::messages::{
     LeaveGroupRequest, OffsetCommitRequest, OffsetFetchRequest, RequestHeader, SyncGroupRequest,
     TopicName,
 };
-use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-
-const INVALID_REQUEST: i16 = 42;
-const INVALID_SESSION_TIMEOUT: i16 = 26;
-const MEMBER_ID_REQUIRED: i16 = 79;
-const UNKNOWN_MEMBER_ID: i16 = 25;
-const GROUP_MAX_SIZE_REACHED: i16 = 81;
-const OFFSET_METADATA_TOO_LARGE: i16 = 12;
-
-fn s(text: &str) -> StrBytes {
-    StrBytes::from_string(text.to_owned())
-}
 
 /// A server with the Kafka listener and the topic `t` (one partition).
 async fn start(flags: &[&str]) -> (tempfile::TempDir, Server, reqwest::Client) {

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use bytes::{Buf, Bytes, BytesMut};
 use common::kafka::{Got, Kafka, Rec, batch, name, produce_batch, produce_request, read_batches};
 use common::{Server, client, get_json, metric, produce};
-use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
@@ -87,31 +87,15 @@ async fn list_offset(
     (p.error_code, p.offset, p.timestamp)
 }
 
+/// CreateTopics of one topic with string-valued `configs`: its error code.
 async fn create_topic(
     k: &mut Kafka,
     topic: &str,
     partitions: i32,
     configs: &[(&str, &str)],
 ) -> i16 {
-    let request = CreateTopicsRequest::default()
-        .with_timeout_ms(10_000)
-        .with_topics(vec![
-            CreatableTopic::default()
-                .with_name(name(topic))
-                .with_num_partitions(partitions)
-                .with_replication_factor(-1)
-                .with_configs(
-                    configs
-                        .iter()
-                        .map(|(n, v)| {
-                            CreatableTopicConfig::default()
-                                .with_name(StrBytes::from_string((*n).to_owned()))
-                                .with_value(Some(StrBytes::from_string((*v).to_owned())))
-                        })
-                        .collect(),
-                ),
-        ]);
-    k.call(&request, 7).await.topics[0].error_code
+    let configs: Vec<_> = configs.iter().map(|(n, v)| (*n, Some(*v))).collect();
+    common::kafka::create_topic(k, topic, partitions, &configs).await
 }
 
 fn rec(key: &'static str, value: &'static str, ts: i64) -> Rec {

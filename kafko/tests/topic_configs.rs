@@ -7,44 +7,16 @@
 
 mod common;
 
-use common::kafka::{Kafka, assert_bystanders_served, name};
+use common::kafka::codes::{INVALID_CONFIG, INVALID_TOPIC_EXCEPTION};
+use common::kafka::{Kafka, assert_bystanders_served};
 use common::{Server, client, get, get_json, post_json};
-use kafka_protocol::messages::CreateTopicsRequest;
-use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
-use kafka_protocol::protocol::StrBytes;
 use serde_json::{Value, json};
-
-const INVALID_TOPIC_EXCEPTION: i16 = 17;
-const INVALID_CONFIG: i16 = 40;
 
 /// The REST Proxy v3 error code of an invalid topic or setting.
 const V3_BAD_TOPIC: u64 = 40002;
 
 async fn start(dir: &std::path::Path) -> Server {
     Server::start(dir, &["--kafka-bind", "127.0.0.1:0"]).await
-}
-
-/// CreateTopics (v7) of one topic with one partition: its error code.
-async fn kafka_create(k: &mut Kafka, topic: &str, configs: &[(&str, Option<&str>)]) -> i16 {
-    let request = CreateTopicsRequest::default()
-        .with_timeout_ms(10_000)
-        .with_topics(vec![
-            CreatableTopic::default()
-                .with_name(name(topic))
-                .with_num_partitions(1)
-                .with_replication_factor(-1)
-                .with_configs(
-                    configs
-                        .iter()
-                        .map(|(n, v)| {
-                            CreatableTopicConfig::default()
-                                .with_name(StrBytes::from_string((*n).to_owned()))
-                                .with_value(v.map(|v| StrBytes::from_string(v.to_owned())))
-                        })
-                        .collect(),
-                ),
-        ]);
-    k.call(&request, 7).await.topics[0].error_code
 }
 
 /// REST Proxy v3's topic create of one topic with one partition: status and body.
@@ -85,7 +57,10 @@ async fn v3_and_kafka_create_read_the_same_configs_the_same_way() {
     ];
     let (status, body) = v3_create(&c, &s, "by-v3", &configs).await;
     assert_eq!(status, 201, "{body}");
-    assert_eq!(kafka_create(&mut k, "by-kafka", &configs).await, 0);
+    assert_eq!(
+        common::kafka::create_topic(&mut k, "by-kafka", 1, &configs).await,
+        0
+    );
     let expected = json!({
         "cleanup.policy": "compact,delete",
         "compression.type": "lz4",
@@ -138,7 +113,7 @@ async fn v3_and_kafka_create_refuse_the_same_invalid_values() {
             "{config:?}: {body}"
         );
         assert_eq!(
-            kafka_create(&mut k, &topic, &[*config]).await,
+            common::kafka::create_topic(&mut k, &topic, 1, &[*config]).await,
             INVALID_CONFIG,
             "{config:?}"
         );
@@ -164,7 +139,7 @@ async fn no_front_end_creates_or_auto_creates_an_internal_topic() {
             "{body}"
         );
         assert_eq!(
-            kafka_create(&mut k, internal, &[]).await,
+            common::kafka::create_topic(&mut k, internal, 1, &[]).await,
             INVALID_TOPIC_EXCEPTION
         );
         // Auto-create is on: an ordinary name is created by a produce, an internal one is not.

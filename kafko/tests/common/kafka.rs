@@ -5,8 +5,11 @@
 use std::time::Duration;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-use kafka_protocol::messages::{ProduceRequest, RequestHeader, ResponseHeader, TopicName};
+use kafka_protocol::messages::{
+    CreateTopicsRequest, ProduceRequest, RequestHeader, ResponseHeader, TopicName,
+};
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -119,6 +122,53 @@ impl Kafka {
             }
         }
     }
+}
+
+/// Kafka error codes the tests expect, by Kafka's names.
+pub mod codes {
+    pub const OFFSET_METADATA_TOO_LARGE: i16 = 12;
+    pub const INVALID_TOPIC_EXCEPTION: i16 = 17;
+    pub const ILLEGAL_GENERATION: i16 = 22;
+    pub const UNKNOWN_MEMBER_ID: i16 = 25;
+    pub const INVALID_SESSION_TIMEOUT: i16 = 26;
+    pub const REBALANCE_IN_PROGRESS: i16 = 27;
+    pub const INVALID_CONFIG: i16 = 40;
+    pub const INVALID_REQUEST: i16 = 42;
+    pub const MEMBER_ID_REQUIRED: i16 = 79;
+    pub const GROUP_MAX_SIZE_REACHED: i16 = 81;
+}
+
+/// A protocol string.
+pub fn s(text: &str) -> StrBytes {
+    StrBytes::from_string(text.to_owned())
+}
+
+/// CreateTopics (v7) of one topic with `partitions` partitions and `configs` (a `None`
+/// value as a client sends one): its error code.
+pub async fn create_topic(
+    k: &mut Kafka,
+    topic: &str,
+    partitions: i32,
+    configs: &[(&str, Option<&str>)],
+) -> i16 {
+    let configs = configs
+        .iter()
+        .map(|(n, v)| {
+            CreatableTopicConfig::default()
+                .with_name(s(n))
+                .with_value(v.map(s))
+        })
+        .collect();
+    let request = CreateTopicsRequest::default()
+        .with_timeout_ms(10_000)
+        .with_topics(vec![
+            CreatableTopic::default()
+                .with_name(name(topic))
+                .with_num_partitions(partitions)
+                .with_replication_factor(-1)
+                .with_configs(configs),
+        ]);
+    k.call(&request, 7).await.topics[0].error_code
 }
 
 pub fn name(s: &str) -> TopicName {
