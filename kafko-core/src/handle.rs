@@ -14,7 +14,8 @@ use crate::error::{AdminError, FetchError, ProduceError};
 use crate::partition::FetchedRecords;
 use crate::producer::Producer;
 use crate::record::{ProducerRecord, RecordMetadata};
-use crate::topic::{SendOptions, Topic, TopicDescription};
+use crate::send::SendOptions;
+use crate::topic::{Topic, TopicDescription};
 use crate::topic_id::TopicId;
 
 /// One existing topic, resolved once: produce, describe, and its partitions. Cheap to

@@ -114,6 +114,8 @@ pub use partition::FetchedRecords;
 pub use partition::command::RetentionOutcome;
 pub use producer::Producer;
 pub use record::{Header, ProducerRecord, Record, RecordMetadata};
-pub use send::{PartialSend, PartitionAppend, PartitionFailure, RecordRef, SendBatch, SendReceipt};
-pub use topic::{PartitionInfo, SendOptions, TopicDescription};
+pub use send::{
+    PartialSend, PartitionAppend, PartitionFailure, RecordRef, SendBatch, SendOptions, SendReceipt,
+};
+pub use topic::{PartitionInfo, TopicDescription};
 pub use topic_id::TopicId;

@@ -7,7 +7,8 @@ use bytes::Bytes;
 use crate::error::ProduceError;
 use crate::record::{ProducerRecord, RecordMetadata};
 use crate::send::SendBatch;
-use crate::topic::{SendOptions, Topic};
+use crate::send::SendOptions;
+use crate::topic::Topic;
 
 /// Appends records to one topic. Clone freely; all clones share the partition writers.
 #[derive(Clone)]

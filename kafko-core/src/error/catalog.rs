@@ -423,16 +423,20 @@ catalog! { $
 
     (InvalidSessionTimeout $v:ident $then:tt) => { failure! { @record $then
         [
-            /// A join's session timeout is zero or above
-            /// [`MAX_SESSION_TIMEOUT`](crate::config::MAX_SESSION_TIMEOUT).
+            /// A join's session timeout is outside the bounds the group accepts.
             #[error(
-                "session timeout must be between 1 ms and {} s, got {} ms",
-                crate::config::MAX_SESSION_TIMEOUT.as_secs(),
+                "session timeout must be between {} ms and {} ms, got {} ms",
+                .min.as_millis(),
+                .max.as_millis(),
                 .timeout.as_millis()
             )]
             $v {
                 /// The refused timeout.
                 timeout: std::time::Duration,
+                /// The shortest accepted.
+                min: std::time::Duration,
+                /// The longest accepted.
+                max: std::time::Duration,
             }
         ]
         [Self::$v { .. } => crate::error::ErrorKind::InvalidInput,]

@@ -193,8 +193,10 @@ fn each_operation_keeps_exactly_the_failures_it_can_have() {
 fn a_refused_session_timeout_is_invalid_input_and_an_invalid_request_in_the_union() {
     let e = GroupError::InvalidSessionTimeout {
         timeout: Duration::ZERO,
+        min: Duration::from_millis(1),
+        max: Duration::from_secs(3600),
     };
-    let message = "session timeout must be between 1 ms and 3600 s, got 0 ms";
+    let message = "session timeout must be between 1 ms and 3600000 ms, got 0 ms";
     assert_eq!(
         (e.kind(), e.to_string()),
         (ErrorKind::InvalidInput, message.into())

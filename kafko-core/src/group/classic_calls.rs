@@ -161,8 +161,9 @@ impl GroupHandle {
         self.check_not_closing()?;
         let limits = self.coordinator().limits;
         let timeout = request.session_timeout;
-        if timeout < limits.min_session_timeout || timeout > limits.max_session_timeout {
-            return Err(GroupError::InvalidSessionTimeout { timeout });
+        let (min, max) = (limits.min_session_timeout, limits.max_session_timeout);
+        if timeout < min || timeout > max {
+            return Err(GroupError::InvalidSessionTimeout { timeout, min, max });
         }
         // No rebalance waits longer than the longest session a member may have.
         request.rebalance_timeout = request.rebalance_timeout.min(limits.max_session_timeout);

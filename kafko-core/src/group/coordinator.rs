@@ -439,8 +439,13 @@ pub(super) fn start_position(
 }
 
 pub(super) fn validate_session_timeout(timeout: Duration) -> Result<(), GroupError> {
-    if timeout.is_zero() || timeout > MAX_SESSION_TIMEOUT {
-        return Err(GroupError::InvalidSessionTimeout { timeout });
+    let min = Duration::from_millis(1);
+    if timeout < min || timeout > MAX_SESSION_TIMEOUT {
+        return Err(GroupError::InvalidSessionTimeout {
+            timeout,
+            min,
+            max: MAX_SESSION_TIMEOUT,
+        });
     }
     Ok(())
 }

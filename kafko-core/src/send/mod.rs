@@ -15,13 +15,17 @@
 
 mod positions;
 mod routed;
+mod topic_send;
 
 use crate::convert::usize_saturating;
 use crate::error::{KafkoError, ProduceError, Result};
 use crate::partition::command::Batches;
 use crate::record::{Header, ProducerRecord, RecordMetadata, now_ms};
 use crate::segment::batch::{self, BatchEncoder, EncodedBatch, RecordFields};
-use crate::topic::{SendOptions, SendRules, Topic};
+use crate::topic::Topic;
+
+pub use topic_send::SendOptions;
+pub(crate) use topic_send::SendRules;
 
 use self::positions::Positions;
 use self::routed::Routed;
