@@ -275,7 +275,7 @@ async fn producer_id_floods_do_not_flush_a_producers_deduplication() {
     use kafka_protocol::messages::ProduceRequest;
     use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 
-    // The flood is 120,000 ids past a cap of 100,000; the InitProducerId flood
+    // The reported attack's flood is 120,000 ids past a cap of 100,000; the InitProducerId flood
     // here is scaled to 24,000 past 20,000 to keep the test quick.
     let (_tmp, s, c) = kafka_server("idem", &["--max-producer-ids", "20000"]).await;
     let pid = s.pid();
