@@ -1,12 +1,12 @@
 //! `kafko-bench-noop`: the HTTP ceiling of the kafko benchmarks (`bench/run-http.sh`).
 //!
-//! It does what `kafko-http` does around a produce, and nothing else: the same tokio
+//! It does what `kafko` does around a produce, and nothing else: the same tokio
 //! runtime (`#[tokio::main]`, one worker per core), kafko-http's own accept loop and
 //! connection serving (`kafko_http::server::serve_router`: auto HTTP/1+2, `TCP_NODELAY`,
 //! the connection cap, header-read and idle timeouts, the backoff when out of
-//! descriptors) with kafko-http's default settings, the same body limit; the handler
+//! descriptors) with the server's default settings, the same body limit; the handler
 //! reads the whole body and answers `201` with a small JSON body the size of a
-//! one-record produce answer. The gap between this server and `kafko-http` under the
+//! one-record produce answer. The gap between this server and `kafko` under the
 //! same load is what the log, routing, validation and middleware cost.
 //!
 //! Usage: `kafko-bench-noop [--bind ADDR]` (default `127.0.0.1:0`); prints
@@ -21,7 +21,7 @@ use axum::routing::{get, post};
 use kafko_http::server::{ServeOptions, serve_router};
 use kafko_service::ServerConfig;
 
-/// What `kafko-http` answers to a one-record produce, give or take the digits.
+/// What `kafko` answers to a one-record produce, give or take the digits.
 const ANSWER: &str = r#"{"offsets":[{"partition":0,"offset":1234567,"timestamp":1764400000000}]}"#;
 
 async fn sink(body: Bytes) -> impl IntoResponse {
