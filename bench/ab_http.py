@@ -115,8 +115,9 @@ def one_run(name: str, argv: list[str], is_kafko: bool, args, tmp: str) -> dict:
     if is_kafko:
         if args.workload == "consume":
             shutil.copytree(prefilled(name, argv, args, tmp), os.path.join(data, "data"))
-        argv = [*argv, "--data-dir", os.path.join(data, "data")]
-    srv = Server([*argv, "--bind", "127.0.0.1:0", "--kafka-bind", "off"], os.path.join(data, "server.log"))
+        # Kafka's port stays free: alternated runs start one server after another.
+        argv = [*argv, "--data-dir", os.path.join(data, "data"), "--kafka-bind", "off"]
+    srv = Server([*argv, "--bind", "127.0.0.1:0"], os.path.join(data, "server.log"))
     try:
         if is_kafko and args.workload != "consume":
             create_topic(srv, args)
