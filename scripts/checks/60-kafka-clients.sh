@@ -93,8 +93,6 @@ fail_on_panic
 
 # SASL/PLAIN: a second server with a token.
 KAFKO_AUTH_TOKEN=flow-token launch "$WORK/sasl" --kafka-bind 127.0.0.1:0
-SASL_PID=$LAUNCHED_PID
-trap 'kill "$SASL_PID" 2>/dev/null || true; cleanup' EXIT
 SASL_KAFKA=$(sed -n 's/^kafka listening on //p' "$WORK/sasl/stdout")
 [[ -n "$SASL_KAFKA" ]] || { echo "the SASL server did not start"; cat "$WORK/sasl/server.log"; exit 1; }
 timeout 120 "$VENV/bin/python" scripts/clients/kafka_flow.py sasl "$SASL_KAFKA" flow-token

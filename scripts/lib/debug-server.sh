@@ -1,12 +1,16 @@
 # Sourced by the checks in scripts/checks/ (from the repository root): the real debug
 # binary on an ephemeral loopback port with a temporary data directory. Sets WORK (a
 # temporary directory, removed on exit, with the server's stdout and server.log) and,
-# once `start_server` returns, URL and SERVER_PID; the server is stopped on exit.
+# once `start_server` returns, URL and SERVER_PID. Every server launched is stopped on exit,
+# and waited for before WORK is removed (a stopping server still writes its data).
 
 WORK=$(mktemp -d)
 SERVER_PID=
+LAUNCHED_PIDS=()
 cleanup() {
-    if [[ -n "$SERVER_PID" ]]; then kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
+    local pid
+    for pid in "${LAUNCHED_PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    for pid in "${LAUNCHED_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -35,6 +39,7 @@ launch_as_is() {
     mkfifo "$dir/stdout.fifo"
     (cd "$dir" && exec "$bin" "$@") >"$dir/stdout.fifo" 2>"$dir/server.log" &
     LAUNCHED_PID=$!
+    LAUNCHED_PIDS+=("$LAUNCHED_PID")
     exec {fd}<"$dir/stdout.fifo"
     while IFS= read -r -t 10 -u "$fd" line; do
         printf '%s\n' "$line" >>"$dir/stdout"
