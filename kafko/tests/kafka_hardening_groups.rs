@@ -577,7 +577,7 @@ async fn answered(k: &mut Kafka, wait: Duration) -> Option<i16> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn group_members_and_their_bytes_are_capped() {
-    let (_tmp, server, _c) = start(&["--group-max-size", "20"]).await;
+    let (_tmp, server, c) = start(&["--group-max-size", "20"]).await;
     let cpu0 = cpu_seconds(server.pid());
     let (rss0, _) = memory_mib(server.pid());
     eprintln!("RSS before the attack: {rss0} MiB");
@@ -595,7 +595,10 @@ async fn group_members_and_their_bytes_are_capped() {
     for _ in 0..20 {
         waiting.push(join_without_waiting(&server, "twenty", Bytes::new()).await);
     }
-    common::until_idle(server.pid()).await;
+    common::until("twenty members", async || {
+        common::kafka::members(&c, &server, "twenty").await == 20
+    })
+    .await;
     let mut extra = join_without_waiting(&server, "twenty", Bytes::new()).await;
     assert_eq!(
         answered(&mut extra, Duration::from_secs(5)).await,
@@ -607,13 +610,22 @@ async fn group_members_and_their_bytes_are_capped() {
     for _ in 0..30 {
         heavy.push(join_without_waiting(&server, "heavy", metadata.clone()).await);
     }
-    common::until_idle(server.pid()).await;
+    // Every join handled: a refusal is answered at once, the others are members waiting
+    // in the rebalance.
     let mut refused = 0;
-    for k in &mut heavy {
-        if answered(k, Duration::from_millis(20)).await == Some(GROUP_MAX_SIZE_REACHED) {
-            refused += 1;
+    common::until("every heavy join a member or refused", async || {
+        let mut waiting_joins = Vec::new();
+        for mut k in std::mem::take(&mut heavy) {
+            if answered(&mut k, Duration::ZERO).await == Some(GROUP_MAX_SIZE_REACHED) {
+                refused += 1;
+            } else {
+                waiting_joins.push(k);
+            }
         }
-    }
+        heavy = waiting_joins;
+        common::kafka::members(&c, &server, "heavy").await + refused == 30
+    })
+    .await;
     eprintln!("30 joins of 900 KiB into one group: {refused} refused");
     assert!((10..=14).contains(&refused), "{refused} refused");
 

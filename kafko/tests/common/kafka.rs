@@ -138,6 +138,13 @@ pub mod codes {
     pub const GROUP_MAX_SIZE_REACHED: i16 = 81;
 }
 
+/// The members of the Kafka (classic) group `group` as `/v1/groups` shows them: a join is
+/// among them once the server handled it, while it waits in the rebalance.
+pub async fn members(c: &reqwest::Client, s: &Server, group: &str) -> usize {
+    let described = super::get_json(c, s, &format!("/v1/groups/{group}")).await;
+    described["kafka"]["members"].as_array().map_or(0, Vec::len)
+}
+
 /// A protocol string.
 pub fn s(text: &str) -> StrBytes {
     StrBytes::from_string(text.to_owned())

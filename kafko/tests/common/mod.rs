@@ -475,12 +475,16 @@ pub fn series_value(metrics: &str, series: &str) -> u64 {
 /// sees its read answered by a wake-up, not by its first look.
 pub async fn until_reads_waiting(c: &reqwest::Client, s: &Server, front_end: &str, n: u64) {
     let series = format!("kafko_reads_waiting{{front_end=\"{front_end}\"}}");
+    let what = format!("{n} {front_end} reads waiting");
+    until(&what, async || metric(c, s, &series).await >= n).await;
+}
+
+/// Waits (at most 10 s) until `holds`, looking again every 5 ms: a test acts only once
+/// the server shows what it waits for. Panics naming `what` otherwise.
+pub async fn until(what: &str, mut holds: impl AsyncFnMut() -> bool) {
     let started = std::time::Instant::now();
-    while metric(c, s, &series).await < n {
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "fewer than {n} {front_end} reads ever waited"
-        );
+    while !holds().await {
+        assert!(started.elapsed() < Duration::from_secs(10), "never: {what}");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
@@ -489,14 +493,9 @@ pub async fn until_reads_waiting(c: &reqwest::Client, s: &Server, front_end: &st
 /// `/metrics` scrape that asks: the signal that a long-poll or a waiting read has
 /// registered, for a test to act only once it waits.
 pub async fn until_requests_waiting(c: &reqwest::Client, s: &Server, n: u64) {
-    let started = std::time::Instant::now();
-    while metric(c, s, "kafko_http_requests_in_flight").await < n + 1 {
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "fewer than {n} requests ever waited"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    let series = "kafko_http_requests_in_flight";
+    let what = format!("{n} requests waiting");
+    until(&what, async || metric(c, s, series).await > n).await;
 }
 
 /// The JSON objects among the lines of a chunked body (chunk-size lines parse as
@@ -544,20 +543,6 @@ pub async fn read_lines(
             String::from_utf8_lossy(buf)
         )
     })
-}
-
-/// Waits (at most 20 s) until the server `pid` has worked through what it was sent: less
-/// than 20 ms of CPU in 200 ms. For requests that leave nothing else to wait on (joins
-/// parked in a rebalance, reads parked in a long-poll).
-pub async fn until_idle(pid: u32) {
-    let started = std::time::Instant::now();
-    loop {
-        let cpu = cpu_seconds(pid);
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        if cpu_seconds(pid) - cpu < 0.02 || started.elapsed() > Duration::from_secs(20) {
-            return;
-        }
-    }
 }
 
 /// The CPU time (user + system) a process has used so far, in seconds, from
