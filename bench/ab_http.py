@@ -231,7 +231,10 @@ def main() -> int:
     args = ap.parse_args()
     if args.secs < 3:
         ap.error("--secs must be at least 3 (1 s warm-up, then the counted window)")
-    systems = [] if args.workload == "consume" else [("no-op", [args.noop], False)]
+    systems = [] if args.workload == "consume" else [
+        ("no-op", [args.noop, "--transport", "plain"], False),
+        ("transport", [args.noop, "--transport", "kafko"], False),
+    ]
     for spec in args.systems:
         name, sep, binary = spec.partition("=")
         if not sep or not name or not binary:
@@ -270,6 +273,7 @@ def main() -> int:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     ceiling = statistics.median(r["rps"] for r in runs.get("no-op", [{"rps": 0.0}]))
+    cpu_ceiling = statistics.median(r["cpu_us"] for r in runs.get("no-op", [{"cpu_us": 0.0}]))
     if flush:
         # Every fsync round takes one fdatasync after an append; at most one request per
         # connection rides in a round.
@@ -283,7 +287,10 @@ def main() -> int:
         keys = {k for r in rs for k in r if k != "name"}
         med = {k: statistics.median(r[k] for r in rs if k in r) for k in keys}
         lo, hi = min(r["rps"] for r in rs), max(r["rps"] for r in rs)
-        share = f"  {med['rps'] / ceiling:4.0%} of the no-op" if name != "no-op" and ceiling else ""
+        share = ""
+        if name != "no-op" and ceiling:
+            share = (f"  {med['rps'] / ceiling:4.0%} of the no-op's req/s, "
+                     f"{med['cpu_us'] / cpu_ceiling:.2f} × its CPU")
         print(f"{fmt({'name': name, **med})}  (req/s {lo:,.0f}–{hi:,.0f}){share}")
         if any(r["failed"] for r in rs):
             print(f"{'':>14}failed responses: {[r['failed'] for r in rs]}")

@@ -85,7 +85,7 @@ class Cell:
 
     id: str
     kind: str  # produce | batch | consume | xadd
-    system: str  # kafko | noop | redis
+    system: str  # kafko | noop (plain axum::serve) | transport (kafko's transport, no-op handler) | redis
     size: int
     conns: int
     codec: str = "-"
@@ -257,8 +257,9 @@ class Bench:
             data_dir + ".log",
         )
 
-    def start_noop(self) -> Server:
-        return Server([self.args.noop, "--bind", "127.0.0.1:0"], self.fresh_dir() + ".log")
+    def start_noop(self, transport: str) -> Server:
+        argv = [self.args.noop, "--transport", transport, "--bind", "127.0.0.1:0"]
+        return Server(argv, self.fresh_dir() + ".log")
 
     def create_topic(self, srv: Server, codec: str, fsync: str) -> None:
         cfg = {"partitions": 1, "compression": codec, "fsync": {"mode": fsync}}
@@ -294,7 +295,9 @@ class Bench:
             shutil.copytree(self.prefill(), srv_dir)
             srv = self.start_kafko(srv_dir)
         elif cell.system == "noop":
-            srv = self.start_noop()
+            srv = self.start_noop("plain")
+        elif cell.system == "transport":
+            srv = self.start_noop("kafko")
         else:
             srv = self.start_kafko(srv_dir)
             self.create_topic(srv, cell.codec, cell.fsync)
@@ -432,7 +435,10 @@ def plan(mode: dict, have_redis: bool) -> list[list[Cell]]:
     groups: list[list[Cell]] = []
     for size in mode["sizes"]:
         for c in mode["conns"]:
-            g = [Cell(f"noop/raw/{size}/c{c}", "produce", "noop", size, c)]
+            g = [
+                Cell(f"noop/raw/{size}/c{c}", "produce", "noop", size, c),
+                Cell(f"transport/raw/{size}/c{c}", "produce", "transport", size, c),
+            ]
             for codec in mode["codecs"]:
                 for fsync in mode["fsyncs"]:
                     g.append(
@@ -448,6 +454,10 @@ def plan(mode: dict, have_redis: bool) -> list[list[Cell]]:
         groups.append(
             [
                 Cell(f"noop/batch{n}/256/c{BATCH_CONNS}", "batch", "noop", 256, BATCH_CONNS, records_per_request=n),
+                Cell(
+                    f"transport/batch{n}/256/c{BATCH_CONNS}",
+                    "batch", "transport", 256, BATCH_CONNS, records_per_request=n,
+                ),
                 Cell(
                     f"kafko/batch{n}/256/c{BATCH_CONNS}/none/never",
                     "batch", "kafko", 256, BATCH_CONNS, "none", "never", records_per_request=n,

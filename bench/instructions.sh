@@ -16,7 +16,7 @@ n=${2:-1000}
 mode=${3:-v1-produce}
 here=$(cd "$(dirname "$0")" && pwd)
 d=$(mktemp -d)
-trap 'rm -rf "$d"' EXIT
+trap '[ -n "${KEEP:-}" ] && cp "$d/cg.out" "$KEEP"; rm -rf "$d"' EXIT
 valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$d/cg.out" \
   "$bin" --data-dir "$d/data" --bind 127.0.0.1:0 --kafka-bind 127.0.0.1:0 >"$d/out" 2>"$d/err" &
 pid=$!

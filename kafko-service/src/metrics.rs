@@ -12,7 +12,8 @@
 //! - `reason` is one of [`ClosedBy`];
 //! - `front_end` is one of [`FrontEnd`] ([`waiting`]).
 //!
-//! Recording is lock-free: a request's latency and status are atomic additions in
+//! Recording is lock-free and shares no cache line between threads: a request's
+//! latency and status are atomic additions to the calling thread's shard ([`cells`]) of
 //! series found without a lock (a fixed table of route slots, each set once), and a
 //! topic's counters are found in a map that is read through an atomic pointer and
 //! copied only when a topic is first counted or deleted. The log's gauges are read at
@@ -34,8 +35,10 @@ use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
+mod cells;
 mod waiting;
 
+use cells::Sharded;
 use waiting::WaitingSeries;
 pub use waiting::{FrontEnd, Waiting};
 
@@ -100,18 +103,38 @@ impl Histogram {
     }
 }
 
-/// One route template's histograms, one per method label.
+/// One route template's histograms, one per method label, in each shard.
 struct RouteSeries {
     route: Box<str>,
-    by_method: [Histogram; METHOD_LABELS.len()],
+    by_method: Sharded<[Histogram; METHOD_LABELS.len()]>,
 }
 
 impl RouteSeries {
     fn new(route: &str) -> Self {
         RouteSeries {
             route: route.into(),
-            by_method: Default::default(),
+            by_method: Sharded::default(),
         }
+    }
+
+    /// `method`'s histogram in the calling thread's shard.
+    fn histogram(&self, method: usize) -> &Histogram {
+        &self.by_method.local()[method]
+    }
+
+    /// `method`'s buckets, count and sum of nanoseconds over every shard.
+    fn summed(&self, method: usize) -> ([u64; BUCKETS.len() + 1], u64, u64) {
+        let mut buckets = [0u64; BUCKETS.len() + 1];
+        let (mut count, mut sum_nanos) = (0u64, 0u64);
+        for shard in self.by_method.all() {
+            let h = &shard[method];
+            for (total, n) in buckets.iter_mut().zip(&h.buckets) {
+                *total += n.load(Ordering::Relaxed);
+            }
+            count += h.count.load(Ordering::Relaxed);
+            sum_nanos = sum_nanos.saturating_add(h.sum_nanos.load(Ordering::Relaxed));
+        }
+        (buckets, count, sum_nanos)
     }
 }
 
@@ -190,16 +213,25 @@ impl ClosedBy {
     }
 }
 
+/// Requests begun and ended (answered or abandoned) on one thread; a request may end on
+/// another thread than the one it began on, so only the sums over every shard mean
+/// anything (their difference is the requests in flight).
+#[derive(Default)]
+struct RequestCells {
+    begun: AtomicU64,
+    ended: AtomicU64,
+}
+
 /// The HTTP server's series.
 struct HttpSeries {
-    in_flight: AtomicU64,
+    requests: Sharded<RequestCells>,
     /// Requests whose client went away before the response (their future was dropped).
     abandoned: AtomicU64,
     connections_open: AtomicU64,
     /// Indexed by [`ClosedBy`].
     connections_closed: [AtomicU64; ClosedBy::ALL.len()],
     /// Indexed by status code − 100.
-    responses: Box<[AtomicU64]>,
+    responses: Sharded<Box<[AtomicU64]>>,
     routes: Routes,
 }
 
@@ -209,7 +241,7 @@ impl fmt::Debug for HttpSeries {
     }
 }
 
-/// Records and bytes in and out of one topic.
+/// Records and bytes in and out of one topic (one shard's).
 #[derive(Default)]
 struct TopicCounters {
     records_in: AtomicU64,
@@ -221,7 +253,7 @@ struct TopicCounters {
 /// Per-topic counters: read through an atomic pointer; a new topic or a deleted one
 /// replaces the map (under `writing`, which readers never take).
 struct TopicSeries {
-    map: ArcSwap<HashMap<Box<str>, Arc<TopicCounters>>>,
+    map: ArcSwap<HashMap<Box<str>, Arc<Sharded<TopicCounters>>>>,
     writing: Mutex<()>,
     /// To leave out counters of topics deleted meanwhile.
     kafko: Kafko,
@@ -234,7 +266,17 @@ impl fmt::Debug for TopicSeries {
 }
 
 impl TopicSeries {
-    fn counters(&self, topic: &str) -> Arc<TopicCounters> {
+    /// Adds to `topic`'s counters in the calling thread's shard. The usual case, a topic
+    /// already counted, borrows them from the map: no reference count is touched.
+    fn add(&self, topic: &str, add: impl FnOnce(&TopicCounters)) {
+        if let Some(c) = self.map.load().get(topic) {
+            add(c.local());
+            return;
+        }
+        add(self.counters(topic).local());
+    }
+
+    fn counters(&self, topic: &str) -> Arc<Sharded<TopicCounters>> {
         if let Some(c) = self.map.load().get(topic) {
             return c.clone();
         }
@@ -244,7 +286,7 @@ impl TopicSeries {
             return c.clone();
         }
         let mut next = (*current).clone();
-        let c = Arc::new(TopicCounters::default());
+        let c = Arc::new(Sharded::<TopicCounters>::default());
         next.insert(topic.into(), c.clone());
         self.map.store(Arc::new(next));
         c
@@ -319,11 +361,11 @@ impl Metrics {
     /// The series of a server over `kafko`.
     pub fn new(kafko: Kafko) -> Self {
         let http = Arc::new(HttpSeries {
-            in_flight: AtomicU64::new(0),
+            requests: Sharded::default(),
             abandoned: AtomicU64::new(0),
             connections_open: AtomicU64::new(0),
             connections_closed: Default::default(),
-            responses: STATUSES.map(|_| AtomicU64::new(0)).collect(),
+            responses: Sharded::new_with(|| STATUSES.map(|_| AtomicU64::new(0)).collect()),
             routes: Routes::new(),
         });
         let topics = Arc::new(TopicSeries {
@@ -350,16 +392,18 @@ impl Metrics {
 
     /// Counts records and bytes produced to `topic`.
     pub fn produced(&self, topic: &str, records: usize, bytes: usize) {
-        let c = self.topics.counters(topic);
-        c.records_in.fetch_add(records as u64, Ordering::Relaxed);
-        c.bytes_in.fetch_add(bytes as u64, Ordering::Relaxed);
+        self.topics.add(topic, |c| {
+            c.records_in.fetch_add(records as u64, Ordering::Relaxed);
+            c.bytes_in.fetch_add(bytes as u64, Ordering::Relaxed);
+        });
     }
 
     /// Counts records and bytes read from `topic`.
     pub fn consumed(&self, topic: &str, records: usize, bytes: usize) {
-        let c = self.topics.counters(topic);
-        c.records_out.fetch_add(records as u64, Ordering::Relaxed);
-        c.bytes_out.fetch_add(bytes as u64, Ordering::Relaxed);
+        self.topics.add(topic, |c| {
+            c.records_out.fetch_add(records as u64, Ordering::Relaxed);
+            c.bytes_out.fetch_add(bytes as u64, Ordering::Relaxed);
+        });
     }
 
     /// Drops `topic`'s counters (it was deleted).
@@ -384,12 +428,20 @@ impl Metrics {
 
     /// An HTTP request began.
     pub fn request_started(&self) {
-        self.http.in_flight.fetch_add(1, Ordering::Relaxed);
+        self.http
+            .requests
+            .local()
+            .begun
+            .fetch_add(1, Ordering::Relaxed);
     }
 
     /// A request dropped before its response: the client closed the connection.
     pub fn request_abandoned(&self) {
-        self.http.in_flight.fetch_sub(1, Ordering::Relaxed);
+        self.http
+            .requests
+            .local()
+            .ended
+            .fetch_add(1, Ordering::Relaxed);
         self.http.abandoned.fetch_add(1, Ordering::Relaxed);
     }
 
@@ -397,11 +449,14 @@ impl Metrics {
     /// status. Lock-free.
     pub fn request_finished(&self, method: &Method, route: &str, status: u16, took: Duration) {
         let http = &*self.http;
-        http.in_flight.fetch_sub(1, Ordering::Relaxed);
-        http.routes.series(route).by_method[method_index(method)].observe(took);
+        http.requests.local().ended.fetch_add(1, Ordering::Relaxed);
+        http.routes
+            .series(route)
+            .histogram(method_index(method))
+            .observe(took);
         if let Some(n) = status
             .checked_sub(*STATUSES.start())
-            .and_then(|i| http.responses.get(usize::from(i)))
+            .and_then(|i| http.responses.local().get(usize::from(i)))
         {
             n.fetch_add(1, Ordering::Relaxed);
         }
@@ -444,12 +499,24 @@ where
 impl Collector for HttpSeries {
     fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
         let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        // Wrapping: each sum may have moved on between the two, never below zero in truth.
+        let (begun, ended) = self.requests.all().fold((0u64, 0u64), |(b, e), c| {
+            (
+                b.wrapping_add(load(&c.begun)),
+                e.wrapping_add(load(&c.ended)),
+            )
+        });
+        let in_flight = match begun.wrapping_sub(ended) {
+            // An end counted before its beginning was read: none in flight, not 2^64.
+            n if n > u64::MAX / 2 => 0,
+            n => n,
+        };
         single(
             &mut encoder,
             "kafko_http_requests_in_flight",
             "Requests being handled.",
             MetricType::Gauge,
-            load(&self.in_flight),
+            in_flight,
         )?;
         single(
             &mut encoder,
@@ -485,8 +552,12 @@ impl Collector for HttpSeries {
             None,
             MetricType::Counter,
         )?;
-        for (status, n) in STATUSES.zip(self.responses.iter()) {
-            let n = load(n);
+        for (i, status) in STATUSES.enumerate() {
+            let n: u64 = self
+                .responses
+                .all()
+                .map(|shard| shard.get(i).map_or(0, load))
+                .sum();
             if n > 0 {
                 let labels = [("status", status)];
                 m.encode_family(&labels)?
@@ -499,27 +570,29 @@ impl Collector for HttpSeries {
             None,
             MetricType::Histogram,
         )?;
-        let mut series: Vec<(&str, &str, &Histogram)> = self
+        let mut series: Vec<(&str, &str, [u64; BUCKETS.len() + 1], u64)> = self
             .routes
             .all()
             .flat_map(|r| {
                 METHOD_LABELS
                     .iter()
-                    .zip(&r.by_method)
-                    .map(move |(method, h)| (*method, &*r.route, h))
+                    .enumerate()
+                    .filter_map(move |(i, method)| {
+                        let (buckets, count, sum_nanos) = r.summed(i);
+                        (count > 0).then_some((*method, &*r.route, buckets, sum_nanos))
+                    })
             })
-            .filter(|(_, _, h)| load(&h.count) > 0)
             .collect();
-        series.sort_unstable_by_key(|(method, route, _)| (*method, *route));
-        for (method, route, h) in series {
+        series.sort_unstable_by_key(|(method, route, _, _)| (*method, *route));
+        for (method, route, counts, sum_nanos) in series {
             let buckets: Vec<(f64, u64)> = BUCKETS
                 .iter()
                 .chain([&f64::INFINITY])
-                .zip(&h.buckets)
-                .map(|(bound, n)| (*bound, load(n)))
+                .zip(counts)
+                .map(|(bound, n)| (*bound, n))
                 .collect();
             let count = buckets.iter().map(|(_, n)| n).sum();
-            let sum = load(&h.sum_nanos) as f64 / 1e9;
+            let sum = sum_nanos as f64 / 1e9;
             let labels = [("method", method), ("route", route)];
             m.encode_family(&labels)?
                 .encode_histogram::<NoLabelSet>(sum, count, &buckets, None)?;
@@ -535,7 +608,7 @@ impl Collector for TopicSeries {
     fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
         let map = self.map.load();
         let live: HashSet<String> = self.kafko.list_topics().into_iter().collect();
-        let mut topics: Vec<(&str, &TopicCounters)> = map
+        let mut topics: Vec<(&str, &Sharded<TopicCounters>)> = map
             .iter()
             .filter(|(name, _)| live.contains(&***name))
             .map(|(name, c)| (&**name, &**c))
@@ -563,7 +636,7 @@ impl Collector for TopicSeries {
                 let labels = [("topic", *topic)];
                 m.encode_family(&labels)?
                     .encode_counter::<NoLabelSet, u64, u64>(
-                        &pick(c).load(Ordering::Relaxed),
+                        &c.all().map(|c| pick(c).load(Ordering::Relaxed)).sum(),
                         None,
                     )?;
             }
@@ -669,10 +742,13 @@ mod tests {
     fn routes_past_the_slots_share_the_other_series() {
         let routes = Routes::new();
         for i in 0..1000 {
-            routes.series(&format!("/r/{i}")).by_method[0].observe(Duration::from_millis(1));
+            routes
+                .series(&format!("/r/{i}"))
+                .histogram(0)
+                .observe(Duration::from_millis(1));
         }
         assert_eq!(routes.all().count(), ROUTE_SLOTS + 1);
-        let other = routes.other.by_method[0].count.load(Ordering::Relaxed);
+        let other = routes.other.summed(0).1;
         assert_eq!(other, 1000 - ROUTE_SLOTS as u64);
         assert!(std::ptr::eq(routes.series("/r/5"), routes.series("/r/5")));
         assert_eq!(&*routes.series("/r/5").route, "/r/5");

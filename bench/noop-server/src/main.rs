@@ -1,16 +1,21 @@
-//! `kafko-bench-noop`: the HTTP ceiling of the kafko benchmarks (`bench/run-http.sh`).
+//! `kafko-bench-noop`: the HTTP ceilings of the kafko benchmarks (`bench/run-http.sh`).
 //!
-//! It does what `kafko` does around a produce, and nothing else: the same tokio
-//! runtime (`#[tokio::main]`, one worker per core), kafko-http's own accept loop and
-//! connection serving (`kafko_http::server::serve_router`: auto HTTP/1+2, `TCP_NODELAY`,
-//! the connection cap, header-read and idle timeouts, the backoff when out of
-//! descriptors) with the server's default settings, the same body limit; the handler
-//! reads the whole body and answers `201` with a small JSON body the size of a
-//! one-record produce answer. The gap between this server and `kafko` under the
-//! same load is what the log, routing, validation and middleware cost.
+//! The handler reads the whole body and answers `201` with a small JSON body the size
+//! of a one-record produce answer, on the same tokio runtime as `kafko`
+//! (`#[tokio::main]`, one worker per core) and with the same body limit. Two transports
+//! carry it:
+//! - `--transport plain` (the default, "the ceiling"): `axum::serve` as a user writes
+//!   it, with `TCP_NODELAY` as `kafko` sets it. What a bare handler costs; the figure
+//!   load testers compare kafko with.
+//! - `--transport kafko` ("transport only"): kafko-http's own accept loop and connection
+//!   serving (`kafko_http::server::serve_router`: the connection cap, header-read and
+//!   idle timeouts, the backoff when out of descriptors) with the server's default
+//!   settings. Its gap to `plain` is what kafko's transport costs; its gap to `kafko`
+//!   is what the log, routing, validation and middleware cost.
 //!
-//! Usage: `kafko-bench-noop [--bind ADDR]` (default `127.0.0.1:0`); prints
-//! `listening on http://ADDR` once bound. Stops on SIGTERM/SIGINT (default action).
+//! Usage: `kafko-bench-noop [--bind ADDR] [--transport plain|kafko]` (default
+//! `127.0.0.1:0`, `plain`); prints `listening on http://ADDR` once bound. Stops on
+//! SIGTERM/SIGINT (default action).
 
 use axum::Router;
 use axum::body::Bytes;
@@ -18,6 +23,7 @@ use axum::extract::DefaultBodyLimit;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
+use axum::serve::ListenerExt;
 use kafko_http::server::{ServeOptions, serve_router};
 use kafko_service::ServerConfig;
 
@@ -41,25 +47,42 @@ async fn healthz() -> impl IntoResponse {
     )
 }
 
-fn bind_arg() -> Result<String, String> {
+/// Which transport serves the handler.
+#[derive(Clone, Copy)]
+enum Transport {
+    /// `axum::serve`.
+    Plain,
+    /// kafko-http's accept loop and connection serving.
+    Kafko,
+}
+
+const USAGE: &str = "usage: kafko-bench-noop [--bind ADDR] [--transport plain|kafko]";
+
+fn args() -> Result<(String, Transport), String> {
     let mut args = std::env::args().skip(1);
     let mut bind = "127.0.0.1:0".to_owned();
+    let mut transport = Transport::Plain;
     while let Some(a) = args.next() {
         match a.as_str() {
             "--bind" => bind = args.next().ok_or("--bind needs an address")?,
-            "-h" | "--help" => {
-                return Err("usage: kafko-bench-noop [--bind ADDR]".to_owned());
+            "--transport" => {
+                transport = match args.next().as_deref() {
+                    Some("plain") => Transport::Plain,
+                    Some("kafko") => Transport::Kafko,
+                    _ => return Err("--transport takes plain or kafko".to_owned()),
+                }
             }
-            other => return Err(format!("unknown argument '{other}'")),
+            "-h" | "--help" => return Err(USAGE.to_owned()),
+            other => return Err(format!("unknown argument '{other}'; {USAGE}")),
         }
     }
-    Ok(bind)
+    Ok((bind, transport))
 }
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    let bind = match bind_arg() {
-        Ok(b) => b,
+    let (bind, transport) = match args() {
+        Ok(a) => a,
         Err(e) => {
             eprintln!("kafko-bench-noop: {e}");
             return std::process::ExitCode::FAILURE;
@@ -84,8 +107,23 @@ async fn main() -> std::process::ExitCode {
         .route("/v1/topics/{topic}/records", post(sink))
         .route("/healthz", get(healthz))
         .layer(DefaultBodyLimit::max(config.max_body_bytes));
-    // Never set: the signals' default action ends the process, as before.
-    let (_never_stop, shutdown) = tokio::sync::watch::channel(false);
-    serve_router(listener, router, ServeOptions::from(&config), shutdown).await;
+    match transport {
+        Transport::Plain => {
+            let listener = listener.tap_io(|stream| {
+                if let Err(e) = stream.set_nodelay(true) {
+                    eprintln!("kafko-bench-noop: TCP_NODELAY: {e}");
+                }
+            });
+            if let Err(e) = axum::serve(listener, router).await {
+                eprintln!("kafko-bench-noop: {e}");
+                return std::process::ExitCode::FAILURE;
+            }
+        }
+        Transport::Kafko => {
+            // Never set: the signals' default action ends the process.
+            let (_never_stop, shutdown) = tokio::sync::watch::channel(false);
+            serve_router(listener, router, ServeOptions::from(&config), shutdown).await;
+        }
+    }
     std::process::ExitCode::SUCCESS
 }
