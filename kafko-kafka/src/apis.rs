@@ -6,18 +6,20 @@
 
 use bytes::Bytes;
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsRequest, CreateTopicsRequest, DeleteTopicsRequest, DescribeGroupsRequest,
-    FetchRequest, FindCoordinatorRequest, HeartbeatRequest, InitProducerIdRequest,
-    JoinGroupRequest, LeaveGroupRequest, ListGroupsRequest, ListOffsetsRequest, MetadataRequest,
-    OffsetCommitRequest, OffsetFetchRequest, ProduceRequest, SaslAuthenticateRequest,
-    SaslHandshakeRequest, SyncGroupRequest,
+    AlterConfigsRequest, ApiKey, ApiVersionsRequest, CreateTopicsRequest, DeleteTopicsRequest,
+    DescribeConfigsRequest, DescribeGroupsRequest, FetchRequest, FindCoordinatorRequest,
+    HeartbeatRequest, IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest,
+    LeaveGroupRequest, ListGroupsRequest, ListOffsetsRequest, MetadataRequest, OffsetCommitRequest,
+    OffsetFetchRequest, ProduceRequest, SaslAuthenticateRequest, SaslHandshakeRequest,
+    SyncGroupRequest,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
 
 use crate::dispatch::{Header, Outcome, Session, api_versions, encode};
 use crate::layouts::{self, Field};
 use crate::{
-    ListenerState, admin, errors, fetch, groups, idempotence, metadata, offsets, produce, sasl,
+    ListenerState, admin, configs, errors, fetch, groups, idempotence, metadata, offsets, produce,
+    sasl,
 };
 
 /// Who may call an API on a connection of a server that requires SASL.
@@ -212,6 +214,16 @@ apis! {
     };
     InitProducerId 0..=4, INIT_PRODUCER_ID, Authenticated, InitProducerIdRequest => |cx, r| {
         cx.answer(&idempotence::init_producer_id(cx.broker, r, cx.version()))
+    };
+    DescribeConfigs 1..=4, DESCRIBE_CONFIGS, Authenticated, DescribeConfigsRequest => |cx, r| {
+        cx.answer(&configs::describe_configs(cx.broker, r))
+    };
+    AlterConfigs 0..=2, ALTER_CONFIGS, Authenticated, AlterConfigsRequest => |cx, r| {
+        cx.answer(&configs::alter_configs(cx.broker, r).await)
+    };
+    IncrementalAlterConfigs 0..=1, INCREMENTAL_ALTER_CONFIGS, Authenticated,
+        IncrementalAlterConfigsRequest => |cx, r| {
+        cx.answer(&configs::incremental_alter_configs(cx.broker, r).await)
     };
     SaslHandshake 1..=1, SASL_HANDSHAKE, Sasl, SaslHandshakeRequest => |cx, r| {
         let mut response = sasl::handshake(cx.session, &r);

@@ -384,6 +384,46 @@ mod tests {
                 DeleteTopicsRequest::default().with_topic_names(vec![t("a"), t("b")])
             }
         });
+        covers(&mut seen, ApiKey::DescribeConfigs, |_| {
+            DescribeConfigsRequest::default().with_resources(vec![
+                describe_configs_request::DescribeConfigsResource::default()
+                    .with_resource_type(2)
+                    .with_resource_name(s("t"))
+                    .with_configuration_keys(Some(vec![s("retention.ms")])),
+                describe_configs_request::DescribeConfigsResource::default()
+                    .with_resource_type(4)
+                    .with_resource_name(s("0"))
+                    .with_configuration_keys(None),
+            ])
+        });
+        covers(&mut seen, ApiKey::AlterConfigs, |_| {
+            AlterConfigsRequest::default().with_resources(vec![
+                alter_configs_request::AlterConfigsResource::default()
+                    .with_resource_type(2)
+                    .with_resource_name(s("t"))
+                    .with_configs(vec![
+                        alter_configs_request::AlterableConfig::default()
+                            .with_name(s("retention.ms"))
+                            .with_value(Some(s("1"))),
+                        alter_configs_request::AlterableConfig::default()
+                            .with_name(s("x"))
+                            .with_value(None),
+                    ]),
+            ])
+        });
+        covers(&mut seen, ApiKey::IncrementalAlterConfigs, |_| {
+            IncrementalAlterConfigsRequest::default().with_resources(vec![
+                incremental_alter_configs_request::AlterConfigsResource::default()
+                    .with_resource_type(2)
+                    .with_resource_name(s("t"))
+                    .with_configs(vec![
+                        incremental_alter_configs_request::AlterableConfig::default()
+                            .with_name(s("retention.ms"))
+                            .with_config_operation(1)
+                            .with_value(None),
+                    ]),
+            ])
+        });
         covers(&mut seen, ApiKey::InitProducerId, |_| {
             InitProducerIdRequest::default().with_transactional_id(None)
         });

@@ -205,6 +205,22 @@ pub(super) const DELETE_TOPICS: &[Field] = &[
     all(I32),
 ];
 
+const DESCRIBE_CONFIGS_RESOURCE: &[Field] = &[all(I8), all(Ty::Str), all(Ty::Strs)];
+pub(super) const DESCRIBE_CONFIGS: &[Field] = &[
+    all(Ty::Array(DESCRIBE_CONFIGS_RESOURCE)),
+    since(1, BOOL),
+    since(3, BOOL),
+];
+
+const ALTER_CONFIG: &[Field] = &[all(Ty::Str), all(Ty::Str)];
+const ALTER_CONFIGS_RESOURCE: &[Field] = &[all(I8), all(Ty::Str), all(Ty::Array(ALTER_CONFIG))];
+pub(super) const ALTER_CONFIGS: &[Field] = &[all(Ty::Array(ALTER_CONFIGS_RESOURCE)), all(BOOL)];
+
+const INCREMENTAL_CONFIG: &[Field] = &[all(Ty::Str), all(I8), all(Ty::Str)];
+const INCREMENTAL_RESOURCE: &[Field] = &[all(I8), all(Ty::Str), all(Ty::Array(INCREMENTAL_CONFIG))];
+pub(super) const INCREMENTAL_ALTER_CONFIGS: &[Field] =
+    &[all(Ty::Array(INCREMENTAL_RESOURCE)), all(BOOL)];
+
 pub(super) const INIT_PRODUCER_ID: &[Field] =
     &[all(Ty::Str), all(I32), since(3, I64), since(3, I16)];
 pub(super) const SASL_HANDSHAKE: &[Field] = &[all(Ty::Str)];

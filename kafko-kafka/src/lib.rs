@@ -17,7 +17,8 @@
 //!   encoding answers. `fuzz_entry`: the decoder and whole-request entries for fuzzing.
 //! - One file per API family: `metadata` (Metadata, FindCoordinator), `produce`, `fetch`
 //!   (reading in `fetch_read`), `offsets` (ListOffsets), `admin` (CreateTopics,
-//!   DeleteTopics), `idempotence` (InitProducerId, sequence numbers), `groups` (the group
+//!   DeleteTopics), `configs` (DescribeConfigs, AlterConfigs, IncrementalAlterConfigs;
+//!   the broker's configs in `broker_configs`), `idempotence` (InitProducerId, sequence numbers), `groups` (the group
 //!   APIs; commits and offset fetches in `group_offsets`, the consumer protocol's
 //!   assignments read defensively in `consumer_protocol`), `sasl`.
 //! - `guard`: bounds on a request body's arrays before the codec decodes it, walking
@@ -37,6 +38,8 @@
 
 mod admin;
 mod apis;
+mod broker_configs;
+mod configs;
 mod consumer_protocol;
 mod dispatch;
 mod errors;

@@ -726,13 +726,7 @@ async fn create_and_delete_topics_answer_kafka_errors() {
     assert_eq!(create_topic(&mut k, "made", 2, &[]).await, 36);
     assert_eq!(create_topic(&mut k, "zero", 0, &[]).await, 37);
     assert_eq!(
-        create_topic(
-            &mut k,
-            "conf",
-            1,
-            &[("unclean.leader.election.enable", "true")]
-        )
-        .await,
+        create_topic(&mut k, "conf", 1, &[("unclean.leader.election", "true")]).await,
         40
     );
     assert_eq!(
@@ -1324,6 +1318,60 @@ async fn every_advertised_version_of_every_api_is_answered() {
             r.groups.iter().any(|g| g.group_id.as_str() == "g"),
             "ListGroups v{v}"
         );
+    }
+    use kafka_protocol::messages::{
+        AlterConfigsRequest, DescribeConfigsRequest, IncrementalAlterConfigsRequest,
+        alter_configs_request, describe_configs_request, incremental_alter_configs_request,
+    };
+    for (v, r) in every_version(&mut k, &mut seen, |_| {
+        DescribeConfigsRequest::default().with_resources(vec![
+            describe_configs_request::DescribeConfigsResource::default()
+                .with_resource_type(2)
+                .with_resource_name(StrBytes::from_static_str("v2"))
+                .with_configuration_keys(Some(vec![StrBytes::from_static_str("retention.ms")])),
+        ])
+    })
+    .await
+    {
+        let configs = &r.results[0].configs;
+        assert_eq!(
+            (configs.len(), configs[0].value.as_deref()),
+            (1, Some("604800000")),
+            "DescribeConfigs v{v}"
+        );
+    }
+    for (v, r) in every_version(&mut k, &mut seen, |_| {
+        AlterConfigsRequest::default().with_resources(vec![
+            alter_configs_request::AlterConfigsResource::default()
+                .with_resource_type(2)
+                .with_resource_name(StrBytes::from_static_str("v2"))
+                .with_configs(vec![
+                    alter_configs_request::AlterableConfig::default()
+                        .with_name(StrBytes::from_static_str("retention.ms"))
+                        .with_value(Some(StrBytes::from_static_str("604800000"))),
+                ]),
+        ])
+    })
+    .await
+    {
+        assert_eq!(r.responses[0].error_code, 0, "AlterConfigs v{v}");
+    }
+    for (v, r) in every_version(&mut k, &mut seen, |_| {
+        IncrementalAlterConfigsRequest::default().with_resources(vec![
+            incremental_alter_configs_request::AlterConfigsResource::default()
+                .with_resource_type(2)
+                .with_resource_name(StrBytes::from_static_str("v2"))
+                .with_configs(vec![
+                    incremental_alter_configs_request::AlterableConfig::default()
+                        .with_name(StrBytes::from_static_str("retention.ms"))
+                        .with_config_operation(1)
+                        .with_value(None),
+                ]),
+        ])
+    })
+    .await
+    {
+        assert_eq!(r.responses[0].error_code, 0, "IncrementalAlterConfigs v{v}");
     }
     for (v, r) in every_version(&mut k, &mut seen, |v| {
         let topic = name(&format!("v{}", v + 1));
