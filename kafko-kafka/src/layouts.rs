@@ -141,9 +141,16 @@ pub(super) const OFFSET_COMMIT: &[Field] = &[
 ];
 
 const OFFSET_FETCH_TOPIC: &[Field] = &[all(Ty::Str), all(Ty::Fixeds(4))];
+const OFFSET_FETCH_GROUP: &[Field] = &[
+    all(Ty::Str),
+    since(9, Ty::Str),
+    since(9, I32),
+    all(Ty::Array(OFFSET_FETCH_TOPIC)),
+];
 pub(super) const OFFSET_FETCH: &[Field] = &[
     until(7, Ty::Str),
     until(7, Ty::Array(OFFSET_FETCH_TOPIC)),
+    since(8, Ty::Array(OFFSET_FETCH_GROUP)),
     since(7, BOOL),
 ];
 

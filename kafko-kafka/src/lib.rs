@@ -14,7 +14,9 @@
 //! - `apis`: the one table of served APIs (key, versions, the guard's layout, who may
 //!   call it, request type, handler); ApiVersions, the dispatch and the decoder come
 //!   from it. `dispatch`: the request header, the version check, SASL gating and
-//!   encoding answers. `fuzz_entry`: the decoder and whole-request entries for fuzzing.
+//!   encoding answers. `legacy`: old versions served (ListOffsets v0, CreateTopics
+//!   v0–1); `refusals`: old versions answered UNSUPPORTED_VERSION (Produce v0–2, Fetch
+//!   v0–3). `fuzz_entry`: the decoder and whole-request entries for fuzzing.
 //! - One file per API family: `metadata` (Metadata, FindCoordinator), `produce`, `fetch`
 //!   (reading in `fetch_read`), `offsets` (ListOffsets), `admin` (CreateTopics,
 //!   DeleteTopics), `configs` (DescribeConfigs, AlterConfigs, IncrementalAlterConfigs;
@@ -53,11 +55,13 @@ mod guard;
 mod idempotence;
 mod inflate;
 mod layouts;
+mod legacy;
 mod listener;
 mod metadata;
 mod offsets;
 mod produce;
 mod records;
+mod refusals;
 mod request_limit;
 mod sasl;
 
