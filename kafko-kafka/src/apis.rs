@@ -7,10 +7,11 @@
 
 use bytes::Bytes;
 use kafka_protocol::messages::{
-    AlterConfigsRequest, ApiKey, ApiVersionsRequest, CreateTopicsRequest, DeleteTopicsRequest,
-    DescribeConfigsRequest, DescribeGroupsRequest, FetchRequest, FindCoordinatorRequest,
-    HeartbeatRequest, IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest,
-    LeaveGroupRequest, ListGroupsRequest, ListOffsetsRequest, MetadataRequest, OffsetCommitRequest,
+    AlterConfigsRequest, ApiKey, ApiVersionsRequest, CreateTopicsRequest, DeleteGroupsRequest,
+    DeleteTopicsRequest, DescribeAclsRequest, DescribeClusterRequest, DescribeConfigsRequest,
+    DescribeGroupsRequest, FetchRequest, FindCoordinatorRequest, HeartbeatRequest,
+    IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest,
+    ListGroupsRequest, ListOffsetsRequest, MetadataRequest, OffsetCommitRequest,
     OffsetFetchRequest, ProduceRequest, SaslAuthenticateRequest, SaslHandshakeRequest,
     SyncGroupRequest,
 };
@@ -19,8 +20,8 @@ use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
 use crate::dispatch::{Header, Outcome, Session, api_versions, encode};
 use crate::layouts::{self, Field};
 use crate::{
-    ListenerState, admin, configs, errors, fetch, groups, idempotence, legacy, metadata, offsets,
-    produce, sasl,
+    ListenerState, admin, cluster, configs, errors, fetch, groups, idempotence, legacy, metadata,
+    offsets, produce, sasl,
 };
 
 /// Who may call an API on a connection of a server that requires SASL.
@@ -253,6 +254,15 @@ apis! {
     IncrementalAlterConfigs 0..=1, INCREMENTAL_ALTER_CONFIGS, Authenticated,
         IncrementalAlterConfigsRequest => |cx, r| {
         cx.answer(&configs::incremental_alter_configs(cx.broker, r).await)
+    };
+    DeleteGroups 0..=2, DELETE_GROUPS, Authenticated, DeleteGroupsRequest => |cx, r| {
+        cx.answer(&cluster::delete_groups(cx.broker, r).await)
+    };
+    DescribeCluster 0..=2, DESCRIBE_CLUSTER, Authenticated, DescribeClusterRequest => |cx, r| {
+        cx.answer(&cluster::describe_cluster(cx.broker, &r))
+    };
+    DescribeAcls 1..=3, DESCRIBE_ACLS, Authenticated, DescribeAclsRequest => |cx, _r| {
+        cx.answer(&cluster::describe_acls(cx.broker))
     };
     SaslHandshake 1..=1, SASL_HANDSHAKE, Sasl, SaslHandshakeRequest => |cx, r| {
         let mut response = sasl::handshake(cx.session, &r);

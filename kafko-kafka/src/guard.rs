@@ -481,6 +481,24 @@ mod tests {
                     ]),
             ])
         });
+        covers(&mut seen, ApiKey::DeleteGroups, |_| {
+            DeleteGroupsRequest::default().with_groups_names(vec![GroupId(s("a")), GroupId(s("b"))])
+        });
+        covers(&mut seen, ApiKey::DescribeCluster, |v| {
+            DescribeClusterRequest::default()
+                .with_include_cluster_authorized_operations(true)
+                .with_endpoint_type(1)
+                .with_include_fenced_brokers(v >= 2)
+        });
+        covers(&mut seen, ApiKey::DescribeAcls, |_| {
+            DescribeAclsRequest::default()
+                .with_resource_type_filter(1)
+                .with_resource_name_filter(Some(s("t")))
+                .with_principal_filter(None)
+                .with_host_filter(Some(s("h")))
+                .with_operation(1)
+                .with_permission_type(1)
+        });
         covers(&mut seen, ApiKey::InitProducerId, |_| {
             InitProducerIdRequest::default().with_transactional_id(None)
         });

@@ -228,6 +228,18 @@ const INCREMENTAL_RESOURCE: &[Field] = &[all(I8), all(Ty::Str), all(Ty::Array(IN
 pub(super) const INCREMENTAL_ALTER_CONFIGS: &[Field] =
     &[all(Ty::Array(INCREMENTAL_RESOURCE)), all(BOOL)];
 
+pub(super) const DELETE_GROUPS: &[Field] = &[all(Ty::Strs)];
+pub(super) const DESCRIBE_CLUSTER: &[Field] = &[all(BOOL), since(1, I8), since(2, BOOL)];
+pub(super) const DESCRIBE_ACLS: &[Field] = &[
+    all(I8),
+    all(Ty::Str),
+    since(1, I8),
+    all(Ty::Str),
+    all(Ty::Str),
+    all(I8),
+    all(I8),
+];
+
 pub(super) const INIT_PRODUCER_ID: &[Field] =
     &[all(Ty::Str), all(I32), since(3, I64), since(3, I16)];
 pub(super) const SASL_HANDSHAKE: &[Field] = &[all(Ty::Str)];

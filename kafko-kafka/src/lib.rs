@@ -20,7 +20,8 @@
 //! - One file per API family: `metadata` (Metadata, FindCoordinator), `produce`, `fetch`
 //!   (reading in `fetch_read`), `offsets` (ListOffsets), `admin` (CreateTopics,
 //!   DeleteTopics), `configs` (DescribeConfigs, AlterConfigs, IncrementalAlterConfigs;
-//!   the broker's configs in `broker_configs`), `idempotence` (InitProducerId, sequence numbers), `groups` (the group
+//!   the broker's configs in `broker_configs`), `cluster` (DescribeCluster,
+//!   DescribeAcls, DeleteGroups), `idempotence` (InitProducerId, sequence numbers), `groups` (the group
 //!   APIs; commits and offset fetches in `group_offsets`, the consumer protocol's
 //!   assignments read defensively in `consumer_protocol`), `sasl`.
 //! - `guard`: bounds on a request body's arrays before the codec decodes it, walking
@@ -41,6 +42,7 @@
 mod admin;
 mod apis;
 mod broker_configs;
+mod cluster;
 mod configs;
 mod consumer_protocol;
 mod dispatch;

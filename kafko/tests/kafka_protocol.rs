@@ -1441,6 +1441,46 @@ async fn every_advertised_version_of_every_api_is_answered() {
     {
         assert_eq!(r.responses[0].error_code, 0, "IncrementalAlterConfigs v{v}");
     }
+    {
+        use kafka_protocol::messages::{
+            DeleteGroupsRequest, DescribeAclsRequest, DescribeClusterRequest,
+        };
+        for (v, r) in every_version(&mut k, &mut seen, |_| {
+            DescribeClusterRequest::default().with_endpoint_type(1)
+        })
+        .await
+        {
+            assert_eq!(r.error_code, 0, "DescribeCluster v{v}");
+            assert_eq!(
+                (r.controller_id.0, r.brokers.len(), r.brokers[0].broker_id.0),
+                (0, 1, 0),
+                "DescribeCluster v{v}"
+            );
+        }
+        for (v, r) in every_version(&mut k, &mut seen, |_| {
+            DescribeAclsRequest::default()
+                .with_resource_type_filter(1)
+                .with_operation(1)
+                .with_permission_type(1)
+        })
+        .await
+        {
+            assert_eq!(r.error_code, 54, "DescribeAcls v{v}: SECURITY_DISABLED");
+        }
+        for (v, r) in every_version(&mut k, &mut seen, |_| {
+            DeleteGroupsRequest::default().with_groups_names(vec![group(), group()])
+        })
+        .await
+        {
+            // Deleted by the first version, not found by the next ones; named once.
+            assert_eq!(r.results.len(), 1, "DeleteGroups v{v}");
+            assert_eq!(
+                r.results[0].error_code,
+                if v == 0 { 0 } else { 69 },
+                "DeleteGroups v{v}"
+            );
+        }
+    }
     for (v, r) in every_version(&mut k, &mut seen, |v| {
         let topic = name(&format!("v{}", v + 1));
         if v >= 6 {
