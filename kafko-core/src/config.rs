@@ -3,6 +3,7 @@
 //! (`topic.json`) and how it travels over HTTP are separate types with their own
 //! conversions, so each can change without the others.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use crate::error::{KafkoError, Result};
@@ -81,6 +82,40 @@ pub struct TopicConfig {
     pub min_compaction_lag_ms: u64,
     /// Compaction keeps tombstones this long after they were cleaned once.
     pub delete_retention_ms: u64,
+    /// Configs a client protocol set by name (Kafka's topic configs).
+    pub client: ClientConfigs,
+}
+
+/// Topic configs a client protocol set by name, kept with the topic so that it describes
+/// them back as set: which of the configs the log acts on were set explicitly (rather
+/// than left at the server's default), and the values of those the log keeps without
+/// acting on them (settings that have no meaning on one node).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClientConfigs {
+    /// Names of configs the log acts on that were set explicitly.
+    pub overridden: BTreeSet<String>,
+    /// Values of configs the log keeps without acting on them, by name.
+    pub stored: BTreeMap<String, String>,
+}
+
+/// The most bytes of names and values [`ClientConfigs`] holds for one topic.
+pub const MAX_CLIENT_CONFIG_BYTES: usize = 64 * 1024;
+
+impl ClientConfigs {
+    /// Bytes of its names and values.
+    pub fn bytes(&self) -> usize {
+        self.overridden.iter().map(String::len).sum::<usize>()
+            + self
+                .stored
+                .iter()
+                .map(|(k, v)| k.len() + v.len())
+                .sum::<usize>()
+    }
+
+    /// Whether `name` was set (explicitly, or stored).
+    pub fn is_set(&self, name: &str) -> bool {
+        self.overridden.contains(name) || self.stored.contains_key(name)
+    }
 }
 
 /// Alias with the seed's name.
@@ -99,6 +134,7 @@ impl Default for TopicConfig {
             cleanup_policy: CleanupPolicy::Delete,
             min_compaction_lag_ms: 0,
             delete_retention_ms: 24 * 3600 * 1000,
+            client: ClientConfigs::default(),
         }
     }
 }
@@ -158,6 +194,12 @@ impl TopicConfig {
             {
                 return bad(format!("{name} must be at most {}, got {v}", i64::MAX));
             }
+        }
+        let client = self.client.bytes();
+        if client > MAX_CLIENT_CONFIG_BYTES {
+            return bad(format!(
+                "client configs must hold at most {MAX_CLIENT_CONFIG_BYTES} bytes of names and values, got {client}"
+            ));
         }
         Ok(())
     }

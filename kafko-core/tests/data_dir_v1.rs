@@ -44,6 +44,7 @@ fn expected_configs() -> [(&'static str, TopicConfig); 3] {
                 cleanup_policy: CleanupPolicy::Compact,
                 min_compaction_lag_ms: 1000,
                 delete_retention_ms: 60_000,
+                client: Default::default(),
             },
         ),
     ]

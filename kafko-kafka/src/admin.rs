@@ -1,13 +1,16 @@
 //! CreateTopics and DeleteTopics. A topic is created through the service's one create
-//! path (the server's default topic configuration, the partitions, and the Kafka
-//! configs kafko serves, read by `service::topic_config`); an unknown config, or a
+//! path (the server's default topic configuration, the partitions, and every standard
+//! Kafka topic config, read by `service::topic_config`); an unknown config, or a
 //! value out of range, is INVALID_CONFIG. A replication factor other than
-//! 1 (or -1, the default) is INVALID_REPLICATION_FACTOR: this is one node.
+//! 1 (or -1, the default) is INVALID_REPLICATION_FACTOR: this is one node. From v5 the
+//! answer lists the created topic's configs, as DescribeConfigs describes them.
 
 use std::collections::HashMap;
 
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
-use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
+use kafka_protocol::messages::create_topics_response::{
+    CreatableTopicConfigs, CreatableTopicResult,
+};
 use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
 use kafka_protocol::messages::{
     CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse, TopicName,
@@ -16,7 +19,9 @@ use kafka_protocol::protocol::StrBytes;
 
 use crate::metadata::{topic_by_uuid, topic_uuid};
 use crate::{ListenerState, errors};
+use kafko_core::TopicConfig;
 use kafko_service::failure::Failure;
+use kafko_service::topic_config;
 use kafko_service::topics::{self, CreateError, NewTopic};
 
 /// Answers CreateTopics.
@@ -31,10 +36,11 @@ pub(crate) async fn create_topics(
         result.name = topic.name.clone();
         let outcome = create(broker, &topic, request.validate_only).await;
         match outcome {
-            Ok((partitions, id)) => {
+            Ok((config, id)) => {
                 if version >= 5 {
-                    result.num_partitions = i32::try_from(partitions).unwrap_or(i32::MAX);
+                    result.num_partitions = i32::try_from(config.partitions).unwrap_or(i32::MAX);
                     result.replication_factor = 1;
+                    result.configs = Some(created_configs(broker, &config));
                 }
                 if version >= 7
                     && let Some(id) = id
@@ -52,14 +58,29 @@ pub(crate) async fn create_topics(
     response
 }
 
-/// Creates one topic: its partition count and id. The shape of the request (the
+/// A created topic's configs, as CreateTopics v5+ lists them.
+fn created_configs(broker: &ListenerState, config: &TopicConfig) -> Vec<CreatableTopicConfigs> {
+    let server_default = topics::base(&broker.service.config.auto_create);
+    topic_config::describe(config, &server_default)
+        .into_iter()
+        .map(|d| {
+            let mut c = CreatableTopicConfigs::default();
+            c.name = StrBytes::from_static_str(d.name);
+            c.value = Some(StrBytes::from_string(d.value));
+            c.config_source = crate::configs::source(d.source);
+            c
+        })
+        .collect()
+}
+
+/// Creates one topic: its configuration and id. The shape of the request (the
 /// replication factor, replica assignments, a partition count of -1 for the default) is
 /// checked here; the rest is the service's one create path.
 async fn create(
     broker: &ListenerState,
     topic: &CreatableTopic,
     validate_only: bool,
-) -> Result<(u32, Option<uuid::Uuid>), (i16, String)> {
+) -> Result<(TopicConfig, Option<uuid::Uuid>), (i16, String)> {
     let state = &broker.service;
     if !matches!(topic.replication_factor, -1 | 1) {
         return Err((
@@ -103,10 +124,10 @@ async fn create(
         validate_only,
     };
     match topics::create(&state.kafko, &state.config.auto_create, new).await {
-        Ok(created) => Ok((
-            created.config.partitions,
-            created.topic.as_ref().map(topic_uuid),
-        )),
+        Ok(created) => {
+            let id = created.topic.as_ref().map(topic_uuid);
+            Ok((created.config, id))
+        }
         Err(CreateError::InvalidConfig(m)) => Err((errors::INVALID_CONFIG, m)),
         Err(CreateError::InvalidPartitions(m)) => Err((errors::INVALID_PARTITIONS, m)),
         Err(CreateError::InvalidName(m)) => Err((errors::INVALID_TOPIC_EXCEPTION, m)),

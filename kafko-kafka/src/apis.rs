@@ -2,22 +2,26 @@
 //! served, the body layout the guard walks, who may call it, the request type the codec
 //! decodes and the handler. ApiVersions' answer, the dispatch, the decoder behind the
 //! fuzz entry, the tests' lists and the APIs row of `docs/kafka.md` all come from it, so
-//! serving another API or version is one line here.
+//! serving another API or version is one line here. `from N` serves versions older than
+//! the codec knows from N on, read and answered by `legacy`.
 
 use bytes::Bytes;
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsRequest, CreateTopicsRequest, DeleteTopicsRequest, DescribeGroupsRequest,
-    FetchRequest, FindCoordinatorRequest, HeartbeatRequest, InitProducerIdRequest,
-    JoinGroupRequest, LeaveGroupRequest, ListGroupsRequest, ListOffsetsRequest, MetadataRequest,
-    OffsetCommitRequest, OffsetFetchRequest, ProduceRequest, SaslAuthenticateRequest,
-    SaslHandshakeRequest, SyncGroupRequest,
+    AlterConfigsRequest, ApiKey, ApiVersionsRequest, CreateTopicsRequest, DeleteGroupsRequest,
+    DeleteTopicsRequest, DescribeAclsRequest, DescribeClusterRequest, DescribeConfigsRequest,
+    DescribeGroupsRequest, FetchRequest, FindCoordinatorRequest, HeartbeatRequest,
+    IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest,
+    ListGroupsRequest, ListOffsetsRequest, MetadataRequest, OffsetCommitRequest,
+    OffsetFetchRequest, ProduceRequest, SaslAuthenticateRequest, SaslHandshakeRequest,
+    SyncGroupRequest,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
 
 use crate::dispatch::{Header, Outcome, Session, api_versions, encode};
 use crate::layouts::{self, Field};
 use crate::{
-    ListenerState, admin, errors, fetch, groups, idempotence, metadata, offsets, produce, sasl,
+    ListenerState, admin, cluster, configs, errors, fetch, groups, idempotence, legacy, metadata,
+    offsets, produce, sasl,
 };
 
 /// Who may call an API on a connection of a server that requires SASL.
@@ -38,6 +42,8 @@ pub(crate) struct Api {
     /// Its key.
     pub(crate) key: ApiKey,
     /// The oldest version served.
+    pub(crate) oldest: i16,
+    /// The oldest version the message codec decodes (older ones: `legacy`).
     pub(crate) min: i16,
     /// The newest version served.
     pub(crate) max: i16,
@@ -50,6 +56,11 @@ pub(crate) struct Api {
 impl Api {
     /// The versions served.
     pub(crate) fn versions(&self) -> std::ops::RangeInclusive<i16> {
+        self.oldest..=self.max
+    }
+
+    /// The versions served that the message codec decodes.
+    pub(crate) fn decoded(&self) -> std::ops::RangeInclusive<i16> {
         self.min..=self.max
     }
 
@@ -89,14 +100,17 @@ fn decode_as<T: Decodable>(body: &mut Bytes, version: i16) -> Result<T, String> 
 /// Generates, from one list, the table (`APIS`), the decoded request of any served API
 /// (`Request`), its decoder (`decode`) and the dispatch to the handlers (`serve`).
 macro_rules! apis {
+    (@oldest $min:literal) => { $min };
+    (@oldest $min:literal, $old:literal) => { $old };
     ($(
-        $key:ident $min:literal ..= $max:literal, $layout:ident, $gate:ident, $request:ident
-            => |$cx:ident, $r:ident| $serve:expr;
+        $key:ident $min:literal ..= $max:literal $(from $old:literal)?, $layout:ident,
+            $gate:ident, $request:ident => |$cx:ident, $r:ident| $serve:expr;
     )*) => {
         /// Every API this broker can serve, in the order ApiVersions lists them.
         pub(crate) const APIS: &[Api] = &[$(
             Api {
                 key: ApiKey::$key,
+                oldest: apis!(@oldest $min $(, $old)?),
                 min: $min,
                 max: $max,
                 layout: layouts::$layout,
@@ -114,6 +128,9 @@ macro_rules! apis {
         /// # Errors
         /// The body does not decode, or `key` is not served.
         pub(crate) fn decode(key: ApiKey, version: i16, body: &mut Bytes) -> Result<Request, String> {
+            if find(key).is_some_and(|api| version < api.min) {
+                return legacy::decode(key, version, body);
+            }
             Ok(match key {
                 $(ApiKey::$key => Request::$key(decode_as(body, version)?),)*
                 other => return Err(format!("{other:?} is not served")),
@@ -144,7 +161,7 @@ macro_rules! apis {
 }
 
 apis! {
-    Produce 3..=9, PRODUCE, Authenticated, ProduceRequest => |cx, r| {
+    Produce 3..=12, PRODUCE, Authenticated, ProduceRequest => |cx, r| {
         match produce::handle(cx.broker, r, cx.version()).await {
             produce::Produced::Answer(response) => cx.answer(&response),
             produce::Produced::Silent => Ok(Outcome::Silent),
@@ -153,7 +170,7 @@ apis! {
             }
         }
     };
-    Fetch 4..=12, FETCH, Authenticated, FetchRequest => |cx, r| {
+    Fetch 4..=17, FETCH, Authenticated, FetchRequest => |cx, r| {
         let (correlation, version) = (cx.header.correlation_id, cx.version());
         let (frame, room) = fetch::answer(cx.broker, r, version, |response| {
             encode(correlation, version, response)
@@ -164,22 +181,29 @@ apis! {
             None => Outcome::Answer(frame),
         })
     };
-    ListOffsets 1..=7, LIST_OFFSETS, Authenticated, ListOffsetsRequest => |cx, r| {
-        cx.answer(&offsets::handle(cx.broker, r, cx.version()))
+    ListOffsets 1..=9 from 0, LIST_OFFSETS, Authenticated, ListOffsetsRequest => |cx, r| {
+        let response = offsets::handle(cx.broker, r, cx.version().max(1));
+        if cx.version() == 0 {
+            return Ok(Outcome::Answer(legacy::list_offsets_v0_answer(
+                cx.header.correlation_id,
+                &response,
+            )?));
+        }
+        cx.answer(&response)
     };
-    Metadata 1..=12, METADATA, Authenticated, MetadataRequest => |cx, r| {
+    Metadata 0..=12, METADATA, Authenticated, MetadataRequest => |cx, r| {
         cx.answer(&metadata::handle(cx.broker, r, cx.version()).await)
     };
-    OffsetCommit 2..=8, OFFSET_COMMIT, Authenticated, OffsetCommitRequest => |cx, r| {
+    OffsetCommit 2..=9, OFFSET_COMMIT, Authenticated, OffsetCommitRequest => |cx, r| {
         cx.answer(&groups::offset_commit(cx.broker, r, cx.version()).await)
     };
-    OffsetFetch 1..=7, OFFSET_FETCH, Authenticated, OffsetFetchRequest => |cx, r| {
+    OffsetFetch 1..=9, OFFSET_FETCH, Authenticated, OffsetFetchRequest => |cx, r| {
         cx.answer(&groups::offset_fetch(cx.broker, r, cx.version()))
     };
-    FindCoordinator 0..=3, FIND_COORDINATOR, Authenticated, FindCoordinatorRequest => |cx, r| {
-        cx.answer(&metadata::find_coordinator(cx.broker, r, cx.version()))
+    FindCoordinator 0..=6, FIND_COORDINATOR, Authenticated, FindCoordinatorRequest => |cx, r| {
+        cx.answer(&metadata::find_coordinator(cx.broker, r, cx.version())?)
     };
-    JoinGroup 2..=7, JOIN_GROUP, Authenticated, JoinGroupRequest => |cx, r| {
+    JoinGroup 0..=9, JOIN_GROUP, Authenticated, JoinGroupRequest => |cx, r| {
         let client = groups::Client {
             id: &cx.header.client_id,
             host: &cx.session.peer,
@@ -189,29 +213,56 @@ apis! {
     Heartbeat 0..=4, HEARTBEAT, Authenticated, HeartbeatRequest => |cx, r| {
         cx.answer(&groups::heartbeat(cx.broker, r, cx.version()))
     };
-    LeaveGroup 0..=4, LEAVE_GROUP, Authenticated, LeaveGroupRequest => |cx, r| {
+    LeaveGroup 0..=5, LEAVE_GROUP, Authenticated, LeaveGroupRequest => |cx, r| {
         cx.answer(&groups::leave_group(cx.broker, r, cx.version()))
     };
     SyncGroup 0..=5, SYNC_GROUP, Authenticated, SyncGroupRequest => |cx, r| {
         cx.answer(&groups::sync_group(cx.broker, r, cx.version()).await)
     };
-    DescribeGroups 0..=5, DESCRIBE_GROUPS, Authenticated, DescribeGroupsRequest => |cx, r| {
+    DescribeGroups 0..=6, DESCRIBE_GROUPS, Authenticated, DescribeGroupsRequest => |cx, r| {
         cx.answer(&groups::describe_groups(cx.broker, r, cx.version()))
     };
-    ListGroups 0..=4, LIST_GROUPS, Authenticated, ListGroupsRequest => |cx, r| {
+    ListGroups 0..=5, LIST_GROUPS, Authenticated, ListGroupsRequest => |cx, r| {
         cx.answer(&groups::list_groups(cx.broker, r, cx.version()))
     };
-    ApiVersions 0..=3, API_VERSIONS, Open, ApiVersionsRequest => |cx, _r| {
+    ApiVersions 0..=4, API_VERSIONS, Open, ApiVersionsRequest => |cx, _r| {
         cx.answer(&api_versions(cx.session, errors::NONE))
     };
-    CreateTopics 2..=7, CREATE_TOPICS, Authenticated, CreateTopicsRequest => |cx, r| {
-        cx.answer(&admin::create_topics(cx.broker, r, cx.version()).await)
+    CreateTopics 2..=7 from 0, CREATE_TOPICS, Authenticated, CreateTopicsRequest => |cx, r| {
+        let response = admin::create_topics(cx.broker, r, cx.version().max(2)).await;
+        if cx.version() < 2 {
+            return Ok(Outcome::Answer(legacy::create_topics_answer(
+                cx.header.correlation_id,
+                cx.version(),
+                &response,
+            )?));
+        }
+        cx.answer(&response)
     };
     DeleteTopics 1..=6, DELETE_TOPICS, Authenticated, DeleteTopicsRequest => |cx, r| {
         cx.answer(&admin::delete_topics(cx.broker, r, cx.version()).await)
     };
-    InitProducerId 0..=4, INIT_PRODUCER_ID, Authenticated, InitProducerIdRequest => |cx, r| {
+    InitProducerId 0..=5, INIT_PRODUCER_ID, Authenticated, InitProducerIdRequest => |cx, r| {
         cx.answer(&idempotence::init_producer_id(cx.broker, r, cx.version()))
+    };
+    DescribeConfigs 1..=4, DESCRIBE_CONFIGS, Authenticated, DescribeConfigsRequest => |cx, r| {
+        cx.answer(&configs::describe_configs(cx.broker, r))
+    };
+    AlterConfigs 0..=2, ALTER_CONFIGS, Authenticated, AlterConfigsRequest => |cx, r| {
+        cx.answer(&configs::alter_configs(cx.broker, r).await)
+    };
+    IncrementalAlterConfigs 0..=1, INCREMENTAL_ALTER_CONFIGS, Authenticated,
+        IncrementalAlterConfigsRequest => |cx, r| {
+        cx.answer(&configs::incremental_alter_configs(cx.broker, r).await)
+    };
+    DeleteGroups 0..=2, DELETE_GROUPS, Authenticated, DeleteGroupsRequest => |cx, r| {
+        cx.answer(&cluster::delete_groups(cx.broker, r).await)
+    };
+    DescribeCluster 0..=2, DESCRIBE_CLUSTER, Authenticated, DescribeClusterRequest => |cx, r| {
+        cx.answer(&cluster::describe_cluster(cx.broker, &r))
+    };
+    DescribeAcls 1..=3, DESCRIBE_ACLS, Authenticated, DescribeAclsRequest => |cx, _r| {
+        cx.answer(&cluster::describe_acls(cx.broker))
     };
     SaslHandshake 1..=1, SASL_HANDSHAKE, Sasl, SaslHandshakeRequest => |cx, r| {
         let mut response = sasl::handshake(cx.session, &r);
@@ -248,6 +299,9 @@ pub struct ServedApi {
     pub key: i16,
     /// The versions served.
     pub versions: std::ops::RangeInclusive<i16>,
+    /// The versions served that the `kafka-protocol` crate encodes (older ones are read
+    /// and answered in their own layouts).
+    pub codec_versions: std::ops::RangeInclusive<i16>,
     /// Served only when the server requires authentication (`--auth-token`).
     pub with_auth_token_only: bool,
 }
@@ -260,6 +314,7 @@ pub fn served_apis() -> Vec<ServedApi> {
         .map(|api| ServedApi {
             key: api.key as i16,
             versions: api.versions(),
+            codec_versions: api.decoded(),
             with_auth_token_only: api.gate == Gate::Sasl,
         })
         .collect()
@@ -275,10 +330,10 @@ mod tests {
             APIS.iter()
                 .filter(|api| (api.gate == Gate::Sasl) == sasl)
                 .map(|api| {
-                    if api.min == api.max {
-                        format!("{:?} {}", api.key, api.min)
+                    if api.oldest == api.max {
+                        format!("{:?} {}", api.key, api.oldest)
                     } else {
-                        format!("{:?} {}–{}", api.key, api.min, api.max)
+                        format!("{:?} {}–{}", api.key, api.oldest, api.max)
                     }
                 })
                 .collect::<Vec<_>>()
@@ -304,7 +359,7 @@ mod tests {
     #[test]
     fn every_api_is_listed_once_with_a_version_range() {
         for (i, api) in APIS.iter().enumerate() {
-            assert!(api.min <= api.max, "{:?}", api.key);
+            assert!(api.oldest <= api.min && api.min <= api.max, "{:?}", api.key);
             assert!(
                 APIS[..i].iter().all(|other| other.key != api.key),
                 "{:?} twice",
@@ -317,7 +372,7 @@ mod tests {
     #[test]
     fn every_api_decodes_a_default_body_at_every_version() {
         for api in APIS {
-            for v in api.versions() {
+            for v in api.decoded() {
                 let body = default_body(api.key, v).expect("a default body encodes");
                 let mut bytes = body.freeze();
                 let request = decode(api.key, v, &mut bytes);

@@ -6,9 +6,11 @@
 //! the table's in `apis`.
 //!
 //! An unsupported ApiVersions version is answered with error 35 in the v0 layout,
-//! listing the supported ranges, so the client retries with one of them. Any other
-//! unsupported API or version, or bytes that are no request, close the connection, as
-//! a Kafka broker does.
+//! listing the supported ranges, so the client retries with one of them. Produce v0–2
+//! and Fetch v0–3 are answered UNSUPPORTED_VERSION in their own layout (`refusals`).
+//! Any other unsupported API or version, or bytes that are no request, close the
+//! connection, as a Kafka broker does. A refused version is logged at `info`: it is a
+//! client to upgrade or configure.
 
 use bytes::{Buf, BufMut, Bytes};
 use kafka_protocol::messages::api_versions_response::ApiVersion;
@@ -16,7 +18,7 @@ use kafka_protocol::messages::{ApiKey, ApiVersionsResponse};
 use kafka_protocol::protocol::{Encodable, HeaderVersion};
 
 use crate::apis::{self, Api, Call, Gate};
-use crate::{ListenerState, errors, frame, guard};
+use crate::{ListenerState, errors, frame, guard, refusals};
 use kafko_service::answer_budget::Reservation;
 
 /// A connection's state between requests.
@@ -175,7 +177,7 @@ pub(super) fn api_versions(session: &Session, error_code: i16) -> ApiVersionsRes
         .map(|api| {
             let mut v = ApiVersion::default();
             v.api_key = api.key as i16;
-            v.min_version = api.min;
+            v.min_version = api.oldest;
             v.max_version = api.max;
             v
         })
@@ -202,6 +204,19 @@ async fn route(
                 0,
                 &response,
             )?));
+        }
+        tracing::info!(
+            api = ?key,
+            version,
+            client_id = %header.client_id,
+            peer = %session.peer,
+            "refused a Kafka request version this server does not serve"
+        );
+        if !session.auth_required || session.authenticated {
+            let max_tagged = broker.service.config.max_tagged_fields;
+            if let Some(answer) = refusals::answer(header, key, &body, max_tagged) {
+                return answer;
+            }
         }
         return Err(format!("{key:?} v{version} is not supported"));
     };

@@ -52,6 +52,8 @@ pub(crate) const MEMBER_ID_REQUIRED: i16 = 79;
 pub(crate) const GROUP_MAX_SIZE_REACHED: i16 = 81;
 pub(crate) const OFFSET_METADATA_TOO_LARGE: i16 = 12;
 pub(crate) const UNKNOWN_TOPIC_ID: i16 = 100;
+pub(crate) const SECURITY_DISABLED: i16 = 54;
+pub(crate) const MISMATCHED_ENDPOINT_TYPE: i16 = 114;
 
 /// The Kafka error code for a failed operation.
 pub(crate) fn code(failure: &Failure) -> i16 {

@@ -7,7 +7,8 @@
 //! append to them), not by polling; a wake-up reads only the records appended since
 //! (`fetch_read`). Each partition reports its log start and high watermark; an offset
 //! outside `log_start..=high_watermark` is OFFSET_OUT_OF_RANGE. Fetch sessions are not
-//! created: the answer's session id is 0, so clients send full fetches.
+//! created: the answer's session id is 0, so clients send full fetches. From v13 topics
+//! are named by id (UNKNOWN_TOPIC_ID for an id no live topic has).
 //!
 //! Every answer, records or not, is built inside the server's answer budget
 //! (`--max-answer-buffer-bytes`): room for an upper bound of its size (records, and
@@ -22,9 +23,11 @@ use std::time::Duration;
 use bytes::Bytes;
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::{FetchRequest, FetchResponse, TopicName};
+use kafka_protocol::protocol::StrBytes;
 use kafko_core::{ActivityWatch, TopicHandle};
 
-use crate::fetch_read::{Asked, empty, read_all};
+use crate::fetch_read::{Asked, Named, empty, read_all};
+use crate::metadata::topic_by_uuid;
 use crate::{ListenerState, errors};
 use kafko_service::answer_budget::Reservation;
 use kafko_service::metrics::FrontEnd;
@@ -73,12 +76,28 @@ pub(crate) async fn answer(
     // A fetch asking for 0 bytes answers at once, as in Kafka.
     let min_bytes = usize::try_from(request.min_bytes).unwrap_or(0);
     let kafko = &broker.service.kafko;
-    let topics: Vec<(TopicName, Option<TopicHandle>, _)> = request
+    let topics: Vec<(Named, Option<TopicHandle>, _)> = request
         .topics
         .into_iter()
         .map(|t| {
+            if version >= 13 {
+                let handle = topic_by_uuid(broker, t.topic_id);
+                let name = handle
+                    .as_ref()
+                    .map(|h| TopicName(StrBytes::from_string(h.name().to_owned())))
+                    .unwrap_or_default();
+                let named = Named {
+                    name,
+                    id: t.topic_id,
+                };
+                return (named, handle, t.partitions);
+            }
             let handle = kafko.find_topic(t.topic.as_str()).ok().flatten();
-            (t.topic, handle, t.partitions)
+            let named = Named {
+                name: t.topic,
+                id: uuid::Uuid::nil(),
+            };
+            (named, handle, t.partitions)
         })
         .collect();
     let entries = entries_bytes(&topics);
@@ -138,7 +157,7 @@ fn entries_bytes(topics: &Asked) -> usize {
     topics
         .iter()
         .map(|(name, _, partitions)| {
-            per_topic + name.len() + partitions.len().saturating_mul(per_partition)
+            per_topic + name.name.len() + partitions.len().saturating_mul(per_partition)
         })
         .fold(FRAME_BYTES, usize::saturating_add)
 }

@@ -15,8 +15,16 @@ use kafko_core::TopicHandle;
 use crate::{ListenerState, errors, records};
 use kafko_service::failure::Failure;
 
+/// A fetched topic as the answer names it: by name up to v12, by id from v13 (the
+/// id asked, known or not).
+#[derive(Debug, Clone)]
+pub(crate) struct Named {
+    pub(crate) name: TopicName,
+    pub(crate) id: uuid::Uuid,
+}
+
 /// The topics a fetch asks for: each name, its handle (`None`: unknown), its partitions.
-pub(crate) type Asked = [(TopicName, Option<TopicHandle>, Vec<FetchPartition>)];
+pub(crate) type Asked = [(Named, Option<TopicHandle>, Vec<FetchPartition>)];
 
 fn to_i64(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
@@ -33,7 +41,8 @@ pub(crate) fn answer_each(
         .iter()
         .map(|(name, handle, partitions)| {
             let mut t = FetchableTopicResponse::default();
-            t.topic = name.clone();
+            t.topic = name.name.clone();
+            t.topic_id = name.id;
             t.partitions = partitions
                 .iter()
                 .map(|p| {
@@ -73,6 +82,7 @@ pub(crate) fn read_all(
     let answer = answer_each(topics, version, |handle, p, data| {
         let result = match handle {
             Some(handle) => read_partition(broker, handle, p, max_bytes, &mut used, data),
+            None if version >= 13 => Err(errors::UNKNOWN_TOPIC_ID),
             None => Err(errors::UNKNOWN_TOPIC_OR_PARTITION),
         };
         match result {

@@ -31,7 +31,7 @@ fn real_requests() -> Vec<Vec<u8>> {
     ]);
     let mut out = Vec::new();
     for api in APIS {
-        for v in api.versions() {
+        for v in api.decoded() {
             let mut frame = bytes::BytesMut::new();
             RequestHeader::default()
                 .with_request_api_key(api.key as i16)

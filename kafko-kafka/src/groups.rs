@@ -279,7 +279,7 @@ pub(crate) fn leave_group(
 pub(crate) fn describe_groups(
     broker: &ListenerState,
     request: DescribeGroupsRequest,
-    _version: i16,
+    version: i16,
 ) -> DescribeGroupsResponse {
     let mut response = DescribeGroupsResponse::default();
     // A group named twice is described once.
@@ -292,6 +292,12 @@ pub(crate) fn describe_groups(
         described.authorized_operations = i32::MIN;
         match group(broker, id.as_str()).map(|g| g.describe()) {
             Err(code) => described.error_code = code,
+            // From v6 an unknown group is an error, not a dead group.
+            Ok(Err(_)) if version >= 6 => {
+                described.group_state = str("Dead");
+                described.error_code = errors::GROUP_ID_NOT_FOUND;
+                described.error_message = Some(str(&format!("Group {} not found.", id.as_str())));
+            }
             Ok(Err(_)) => described.group_state = str("Dead"),
             Ok(Ok(d)) => match d.classic {
                 Some(classic) => {

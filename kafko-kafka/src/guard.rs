@@ -197,7 +197,7 @@ mod tests {
     ) {
         let api = apis::find(key).expect("a served API");
         seen.insert(key as i16);
-        for v in api.versions() {
+        for v in api.decoded() {
             let mut buf = BytesMut::new();
             make(v).encode(&mut buf, v).unwrap();
             assert_eq!(check(key, v, &buf, 0), Ok(buf.len()), "{key:?} v{v}");
@@ -210,6 +210,36 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    #[test]
+    fn the_layouts_of_versions_older_than_the_codec_cover_their_bodies() {
+        // ListOffsets v0: replica, one topic of one partition with a timestamp and a
+        // count of offsets.
+        let mut v0 = BytesMut::new();
+        v0.put_i32(-1);
+        v0.put_i32(1);
+        v0.put_i16(1);
+        v0.put_u8(b't');
+        v0.put_i32(1);
+        v0.put_i32(0);
+        v0.put_i64(-1);
+        v0.put_i32(1);
+        assert_eq!(check(ApiKey::ListOffsets, 0, &v0, 0), Ok(v0.len()));
+        assert!(check(ApiKey::ListOffsets, 0, &v0[..v0.len() - 1], 0).is_err());
+        // CreateTopics v1 is v2's body; v0 is without its last byte.
+        let mut v2 = BytesMut::new();
+        CreateTopicsRequest::default()
+            .with_topics(vec![
+                create_topics_request::CreatableTopic::default().with_name(t("t")),
+            ])
+            .encode(&mut v2, 2)
+            .unwrap();
+        assert_eq!(check(ApiKey::CreateTopics, 1, &v2, 0), Ok(v2.len()));
+        assert_eq!(check(ApiKey::CreateTopics, 0, &v2, 0), Ok(v2.len() - 1));
+        for api in apis::APIS {
+            assert!(api.oldest >= 0 && api.oldest <= api.min, "{:?}", api.key);
         }
     }
 
@@ -241,16 +271,25 @@ mod tests {
             let mut r = FetchRequest::default()
                 .with_replica_id((-1).into())
                 .with_topics(vec![
-                    FetchTopic::default()
-                        .with_topic(t("t"))
-                        .with_partitions(vec![
-                            FetchPartition::default()
-                                .with_partition(0)
-                                .with_fetch_offset(5),
-                            FetchPartition::default().with_partition(1),
-                        ]),
+                    if v >= 13 {
+                        FetchTopic::default().with_topic_id(uuid::Uuid::from_u128(7))
+                    } else {
+                        FetchTopic::default().with_topic(t("t"))
+                    }
+                    .with_partitions(vec![
+                        FetchPartition::default()
+                            .with_partition(0)
+                            .with_fetch_offset(5),
+                        FetchPartition::default().with_partition(1),
+                    ]),
                 ]);
-            if v >= 7 {
+            if v >= 13 {
+                r = r.with_forgotten_topics_data(vec![
+                    ForgottenTopic::default()
+                        .with_topic_id(uuid::Uuid::from_u128(8))
+                        .with_partitions(vec![1, 2]),
+                ]);
+            } else if v >= 7 {
                 r = r.with_forgotten_topics_data(vec![
                     ForgottenTopic::default()
                         .with_topic(t("f"))
@@ -295,15 +334,33 @@ mod tests {
                         ]),
                 ])
         });
-        covers(&mut seen, ApiKey::OffsetFetch, |_| {
+        covers(&mut seen, ApiKey::OffsetFetch, |v| {
+            if v >= 8 {
+                return OffsetFetchRequest::default().with_groups(vec![
+                    offset_fetch_request::OffsetFetchRequestGroup::default()
+                        .with_group_id(GroupId(s("g")))
+                        .with_topics(Some(vec![
+                            offset_fetch_request::OffsetFetchRequestTopics::default()
+                                .with_name(t("t"))
+                                .with_partition_indexes(vec![0, 1]),
+                        ])),
+                    offset_fetch_request::OffsetFetchRequestGroup::default()
+                        .with_group_id(GroupId(s("h")))
+                        .with_topics(None),
+                ]);
+            }
             OffsetFetchRequest::default().with_topics(Some(vec![
                 offset_fetch_request::OffsetFetchRequestTopic::default()
                     .with_name(t("t"))
                     .with_partition_indexes(vec![0, 1]),
             ]))
         });
-        covers(&mut seen, ApiKey::FindCoordinator, |_| {
-            FindCoordinatorRequest::default().with_key(s("g"))
+        covers(&mut seen, ApiKey::FindCoordinator, |v| {
+            if v >= 4 {
+                FindCoordinatorRequest::default().with_coordinator_keys(vec![s("g"), s("h")])
+            } else {
+                FindCoordinatorRequest::default().with_key(s("g"))
+            }
         });
         covers(&mut seen, ApiKey::JoinGroup, |_| {
             JoinGroupRequest::default()
@@ -383,6 +440,64 @@ mod tests {
             } else {
                 DeleteTopicsRequest::default().with_topic_names(vec![t("a"), t("b")])
             }
+        });
+        covers(&mut seen, ApiKey::DescribeConfigs, |_| {
+            DescribeConfigsRequest::default().with_resources(vec![
+                describe_configs_request::DescribeConfigsResource::default()
+                    .with_resource_type(2)
+                    .with_resource_name(s("t"))
+                    .with_configuration_keys(Some(vec![s("retention.ms")])),
+                describe_configs_request::DescribeConfigsResource::default()
+                    .with_resource_type(4)
+                    .with_resource_name(s("0"))
+                    .with_configuration_keys(None),
+            ])
+        });
+        covers(&mut seen, ApiKey::AlterConfigs, |_| {
+            AlterConfigsRequest::default().with_resources(vec![
+                alter_configs_request::AlterConfigsResource::default()
+                    .with_resource_type(2)
+                    .with_resource_name(s("t"))
+                    .with_configs(vec![
+                        alter_configs_request::AlterableConfig::default()
+                            .with_name(s("retention.ms"))
+                            .with_value(Some(s("1"))),
+                        alter_configs_request::AlterableConfig::default()
+                            .with_name(s("x"))
+                            .with_value(None),
+                    ]),
+            ])
+        });
+        covers(&mut seen, ApiKey::IncrementalAlterConfigs, |_| {
+            IncrementalAlterConfigsRequest::default().with_resources(vec![
+                incremental_alter_configs_request::AlterConfigsResource::default()
+                    .with_resource_type(2)
+                    .with_resource_name(s("t"))
+                    .with_configs(vec![
+                        incremental_alter_configs_request::AlterableConfig::default()
+                            .with_name(s("retention.ms"))
+                            .with_config_operation(1)
+                            .with_value(None),
+                    ]),
+            ])
+        });
+        covers(&mut seen, ApiKey::DeleteGroups, |_| {
+            DeleteGroupsRequest::default().with_groups_names(vec![GroupId(s("a")), GroupId(s("b"))])
+        });
+        covers(&mut seen, ApiKey::DescribeCluster, |v| {
+            DescribeClusterRequest::default()
+                .with_include_cluster_authorized_operations(true)
+                .with_endpoint_type(1)
+                .with_include_fenced_brokers(v >= 2)
+        });
+        covers(&mut seen, ApiKey::DescribeAcls, |_| {
+            DescribeAclsRequest::default()
+                .with_resource_type_filter(1)
+                .with_resource_name_filter(Some(s("t")))
+                .with_principal_filter(None)
+                .with_host_filter(Some(s("h")))
+                .with_operation(1)
+                .with_permission_type(1)
         });
         covers(&mut seen, ApiKey::InitProducerId, |_| {
             InitProducerIdRequest::default().with_transactional_id(None)

@@ -141,9 +141,16 @@ pub(super) const OFFSET_COMMIT: &[Field] = &[
 ];
 
 const OFFSET_FETCH_TOPIC: &[Field] = &[all(Ty::Str), all(Ty::Fixeds(4))];
+const OFFSET_FETCH_GROUP: &[Field] = &[
+    all(Ty::Str),
+    since(9, Ty::Str),
+    since(9, I32),
+    all(Ty::Array(OFFSET_FETCH_TOPIC)),
+];
 pub(super) const OFFSET_FETCH: &[Field] = &[
     until(7, Ty::Str),
     until(7, Ty::Array(OFFSET_FETCH_TOPIC)),
+    since(8, Ty::Array(OFFSET_FETCH_GROUP)),
     since(7, BOOL),
 ];
 
@@ -203,6 +210,34 @@ pub(super) const DELETE_TOPICS: &[Field] = &[
     since(6, Ty::Array(DELETE_TOPIC)),
     until(5, Ty::Strs),
     all(I32),
+];
+
+const DESCRIBE_CONFIGS_RESOURCE: &[Field] = &[all(I8), all(Ty::Str), all(Ty::Strs)];
+pub(super) const DESCRIBE_CONFIGS: &[Field] = &[
+    all(Ty::Array(DESCRIBE_CONFIGS_RESOURCE)),
+    since(1, BOOL),
+    since(3, BOOL),
+];
+
+const ALTER_CONFIG: &[Field] = &[all(Ty::Str), all(Ty::Str)];
+const ALTER_CONFIGS_RESOURCE: &[Field] = &[all(I8), all(Ty::Str), all(Ty::Array(ALTER_CONFIG))];
+pub(super) const ALTER_CONFIGS: &[Field] = &[all(Ty::Array(ALTER_CONFIGS_RESOURCE)), all(BOOL)];
+
+const INCREMENTAL_CONFIG: &[Field] = &[all(Ty::Str), all(I8), all(Ty::Str)];
+const INCREMENTAL_RESOURCE: &[Field] = &[all(I8), all(Ty::Str), all(Ty::Array(INCREMENTAL_CONFIG))];
+pub(super) const INCREMENTAL_ALTER_CONFIGS: &[Field] =
+    &[all(Ty::Array(INCREMENTAL_RESOURCE)), all(BOOL)];
+
+pub(super) const DELETE_GROUPS: &[Field] = &[all(Ty::Strs)];
+pub(super) const DESCRIBE_CLUSTER: &[Field] = &[all(BOOL), since(1, I8), since(2, BOOL)];
+pub(super) const DESCRIBE_ACLS: &[Field] = &[
+    all(I8),
+    all(Ty::Str),
+    since(1, I8),
+    all(Ty::Str),
+    all(Ty::Str),
+    all(I8),
+    all(I8),
 ];
 
 pub(super) const INIT_PRODUCER_ID: &[Field] =

@@ -14,10 +14,14 @@
 //! - `apis`: the one table of served APIs (key, versions, the guard's layout, who may
 //!   call it, request type, handler); ApiVersions, the dispatch and the decoder come
 //!   from it. `dispatch`: the request header, the version check, SASL gating and
-//!   encoding answers. `fuzz_entry`: the decoder and whole-request entries for fuzzing.
+//!   encoding answers. `legacy`: old versions served (ListOffsets v0, CreateTopics
+//!   v0–1); `refusals`: old versions answered UNSUPPORTED_VERSION (Produce v0–2, Fetch
+//!   v0–3). `fuzz_entry`: the decoder and whole-request entries for fuzzing.
 //! - One file per API family: `metadata` (Metadata, FindCoordinator), `produce`, `fetch`
 //!   (reading in `fetch_read`), `offsets` (ListOffsets), `admin` (CreateTopics,
-//!   DeleteTopics), `idempotence` (InitProducerId, sequence numbers), `groups` (the group
+//!   DeleteTopics), `configs` (DescribeConfigs, AlterConfigs, IncrementalAlterConfigs;
+//!   the broker's configs in `broker_configs`), `cluster` (DescribeCluster,
+//!   DescribeAcls, DeleteGroups), `idempotence` (InitProducerId, sequence numbers), `groups` (the group
 //!   APIs; commits and offset fetches in `group_offsets`, the consumer protocol's
 //!   assignments read defensively in `consumer_protocol`), `sasl`.
 //! - `guard`: bounds on a request body's arrays before the codec decodes it, walking
@@ -37,6 +41,9 @@
 
 mod admin;
 mod apis;
+mod broker_configs;
+mod cluster;
+mod configs;
 mod consumer_protocol;
 mod dispatch;
 mod errors;
@@ -50,11 +57,13 @@ mod guard;
 mod idempotence;
 mod inflate;
 mod layouts;
+mod legacy;
 mod listener;
 mod metadata;
 mod offsets;
 mod produce;
 mod records;
+mod refusals;
 mod request_limit;
 mod sasl;
 

@@ -5,10 +5,13 @@
 //! the server's default topic configuration), as Kafka's `auto.create.topics.enable`;
 //! Kafka's internal topic names never are. A topic named (or identified) more than once
 //! is answered once, as Kafka answers the set of names, so the answer is bounded by the
-//! distinct names and the server's topics.
+//! distinct names and the server's topics. Metadata v0 has no null list: an empty one
+//! asks for every topic. FindCoordinator from v4 answers a batch of keys, each distinct
+//! key once, at most [`MAX_COORDINATOR_KEYS`] of them.
 
 use std::collections::HashSet;
 
+use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
@@ -52,8 +55,13 @@ pub(crate) async fn handle(
     // named, so the answer is bounded by the distinct names and the server's topics.
     let mut seen_names = HashSet::new();
     let mut seen_ids = HashSet::new();
+    let all = match &request.topics {
+        None => true,
+        Some(topics) => version == 0 && topics.is_empty(),
+    };
     let names: Vec<Result<String, uuid::Uuid>> = match &request.topics {
-        None => kafko.list_topics().into_iter().map(Ok).collect(),
+        _ if all => kafko.list_topics().into_iter().map(Ok).collect(),
+        None => Vec::new(),
         Some(topics) => topics
             .iter()
             .filter_map(|t| match &t.name {
@@ -80,15 +88,7 @@ pub(crate) async fn handle(
                 }
             },
         };
-        topics.push(
-            describe(
-                broker,
-                &name,
-                client_allows && request.topics.is_some(),
-                version,
-            )
-            .await,
-        );
+        topics.push(describe(broker, &name, client_allows && !all, version).await);
     }
     let mut response = MetadataResponse::default();
     let mut node = MetadataResponseBroker::default();
@@ -147,16 +147,64 @@ async fn describe(
     topic
 }
 
+/// The most distinct keys one FindCoordinator (v4+) may ask about; more closes the
+/// connection, as a request past a limit does. Admin clients batch the groups of one
+/// call.
+pub(crate) const MAX_COORDINATOR_KEYS: usize = 10_000;
+
+/// Kafka's coordinator key types.
+const GROUP_KEY: i8 = 0;
+const TRANSACTION_KEY: i8 = 1;
+
 /// Answers FindCoordinator: this node coordinates every group. (A transactional id
-/// finds it too; InitProducerId then refuses transactions.)
+/// finds it too; InitProducerId then refuses transactions.) Share groups are not
+/// served: a share key is INVALID_REQUEST.
+///
+/// # Errors
+/// A batch of more than [`MAX_COORDINATOR_KEYS`] distinct keys.
 pub(crate) fn find_coordinator(
     broker: &ListenerState,
-    _request: FindCoordinatorRequest,
-    _version: i16,
-) -> FindCoordinatorResponse {
+    request: FindCoordinatorRequest,
+    version: i16,
+) -> Result<FindCoordinatorResponse, String> {
     let mut response = FindCoordinatorResponse::default();
-    response.node_id = BrokerId(NODE_ID);
-    response.host = str(&broker.advertised.host);
-    response.port = i32::from(broker.advertised.port);
-    response
+    let (host, port) = (
+        str(&broker.advertised.host),
+        i32::from(broker.advertised.port),
+    );
+    let served = matches!(request.key_type, GROUP_KEY | TRANSACTION_KEY);
+    if version < 4 {
+        response.node_id = BrokerId(NODE_ID);
+        response.host = host;
+        response.port = port;
+        return Ok(response);
+    }
+    let mut seen = HashSet::new();
+    for key in request.coordinator_keys {
+        if !seen.insert(key.clone()) {
+            continue;
+        }
+        if seen.len() > MAX_COORDINATOR_KEYS {
+            return Err(format!(
+                "a FindCoordinator of more than {MAX_COORDINATOR_KEYS} keys"
+            ));
+        }
+        let mut c = Coordinator::default();
+        c.key = key;
+        if served {
+            c.node_id = BrokerId(NODE_ID);
+            c.host = host.clone();
+            c.port = port;
+        } else {
+            c.node_id = BrokerId(-1);
+            c.port = -1;
+            c.error_code = errors::INVALID_REQUEST;
+            c.error_message = Some(str(&format!(
+                "kafko coordinates groups and transactional ids, not key type {}",
+                request.key_type
+            )));
+        }
+        response.coordinators.push(c);
+    }
+    Ok(response)
 }

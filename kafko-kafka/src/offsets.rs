@@ -3,7 +3,8 @@
 //! index), answered with that record's timestamp, or offset -1 when no record is that
 //! late. Max-timestamp (-3) is the first record with the largest timestamp: the largest
 //! comes from the segments' summaries and its offset from the time index, so the lookup
-//! reads about one batch however long the partition is.
+//! reads about one batch however long the partition is. There is no tiered storage:
+//! earliest-local (-4) is the log start and latest-tiered (-5) is offset -1.
 //!
 //! As Kafka does, a partition listed more than once in a request is answered
 //! INVALID_REQUEST at every listing, and looked up not at all: each partition costs one
@@ -23,6 +24,10 @@ use kafko_service::failure::Failure;
 const LATEST: i64 = -1;
 const EARLIEST: i64 = -2;
 const MAX_TIMESTAMP: i64 = -3;
+/// The local log's start (v8): with no tiered storage, the log start.
+const EARLIEST_LOCAL: i64 = -4;
+/// The last offset in tiered storage (v9): none here.
+const LATEST_TIERED: i64 = -5;
 
 /// Answers ListOffsets.
 pub(crate) fn handle(
@@ -103,7 +108,8 @@ fn lookup(
     let offsets = reader.offsets().map_err(code)?;
     match timestamp {
         LATEST => Ok((to_i64(offsets.high_watermark), -1)),
-        EARLIEST => Ok((to_i64(offsets.log_start), -1)),
+        EARLIEST | EARLIEST_LOCAL => Ok((to_i64(offsets.log_start), -1)),
+        LATEST_TIERED => Ok((-1, -1)),
         MAX_TIMESTAMP => {
             if offsets.high_watermark == offsets.log_start {
                 return Ok((-1, -1));

@@ -13,8 +13,9 @@
 //! 2. [`Service`]: the log and all of the above, shared by every front end, with the
 //!    one shutdown signal.
 //! 3. Operations: [`produce`] (one produce policy: limits, a full queue, auto-create),
-//!    [`topics`] (the one topic-create path), [`topic_config`] (Kafka's topic config
-//!    names, both directions), [`auth`] (the token check), [`failure`] (the one
+//!    [`topics`] (the one topic-create path, and config changes), [`topic_config`]
+//!    (Kafka's topic config names, both directions; every standard one in
+//!    [`topic_config_catalog`]), [`auth`] (the token check), [`failure`] (the one
 //!    exhaustive mapping from a core error to a [`failure::Failure`]), [`wait`] (the one
 //!    long-poll wait of every front end, counted per front end).
 
@@ -38,6 +39,7 @@ pub mod metrics;
 pub mod produce;
 mod service;
 pub mod topic_config;
+pub mod topic_config_catalog;
 pub mod topics;
 pub mod wait;
 

@@ -5,9 +5,9 @@
 //! both refuse Kafka's internal topic names, and both go through the log's limits on
 //! topics and partitions.
 
-use kafko_core::{AdminError, CreateOutcome, Kafko, TopicConfig, TopicHandle};
+use kafko_core::{AdminError, CreateOutcome, Kafko, KafkoError, TopicConfig, TopicHandle};
 
-use super::topic_config;
+use super::topic_config::{self, AlterOp};
 use crate::config::AutoCreate;
 
 /// Kafka's internal topics (group offsets, transaction state). kafko keeps groups'
@@ -19,8 +19,9 @@ pub fn is_internal(name: &str) -> bool {
 }
 
 /// The configuration a new topic starts from: the auto-created topics' one, or kafko's
-/// defaults when the server does not auto-create.
-fn base(auto_create: &AutoCreate) -> TopicConfig {
+/// defaults when the server does not auto-create. A config deleted from a topic goes
+/// back to its value here.
+pub fn base(auto_create: &AutoCreate) -> TopicConfig {
     match auto_create {
         AutoCreate::Enabled(c) => c.clone(),
         AutoCreate::Disabled => TopicConfig::default(),
@@ -145,4 +146,57 @@ pub async fn auto_create(
             topic: name.to_owned(),
         }),
     }
+}
+
+/// Why a topic's configs were not changed; each front end answers in its own shape
+/// (Kafka's codes in the comments).
+#[derive(Debug)]
+pub enum AlterError {
+    /// A config name, value or operation refused (INVALID_CONFIG).
+    InvalidConfig(String),
+    /// An invalid name, or an internal topic's (kafko has none: UNKNOWN_TOPIC_OR_PARTITION).
+    InvalidName(String),
+    /// The log's refusal: no such topic, shutting down, storage.
+    Failed(AdminError),
+}
+
+/// Changes the configs of the topic `name` as [`topic_config::alter`] says (`replace`:
+/// AlterConfigs' whole set; otherwise IncrementalAlterConfigs' changes), persisted before
+/// they take effect, the same path as `/v1`'s config change; or, `validate_only`, checks
+/// them. Returns the topic's configuration after the change.
+///
+/// # Errors
+/// [`AlterError`].
+pub async fn alter_configs(
+    kafko: &Kafko,
+    auto_create: &AutoCreate,
+    name: &str,
+    replace: bool,
+    ops: &[(&str, AlterOp<'_>)],
+    validate_only: bool,
+) -> Result<TopicConfig, AlterError> {
+    kafko_core::naming::validate_name(name).map_err(|e| AlterError::InvalidName(e.to_string()))?;
+    let server_default = base(auto_create);
+    let refused = |e: AdminError| match e {
+        AdminError::InvalidConfig { reason } => AlterError::InvalidConfig(reason),
+        other => AlterError::Failed(other),
+    };
+    if validate_only {
+        let current = kafko
+            .describe_topic(name)
+            .map_err(AlterError::Failed)?
+            .config;
+        let next = topic_config::alter(&current, &server_default, replace, ops)
+            .map_err(AlterError::InvalidConfig)?;
+        next.validate()
+            .map_err(|e| AlterError::InvalidConfig(e.to_string()))?;
+        return Ok(next);
+    }
+    kafko
+        .alter_topic_config(name, |current| {
+            topic_config::alter(current, &server_default, replace, ops)
+                .map_err(|reason| KafkoError::InvalidConfig { reason })
+        })
+        .await
+        .map_err(refused)
 }

@@ -15,7 +15,8 @@ use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListO
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::{
     ApiVersionsRequest, ApiVersionsResponse, CreateTopicsRequest, DeleteTopicsRequest,
-    FetchRequest, InitProducerIdRequest, ListOffsetsRequest, MetadataRequest, ProduceRequest,
+    FetchRequest, FindCoordinatorRequest, InitProducerIdRequest, ListOffsetsRequest,
+    MetadataRequest, ProduceRequest,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, Request, StrBytes};
 use serde_json::json;
@@ -114,8 +115,20 @@ async fn api_versions_advertises_exactly_the_served_ranges_and_answers_a_newer_v
     let tmp = tempfile::tempdir().unwrap();
     let s = start(&tmp.path().join("d"), &[]).await;
     let mut k = Kafka::connect(&s).await;
-    // kafka-python asks v4 first: the answer is error 35 in the v0 layout.
-    let correlation = k.send(&ApiVersionsRequest::default(), 4, &[]).await;
+    // A version newer than served: the answer is error 35 in the v0 layout.
+    let newest = kafko_kafka::served_apis()
+        .iter()
+        .find(|api| api.key == 18)
+        .map(|api| *api.versions.end())
+        .unwrap();
+    // Flexible, as v3: a header with no tagged fields, two empty compact strings.
+    let correlation: i32 = 99;
+    let mut request = BytesMut::new();
+    request.extend_from_slice(&18i16.to_be_bytes());
+    request.extend_from_slice(&(newest + 1).to_be_bytes());
+    request.extend_from_slice(&correlation.to_be_bytes());
+    request.extend_from_slice(&[0xff, 0xff, 0, 1, 1, 0]);
+    k.write_frame(&request).await;
     let mut body = k.read_frame().await;
     assert_eq!(
         body.get_i32(),
@@ -726,13 +739,7 @@ async fn create_and_delete_topics_answer_kafka_errors() {
     assert_eq!(create_topic(&mut k, "made", 2, &[]).await, 36);
     assert_eq!(create_topic(&mut k, "zero", 0, &[]).await, 37);
     assert_eq!(
-        create_topic(
-            &mut k,
-            "conf",
-            1,
-            &[("unclean.leader.election.enable", "true")]
-        )
-        .await,
+        create_topic(&mut k, "conf", 1, &[("unclean.leader.election", "true")]).await,
         40
     );
     assert_eq!(
@@ -804,7 +811,7 @@ async fn garbage_bytes_close_that_connection_only() {
     assert!(junk.closed_by_server().await);
     // A known API at a version not served.
     let mut old = Kafka::connect(&s).await;
-    old.send(&MetadataRequest::default(), 0, &[]).await;
+    old.send(&MetadataRequest::default(), 13, &[]).await;
     assert!(old.closed_by_server().await);
     // A Metadata request of 14 bytes declaring 2^31 - 1 topics: refused before anything
     // is reserved for them (the server lives on).
@@ -1104,9 +1111,10 @@ async fn an_unread_fetch_answer_holds_the_answer_budget_and_others_are_throttled
     assert!(!got.is_empty());
 }
 
-/// Sends `make(v)` at every version the broker's table serves `R` at, and checks each
-/// is answered (not a closed connection) with a body that decodes whole; notes `R` in
-/// `seen` and returns the answers.
+/// Sends `make(v)` at every version the broker's table serves `R` at that the codec
+/// encodes (older ones: `old_versions_are_served_or_refused_in_their_own_layout`), and
+/// checks each is answered (not a closed connection) with a body that decodes whole;
+/// notes `R` in `seen` and returns the answers.
 async fn every_version<R: Request>(
     k: &mut Kafka,
     seen: &mut std::collections::BTreeSet<i16>,
@@ -1118,7 +1126,7 @@ async fn every_version<R: Request>(
         .expect("a served API");
     seen.insert(R::KEY);
     let mut out = Vec::new();
-    for v in api.versions {
+    for v in api.codec_versions {
         out.push((v, k.call(&make(v), v).await));
     }
     out
@@ -1166,24 +1174,49 @@ async fn every_advertised_version_of_every_api_is_answered() {
     {
         assert_eq!(r.topics[0].partitions.len(), 2, "Metadata v{v}");
     }
+    let mut produced = 0;
     for (v, r) in every_version(&mut k, &mut seen, |v| {
         produce_request("v2", 1, batch(&[rec("k", "v", i64::from(v))], 0, None), 1)
     })
     .await
     {
         let p = &r.responses[0].partition_responses[0];
-        assert_eq!(
-            (p.error_code, p.base_offset),
-            (0, i64::from(v) - 3),
-            "Produce v{v}"
-        );
+        assert_eq!((p.error_code, p.base_offset), (0, produced), "Produce v{v}");
+        produced += 1;
     }
-    for (v, r) in every_version(&mut k, &mut seen, |_| fetch_request("v2", 1, 0, 0)).await {
-        let p = &r.responses[0].partitions[0];
-        assert_eq!((p.error_code, p.high_watermark), (0, 7), "Fetch v{v}");
+    let v2_id = k
+        .call(
+            &MetadataRequest::default().with_topics(Some(vec![
+                MetadataRequestTopic::default().with_name(Some(name("v2"))),
+            ])),
+            12,
+        )
+        .await
+        .topics[0]
+        .topic_id;
+    for (v, r) in every_version(&mut k, &mut seen, |v| {
+        let mut request = fetch_request("v2", 1, 0, 0);
+        if v >= 13 {
+            request.topics[0].topic = Default::default();
+            request.topics[0].topic_id = v2_id;
+        }
+        request
+    })
+    .await
+    {
+        let t = &r.responses[0];
+        if v >= 13 {
+            assert_eq!(t.topic_id, v2_id, "Fetch v{v}");
+        }
+        let p = &t.partitions[0];
         assert_eq!(
-            read_batches(p.records.clone().unwrap()).len(),
-            7,
+            (p.error_code, p.high_watermark),
+            (0, produced),
+            "Fetch v{v}"
+        );
+        assert_eq!(
+            read_batches(p.records.clone().unwrap()).len() as i64,
+            produced,
             "Fetch v{v}"
         );
     }
@@ -1202,7 +1235,10 @@ async fn every_advertised_version_of_every_api_is_answered() {
     })
     .await
     {
-        assert_eq!(r.topics[0].partitions[0].offset, 7, "ListOffsets v{v}");
+        assert_eq!(
+            r.topics[0].partitions[0].offset, produced,
+            "ListOffsets v{v}"
+        );
     }
     for (v, r) in every_version(&mut k, &mut seen, |_| {
         InitProducerIdRequest::default().with_transactional_id(None)
@@ -1214,13 +1250,22 @@ async fn every_advertised_version_of_every_api_is_answered() {
             "InitProducerId v{v}"
         );
     }
-    for (v, r) in every_version(&mut k, &mut seen, |_| {
-        FindCoordinatorRequest::default().with_key(StrBytes::from_static_str("g"))
+    for (v, r) in every_version(&mut k, &mut seen, |v| {
+        if v >= 4 {
+            FindCoordinatorRequest::default()
+                .with_coordinator_keys(vec![StrBytes::from_static_str("g")])
+        } else {
+            FindCoordinatorRequest::default().with_key(StrBytes::from_static_str("g"))
+        }
     })
     .await
     {
+        let (error_code, node_id, port) = match r.coordinators.first() {
+            Some(c) if v >= 4 => (c.error_code, c.node_id, c.port),
+            _ => (r.error_code, r.node_id, r.port),
+        };
         assert_eq!(
-            (r.error_code, r.node_id.0, r.port),
+            (error_code, node_id.0, port),
             (
                 0,
                 0,
@@ -1237,11 +1282,11 @@ async fn every_advertised_version_of_every_api_is_answered() {
         );
     }
     let group = || GroupId(StrBytes::from_static_str("g"));
-    for (v, r) in every_version(&mut k, &mut seen, |_| {
+    for (v, r) in every_version(&mut k, &mut seen, |v| {
         JoinGroupRequest::default()
             .with_group_id(group())
             .with_session_timeout_ms(10_000)
-            .with_rebalance_timeout_ms(10_000)
+            .with_rebalance_timeout_ms(if v >= 1 { 10_000 } else { -1 })
             .with_protocol_type(StrBytes::from_static_str("consumer"))
     })
     .await
@@ -1289,7 +1334,21 @@ async fn every_advertised_version_of_every_api_is_answered() {
     {
         assert_eq!(r.topics[0].partitions[0].error_code, 0, "OffsetCommit v{v}");
     }
-    for (v, r) in every_version(&mut k, &mut seen, |_| {
+    for (v, r) in every_version(&mut k, &mut seen, |v| {
+        if v >= 8 {
+            use kafka_protocol::messages::offset_fetch_request::{
+                OffsetFetchRequestGroup, OffsetFetchRequestTopics,
+            };
+            return OffsetFetchRequest::default().with_groups(vec![
+                OffsetFetchRequestGroup::default()
+                    .with_group_id(group())
+                    .with_topics(Some(vec![
+                        OffsetFetchRequestTopics::default()
+                            .with_name(name("v2"))
+                            .with_partition_indexes(vec![1]),
+                    ])),
+            ]);
+        }
         OffsetFetchRequest::default()
             .with_group_id(group())
             .with_topics(Some(vec![
@@ -1300,11 +1359,14 @@ async fn every_advertised_version_of_every_api_is_answered() {
     })
     .await
     {
-        assert_eq!(r.topics[0].partitions[0].error_code, 0, "OffsetFetch v{v}");
-        assert_eq!(
-            r.topics[0].partitions[0].committed_offset, 3,
-            "OffsetFetch v{v}"
-        );
+        let (error_code, offset) = if v >= 8 {
+            let p = &r.groups[0].topics[0].partitions[0];
+            (p.error_code, p.committed_offset)
+        } else {
+            let p = &r.topics[0].partitions[0];
+            (p.error_code, p.committed_offset)
+        };
+        assert_eq!((error_code, offset), (0, 3), "OffsetFetch v{v}");
     }
     for (v, r) in every_version(&mut k, &mut seen, |_| {
         DescribeGroupsRequest::default().with_groups(vec![group()])
@@ -1324,6 +1386,100 @@ async fn every_advertised_version_of_every_api_is_answered() {
             r.groups.iter().any(|g| g.group_id.as_str() == "g"),
             "ListGroups v{v}"
         );
+    }
+    use kafka_protocol::messages::{
+        AlterConfigsRequest, DescribeConfigsRequest, IncrementalAlterConfigsRequest,
+        alter_configs_request, describe_configs_request, incremental_alter_configs_request,
+    };
+    for (v, r) in every_version(&mut k, &mut seen, |_| {
+        DescribeConfigsRequest::default().with_resources(vec![
+            describe_configs_request::DescribeConfigsResource::default()
+                .with_resource_type(2)
+                .with_resource_name(StrBytes::from_static_str("v2"))
+                .with_configuration_keys(Some(vec![StrBytes::from_static_str("retention.ms")])),
+        ])
+    })
+    .await
+    {
+        let configs = &r.results[0].configs;
+        assert_eq!(
+            (configs.len(), configs[0].value.as_deref()),
+            (1, Some("604800000")),
+            "DescribeConfigs v{v}"
+        );
+    }
+    for (v, r) in every_version(&mut k, &mut seen, |_| {
+        AlterConfigsRequest::default().with_resources(vec![
+            alter_configs_request::AlterConfigsResource::default()
+                .with_resource_type(2)
+                .with_resource_name(StrBytes::from_static_str("v2"))
+                .with_configs(vec![
+                    alter_configs_request::AlterableConfig::default()
+                        .with_name(StrBytes::from_static_str("retention.ms"))
+                        .with_value(Some(StrBytes::from_static_str("604800000"))),
+                ]),
+        ])
+    })
+    .await
+    {
+        assert_eq!(r.responses[0].error_code, 0, "AlterConfigs v{v}");
+    }
+    for (v, r) in every_version(&mut k, &mut seen, |_| {
+        IncrementalAlterConfigsRequest::default().with_resources(vec![
+            incremental_alter_configs_request::AlterConfigsResource::default()
+                .with_resource_type(2)
+                .with_resource_name(StrBytes::from_static_str("v2"))
+                .with_configs(vec![
+                    incremental_alter_configs_request::AlterableConfig::default()
+                        .with_name(StrBytes::from_static_str("retention.ms"))
+                        .with_config_operation(1)
+                        .with_value(None),
+                ]),
+        ])
+    })
+    .await
+    {
+        assert_eq!(r.responses[0].error_code, 0, "IncrementalAlterConfigs v{v}");
+    }
+    {
+        use kafka_protocol::messages::{
+            DeleteGroupsRequest, DescribeAclsRequest, DescribeClusterRequest,
+        };
+        for (v, r) in every_version(&mut k, &mut seen, |_| {
+            DescribeClusterRequest::default().with_endpoint_type(1)
+        })
+        .await
+        {
+            assert_eq!(r.error_code, 0, "DescribeCluster v{v}");
+            assert_eq!(
+                (r.controller_id.0, r.brokers.len(), r.brokers[0].broker_id.0),
+                (0, 1, 0),
+                "DescribeCluster v{v}"
+            );
+        }
+        for (v, r) in every_version(&mut k, &mut seen, |_| {
+            DescribeAclsRequest::default()
+                .with_resource_type_filter(1)
+                .with_operation(1)
+                .with_permission_type(1)
+        })
+        .await
+        {
+            assert_eq!(r.error_code, 54, "DescribeAcls v{v}: SECURITY_DISABLED");
+        }
+        for (v, r) in every_version(&mut k, &mut seen, |_| {
+            DeleteGroupsRequest::default().with_groups_names(vec![group(), group()])
+        })
+        .await
+        {
+            // Deleted by the first version, not found by the next ones; named once.
+            assert_eq!(r.results.len(), 1, "DeleteGroups v{v}");
+            assert_eq!(
+                r.results[0].error_code,
+                if v == 0 { 0 } else { 69 },
+                "DeleteGroups v{v}"
+            );
+        }
     }
     for (v, r) in every_version(&mut k, &mut seen, |v| {
         let topic = name(&format!("v{}", v + 1));
@@ -1408,4 +1564,212 @@ async fn fetch_honours_partition_and_request_max_bytes_but_returns_a_first_large
     // A first record larger than every limit still comes, alone.
     let r = k.call(&ask(10, vec![part(0, 10), part(1, 10)]), 12).await;
     assert_eq!(counts(&r), [1, 0]);
+}
+
+/// A request frame of `key` at `version` (a header v1: no tagged fields) with `body`.
+fn raw_request(key: i16, version: i16, correlation: i32, body: &[u8]) -> Vec<u8> {
+    let mut frame = BytesMut::new();
+    use bytes::BufMut;
+    frame.put_i16(key);
+    frame.put_i16(version);
+    frame.put_i32(correlation);
+    frame.put_i16(-1);
+    frame.put_slice(body);
+    frame.to_vec()
+}
+
+fn put_str(out: &mut BytesMut, s: &str) {
+    use bytes::BufMut;
+    out.put_i16(s.len() as i16);
+    out.put_slice(s.as_bytes());
+}
+
+#[tokio::test]
+async fn old_versions_are_served_or_refused_in_their_own_layout() {
+    use bytes::BufMut;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("d");
+    let s = start(&dir, &[]).await;
+    let mut k = Kafka::connect(&s).await;
+    let served = kafko_kafka::served_apis();
+    let old = |key: i16| {
+        let api = served.iter().find(|a| a.key == key).unwrap();
+        *api.versions.start()..*api.codec_versions.start()
+    };
+    let mut driven = std::collections::BTreeSet::new();
+
+    // CreateTopics v0 (name, error) and v1 (and the message).
+    for v in old(19) {
+        driven.insert((19, v));
+        let mut body = BytesMut::new();
+        body.put_i32(2);
+        for (topic, partitions) in [(format!("old{v}"), 3), (format!("old{v}x"), 0)] {
+            put_str(&mut body, &topic);
+            body.put_i32(partitions);
+            body.put_i16(1);
+            body.put_i32(0); // assignments
+            body.put_i32(0); // configs
+        }
+        body.put_i32(5000);
+        if v == 1 {
+            body.put_u8(0);
+        }
+        k.write_frame(&raw_request(19, v, 40 + i32::from(v), &body))
+            .await;
+        let mut b = k.read_frame().await;
+        assert_eq!(b.get_i32(), 40 + i32::from(v));
+        assert_eq!(b.get_i32(), 2);
+        for (topic, expected) in [(format!("old{v}"), 0), (format!("old{v}x"), 37)] {
+            let len = b.get_i16() as usize;
+            assert_eq!(&b.split_to(len)[..], topic.as_bytes());
+            assert_eq!(b.get_i16(), expected, "CreateTopics v{v}");
+            if v == 1 {
+                let len = b.get_i16();
+                if expected == 0 {
+                    assert_eq!(len, -1);
+                } else {
+                    b.advance(len as usize);
+                }
+            }
+        }
+        assert!(b.is_empty());
+    }
+    // ListOffsets v0: latest and earliest as lists of one offset; an unknown partition.
+    let records = [rec("a", "1", 1000), rec("b", "2", 2000)];
+    assert_eq!(
+        produce_batch(&mut k, "old0", 1, batch(&records, 0, None)).await,
+        (0, 0)
+    );
+    for v in old(2) {
+        driven.insert((2, v));
+        let mut body = BytesMut::new();
+        body.put_i32(-1);
+        body.put_i32(1);
+        put_str(&mut body, "old0");
+        body.put_i32(3);
+        for (partition, timestamp) in [(1, -1i64), (1, -2), (9, -1)] {
+            // Listed twice: INVALID_REQUEST for both listings, as Kafka answers.
+            let partition = if timestamp == -2 { 2 } else { partition };
+            body.put_i32(partition);
+            body.put_i64(timestamp);
+            body.put_i32(1);
+        }
+        k.write_frame(&raw_request(2, v, 50, &body)).await;
+        let mut b = k.read_frame().await;
+        assert_eq!(b.get_i32(), 50);
+        assert_eq!(b.get_i32(), 1);
+        let len = b.get_i16() as usize;
+        assert_eq!(&b.split_to(len)[..], b"old0");
+        assert_eq!(b.get_i32(), 3);
+        for (partition, error, offsets) in [(1, 0, vec![2]), (2, 0, vec![0]), (9, 3, vec![])] {
+            assert_eq!((b.get_i32(), b.get_i16()), (partition, error));
+            let n = b.get_i32();
+            let got: Vec<i64> = (0..n).map(|_| b.get_i64()).collect();
+            assert_eq!(got, offsets, "ListOffsets v{v} partition {partition}");
+        }
+        assert!(b.is_empty());
+    }
+    // Produce v0–2 and Fetch v0–3 (message formats v0/v1) are refused per partition.
+    for v in 0..=2 {
+        let mut body = BytesMut::new();
+        body.put_i16(1);
+        body.put_i32(1000);
+        body.put_i32(1);
+        put_str(&mut body, "old0");
+        body.put_i32(1);
+        body.put_i32(0);
+        body.put_i32(3);
+        body.put_slice(b"old");
+        k.write_frame(&raw_request(0, v, 60, &body)).await;
+        let mut b = k.read_frame().await;
+        assert_eq!(b.get_i32(), 60);
+        b.advance(4 + 2 + 4 + 4 + 4);
+        assert_eq!(b.get_i16(), 35, "Produce v{v}: UNSUPPORTED_VERSION");
+    }
+    for v in 0..=3 {
+        let mut body = BytesMut::new();
+        body.put_i32(-1);
+        body.put_i32(0);
+        body.put_i32(0);
+        if v == 3 {
+            body.put_i32(1 << 20);
+        }
+        body.put_i32(1);
+        put_str(&mut body, "old0");
+        body.put_i32(1);
+        body.put_i32(1);
+        body.put_i64(0);
+        body.put_i32(1 << 20);
+        k.write_frame(&raw_request(1, v, 70, &body)).await;
+        let mut b = k.read_frame().await;
+        assert_eq!(b.get_i32(), 70);
+        if v >= 1 {
+            assert_eq!(b.get_i32(), 0);
+        }
+        b.advance(4 + 2 + 4 + 4 + 4);
+        assert_eq!(b.get_i16(), 35, "Fetch v{v}: UNSUPPORTED_VERSION");
+    }
+    // Every old version the table serves was driven above.
+    let advertised: std::collections::BTreeSet<(i16, i16)> = served
+        .iter()
+        .flat_map(|a| old(a.key).map(move |v| (a.key, v)))
+        .collect();
+    assert_eq!(driven, advertised);
+    // The connection still serves; the refusals are in the log at info.
+    assert_eq!(list_offset(&mut k, "old0", 1, -1).await.1, 2);
+    let log = std::fs::read_to_string(dir.with_extension("log")).unwrap();
+    assert!(
+        log.contains("refused a Kafka request version") && log.contains("INFO"),
+        "{log}"
+    );
+}
+
+#[tokio::test]
+async fn a_batched_find_coordinator_answers_each_key_once_within_its_limit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = start(&tmp.path().join("d"), &[]).await;
+    let mut k = Kafka::connect(&s).await;
+    let keys = |n: usize| {
+        (0..n)
+            .map(|i| StrBytes::from_string(format!("g{i}")))
+            .collect::<Vec<_>>()
+    };
+    let mut twice = keys(3);
+    twice.extend(keys(2));
+    let r = k
+        .call(
+            &FindCoordinatorRequest::default().with_coordinator_keys(twice.clone()),
+            4,
+        )
+        .await;
+    assert_eq!(r.coordinators.len(), 3);
+    assert!(
+        r.coordinators
+            .iter()
+            .all(|c| c.error_code == 0 && c.node_id.0 == 0)
+    );
+    let r = k
+        .call(
+            &FindCoordinatorRequest::default()
+                .with_key_type(2)
+                .with_coordinator_keys(keys(1)),
+            6,
+        )
+        .await;
+    assert_eq!(r.coordinators[0].error_code, 42, "no share groups");
+    let mut many = Kafka::connect(&s).await;
+    many.send(
+        &FindCoordinatorRequest::default().with_coordinator_keys(keys(10_001)),
+        4,
+        &[],
+    )
+    .await;
+    assert!(many.closed_by_server().await);
+    let r = k
+        .call(
+            &FindCoordinatorRequest::default().with_coordinator_keys(keys(10_000)),
+            4,
+        )
+        .await;
+    assert_eq!(r.coordinators.len(), 10_000);
 }

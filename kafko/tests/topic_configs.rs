@@ -92,7 +92,7 @@ async fn v3_and_kafka_create_refuse_the_same_invalid_values() {
     let mut k = Kafka::connect(&s).await;
     // Kafka's meanings: retention.ms is at least -1; the policy is a list of delete and
     // compact (an item with a space inside is neither); the compaction times are not
-    // negative; a null value is not a config.
+    // negative; a null value is not a config; kafko does not fsync every N messages.
     let refused: [(&str, Option<&str>); 9] = [
         ("retention.ms", Some("-2")),
         ("cleanup.policy", Some("com pact")),
@@ -102,7 +102,7 @@ async fn v3_and_kafka_create_refuse_the_same_invalid_values() {
         ("min.compaction.lag.ms", Some("soon")),
         ("segment.bytes", None),
         ("compression.type", Some("snappy")),
-        ("flush.ms", Some("1")),
+        ("flush.messages", Some("1000")),
     ];
     for (i, config) in refused.iter().enumerate() {
         let topic = format!("refused-{i}");

@@ -199,9 +199,34 @@ impl Kafko {
         name: &str,
         update: &TopicConfigUpdate,
     ) -> Result<TopicConfig, AdminError> {
+        self.alter_topic_config(name, |current| current.apply(update))
+            .await
+    }
+
+    /// Replaces a topic's configuration with what `alter` makes of the current one, both
+    /// under the admin lock (no other change lands in between); persisted before it
+    /// takes effect. The partition count cannot change.
+    ///
+    /// # Errors
+    /// [`AdminError::TopicNotFound`], `alter`'s refusal (as an
+    /// [`AdminError::InvalidConfig`] when it is one), [`AdminError::InvalidConfig`] for a
+    /// changed partition count or a value out of range, `ShuttingDown`, or a storage
+    /// failure writing the config (the old one stays in effect).
+    pub async fn alter_topic_config(
+        &self,
+        name: &str,
+        alter: impl FnOnce(&TopicConfig) -> Result<TopicConfig>,
+    ) -> Result<TopicConfig, AdminError> {
         let _admin = self.inner.admin.lock().await;
         let topic = self.resolve(name)?;
-        let next = topic.config().apply(update)?;
+        let current = topic.config();
+        let next = alter(&current)?;
+        if next.partitions != current.partitions {
+            return Err(AdminError::InvalidConfig {
+                reason: "partitions cannot be changed after creation".into(),
+            });
+        }
+        next.validate()?;
         let storage = self.inner.storage.clone();
         let path = topic.dir.join(TOPIC_CONFIG);
         let (on_disk, id) = (next.clone(), topic.id);

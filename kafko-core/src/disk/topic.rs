@@ -1,13 +1,14 @@
 //! `topic.json`: a topic's configuration as stored, and its conversions to and from
 //! [`TopicConfig`].
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{decode_v1, read_versioned, write_versioned};
-use crate::config::{CleanupPolicy, Compression, FsyncPolicy, TopicConfig};
+use crate::config::{CleanupPolicy, ClientConfigs, Compression, FsyncPolicy, TopicConfig};
 use crate::error::{KafkoError, Result};
 use crate::state_file;
 use crate::storage::Storage;
@@ -133,6 +134,7 @@ impl From<TopicConfigFileV1> for TopicConfig {
             },
             min_compaction_lag_ms: f.min_compaction_lag_ms,
             delete_retention_ms: f.delete_retention_ms,
+            client: ClientConfigs::default(),
         }
     }
 }
@@ -140,24 +142,61 @@ impl From<TopicConfigFileV1> for TopicConfig {
 /// Version 2 of `topic.json` is version 1 plus `id`, the topic's [`TopicId`]. A
 /// version 1 file has no id (the topic was created before ids existed).
 const ID: &str = "id";
+/// Version 3 is version 2 plus the client configs: `client_overridden`, the names set
+/// explicitly, and `client_stored`, the values kept without being acted on. A topic with
+/// none is written as version 2, which older builds read.
+const CLIENT_OVERRIDDEN: &str = "client_overridden";
+const CLIENT_STORED: &str = "client_stored";
 
-/// Decodes a body of version 1 or 2 into the config and, from version 2, the id.
+/// Decodes a body of version 1, 2 or 3 into the config and, from version 2, the id.
 fn decode(
     version: u32,
     body: Value,
 ) -> std::result::Result<(TopicConfig, Option<TopicId>), String> {
-    let (body, id) = match (version, body) {
-        (2, Value::Object(mut members)) => {
+    let (body, id, client) = match (version, body) {
+        (2 | 3, Value::Object(mut members)) => {
             let id = match members.remove(ID) {
                 Some(Value::String(id)) => id.parse::<TopicId>()?,
-                other => return Err(format!("{FILE} version 2 needs an id, got {other:?}")),
+                other => {
+                    return Err(format!(
+                        "{FILE} version {version} needs an id, got {other:?}"
+                    ));
+                }
             };
-            (Value::Object(members), Some(id))
+            let client = if version == 3 {
+                client_configs(&mut members)?
+            } else {
+                ClientConfigs::default()
+            };
+            (Value::Object(members), Some(id), client)
         }
-        (2, other) => return Err(format!("{FILE} is not a JSON object: {other}")),
-        (version, body) => (body, version_one(version)?),
+        (2 | 3, other) => return Err(format!("{FILE} is not a JSON object: {other}")),
+        (version, body) => (body, version_one(version)?, ClientConfigs::default()),
     };
-    decode_v1::<TopicConfigFileV1>(FILE, 1, body).map(|f| (f.into(), id))
+    decode_v1::<TopicConfigFileV1>(FILE, 1, body).map(|f| {
+        let mut config = TopicConfig::from(f);
+        config.client = client;
+        (config, id)
+    })
+}
+
+/// Takes version 3's client configs out of its members.
+fn client_configs(
+    members: &mut serde_json::Map<String, Value>,
+) -> std::result::Result<ClientConfigs, String> {
+    let overridden = members
+        .remove(CLIENT_OVERRIDDEN)
+        .map(serde_json::from_value)
+        .transpose()
+        .map_err(|e| format!("{FILE} {CLIENT_OVERRIDDEN}: {e}"))?
+        .unwrap_or_default();
+    let stored = members
+        .remove(CLIENT_STORED)
+        .map(serde_json::from_value)
+        .transpose()
+        .map_err(|e| format!("{FILE} {CLIENT_STORED}: {e}"))?
+        .unwrap_or_default();
+    Ok(ClientConfigs { overridden, stored })
 }
 
 /// Version 1 has no id; later versions than 2 are refused by name.
@@ -166,7 +205,7 @@ fn version_one(version: u32) -> std::result::Result<Option<TopicId>, String> {
         Ok(None)
     } else {
         Err(format!(
-            "{FILE} version {version} is not one this build reads (1, 2); was it written by a newer kafko?"
+            "{FILE} version {version} is not one this build reads (1, 2, 3); was it written by a newer kafko?"
         ))
     }
 }
@@ -185,26 +224,39 @@ pub(crate) fn read_topic_config(
         .map_err(|reason| KafkoError::corruption(path, state_file::BODY_OFFSET, reason))
 }
 
-/// Replaces a topic's `topic.json` (atomically), as version 2 with the topic's id.
+/// Replaces a topic's `topic.json` (atomically) with the topic's id: as version 2, or
+/// version 3 when the topic has client configs.
 pub(crate) fn write_topic_config(
     storage: &dyn Storage,
     path: &Path,
     config: &TopicConfig,
     id: TopicId,
 ) -> Result<()> {
-    let body = TopicFileV2 {
+    let body = TopicFile {
         config: TopicConfigFileV1::from(config),
         id: id.to_string(),
+        client_overridden: &config.client.overridden,
+        client_stored: &config.client.stored,
     };
-    write_versioned(storage, path, 2, &body)
+    let version = if config.client == ClientConfigs::default() {
+        2
+    } else {
+        3
+    };
+    write_versioned(storage, path, version, &body)
 }
 
-/// Version 2 as written: version 1's members, then `id`.
+/// Versions 2 and 3 as written: version 1's members, then `id`, then (version 3) the
+/// client configs.
 #[derive(Serialize)]
-struct TopicFileV2 {
+struct TopicFile<'a> {
     #[serde(flatten)]
     config: TopicConfigFileV1,
     id: String,
+    #[serde(skip_serializing_if = "BTreeSet::is_empty")]
+    client_overridden: &'a BTreeSet<String>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    client_stored: &'a BTreeMap<String, String>,
 }
 
 /// Decodes a raw `topic.json` body (fuzzing).
@@ -249,6 +301,41 @@ mod tests {
     }
 
     #[test]
+    fn client_configs_round_trip_as_version_3_and_none_writes_version_2() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE);
+        let mut config = TopicConfig::default();
+        config.client.overridden.insert("retention.ms".into());
+        config
+            .client
+            .stored
+            .insert("min.insync.replicas".into(), "2".into());
+        let id = TopicId::generate();
+        write_topic_config(&StdStorage, &path, &config, id).unwrap();
+        assert_eq!(
+            read_topic_config(&StdStorage, &path).unwrap(),
+            Some((config.clone(), Some(id)))
+        );
+        let raw = std::fs::read(&path).unwrap();
+        let text = String::from_utf8(state_file::decode(&raw).unwrap().to_vec()).unwrap();
+        assert!(text.starts_with(r#"{"version":3,"#), "{text}");
+        assert!(
+            text.contains(r#""client_stored":{"min.insync.replicas":"2"}"#),
+            "{text}"
+        );
+        config.client = ClientConfigs::default();
+        write_topic_config(&StdStorage, &path, &config, id).unwrap();
+        let raw = std::fs::read(&path).unwrap();
+        let text = String::from_utf8(state_file::decode(&raw).unwrap().to_vec()).unwrap();
+        assert!(text.starts_with(r#"{"version":2,"#), "{text}");
+        let err = topic_config_body(
+            format!(r#"{{"version":3,"id":"{id}","client_stored":{{"a":1}}}}"#).as_bytes(),
+        )
+        .unwrap_err();
+        assert!(err.contains("client_stored"), "{err}");
+    }
+
+    #[test]
     fn unversioned_bodies_are_version_one_and_absent_members_keep_their_old_defaults() {
         let c = topic_config_body(br#"{"partitions":2,"fsync":{"mode":"always"}}"#).unwrap();
         assert_eq!(c.partitions, 2);
@@ -259,8 +346,8 @@ mod tests {
 
     #[test]
     fn newer_versions_and_unknown_members_are_refused_by_name() {
-        let err = topic_config_body(br#"{"version":3,"partitions":2}"#).unwrap_err();
-        assert!(err.contains("version 3"), "{err}");
+        let err = topic_config_body(br#"{"version":4,"partitions":2}"#).unwrap_err();
+        assert!(err.contains("version 4"), "{err}");
         let err = topic_config_body(br#"{"version":2,"partitions":2}"#).unwrap_err();
         assert!(err.contains("needs an id"), "{err}");
         let err = topic_config_body(br#"{"version":1,"partition":2}"#).unwrap_err();

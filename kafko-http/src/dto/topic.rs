@@ -242,6 +242,7 @@ impl From<TopicConfigRequest> for kafko_core::TopicConfig {
             cleanup_policy: r.cleanup_policy.map_or(d.cleanup_policy, Into::into),
             min_compaction_lag_ms: r.min_compaction_lag_ms.unwrap_or(d.min_compaction_lag_ms),
             delete_retention_ms: r.delete_retention_ms.unwrap_or(d.delete_retention_ms),
+            client: d.client,
         }
     }
 }

@@ -322,6 +322,11 @@ pub async fn put_json(c: &Client, s: &Server, path: &str, body: &Value) -> Respo
     c.put(s.url(path)).json(body).send().await.unwrap()
 }
 
+/// `PATCH path` with `body` as JSON, the response unchecked.
+pub async fn patch_json(c: &Client, s: &Server, path: &str, body: &Value) -> Response {
+    c.patch(s.url(path)).json(body).send().await.unwrap()
+}
+
 /// The high watermark of every partition of `topic`, from its description.
 pub async fn high_watermarks(c: &reqwest::Client, s: &Server, topic: &str) -> Vec<u64> {
     let d = get_json(c, s, &format!("/v1/topics/{topic}")).await;
