@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """A/B of kafko builds on the one-record produce, for profiling work: alternates
-the no-op ceiling and any number of kafko binaries round by round (A B C A B C …)
+the no-op ceiling (plain axum), the same no-op on kafko's transport and any number of
+kafko binaries round by round (A B C A B C …)
 and reports, per system, requests/s, the server's CPU per request and, where `perf` is
 installed, its kernel events per request (context switches, futex, write, epoll_wait).
 
