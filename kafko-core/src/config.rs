@@ -72,6 +72,10 @@ pub struct TopicConfig {
     pub retention_bytes: Option<u64>,
     /// Roll the active segment when it would exceed this size.
     pub segment_bytes: u64,
+    /// Roll the active segment before an append whose newest timestamp is this many
+    /// milliseconds past the newest timestamp of the segment's first batch (Kafka's
+    /// `segment.ms`; record time, not wall time, so an idle topic does not roll).
+    pub segment_ms: u64,
     /// Durability of acknowledged writes.
     pub fsync: FsyncPolicy,
     /// Largest accepted record (key + value + headers).
@@ -129,6 +133,7 @@ impl Default for TopicConfig {
             retention_ms: Some(7 * 24 * 3600 * 1000),
             retention_bytes: None,
             segment_bytes: 64 * 1024 * 1024,
+            segment_ms: DEFAULT_SEGMENT_MS,
             fsync: FsyncPolicy::Never,
             max_record_bytes: 1024 * 1024,
             cleanup_policy: CleanupPolicy::Delete,
@@ -138,6 +143,9 @@ impl Default for TopicConfig {
         }
     }
 }
+
+/// Kafka's default `segment.ms`: 7 days.
+pub const DEFAULT_SEGMENT_MS: u64 = 7 * 24 * 3600 * 1000;
 
 /// Hard ceiling for a single batch on disk; see FORMAT.md.
 pub const MAX_BATCH_BYTES: u64 = 64 * 1024 * 1024;
@@ -161,6 +169,9 @@ impl TopicConfig {
                 self.segment_bytes
             ));
         }
+        if self.segment_ms == 0 {
+            return bad("segment_ms must be at least 1".into());
+        }
         if self.max_record_bytes == 0 || self.max_record_bytes > MAX_BATCH_BYTES / 2 {
             return bad(format!(
                 "max_record_bytes must be 1..={}, got {}",
@@ -178,6 +189,7 @@ impl TopicConfig {
         let longs = [
             ("retention_ms", self.retention_ms),
             ("retention_bytes", self.retention_bytes),
+            ("segment_ms", Some(self.segment_ms)),
             ("min_compaction_lag_ms", Some(self.min_compaction_lag_ms)),
             ("delete_retention_ms", Some(self.delete_retention_ms)),
             (
@@ -230,6 +242,9 @@ impl TopicConfig {
         if let Some(v) = update.segment_bytes {
             next.segment_bytes = v;
         }
+        if let Some(v) = update.segment_ms {
+            next.segment_ms = v;
+        }
         if let Some(v) = update.fsync {
             next.fsync = v;
         }
@@ -264,6 +279,8 @@ pub struct TopicConfigUpdate {
     pub retention_bytes: Option<Option<u64>>,
     /// New segment size.
     pub segment_bytes: Option<u64>,
+    /// New segment age (record time).
+    pub segment_ms: Option<u64>,
     /// New fsync policy.
     pub fsync: Option<FsyncPolicy>,
     /// New record limit.

@@ -94,8 +94,8 @@ pub use broker::{CreateOutcome, Kafko, KafkoOptions};
 pub use bytes::Bytes;
 pub use compaction::CompactionOutcome;
 pub use config::{
-    CleanupPolicy, ClientConfigs, Compression, FsyncPolicy, LogConfig, TopicConfig,
-    TopicConfigUpdate,
+    CleanupPolicy, ClientConfigs, Compression, DEFAULT_SEGMENT_MS, FsyncPolicy, LogConfig,
+    TopicConfig, TopicConfigUpdate,
 };
 pub use consumer::{Consumer, SeekTo};
 pub use error::{

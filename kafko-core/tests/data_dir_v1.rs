@@ -39,6 +39,7 @@ fn expected_configs() -> [(&'static str, TopicConfig); 3] {
                 retention_ms: Some(7 * DAY_MS),
                 retention_bytes: Some(1 << 20),
                 segment_bytes: 64 << 20,
+                segment_ms: kafko_core::DEFAULT_SEGMENT_MS,
                 fsync: FsyncPolicy::Always,
                 max_record_bytes: 65536,
                 cleanup_policy: CleanupPolicy::Compact,

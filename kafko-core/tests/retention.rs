@@ -1,6 +1,6 @@
-//! Retention deletes whole sealed segments by age and by size, advances the log start
-//! offset durably, never touches the active segment, and readers below the start get
-//! `OffsetOutOfRange`.
+//! Retention deletes whole segments by age and by size, advances the log start offset
+//! durably, and readers below the start get `OffsetOutOfRange`. The active segment goes
+//! too once every segment is past the limits (it is rolled first), as in Kafka.
 mod common;
 
 use kafko_core::{KafkoError, TopicConfig};
@@ -117,6 +117,76 @@ async fn interrupted_retention_does_not_resurrect_segments() {
         !first.exists(),
         "segment below the log start is removed on open"
     );
+    k.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_topic_past_its_retention_is_emptied_and_goes_on_at_its_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let k = common::open(dir.path()).await;
+    // Large segments: the ten records stay in the active one.
+    let cfg = TopicConfig {
+        retention_ms: Some(60_000),
+        ..TopicConfig::default()
+    };
+    k.create_topic_with_config("t", cfg).await.unwrap();
+    let p = k.producer_for("t").unwrap();
+    let old = kafko_core_now() - 3_600_000;
+    for i in 0..10 {
+        p.send_record(common::rec(i).with_timestamp(old + i as i64))
+            .await
+            .unwrap();
+    }
+    assert_eq!(common::segments(dir.path(), "t", 0).len(), 1);
+    let out = k.enforce_retention().await.unwrap();
+    assert_eq!(out.segments_deleted, 1);
+    let offsets = common::offsets(&k, "t", 0);
+    assert_eq!((offsets.log_start, offsets.high_watermark), (10, 10));
+    assert!(common::read_all(&k, "t", 0).is_empty());
+    let err = common::try_read(&k, ("t", 0), 0, 1, 100).unwrap_err();
+    assert!(matches!(
+        err,
+        KafkoError::OffsetOutOfRange {
+            log_start_offset: 10,
+            ..
+        }
+    ));
+    // One file left: the new, empty active segment at offset 10.
+    let files = common::segments(dir.path(), "t", 0);
+    assert_eq!(files.len(), 1);
+    assert!(files[0].ends_with("00000000000000000010.log"), "{files:?}");
+    // Nothing more to delete; a recent record is kept and gets the next offset.
+    assert_eq!(k.enforce_retention().await.unwrap().segments_deleted, 0);
+    p.send(None, common::value(10)).await.unwrap();
+    assert_eq!(k.enforce_retention().await.unwrap().segments_deleted, 0);
+    let recs = common::read_all(&k, "t", 0);
+    assert_eq!(recs.iter().map(|r| r.offset).collect::<Vec<_>>(), [10]);
+    k.shutdown().await.unwrap();
+    // The same after a restart, also an unclean one.
+    std::fs::remove_file(dir.path().join("clean-shutdown")).unwrap();
+    let k = common::open(dir.path()).await;
+    let offsets = common::offsets(&k, "t", 0);
+    assert_eq!((offsets.log_start, offsets.high_watermark), (10, 11));
+    k.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compacted_topic_keeps_its_active_segment() {
+    let dir = tempfile::tempdir().unwrap();
+    let k = common::open(dir.path()).await;
+    let cfg = TopicConfig {
+        retention_ms: Some(60_000),
+        cleanup_policy: kafko_core::CleanupPolicy::Compact,
+        ..TopicConfig::default()
+    };
+    k.create_topic_with_config("t", cfg).await.unwrap();
+    let p = k.producer_for("t").unwrap();
+    let old = kafko_core_now() - 3_600_000;
+    p.send_record(common::rec(0).with_key("k").with_timestamp(old))
+        .await
+        .unwrap();
+    assert_eq!(k.enforce_retention().await.unwrap().segments_deleted, 0);
+    assert_eq!(common::read_all(&k, "t", 0).len(), 1);
     k.shutdown().await.unwrap();
 }
 

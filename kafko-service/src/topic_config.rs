@@ -38,6 +38,7 @@ pub fn kafka_configs(c: &TopicConfig) -> BTreeMap<&'static str, String> {
         ("retention.bytes", or_unbounded(c.retention_bytes)),
         ("retention.ms", or_unbounded(c.retention_ms)),
         ("segment.bytes", c.segment_bytes.to_string()),
+        ("segment.ms", c.segment_ms.to_string()),
     ])
 }
 
@@ -123,6 +124,12 @@ fn apply_honoured(config: &mut TopicConfig, name: &str, raw: &str) -> Result<(),
         }
         "retention.bytes" => config.retention_bytes = u64::try_from(long()?).ok(),
         "segment.bytes" => config.segment_bytes = at_least_zero(long()?)?,
+        "segment.ms" => {
+            config.segment_ms = match long()? {
+                n if n < 1 => return Err(invalid("Value must be at least 1")),
+                n => u64::try_from(n).map_err(|_| invalid("Value must be at least 1"))?,
+            }
+        }
         "max.message.bytes" => config.max_record_bytes = at_least_zero(long()?)?,
         "min.compaction.lag.ms" => config.min_compaction_lag_ms = at_least_zero(long()?)?,
         "delete.retention.ms" => config.delete_retention_ms = at_least_zero(long()?)?,
@@ -410,7 +417,7 @@ mod tests {
     use super::*;
 
     /// The Kafka config names kafko serves, in [`kafka_configs`]'s order.
-    const NAMES: [&str; 8] = [
+    const NAMES: [&str; 9] = [
         "cleanup.policy",
         "compression.type",
         "delete.retention.ms",
@@ -419,6 +426,7 @@ mod tests {
         "retention.bytes",
         "retention.ms",
         "segment.bytes",
+        "segment.ms",
     ];
 
     fn applied(name: &str, value: Option<&str>) -> Result<TopicConfig, String> {
@@ -438,6 +446,7 @@ mod tests {
                 min_compaction_lag_ms: 5_000,
                 delete_retention_ms: 7,
                 segment_bytes: 1 << 16,
+                segment_ms: 3_600_000,
                 max_record_bytes: 1000,
                 ..TopicConfig::default()
             },
@@ -461,6 +470,7 @@ mod tests {
             read.retention_bytes = Some(1);
             read.min_compaction_lag_ms = 1;
             read.delete_retention_ms = 1;
+            read.segment_ms = 1;
             for (name, value) in &reported {
                 apply(&mut read, name, Some(value)).unwrap();
             }

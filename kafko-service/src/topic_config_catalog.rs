@@ -272,13 +272,7 @@ pub const CATALOG: &[KafkaTopicConfig] = &[
         Check::Long(0),
         "0",
     ),
-    stored(
-        "segment.ms",
-        Long,
-        Some("log.roll.ms"),
-        Check::Long(1),
-        "604800000",
-    ),
+    honoured("segment.ms", Long, "log.roll.ms"),
     stored(
         "unclean.leader.election.enable",
         Boolean,

@@ -116,6 +116,15 @@ struct Args {
     /// committed) and no live member is kept after its last join, poll, commit or seek, ms.
     #[arg(long, env = "KAFKO_IDLE_GROUP_TIMEOUT_MS", default_value_t = 30_000)]
     idle_group_timeout_ms: u64,
+    /// How often retention and compaction run over every partition, ms (Kafka's
+    /// `log.retention.check.interval.ms`).
+    #[arg(
+        long,
+        env = "KAFKO_LOG_RETENTION_CHECK_INTERVAL_MS",
+        default_value_t = 30_000,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    log_retention_check_interval_ms: u64,
     /// Descriptors of sealed segments kept open; beyond, the least recently read are
     /// closed and opened again when read (each partition also keeps its active segment
     /// open) [default: an eighth of the open-files limit, at most 512].
@@ -329,6 +338,7 @@ async fn run(args: Args) -> Result<(), StartError> {
         .unwrap_or_else(kafko_service::descriptors::default_max_open_segment_files);
     let kafko = Kafko::builder(&args.data_dir)
         .idle_group_timeout(Duration::from_millis(args.idle_group_timeout_ms))
+        .retention_check_interval(Duration::from_millis(args.log_retention_check_interval_ms))
         .max_open_segment_files(open_segment_files)
         .max_topics(
             args.max_topics

@@ -70,6 +70,7 @@ async fn v3_and_kafka_create_read_the_same_configs_the_same_way() {
         "retention.bytes": "-1",
         "retention.ms": "-1",
         "segment.bytes": "65536",
+        "segment.ms": "604800000",
     });
     let mut v1_configs = Vec::new();
     for topic in ["by-v3", "by-kafka"] {

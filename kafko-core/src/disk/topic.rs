@@ -8,7 +8,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{decode_v1, read_versioned, write_versioned};
-use crate::config::{CleanupPolicy, ClientConfigs, Compression, FsyncPolicy, TopicConfig};
+use crate::config::{
+    CleanupPolicy, ClientConfigs, Compression, DEFAULT_SEGMENT_MS, FsyncPolicy, TopicConfig,
+};
 use crate::error::{KafkoError, Result};
 use crate::state_file;
 use crate::storage::Storage;
@@ -121,6 +123,8 @@ impl From<TopicConfigFileV1> for TopicConfig {
             retention_ms: f.retention_ms,
             retention_bytes: f.retention_bytes,
             segment_bytes: f.segment_bytes,
+            // Versions 1 to 3 have the default; version 4 sets its own after this.
+            segment_ms: DEFAULT_SEGMENT_MS,
             fsync: match f.fsync {
                 FsyncV1::Never => FsyncPolicy::Never,
                 FsyncV1::IntervalMs { interval_ms } => FsyncPolicy::IntervalMs { interval_ms },
@@ -147,14 +151,18 @@ const ID: &str = "id";
 /// none is written as version 2, which older builds read.
 const CLIENT_OVERRIDDEN: &str = "client_overridden";
 const CLIENT_STORED: &str = "client_stored";
+/// Version 4 is version 3 plus `segment_ms`. A topic with the default (7 days) is
+/// written as version 3 or 2, which older builds read.
+const SEGMENT_MS: &str = "segment_ms";
 
-/// Decodes a body of version 1, 2 or 3 into the config and, from version 2, the id.
+/// Decodes a body of version 1 to 4 into the config and, from version 2, the id.
 fn decode(
     version: u32,
     body: Value,
 ) -> std::result::Result<(TopicConfig, Option<TopicId>), String> {
+    let mut segment_ms = DEFAULT_SEGMENT_MS;
     let (body, id, client) = match (version, body) {
-        (2 | 3, Value::Object(mut members)) => {
+        (2..=4, Value::Object(mut members)) => {
             let id = match members.remove(ID) {
                 Some(Value::String(id)) => id.parse::<TopicId>()?,
                 other => {
@@ -163,19 +171,32 @@ fn decode(
                     ));
                 }
             };
-            let client = if version == 3 {
+            let client = if version >= 3 {
                 client_configs(&mut members)?
             } else {
                 ClientConfigs::default()
             };
+            if version == 4 {
+                segment_ms = match members.remove(SEGMENT_MS) {
+                    Some(Value::Number(n)) if n.as_u64().is_some_and(|ms| ms > 0) => {
+                        n.as_u64().unwrap_or(DEFAULT_SEGMENT_MS)
+                    }
+                    other => {
+                        return Err(format!(
+                            "{FILE} version 4 needs a positive {SEGMENT_MS}, got {other:?}"
+                        ));
+                    }
+                };
+            }
             (Value::Object(members), Some(id), client)
         }
-        (2 | 3, other) => return Err(format!("{FILE} is not a JSON object: {other}")),
+        (2..=4, other) => return Err(format!("{FILE} is not a JSON object: {other}")),
         (version, body) => (body, version_one(version)?, ClientConfigs::default()),
     };
     decode_v1::<TopicConfigFileV1>(FILE, 1, body).map(|f| {
         let mut config = TopicConfig::from(f);
         config.client = client;
+        config.segment_ms = segment_ms;
         (config, id)
     })
 }
@@ -205,7 +226,7 @@ fn version_one(version: u32) -> std::result::Result<Option<TopicId>, String> {
         Ok(None)
     } else {
         Err(format!(
-            "{FILE} version {version} is not one this build reads (1, 2, 3); was it written by a newer kafko?"
+            "{FILE} version {version} is not one this build reads (1 to 4); was it written by a newer kafko?"
         ))
     }
 }
@@ -224,8 +245,9 @@ pub(crate) fn read_topic_config(
         .map_err(|reason| KafkoError::corruption(path, state_file::BODY_OFFSET, reason))
 }
 
-/// Replaces a topic's `topic.json` (atomically) with the topic's id: as version 2, or
-/// version 3 when the topic has client configs.
+/// Replaces a topic's `topic.json` (atomically) with the topic's id: as version 2,
+/// version 3 when the topic has client configs, version 4 when its `segment_ms` is not
+/// the default (the lowest version that holds it, so older builds read what they can).
 pub(crate) fn write_topic_config(
     storage: &dyn Storage,
     path: &Path,
@@ -237,11 +259,14 @@ pub(crate) fn write_topic_config(
         id: id.to_string(),
         client_overridden: &config.client.overridden,
         client_stored: &config.client.stored,
+        segment_ms: (config.segment_ms != DEFAULT_SEGMENT_MS).then_some(config.segment_ms),
     };
-    let version = if config.client == ClientConfigs::default() {
-        2
-    } else {
+    let version = if config.segment_ms != DEFAULT_SEGMENT_MS {
+        4
+    } else if config.client != ClientConfigs::default() {
         3
+    } else {
+        2
     };
     write_versioned(storage, path, version, &body)
 }
@@ -257,6 +282,8 @@ struct TopicFile<'a> {
     client_overridden: &'a BTreeSet<String>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     client_stored: &'a BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    segment_ms: Option<u64>,
 }
 
 /// Decodes a raw `topic.json` body (fuzzing).
@@ -333,6 +360,43 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.contains("client_stored"), "{err}");
+    }
+
+    #[test]
+    fn a_segment_ms_of_its_own_writes_version_4_and_the_default_a_lower_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE);
+        let mut config = TopicConfig {
+            segment_ms: 60_000,
+            ..TopicConfig::default()
+        };
+        let id = TopicId::generate();
+        write_topic_config(&StdStorage, &path, &config, id).unwrap();
+        assert_eq!(
+            read_topic_config(&StdStorage, &path).unwrap(),
+            Some((config.clone(), Some(id)))
+        );
+        let raw = std::fs::read(&path).unwrap();
+        let text = String::from_utf8(state_file::decode(&raw).unwrap().to_vec()).unwrap();
+        assert!(text.starts_with(r#"{"version":4,"#), "{text}");
+        assert!(text.contains(r#""segment_ms":60000"#), "{text}");
+        config.segment_ms = DEFAULT_SEGMENT_MS;
+        write_topic_config(&StdStorage, &path, &config, id).unwrap();
+        let raw = std::fs::read(&path).unwrap();
+        let text = String::from_utf8(state_file::decode(&raw).unwrap().to_vec()).unwrap();
+        assert!(text.starts_with(r#"{"version":2,"#), "{text}");
+        assert!(!text.contains("segment_ms"), "{text}");
+        for bad in [
+            r#""segment_ms":0"#,
+            r#""segment_ms":-5"#,
+            r#""segment_ms":"1""#,
+            "",
+        ] {
+            let sep = if bad.is_empty() { "" } else { "," };
+            let body = format!(r#"{{"version":4,"id":"{id}"{sep}{bad}}}"#);
+            let err = topic_config_body(body.as_bytes()).unwrap_err();
+            assert!(err.contains("segment_ms"), "{bad}: {err}");
+        }
     }
 
     #[test]

@@ -62,6 +62,15 @@ impl Batches {
         self.as_slice().iter().map(|b| b.framed_len() as u64).sum()
     }
 
+    /// The newest record timestamp of the batches.
+    pub(crate) fn max_timestamp(&self) -> i64 {
+        self.as_slice()
+            .iter()
+            .map(|b| b.max_timestamp)
+            .max()
+            .unwrap_or(i64::MIN)
+    }
+
     /// Offsets the batches take.
     pub(crate) fn offset_span(&self) -> u64 {
         self.as_slice()

@@ -61,12 +61,16 @@ pub(crate) struct TopicConfig {
     partitions: u32,
     /// Batch codec.
     compression: Compression,
-    /// Delete sealed segments older than this; null keeps forever.
+    /// Delete segments whose newest record is older than this; null keeps forever. An
+    /// idle partition's active segment goes too once it is that old.
     retention_ms: Option<u64>,
-    /// Delete the oldest sealed segments while a partition is larger; null = unbounded.
+    /// Delete the oldest segments while a partition is larger; null = unbounded.
     retention_bytes: Option<u64>,
     /// Roll the active segment at this size (4096..=4294967296).
     segment_bytes: u64,
+    /// Roll the active segment before a record this many milliseconds newer (record
+    /// time) than its first batch.
+    segment_ms: u64,
     /// Durability of acknowledged writes.
     fsync: Fsync,
     /// Largest accepted record: key + value + header names and values.
@@ -89,7 +93,7 @@ pub(crate) struct TopicConfigRequest {
     partitions: Option<u32>,
     /// Batch codec.
     compression: Option<Compression>,
-    /// Delete sealed segments older than this; null keeps forever.
+    /// Delete segments whose newest record is older than this; null keeps forever.
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<u64>)]
     retention_ms: Option<Option<u64>>,
@@ -100,6 +104,10 @@ pub(crate) struct TopicConfigRequest {
     /// Roll the active segment at this size (4096..=4294967296).
     #[schema(minimum = 4096, maximum = 4294967296_u64)]
     segment_bytes: Option<u64>,
+    /// Roll the active segment before a record this many milliseconds newer (record
+    /// time) than its first batch (default 7 days).
+    #[schema(minimum = 1, maximum = 9223372036854775807_u64)]
+    segment_ms: Option<u64>,
     /// Durability of acknowledged writes.
     fsync: Option<Fsync>,
     /// Largest accepted record (1..=33554432: half the largest batch).
@@ -218,6 +226,7 @@ impl From<&kafko_core::TopicConfig> for TopicConfig {
             retention_ms: c.retention_ms,
             retention_bytes: c.retention_bytes,
             segment_bytes: c.segment_bytes,
+            segment_ms: c.segment_ms,
             fsync: c.fsync.into(),
             max_record_bytes: c.max_record_bytes,
             cleanup_policy: c.cleanup_policy.into(),
@@ -237,6 +246,7 @@ impl From<TopicConfigRequest> for kafko_core::TopicConfig {
             retention_ms: r.retention_ms.unwrap_or(d.retention_ms),
             retention_bytes: r.retention_bytes.unwrap_or(d.retention_bytes),
             segment_bytes: r.segment_bytes.unwrap_or(d.segment_bytes),
+            segment_ms: r.segment_ms.unwrap_or(d.segment_ms),
             fsync: r.fsync.map_or(d.fsync, Into::into),
             max_record_bytes: r.max_record_bytes.unwrap_or(d.max_record_bytes),
             cleanup_policy: r.cleanup_policy.map_or(d.cleanup_policy, Into::into),
@@ -256,6 +266,7 @@ impl From<TopicConfigRequest> for kafko_core::TopicConfigUpdate {
             retention_ms: r.retention_ms,
             retention_bytes: r.retention_bytes,
             segment_bytes: r.segment_bytes,
+            segment_ms: r.segment_ms,
             fsync: r.fsync.map(Into::into),
             max_record_bytes: r.max_record_bytes,
             cleanup_policy: r.cleanup_policy.map(Into::into),
@@ -341,7 +352,7 @@ mod tests {
             serde_json::to_string(&TopicConfig::from(&kafko_core::TopicConfig::default())).unwrap();
         assert_eq!(
             text,
-            r#"{"partitions":1,"compression":"none","retention_ms":604800000,"retention_bytes":null,"segment_bytes":67108864,"fsync":{"mode":"never"},"max_record_bytes":1048576,"cleanup_policy":"delete","min_compaction_lag_ms":0,"delete_retention_ms":86400000}"#
+            r#"{"partitions":1,"compression":"none","retention_ms":604800000,"retention_bytes":null,"segment_bytes":67108864,"segment_ms":604800000,"fsync":{"mode":"never"},"max_record_bytes":1048576,"cleanup_policy":"delete","min_compaction_lag_ms":0,"delete_retention_ms":86400000}"#
         );
     }
 }

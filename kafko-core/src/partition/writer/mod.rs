@@ -179,6 +179,9 @@ pub(crate) struct Writer {
     /// Written groups waiting for their fsync.
     pipeline: SyncPipeline,
     buffered_max_ts: i64,
+    /// The newest timestamp of the active segment's first batch, which `segment_ms`
+    /// counts from (Kafka's rolling-based timestamp); `None` while the segment is empty.
+    rolling_timestamp: Option<i64>,
     sync_requested: bool,
     /// Whether the interval policy needs a timer started (`take_interval_timer`).
     interval_timer: bool,
@@ -198,6 +201,7 @@ impl Writer {
     ) -> Self {
         let buffered_next = active.next_offset();
         let written_len = active.len();
+        let rolling_timestamp = first_batch_timestamp(&active);
         let poison = Arc::new(Poison::default());
         let recovery_point =
             RecoveryPoint::new(log.storage.clone(), log.dir.join(RECOVERY_POINT_FILE));
@@ -221,6 +225,7 @@ impl Writer {
             written_len,
             pipeline,
             buffered_max_ts: i64::MIN,
+            rolling_timestamp,
             sync_requested: false,
             interval_timer: false,
             timer_armed: false,
@@ -284,13 +289,24 @@ impl Writer {
     }
 
     /// Whether `batches` would overflow the active segment (its bytes, or the 32-bit
-    /// relative offsets of its index), counting what is already staged.
+    /// relative offsets of its index), counting what is already staged, or are
+    /// `segment_ms` newer than its first batch.
     fn needs_roll(&self, batches: &Batches) -> bool {
         let used = self.written_len + self.buf.len() as u64;
         let rel = self.buffered_next - self.active.base_offset;
         used > 0
             && (used + batches.framed_len() > self.config.segment_bytes
-                || rel + batches.offset_span() > u64::from(u32::MAX))
+                || rel + batches.offset_span() > u64::from(u32::MAX)
+                || self.aged(batches.max_timestamp()))
+    }
+
+    /// Whether a batch with newest timestamp `timestamp` is `segment_ms` past the active
+    /// segment's first batch. Record time, as Kafka counts it: a first batch without a
+    /// timestamp (negative) never ages the segment.
+    fn aged(&self, timestamp: i64) -> bool {
+        let limit = i64::try_from(self.config.segment_ms).unwrap_or(i64::MAX);
+        self.rolling_timestamp
+            .is_some_and(|first| first >= 0 && timestamp.saturating_sub(first) >= limit)
     }
 
     /// Adds one append's batches to the write buffer. They go to one segment and one
@@ -303,6 +319,9 @@ impl Writer {
             reply,
         } = entry;
         let base_offset = self.buffered_next;
+        if self.written_len + self.buf.len() as u64 == 0 {
+            self.rolling_timestamp = batches.as_slice().first().map(|b| b.max_timestamp);
+        }
         self.buf
             .reserve(usize::try_from(batches.framed_len()).unwrap_or(usize::MAX));
         // By value: each batch is dropped once copied, so a large append is held about
@@ -502,5 +521,18 @@ fn publish(
     log.publish_high_watermark(end.next_offset);
     for p in replies {
         let _ = p.reply.send(Answer::Done(Ok(p.base_offset)));
+    }
+}
+
+/// The newest timestamp of `segment`'s first batch; `None` for an empty segment. A
+/// first batch that cannot be read (recovery has vouched for it, so only an I/O error)
+/// falls back to the segment's newest timestamp, which rolls later, never sooner.
+fn first_batch_timestamp(segment: &Segment) -> Option<i64> {
+    if segment.len() == 0 {
+        return None;
+    }
+    match segment.batches(0).next() {
+        Some(Ok(first)) => Some(first.header.max_timestamp),
+        _ => Some(segment.max_timestamp()),
     }
 }

@@ -1,6 +1,11 @@
-//! Retention, run by the writer between groups: deletes the oldest sealed segments
-//! beyond the topic's age or size limit, persisting the new log start first. The file
-//! work (checkpoint, unlinks, directory fsync) runs on the blocking pool.
+//! Retention, run by the writer between groups: deletes the oldest segments beyond the
+//! topic's age or size limit, persisting the new log start first. The file work
+//! (checkpoint, unlinks, directory fsync) runs on the blocking pool.
+//!
+//! As in Kafka, the active segment is not exempt: when every segment, the active one
+//! included, is past the limits (an idle topic whose newest record is older than
+//! `retention_ms`), the active segment is rolled and then deleted with the others, and
+//! the log goes on, empty, at the offset it had reached.
 
 use std::sync::Arc;
 
@@ -16,38 +21,23 @@ impl Writer {
     /// Waits for a pending seal first: it may cover a segment this deletes.
     pub(crate) async fn enforce_retention(&mut self, now_ms: i64) -> Result<RetentionOutcome> {
         self.finish_seal().await?;
-        let segments = self.log.segments();
         let mut outcome = RetentionOutcome {
             log_start_offset: self.log.log_start(),
             ..Default::default()
         };
-        if !self.config.cleanup_policy.deletes() || segments.len() < 2 {
+        if !self.config.cleanup_policy.deletes() {
             return Ok(outcome);
         }
-        let sealed = &segments[..segments.len() - 1];
-        let mut total: u64 = segments.iter().map(|s| s.len()).sum();
-        let mut count = 0;
-        for seg in sealed {
-            let expired = self
-                .config
-                .retention_ms
-                // `ms as i64` made a retention past i64::MAX negative, so "keep for
-                // ~forever" expired every sealed segment at once (found via schemathesis).
-                .is_some_and(|ms| {
-                    let ms = i64::try_from(ms).unwrap_or(i64::MAX);
-                    seg.max_timestamp() < now_ms.saturating_sub(ms)
-                });
-            // Kafka's rule: drop a segment only if what remains still meets the limit.
-            let oversized = self
-                .config
-                .retention_bytes
-                .is_some_and(|max| total - seg.len() >= max);
-            if !(expired || oversized) {
-                break;
-            }
-            total -= seg.len();
-            count += 1;
+        let mut segments = self.log.segments();
+        if self.active.len() > 0 && self.deletable(&segments, now_ms) == segments.len() {
+            // The active segment is past the limits too: roll it, so that it is deleted
+            // like a sealed one (the roll waits for its unpublished groups first).
+            self.roll().await?;
+            self.finish_seal().await?;
+            segments = self.log.segments();
         }
+        // The active segment stays (it is empty if it was just rolled).
+        let count = self.deletable(&segments, now_ms).min(segments.len() - 1);
         if count == 0 {
             return Ok(outcome);
         }
@@ -78,5 +68,34 @@ impl Writer {
         outcome.log_start_offset = new_start;
         tracing::info!(topic = %self.log.topic, partition = self.log.partition, deleted = count, log_start = new_start, "retention deleted segments");
         Ok(outcome)
+    }
+
+    /// How many of `segments`, oldest first, are past the age or size limit (the caller
+    /// decides what becomes of the active one).
+    fn deletable(&self, segments: &[Arc<Segment>], now_ms: i64) -> usize {
+        let mut total: u64 = segments.iter().map(|s| s.len()).sum();
+        let mut count = 0;
+        for seg in segments {
+            let expired = self
+                .config
+                .retention_ms
+                // `ms as i64` made a retention past i64::MAX negative, so "keep for
+                // ~forever" expired every sealed segment at once (found via schemathesis).
+                .is_some_and(|ms| {
+                    let ms = i64::try_from(ms).unwrap_or(i64::MAX);
+                    seg.max_timestamp() < now_ms.saturating_sub(ms)
+                });
+            // Kafka's rule: drop a segment only if what remains still meets the limit.
+            let oversized = self
+                .config
+                .retention_bytes
+                .is_some_and(|max| total - seg.len() >= max);
+            if !(expired || oversized) {
+                break;
+            }
+            total -= seg.len();
+            count += 1;
+        }
+        count
     }
 }

@@ -52,6 +52,7 @@ impl Writer {
         segments.push(next.clone());
         self.log.set_segments(segments);
         let sealed = std::mem::replace(&mut self.active, next);
+        self.rolling_timestamp = None;
         self.written_len = self.active.len();
         // The sealed segment's unsynced data is the seal's to make durable now.
         // Until the seal's fsync returns, no fsync of the new segment may raise the
