@@ -196,6 +196,7 @@ pub fn json_bodies(body: &[u8]) {
     let _ = serde_json::from_slice::<i64>(body);
     let _ = crate::disk::offsets_body(body);
     let _ = crate::disk::group_config_body(body);
+    let _ = crate::disk::members_body(body);
 }
 
 /// A whole segment file, scanned the way recovery scans the active segment, then read.

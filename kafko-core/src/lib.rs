@@ -103,12 +103,12 @@ pub use error::{
     ProduceError, Result, StorageError,
 };
 pub use group::{
-    ClassicGroupDescription, ClassicMemberDescription, CommitOffset, CommittedOffset, Delivery,
-    GroupConfig, GroupDescription, GroupHandle, GroupLag, GroupLagPage, GroupLimits, GroupListing,
-    GroupMemberDescription, GroupMembership, GroupPartitionDescription, GroupPoll,
-    GroupPollOptions, GroupProtocol, GroupTopicDescription, JoinGroupAnswer, JoinGroupOutcome,
-    JoinGroupRequest, JoinedMember, MemberAssignment, MemberRef, Membership, OffsetReset,
-    PartitionOffset,
+    ClassicGroupDescription, ClassicMemberDescription, ClassicMemberId, CommitOffset,
+    CommittedOffset, Delivery, GroupConfig, GroupDescription, GroupHandle, GroupLag, GroupLagPage,
+    GroupLimits, GroupListing, GroupMemberDescription, GroupMembership, GroupPartitionDescription,
+    GroupPoll, GroupPollOptions, GroupProtocol, GroupTopicDescription, JoinGroupAnswer,
+    JoinGroupOutcome, JoinGroupRequest, JoinedMember, LeaveOutcome, MemberAssignment, MemberRef,
+    Membership, OffsetReset, PartitionOffset,
 };
 pub use handle::{Offsets, PartitionReader, TopicHandle};
 pub use partition::FetchedRecords;

@@ -151,11 +151,11 @@ async fn two_members_rebalance_through_join_and_sync() {
         metadata: Some(format!("note {partition}")),
     };
     assert!(matches!(
-        g.classic_commit(Some((&b_id, 1)), &t, &[offset(1, 0)])
+        g.classic_commit(Some(((&b_id).into(), 1)), &t, &[offset(1, 0)])
             .await,
         Err(GroupError::StaleGeneration { current: 2, .. })
     ));
-    g.classic_commit(Some((&b_id, 2)), &t, &[offset(1, 0)])
+    g.classic_commit(Some(((&b_id).into(), 2)), &t, &[offset(1, 0)])
         .await
         .unwrap();
     let committed = g.classic_committed().unwrap();
@@ -178,6 +178,7 @@ async fn two_members_rebalance_through_join_and_sync() {
     // Leaving: the other member must rejoin; the last one empties the group.
     assert!(
         g.classic_leave(std::slice::from_ref(&b_id))
+            .await
             .unwrap()
             .is_empty()
     );
@@ -189,6 +190,7 @@ async fn two_members_rebalance_through_join_and_sync() {
     assert_eq!((a3.generation, a3.members.len()), (3, 1));
     assert_eq!(
         g.classic_leave(&[a.member_id.clone(), "nobody".into()])
+            .await
             .unwrap(),
         ["nobody"]
     );

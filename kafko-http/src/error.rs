@@ -125,6 +125,7 @@ impl From<Failure> for ApiError {
                 vec![("members", json!(members))],
             ),
             Kind::RebalanceInProgress => (S::CONFLICT, "rebalance_in_progress", vec![]),
+            Kind::FencedInstanceId => (S::CONFLICT, "fenced_instance_id", vec![]),
             Kind::InconsistentGroupProtocol => (S::CONFLICT, "inconsistent_group_protocol", vec![]),
             Kind::Backpressure => (S::SERVICE_UNAVAILABLE, "backpressure", vec![]),
             Kind::ShuttingDown => (S::SERVICE_UNAVAILABLE, "shutting_down", vec![]),

@@ -214,7 +214,7 @@ apis! {
         cx.answer(&groups::heartbeat(cx.broker, r, cx.version()))
     };
     LeaveGroup 0..=5, LEAVE_GROUP, Authenticated, LeaveGroupRequest => |cx, r| {
-        cx.answer(&groups::leave_group(cx.broker, r, cx.version()))
+        cx.answer(&groups::leave_group(cx.broker, r, cx.version()).await)
     };
     SyncGroup 0..=5, SYNC_GROUP, Authenticated, SyncGroupRequest => |cx, r| {
         cx.answer(&groups::sync_group(cx.broker, r, cx.version()).await)

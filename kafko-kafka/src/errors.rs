@@ -50,6 +50,7 @@ pub(crate) const INVALID_SESSION_TIMEOUT: i16 = 26;
 pub(crate) const REBALANCE_IN_PROGRESS: i16 = 27;
 pub(crate) const MEMBER_ID_REQUIRED: i16 = 79;
 pub(crate) const GROUP_MAX_SIZE_REACHED: i16 = 81;
+pub(crate) const FENCED_INSTANCE_ID: i16 = 82;
 pub(crate) const OFFSET_METADATA_TOO_LARGE: i16 = 12;
 pub(crate) const UNKNOWN_TOPIC_ID: i16 = 100;
 pub(crate) const SECURITY_DISABLED: i16 = 54;
@@ -77,6 +78,7 @@ pub(crate) fn code(failure: &Failure) -> i16 {
         Kind::StaleGeneration { .. } => ILLEGAL_GENERATION,
         Kind::GroupHasMembers { .. } => NON_EMPTY_GROUP,
         Kind::RebalanceInProgress => REBALANCE_IN_PROGRESS,
+        Kind::FencedInstanceId => FENCED_INSTANCE_ID,
         Kind::InconsistentGroupProtocol => INCONSISTENT_GROUP_PROTOCOL,
         // A full write queue stored nothing: retriable, as a timed-out request is.
         Kind::Backpressure => REQUEST_TIMED_OUT,

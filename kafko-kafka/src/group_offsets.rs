@@ -24,7 +24,9 @@ use kafka_protocol::messages::{
     OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
-use kafko_core::{CommitOffset, CommittedOffset, GroupError, GroupHandle, TopicHandle};
+use kafko_core::{
+    ClassicMemberId, CommitOffset, CommittedOffset, GroupError, GroupHandle, TopicHandle,
+};
 
 use crate::groups::{code, group};
 use crate::metadata::str;
@@ -48,7 +50,10 @@ pub(crate) async fn offset_commit(
     let g = group(broker, request.group_id.as_str());
     let member = u64::try_from(request.generation_id_or_member_epoch)
         .ok()
-        .map(|generation| (request.member_id.to_string(), generation));
+        .map(|generation| {
+            let instance = request.group_instance_id.as_ref().map(ToString::to_string);
+            (request.member_id.to_string(), instance, generation)
+        });
     for topic in request.topics {
         let codes = commit_topic(broker, &g, member.as_ref(), &topic).await;
         let mut answer = OffsetCommitResponseTopic::default();
@@ -73,7 +78,7 @@ pub(crate) async fn offset_commit(
 async fn commit_topic(
     broker: &ListenerState,
     group: &Result<GroupHandle, i16>,
-    member: Option<&(String, u64)>,
+    member: Option<&(String, Option<String>, u64)>,
     topic: &OffsetCommitRequestTopic,
 ) -> Vec<i16> {
     let every = |code| vec![code; topic.partitions.len()];
@@ -115,7 +120,13 @@ async fn commit_topic(
     if offsets.is_empty() {
         return codes;
     }
-    let member = member.map(|(id, generation)| (id.as_str(), *generation));
+    let member = member.map(|(id, instance, generation)| {
+        let who = ClassicMemberId {
+            member_id: id.as_str(),
+            group_instance_id: instance.as_deref(),
+        };
+        (who, *generation)
+    });
     if let Err(e) = g.classic_commit(member, &handle, &offsets).await {
         let failed = code(e);
         for i in committing {

@@ -25,7 +25,10 @@ use kafka_protocol::messages::{
     ListGroupsResponse, SyncGroupRequest, SyncGroupResponse,
 };
 use kafko_core::naming::{group_id_for_name, group_name_for_id};
-use kafko_core::{GroupError, GroupHandle, GroupProtocol, JoinGroupOutcome, MemberAssignment};
+use kafko_core::{
+    ClassicMemberId, GroupError, GroupHandle, GroupProtocol, JoinGroupOutcome, LeaveOutcome,
+    MemberAssignment,
+};
 
 use crate::consumer_protocol::assigned_partitions;
 pub(crate) use crate::group_offsets::{offset_commit, offset_fetch};
@@ -132,6 +135,7 @@ pub(crate) async fn join_group(
             response.protocol_name = Some(str(&answer.protocol));
             response.leader = str(&answer.leader);
             response.member_id = str(&answer.member_id);
+            response.skip_assignment = answer.skip_assignment;
             response.members = answer
                 .members
                 .into_iter()
@@ -185,10 +189,11 @@ pub(crate) async fn sync_group(
             assignment: a.assignment.clone(),
         })
         .collect();
-    match g
-        .classic_sync(request.member_id.as_str(), generation, assignments)
-        .await
-    {
+    let who = ClassicMemberId {
+        member_id: request.member_id.as_str(),
+        group_instance_id: request.group_instance_id.as_deref(),
+    };
+    match g.classic_sync(who, generation, assignments).await {
         Ok(assignment) => {
             response.assignment = assignment;
             if let Some((protocol_type, protocol)) = g.classic_protocol() {
@@ -212,7 +217,13 @@ pub(crate) fn heartbeat(
         Err(code) => code,
         Ok(g) => match u64::try_from(request.generation_id) {
             Err(_) => errors::ILLEGAL_GENERATION,
-            Ok(generation) => match g.classic_heartbeat(request.member_id.as_str(), generation) {
+            Ok(generation) => match g.classic_heartbeat(
+                ClassicMemberId {
+                    member_id: request.member_id.as_str(),
+                    group_instance_id: request.group_instance_id.as_deref(),
+                },
+                generation,
+            ) {
                 Ok(()) => errors::NONE,
                 Err(GroupError::GroupNotFound { .. }) => errors::UNKNOWN_MEMBER_ID,
                 Err(e) => code(e),
@@ -222,53 +233,62 @@ pub(crate) fn heartbeat(
     response
 }
 
-/// Answers LeaveGroup: one member (v0–2) or a list (v3+).
-pub(crate) fn leave_group(
+/// Answers LeaveGroup: one member (v0–2) or a list (v3+), each by member id or, for a
+/// static member, by its instance id.
+pub(crate) async fn leave_group(
     broker: &ListenerState,
     request: LeaveGroupRequest,
     version: i16,
 ) -> LeaveGroupResponse {
     let mut response = LeaveGroupResponse::default();
-    let ids: Vec<String> = if version >= 3 {
+    let members: Vec<(String, Option<String>)> = if version >= 3 {
         request
             .members
             .iter()
-            .map(|m| m.member_id.to_string())
+            .map(|m| {
+                let instance = m.group_instance_id.as_ref().map(ToString::to_string);
+                (m.member_id.to_string(), instance)
+            })
             .collect()
     } else {
-        vec![request.member_id.to_string()]
+        vec![(request.member_id.to_string(), None)]
     };
-    let unknown = match group(broker, request.group_id.as_str()) {
+    let outcomes = match group(broker, request.group_id.as_str()) {
         Err(code) => {
             response.error_code = code;
             return response;
         }
-        Ok(g) => match g.classic_leave(&ids) {
-            Ok(unknown) => unknown,
-            Err(GroupError::GroupNotFound { .. }) => ids.clone(),
+        Ok(g) => match g.classic_leave_members(&members).await {
+            Ok(outcomes) => outcomes,
+            Err(GroupError::GroupNotFound { .. }) => {
+                vec![LeaveOutcome::UnknownMember; members.len()]
+            }
             Err(e) => {
                 response.error_code = code(e);
                 return response;
             }
         },
     };
+    let code_of = |outcome: &LeaveOutcome| match outcome {
+        LeaveOutcome::Left => errors::NONE,
+        LeaveOutcome::UnknownMember => errors::UNKNOWN_MEMBER_ID,
+        LeaveOutcome::FencedInstanceId => errors::FENCED_INSTANCE_ID,
+    };
     if version >= 3 {
-        let unknown: HashSet<&str> = unknown.iter().map(String::as_str).collect();
         response.members = request
             .members
             .iter()
-            .map(|m| {
+            .zip(&outcomes)
+            .map(|(m, outcome)| {
                 let mut answer = MemberResponse::default();
                 answer.member_id = m.member_id.clone();
                 answer.group_instance_id = m.group_instance_id.clone();
-                if unknown.contains(m.member_id.as_str()) {
-                    answer.error_code = errors::UNKNOWN_MEMBER_ID;
-                }
+                answer.error_code = code_of(outcome);
                 answer
             })
             .collect();
-    } else if !unknown.is_empty() {
-        response.error_code = errors::UNKNOWN_MEMBER_ID;
+    } else if let Some(outcome) = outcomes.first() {
+        response.error_code = code_of(outcome);
     }
     response
 }

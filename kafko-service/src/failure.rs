@@ -83,6 +83,8 @@ pub enum Kind {
     },
     /// The group is rebalancing: rejoin.
     RebalanceInProgress,
+    /// A newer instance with the same static membership id replaced the caller.
+    FencedInstanceId,
     /// The caller's kind of membership does not fit the group's members.
     InconsistentGroupProtocol,
     /// A partition's write queue is full: nothing stored, retry.
@@ -203,6 +205,7 @@ impl From<KafkoError> for Failure {
                 client(Kind::GroupHasMembers { members })
             }
             KafkoError::RebalanceInProgress { .. } => client(Kind::RebalanceInProgress),
+            KafkoError::FencedInstanceId { .. } => client(Kind::FencedInstanceId),
             KafkoError::InconsistentGroupProtocol { .. } => client(Kind::InconsistentGroupProtocol),
             KafkoError::Backpressure { .. } => client(Kind::Backpressure).retry(1),
             KafkoError::ShuttingDown => client(Kind::ShuttingDown).retry(5),

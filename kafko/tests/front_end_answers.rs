@@ -38,6 +38,7 @@ fn variant(e: &KafkoError) -> &'static str {
         KafkoError::NotAssigned { .. } => "NotAssigned",
         KafkoError::GroupHasMembers { .. } => "GroupHasMembers",
         KafkoError::RebalanceInProgress { .. } => "RebalanceInProgress",
+        KafkoError::FencedInstanceId { .. } => "FencedInstanceId",
         KafkoError::InconsistentGroupProtocol { .. } => "InconsistentGroupProtocol",
         KafkoError::NoValidOffset { .. } => "NoValidOffset",
     }
@@ -61,6 +62,7 @@ const ILLEGAL_GENERATION: i16 = 22;
 const INCONSISTENT_GROUP_PROTOCOL: i16 = 23;
 const UNKNOWN_MEMBER_ID: i16 = 25;
 const REBALANCE_IN_PROGRESS: i16 = 27;
+const FENCED_INSTANCE_ID: i16 = 82;
 const TOPIC_ALREADY_EXISTS: i16 = 36;
 const INVALID_CONFIG: i16 = 40;
 const INVALID_REQUEST: i16 = 42;
@@ -110,6 +112,7 @@ fn answers() -> Vec<(KafkoError, V1, Proxy, i16)> {
         (K::NotAssigned { topic: t(), partition: 1, member: m() }, (409, "not_assigned", None), (409, 40903), UNKNOWN_MEMBER_ID),
         (K::GroupHasMembers { group: g(), topic: t(), members: 2 }, (409, "group_has_members", None), (409, 40903), NON_EMPTY_GROUP),
         (K::RebalanceInProgress { group: g() }, (409, "rebalance_in_progress", None), (409, 40903), REBALANCE_IN_PROGRESS),
+        (K::FencedInstanceId { group: g(), instance: "i".into(), member: m() }, (409, "fenced_instance_id", None), (409, 40903), FENCED_INSTANCE_ID),
         (K::InconsistentGroupProtocol { group: g(), reason: "r".into() }, (409, "inconsistent_group_protocol", None), (409, 40903), INCONSISTENT_GROUP_PROTOCOL),
         (K::NoValidOffset { group: g(), topic: t(), partition: 0 }, (416, "no_valid_offset", None), (409, 40903), OFFSET_OUT_OF_RANGE),
     ]
@@ -138,6 +141,6 @@ fn every_core_failure_has_its_answer_in_each_front_end() {
     }
     assert!(wrong.is_empty(), "{wrong:#?}");
     // Every variant is in the table, but the partial send.
-    assert_eq!(seen.len(), 30, "{seen:?}");
+    assert_eq!(seen.len(), 31, "{seen:?}");
     assert!(!seen.contains("PartiallyAppended"));
 }

@@ -2,7 +2,9 @@
 //! `--kafka-bind`, classic-protocol requests encoded by the `kafka-protocol` crate. Two
 //! members rebalance and, committing as they go, read every record exactly once; stale
 //! generations and unknown members are refused; offsets committed over Kafka are the
-//! ones `/v1` shows and survive a restart; DescribeGroups, ListGroups and any group id.
+//! ones `/v1` shows and survive a restart with their metadata; DescribeGroups, ListGroups and any group id.
+//! A group of three survives a SIGKILL of the server with no rebalance, and its static
+//! member restarts without one, fencing its old id.
 
 mod common;
 
@@ -10,7 +12,8 @@ use std::collections::BTreeSet;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use common::kafka::codes::{
-    ILLEGAL_GENERATION, MEMBER_ID_REQUIRED, REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID,
+    FENCED_INSTANCE_ID, ILLEGAL_GENERATION, MEMBER_ID_REQUIRED, REBALANCE_IN_PROGRESS,
+    UNKNOWN_MEMBER_ID,
 };
 use common::kafka::{Kafka, s};
 use common::{Server, client, create_topic, get_json};
@@ -391,12 +394,11 @@ async fn offsets_committed_over_kafka_survive_a_restart_and_any_group_id_works()
     server.sigterm().await;
     let server = start(dir.path()).await;
     let mut k = Kafka::connect(&server).await;
-    let after: Vec<i64> = fetch_offsets(&mut k, odd, "t", &[0, 1])
-        .await
-        .into_iter()
-        .map(|(o, _)| o)
-        .collect();
-    assert_eq!(after, [0, 1]);
+    // Offsets and their metadata strings, as committed.
+    assert_eq!(
+        fetch_offsets(&mut k, odd, "t", &[0, 1]).await,
+        [(0, "by ".to_owned()), (1, "by ".to_owned())]
+    );
     let listed = k.call(&ListGroupsRequest::default(), 4).await;
     let names: Vec<&str> = listed.groups.iter().map(|g| g.group_id.as_str()).collect();
     assert_eq!(names, [odd]);
@@ -404,4 +406,129 @@ async fn offsets_committed_over_kafka_survive_a_restart_and_any_group_id_works()
     assert_eq!(fetch_offsets(&mut k, "fresh", "t", &[0]).await[0].0, -1);
     let answer = k.call(&join_request("fresh", "made-up"), 5).await;
     assert_eq!(answer.error_code, UNKNOWN_MEMBER_ID);
+}
+
+/// A JoinGroup of the static member `instance` (v9, which answers `skip_assignment`).
+fn static_join(group: &str, member: &str, instance: &str) -> JoinGroupRequest {
+    let mut request = join_request(group, member);
+    request.group_instance_id = Some(s(instance));
+    request
+}
+
+/// A Heartbeat (v4) naming the static member's instance.
+async fn static_heartbeat(k: &mut Kafka, group: &str, member: &str, instance: &str) -> i16 {
+    let mut request = HeartbeatRequest::default();
+    request.group_id = GroupId(s(group));
+    request.generation_id = 2;
+    request.member_id = s(member);
+    request.group_instance_id = Some(s(instance));
+    k.call(&request, 4).await.error_code
+}
+
+/// `(state, member ids with their assignments)` of `group`, by DescribeGroups.
+async fn described(k: &mut Kafka, group: &str) -> (String, Vec<(String, Bytes)>) {
+    let mut describe = DescribeGroupsRequest::default();
+    describe.groups = vec![GroupId(s(group))];
+    let answer = k.call(&describe, 5).await;
+    let g = &answer.groups[0];
+    let members = g
+        .members
+        .iter()
+        .map(|m| (m.member_id.to_string(), m.member_assignment.clone()))
+        .collect();
+    (g.group_state.to_string(), members)
+}
+
+#[tokio::test]
+async fn a_group_survives_sigkill_and_a_static_member_restarts_with_no_rebalance() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = start(dir.path()).await;
+    create_topic(&client(), &server, "t", json!({"partitions": 3})).await;
+    let g = "survivors";
+    let mut k1 = Kafka::connect(&server).await;
+    // A static member joins with no handshake and leads generation 1.
+    let first = k1.call(&static_join(g, "", "host-1"), 9).await;
+    assert_eq!((first.error_code, first.generation_id), (0, 1));
+    let one = first.member_id.to_string();
+
+    // Two dynamic members join; their joins wait for the first member to rejoin.
+    let mut followers = Vec::new();
+    for _ in 0..2 {
+        let mut k = Kafka::connect(&server).await;
+        followers.push(tokio::spawn(async move {
+            let joined = join(&mut k, g).await;
+            let member = joined.member_id.to_string();
+            let (code, assignment) = sync(&mut k, g, &member, 2, Vec::new()).await;
+            assert_eq!(code, 0);
+            (k, member, assignment)
+        }));
+    }
+    let mut watch = Kafka::connect(&server).await;
+    common::until("three members in the rebalance", async || {
+        described(&mut watch, g).await.1.len() == 3
+    })
+    .await;
+    let again = k1.call(&static_join(g, &one, "host-1"), 9).await;
+    assert_eq!((again.error_code, again.generation_id), (0, 2));
+    assert_eq!(again.leader.as_str(), one);
+    let ids: Vec<String> = again
+        .members
+        .iter()
+        .map(|m| m.member_id.to_string())
+        .collect();
+    let plan: Vec<(&str, Bytes)> = ids
+        .iter()
+        .zip([0, 1, 2])
+        .map(|(id, p)| (id.as_str(), assignment("t", &[p])))
+        .collect();
+    let (code, _) = sync(&mut k1, g, &one, 2, plan.clone()).await;
+    assert_eq!(code, 0);
+    let mut others = Vec::new();
+    for f in followers {
+        let (k, member, got) = f.await.unwrap();
+        let planned = plan.iter().find(|(id, _)| *id == member).unwrap();
+        assert_eq!(got, planned.1, "{member} got what the leader planned");
+        others.push((k, member));
+    }
+    let before = described(&mut watch, g).await;
+    assert_eq!(before.0, "Stable");
+
+    // SIGKILL, restart: every member carries on in generation 2, nobody rejoins.
+    server.sigkill().await;
+    let server = start(dir.path()).await;
+    let mut k = Kafka::connect(&server).await;
+    for id in ids.iter() {
+        assert_eq!(
+            heartbeat(&mut k, g, id, 2).await,
+            0,
+            "{id} after the restart"
+        );
+    }
+    assert_eq!(described(&mut k, g).await, before);
+
+    // The static member restarts within its session: same generation, same
+    // assignment, the leader told to skip assigning; the others see nothing.
+    let back = k.call(&static_join(g, "", "host-1"), 9).await;
+    assert_eq!((back.error_code, back.generation_id), (0, 2));
+    assert!(back.skip_assignment);
+    let new_one = back.member_id.to_string();
+    assert_ne!(new_one, one);
+    assert_eq!(back.leader.as_str(), new_one);
+    let (code, mine) = sync(&mut k, g, &new_one, 2, Vec::new()).await;
+    assert_eq!(
+        (code, mine),
+        (
+            0,
+            plan[ids.iter().position(|i| *i == one).unwrap()].1.clone()
+        )
+    );
+    for (_, member) in &others {
+        assert_eq!(heartbeat(&mut k, g, member, 2).await, 0);
+    }
+    assert_eq!(
+        static_heartbeat(&mut k, g, &one, "host-1").await,
+        FENCED_INSTANCE_ID
+    );
+    assert_eq!(static_heartbeat(&mut k, g, &new_one, "host-1").await, 0);
+    assert_eq!(described(&mut k, g).await.0, "Stable");
 }

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::{decode_v1, read_versioned, write_versioned};
 use crate::config::{GroupConfig, OffsetReset};
@@ -55,18 +56,47 @@ impl From<GroupConfigFileV1> for GroupConfig {
     }
 }
 
-/// Version 1 of `<topic>.offsets`: partition → next offset to read.
+/// `<topic>.offsets`: partition → next offset to read. Version 2 adds `metadata`, the
+/// commits' metadata strings (partition → text, only the non-empty ones); a file with
+/// none is written as version 1, which older builds read.
 #[derive(Debug, Default, Serialize, Deserialize)]
-struct OffsetsFileV1 {
+struct OffsetsFile {
     /// The topic, authoritative over the file name (which is shortened for long names);
     /// absent in files written before long names were shortened.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     topic: Option<String>,
     offsets: BTreeMap<u32, u64>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    metadata: BTreeMap<u32, String>,
 }
 
-/// Committed offsets as read: the topic named in the body, if any, and the offsets.
-pub(crate) type StoredOffsets = (Option<String>, BTreeMap<u32, u64>);
+/// Committed offsets as read: the topic named in the body, if any, the offsets and
+/// their metadata strings.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct StoredOffsets {
+    pub(crate) topic: Option<String>,
+    pub(crate) offsets: BTreeMap<u32, u64>,
+    pub(crate) metadata: BTreeMap<u32, String>,
+}
+
+/// Decodes an offsets body of version 1 or 2.
+fn decode_offsets(version: u32, body: Value) -> std::result::Result<StoredOffsets, String> {
+    let f: OffsetsFile = match version {
+        2 => serde_json::from_value(body).map_err(|e| format!("{OFFSETS_FILE}: {e}"))?,
+        _ => {
+            let f: OffsetsFile = decode_v1(OFFSETS_FILE, version, body)?;
+            if !f.metadata.is_empty() {
+                return Err(format!("{OFFSETS_FILE} version 1 has no metadata"));
+            }
+            f
+        }
+    };
+    Ok(StoredOffsets {
+        topic: f.topic,
+        offsets: f.offsets,
+        metadata: f.metadata,
+    })
+}
 
 /// Reads a group's `group.json`; `Ok(None)` when it does not exist.
 pub(crate) fn read_group_config(storage: &dyn Storage, path: &Path) -> Result<Option<GroupConfig>> {
@@ -92,8 +122,8 @@ pub(crate) fn read_offsets(storage: &dyn Storage, path: &Path) -> Result<Option<
     let Some((version, body)) = read_versioned(storage, path)? else {
         return Ok(None);
     };
-    decode_v1::<OffsetsFileV1>(OFFSETS_FILE, version, body)
-        .map(|f| Some((f.topic, f.offsets)))
+    decode_offsets(version, body)
+        .map(Some)
         .map_err(|reason| KafkoError::corruption(path, state_file::BODY_OFFSET, reason))
 }
 
@@ -103,12 +133,15 @@ pub(crate) fn write_offsets(
     path: &Path,
     topic: &str,
     offsets: &BTreeMap<u32, u64>,
+    metadata: &BTreeMap<u32, String>,
 ) -> Result<()> {
-    let body = OffsetsFileV1 {
+    let body = OffsetsFile {
         topic: Some(topic.to_owned()),
         offsets: offsets.clone(),
+        metadata: metadata.clone(),
     };
-    write_versioned(storage, path, 1, &body)
+    let version = if metadata.is_empty() { 1 } else { 2 };
+    write_versioned(storage, path, version, &body)
 }
 
 /// Decodes a raw `group.json` body (fuzzing).
@@ -122,7 +155,7 @@ pub(crate) fn group_config_body(body: &[u8]) -> std::result::Result<GroupConfig,
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) fn offsets_body(body: &[u8]) -> std::result::Result<StoredOffsets, String> {
     let (version, value) = super::parse_body(body)?;
-    decode_v1::<OffsetsFileV1>(OFFSETS_FILE, version, value).map(|f| (f.topic, f.offsets))
+    decode_offsets(version, value)
 }
 
 #[cfg(test)]
@@ -133,10 +166,34 @@ mod tests {
     fn bodies_without_a_version_read_as_version_one() {
         let c = group_config_body(br#"{"offset_reset":"latest"}"#).unwrap();
         assert_eq!(c.offset_reset, OffsetReset::Latest);
-        let (topic, offsets) = offsets_body(br#"{"offsets":{"0":12,"3":99}}"#).unwrap();
-        assert_eq!(topic, None);
-        assert_eq!(offsets, [(0, 12), (3, 99)].into());
-        let err = offsets_body(br#"{"version":2,"offsets":{}}"#).unwrap_err();
-        assert!(err.contains("version 2"), "{err}");
+        let stored = offsets_body(br#"{"offsets":{"0":12,"3":99}}"#).unwrap();
+        assert_eq!(stored.topic, None);
+        assert_eq!(stored.offsets, [(0, 12), (3, 99)].into());
+        let err = offsets_body(br#"{"version":3,"offsets":{}}"#).unwrap_err();
+        assert!(err.contains("version 3"), "{err}");
+        let err = offsets_body(br#"{"version":1,"offsets":{},"metadata":{"0":"x"}}"#);
+        assert!(err.unwrap_err().contains("no metadata"));
+    }
+
+    #[test]
+    fn metadata_makes_version_two_and_none_keeps_version_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.offsets");
+        let storage = crate::storage::StdStorage;
+        let offsets: BTreeMap<u32, u64> = [(0, 5), (1, 9)].into();
+        for metadata in [BTreeMap::new(), [(1, "by consumer-1".to_owned())].into()] {
+            write_offsets(&storage, &path, "t", &offsets, &metadata).unwrap();
+            let (version, _) = read_versioned(&storage, &path).unwrap().unwrap();
+            assert_eq!(version, if metadata.is_empty() { 1 } else { 2 });
+            let stored = read_offsets(&storage, &path).unwrap().unwrap();
+            assert_eq!(
+                stored,
+                StoredOffsets {
+                    topic: Some("t".into()),
+                    offsets: offsets.clone(),
+                    metadata
+                }
+            );
+        }
     }
 }

@@ -1,4 +1,5 @@
-//! The JSON bodies of the state files (`topic.json`, `group.json`, `<topic>.offsets`):
+//! The JSON bodies of the state files (`topic.json`, `group.json`, `<topic>.offsets`,
+//! `members.json`):
 //! private to this crate, versioned, and converted to and from the library's types here
 //! and nowhere else. Renaming a library field or a REST member therefore never changes
 //! what a data directory holds, nor whether an existing one opens.
@@ -7,6 +8,7 @@
 //! member existed have none and are version 1, the shape they still have.
 
 mod group;
+mod members;
 mod topic;
 
 use std::path::Path;
@@ -19,11 +21,16 @@ use crate::error::{KafkoError, Result};
 use crate::state_file;
 use crate::storage::Storage;
 
-pub(crate) use group::{read_group_config, read_offsets, write_group_config, write_offsets};
+pub(crate) use group::{
+    StoredOffsets, read_group_config, read_offsets, write_group_config, write_offsets,
+};
+pub(crate) use members::{StoredClassic, StoredClassicMember, read_members, write_members};
 pub(crate) use topic::{read_topic_config, write_topic_config};
 
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) use group::{group_config_body, offsets_body};
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) use members::members_body;
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) use topic::topic_config_body;
 

@@ -9,5 +9,5 @@ error_enum! {
     }
     never: AlreadyOpen, PartitionNotFound, OffsetOutOfRange, RecordTooLarge, KeyRequired,
         InvalidRequest, PartiallyAppended, Backpressure, GroupNotFound, UnknownMember,
-        StaleGeneration, NotAssigned, GroupHasMembers, NoValidOffset, RebalanceInProgress, InconsistentGroupProtocol,
+        StaleGeneration, NotAssigned, GroupHasMembers, NoValidOffset, RebalanceInProgress, FencedInstanceId, InconsistentGroupProtocol,
 }

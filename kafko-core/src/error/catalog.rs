@@ -287,6 +287,19 @@ catalog! { $
         /// Live members.
         members: usize,
     }
+    /// A static member's call carried a member id its instance id no longer has: a newer
+    /// instance with the same `group.instance.id` joined since (Kafka's
+    /// FENCED_INSTANCE_ID). The old instance must stop.
+    #[kind(Conflict)]
+    #[error("member '{member}' of group '{group}' was replaced by a newer instance '{instance}'")]
+    FencedInstanceId {
+        /// Group name.
+        group: String,
+        /// The static membership id.
+        instance: String,
+        /// The member id the call carried.
+        member: String,
+    }
     /// The group is rebalancing: rejoin (Kafka's REBALANCE_IN_PROGRESS).
     #[kind(Conflict)]
     #[error("group '{group}' is rebalancing; rejoin")]

@@ -8,5 +8,5 @@ error_enum! {
     never: LimitReached, AlreadyOpen, TopicNotFound, TopicAlreadyExists, InvalidName, InvalidConfig,
         RecordTooLarge, KeyRequired, InvalidRequest, NotCompacted, PartiallyAppended,
         Backpressure, PartitionReadOnly, PartitionPanicked, ShuttingDown, GroupNotFound,
-        UnknownMember, StaleGeneration, NotAssigned, GroupHasMembers, NoValidOffset, RebalanceInProgress, InconsistentGroupProtocol,
+        UnknownMember, StaleGeneration, NotAssigned, GroupHasMembers, NoValidOffset, RebalanceInProgress, FencedInstanceId, InconsistentGroupProtocol,
 }

@@ -6,7 +6,7 @@ error_enum! {
     /// writing the group's state), the group is where it was.
     pub enum GroupError: operation "a group call" {
         InvalidName, InvalidSessionTimeout, GroupNotFound, UnknownMember, StaleGeneration,
-        NotAssigned, GroupHasMembers, RebalanceInProgress, InconsistentGroupProtocol, NoValidOffset, OffsetOutOfRange, TopicDeleted,
+        NotAssigned, GroupHasMembers, RebalanceInProgress, FencedInstanceId, InconsistentGroupProtocol, NoValidOffset, OffsetOutOfRange, TopicDeleted,
         PartitionNotFound, LimitReached, ShuttingDown, Storage, Internal,
     }
     never: AlreadyOpen, TopicNotFound, TopicAlreadyExists, InvalidConfig, RecordTooLarge,

@@ -48,7 +48,7 @@ error_enum! {
         InvalidRequest, PartiallyAppended, Backpressure, PartitionReadOnly, PartitionPanicked,
         ShuttingDown, StorageFull, TooManyOpenFiles, Corruption, Io, NotCompacted, LimitReached, Internal,
         GroupNotFound, UnknownMember, StaleGeneration, NotAssigned, GroupHasMembers,
-        RebalanceInProgress, InconsistentGroupProtocol, NoValidOffset,
+        RebalanceInProgress, FencedInstanceId, InconsistentGroupProtocol, NoValidOffset,
     }
 }
 

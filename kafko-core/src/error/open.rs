@@ -10,5 +10,5 @@ error_enum! {
         PartitionNotFound, OffsetOutOfRange, RecordTooLarge, KeyRequired, InvalidRequest,
         NotCompacted, PartiallyAppended, Backpressure, PartitionReadOnly, PartitionPanicked,
         ShuttingDown, GroupNotFound, UnknownMember, StaleGeneration, NotAssigned,
-        GroupHasMembers, NoValidOffset, RebalanceInProgress, InconsistentGroupProtocol,
+        GroupHasMembers, NoValidOffset, RebalanceInProgress, FencedInstanceId, InconsistentGroupProtocol,
 }

@@ -10,5 +10,5 @@ error_enum! {
     }
     never: LimitReached, AlreadyOpen, TopicNotFound, TopicAlreadyExists, InvalidName, InvalidConfig,
         OffsetOutOfRange, NotCompacted, GroupNotFound, UnknownMember, StaleGeneration,
-        NotAssigned, GroupHasMembers, NoValidOffset, RebalanceInProgress, InconsistentGroupProtocol,
+        NotAssigned, GroupHasMembers, NoValidOffset, RebalanceInProgress, FencedInstanceId, InconsistentGroupProtocol,
 }

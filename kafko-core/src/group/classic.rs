@@ -12,6 +12,15 @@
 //!   wait for the leader's SyncGroup.
 //! - `Stable`: every member has its assignment; heartbeats keep sessions alive.
 //!
+//! Static members (KIP-345) carry a `group.instance.id`. One that joins again with no
+//! member id takes over its earlier member id's place: a stable group keeps every
+//! assignment and the generation, with no rebalance, and the earlier id is fenced
+//! (FENCED_INSTANCE_ID) from then on.
+//!
+//! A stable group (and an emptied one) is marked `dirty` for the coordinator to write
+//! it to `members.json`, so a restart finds every member, the generation, the leader
+//! and the assignments where they were, and no group rebalances because of it.
+//!
 //! This module is pure bookkeeping over [`tokio::time::Instant`]; the waiting calls
 //! live in `classic_calls`. The generation is the group's one generation
 //! ([`Members::generation`](super::membership::Members)).
@@ -24,11 +33,13 @@ use bytes::Bytes;
 use tokio::time::Instant;
 
 pub use super::classic_types::{
-    ClassicGroupDescription, ClassicMemberDescription, GroupProtocol, JoinGroupAnswer,
-    JoinGroupOutcome, JoinGroupRequest, JoinedMember, MemberAssignment,
+    ClassicGroupDescription, ClassicMemberDescription, ClassicMemberId, GroupProtocol,
+    JoinGroupAnswer, JoinGroupOutcome, JoinGroupRequest, JoinedMember, LeaveOutcome,
+    MemberAssignment,
 };
 use super::limits::ClassicTotals;
 use super::pending::PendingIds;
+use crate::disk::{StoredClassic, StoredClassicMember};
 
 /// Estimated heap bytes of a member beyond what its fields name (the map entry, the
 /// struct, the `String` and `Vec` headers).
@@ -142,6 +153,11 @@ pub(crate) struct Classic {
     pub(crate) protocol_type: String,
     pub(crate) protocol: String,
     pub(crate) leader: Option<String>,
+    /// Static members: `group.instance.id` → member id.
+    pub(crate) instances: HashMap<String, String>,
+    /// Changed since last written to `members.json` (the coordinator writes it once the
+    /// group is stable or empty).
+    pub(crate) dirty: bool,
     /// Bytes the members hold (the sum of theirs), as counted in `totals`.
     pub(crate) held: usize,
     /// Pending ids as counted in `totals`.
@@ -163,9 +179,15 @@ impl Drop for Classic {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Refusal {
     UnknownMember,
-    StaleGeneration { current: u64 },
+    StaleGeneration {
+        current: u64,
+    },
     RebalanceInProgress,
     Inconsistent(String),
+    /// The instance id belongs to another member id now.
+    Fenced {
+        instance: String,
+    },
 }
 
 impl Classic {
@@ -188,6 +210,12 @@ impl Classic {
     pub(crate) fn settle(&mut self) {
         let held: usize = self.members.values().map(|m| m.bytes).sum();
         let pending = self.pending_ids.len();
+        let members = &self.members;
+        self.instances.retain(|instance, id| {
+            members
+                .get(id)
+                .is_some_and(|m| m.group_instance_id.as_deref() == Some(instance.as_str()))
+        });
         if let Some(t) = &self.totals {
             ClassicTotals::shift(&t.bytes, self.held, held);
             ClassicTotals::shift(&t.pending, self.counted_pending, pending);
@@ -284,6 +312,7 @@ impl Classic {
             self.leader = None;
             self.protocol.clear();
             self.protocol_type.clear();
+            self.dirty = true;
             return true;
         }
         if self
@@ -410,6 +439,9 @@ impl Classic {
                 self.members.insert(id.to_owned(), member);
             }
         }
+        if let Some(instance) = &request.group_instance_id {
+            self.instances.insert(instance.clone(), id.to_owned());
+        }
         self.settle();
         self.prepare(now);
         if let Some(m) = self.members.get_mut(id) {
@@ -441,18 +473,92 @@ impl Classic {
             leader,
             member_id: id.to_owned(),
             members,
+            skip_assignment: false,
         })
     }
 
-    /// Checks `id` may act in `generation` now, and records its heartbeat.
+    /// A static member's join with no member id, whose instance id belongs to member
+    /// `old`: the member takes `new` as its id and keeps its place and assignment (the
+    /// leadership too). In a stable group whose chosen assignor stays the same, that is
+    /// all (returns true: answer at once, same generation); otherwise the member joins
+    /// the rebalance under way, or starts one (returns false: wait).
+    pub(crate) fn replace_static(
+        &mut self,
+        old: &str,
+        new: &str,
+        request: &JoinGroupRequest,
+        now: Instant,
+    ) -> bool {
+        let Some(mut member) = self.members.remove(old) else {
+            return false;
+        };
+        member.group_instance_id = request.group_instance_id.clone();
+        member.client_id = request.client_id.clone();
+        member.client_host = request.client_host.clone();
+        member.session_timeout = request.session_timeout;
+        member.rebalance_timeout = request.rebalance_timeout;
+        member.protocols = request.protocols.clone();
+        member.last_seen = now;
+        member.joined = true;
+        member.footprint(new);
+        self.members.insert(new.to_owned(), member);
+        if let Some(instance) = &request.group_instance_id {
+            self.instances.insert(instance.clone(), new.to_owned());
+        }
+        if self.leader.as_deref() == Some(old) {
+            self.leader = Some(new.to_owned());
+        }
+        self.settle();
+        self.dirty = true;
+        match self.phase {
+            Phase::Stable if self.choose_protocol() == self.protocol => true,
+            Phase::Preparing { .. } => false,
+            _ => {
+                // After the leader's SyncGroup could have named the old id, or with
+                // another assignor: everyone rejoins.
+                self.prepare(now);
+                if let Some(m) = self.members.get_mut(new) {
+                    m.joined = true;
+                }
+                false
+            }
+        }
+    }
+
+    /// Who holds `instance` now, if anyone.
+    pub(crate) fn instance_holder(&self, instance: &str) -> Option<&String> {
+        self.instances.get(instance)
+    }
+
+    /// Checks that a call naming `who` comes from the member its instance id (if any)
+    /// belongs to, as Kafka checks: an unknown instance is an unknown member, an instance
+    /// held by another member id is fenced.
+    pub(crate) fn check_instance(&self, who: ClassicMemberId<'_>) -> Result<(), Refusal> {
+        let Some(instance) = who.group_instance_id else {
+            return Ok(());
+        };
+        match self.instances.get(instance) {
+            None => Err(Refusal::UnknownMember),
+            Some(holder) if holder != who.member_id => Err(Refusal::Fenced {
+                instance: instance.to_owned(),
+            }),
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// Checks `who` may act in `generation` now, and records its heartbeat.
     pub(crate) fn check(
         &mut self,
-        id: &str,
+        who: ClassicMemberId<'_>,
         generation: u64,
         current: u64,
         now: Instant,
     ) -> Result<(), Refusal> {
-        let member = self.members.get_mut(id).ok_or(Refusal::UnknownMember)?;
+        self.check_instance(who)?;
+        let member = self
+            .members
+            .get_mut(who.member_id)
+            .ok_or(Refusal::UnknownMember)?;
         member.last_seen = now;
         if matches!(self.phase, Phase::Preparing { .. }) {
             return Err(Refusal::RebalanceInProgress);
@@ -474,6 +580,84 @@ impl Classic {
         }
         self.settle();
         self.phase = Phase::Stable;
+        self.dirty = true;
+    }
+
+    /// What `members.json` keeps of a stable group (`Some`), or `None` for an empty one
+    /// (the file goes). A group in a rebalance has nothing new to keep: `Err(())`.
+    pub(crate) fn snapshot(&self, generation: u64) -> Result<Option<StoredClassic>, ()> {
+        match self.phase {
+            Phase::Empty => Ok(None),
+            Phase::Stable => Ok(Some(StoredClassic {
+                generation,
+                protocol_type: self.protocol_type.clone(),
+                protocol: self.protocol.clone(),
+                leader: self.leader.clone().unwrap_or_default(),
+                members: self
+                    .members
+                    .iter()
+                    .map(|(id, m)| StoredClassicMember {
+                        member_id: id.clone(),
+                        group_instance_id: m.group_instance_id.clone(),
+                        client_id: m.client_id.clone(),
+                        client_host: m.client_host.clone(),
+                        session_timeout: m.session_timeout,
+                        rebalance_timeout: m.rebalance_timeout,
+                        protocols: m
+                            .protocols
+                            .iter()
+                            .map(|p| (p.name.clone(), p.metadata.clone()))
+                            .collect(),
+                        assignment: m.assignment.clone(),
+                        partitions: m.partitions.clone(),
+                    })
+                    .collect(),
+            })),
+            Phase::Preparing { .. } | Phase::Completing => Err(()),
+        }
+    }
+
+    /// A stable group as `members.json` kept it, every session starting at `now` (as
+    /// Kafka's coordinator does when it loads a group): members that come back in time
+    /// carry on in their generation with their assignments.
+    pub(crate) fn restore(stored: StoredClassic, now: Instant) -> Classic {
+        let mut c = Classic::default();
+        for s in stored.members {
+            let mut m = ClassicMember {
+                group_instance_id: s.group_instance_id,
+                client_id: s.client_id,
+                client_host: s.client_host,
+                session_timeout: s.session_timeout,
+                rebalance_timeout: s.rebalance_timeout,
+                last_seen: now,
+                protocols: s
+                    .protocols
+                    .into_iter()
+                    .map(|(name, metadata)| GroupProtocol { name, metadata })
+                    .collect(),
+                joined: false,
+                assignment: s.assignment,
+                partitions: s.partitions,
+                bytes: 0,
+            };
+            m.footprint(&s.member_id);
+            if let Some(instance) = &m.group_instance_id {
+                c.instances.insert(instance.clone(), s.member_id.clone());
+            }
+            c.members.insert(s.member_id, m);
+        }
+        if c.members.is_empty() {
+            return c;
+        }
+        c.protocol_type = stored.protocol_type;
+        c.protocol = stored.protocol;
+        c.leader = Some(stored.leader).filter(|l| c.members.contains_key(l));
+        if c.leader.is_none() {
+            c.leader = c.members.keys().next().cloned();
+        }
+        c.phase = Phase::Stable;
+        c.settle();
+        c
     }
 
     /// Removes members; the others must rejoin. Returns the ids that were members.

@@ -7,6 +7,11 @@
 //! A waiting call holds no lock: it waits on the group's `changed` signal until the
 //! phase moves or its deadline passes, then looks again. Whichever call notices a
 //! passed deadline completes the rebalance, so no timer task is needed.
+//!
+//! A call that leaves the group stable with new members or assignments, or empty,
+//! writes `members.json` (`persist_classic`): the leader's SyncGroup and a static
+//! member's quiet rejoin wait for that write before they answer; other changes (a
+//! leave, an expiry) are written by a task of their own.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -16,10 +21,10 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::classic::{
-    JoinGroupOutcome, JoinGroupRequest, MemberAssignment, Phase, Refusal, assignment_bytes,
-    join_bytes,
+    ClassicMemberId, JoinGroupOutcome, JoinGroupRequest, LeaveOutcome, MemberAssignment, Phase,
+    Refusal, assignment_bytes, join_bytes,
 };
-use super::coordinator::{GroupState, group_not_found};
+use super::coordinator::{GroupState, group_not_found, persist_classic};
 use super::handle::GroupHandle;
 use super::membership::new_member_id;
 use super::{GroupConfig, PartitionOffset};
@@ -76,7 +81,18 @@ impl GroupHandle {
             Refusal::Inconsistent(reason) => {
                 KafkoError::InconsistentGroupProtocol { group, reason }
             }
+            Refusal::Fenced { instance } => KafkoError::FencedInstanceId {
+                group,
+                instance,
+                member: member.to_owned(),
+            },
         }
+    }
+
+    /// Writes the group's Kafka members if they changed (see `persist_classic`).
+    async fn persist_members(&self) -> Result<()> {
+        let c = self.coordinator();
+        persist_classic(c.store.clone(), c.groups.clone(), self.name.to_string()).await
     }
 
     /// The group's rebalance signal, to register on before looking at its state (so a
@@ -138,7 +154,21 @@ impl GroupHandle {
         if m.classic.expire(now, &mut m.generation) {
             changed.notify_waiters();
         }
-        f(g, &changed)
+        let out = f(g, &changed);
+        // A change worth keeping that no caller waits to write: written in the
+        // background (the write takes the group's write lock, not this one).
+        if g.members.classic.dirty
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            let c = self.coordinator();
+            let (store, groups, group) = (c.store.clone(), c.groups.clone(), name.to_owned());
+            runtime.spawn(async move {
+                if let Err(e) = persist_classic(store, groups, group.clone()).await {
+                    tracing::warn!(group, error = %e, "writing the group's members failed");
+                }
+            });
+        }
+        out
     }
 
     /// Kafka's JoinGroup: admits the member (the member-id handshake first, when the
@@ -187,7 +217,24 @@ impl GroupHandle {
             let c = &mut g.members.classic;
             c.check_protocols(&request)
                 .map_err(|r| self.refused(&request.member_id, r, 0))?;
-            let id = if request.member_id.is_empty() {
+            // A static member: a join with no id takes over its instance's place (or
+            // joins as a new member, with no id handshake); one with an id must be
+            // the id its instance has.
+            let mut replaces = None;
+            let id = if let Some(instance) = request.group_instance_id.as_deref() {
+                if request.member_id.is_empty() {
+                    replaces = c.instance_holder(instance).cloned();
+                    format!("{instance}-{}", new_member_id())
+                } else {
+                    let who = ClassicMemberId {
+                        member_id: &request.member_id,
+                        group_instance_id: Some(instance),
+                    };
+                    c.check_instance(who)
+                        .map_err(|r| self.refused(&request.member_id, r, 0))?;
+                    request.member_id.clone()
+                }
+            } else if request.member_id.is_empty() {
                 let id = new_member_id();
                 // Past the server's pending ids, the member joins without the handshake.
                 if request.require_known_member_id
@@ -206,7 +253,10 @@ impl GroupHandle {
             } else {
                 return Err(self.refused(&request.member_id, Refusal::UnknownMember, 0));
             };
-            let old = c.members.get(&id).map(|m| m.bytes);
+            let old = c
+                .members
+                .get(replaces.as_ref().unwrap_or(&id))
+                .map(|m| m.bytes);
             if old.is_none() && c.members.len() >= limits.max_size {
                 return Err(limit("group members", limits.max_size));
             }
@@ -219,6 +269,23 @@ impl GroupHandle {
                 return Err(limit("group bytes", limits.max_group_bytes));
             }
             let generation = g.members.generation;
+            if let Some(old) = replaces {
+                let quiet = c.replace_static(&old, &id, &request, now);
+                // A join still waiting under the old id ends: that id is gone.
+                changed.notify_waiters();
+                tracing::info!(group, member = %id, replaced = %old, "static member rejoined");
+                if quiet {
+                    let mut answer = c
+                        .answer(&id, generation)
+                        .ok_or_else(|| self.refused(&id, Refusal::UnknownMember, 0))?;
+                    answer.skip_assignment = answer.leader == id;
+                    return Ok(Err(JoinGroupOutcome::Joined(answer)));
+                }
+                if c.try_complete(&mut g.members.generation, false, now) {
+                    changed.notify_waiters();
+                }
+                return Ok(Ok((id, generation)));
+            }
             if !c.admit(&id, &request, now) {
                 let answer = c.answer(&id, generation);
                 return Ok(Err(answer.map_or_else(
@@ -234,7 +301,11 @@ impl GroupHandle {
         })?;
         let (id, joined_in) = match admitted {
             Ok(waiting) => waiting,
-            Err(answered) => return Ok(answered),
+            Err(answered) => {
+                // A static member's quiet rejoin changed the member ids: durable first.
+                self.persist_members().await?;
+                return Ok(answered);
+            }
         };
         let answer = self
             .wait_for(|g, changed| {
@@ -271,17 +342,19 @@ impl GroupHandle {
     /// `UnknownMember`, `StaleGeneration`, `RebalanceInProgress` (rejoin), `GroupNotFound`.
     pub async fn classic_sync(
         &self,
-        member_id: &str,
+        who: impl Into<ClassicMemberId<'_>>,
         generation: u64,
         assignments: Vec<MemberAssignment>,
     ) -> Result<Bytes, GroupError> {
+        let who = who.into();
+        let member_id = who.member_id;
         let mut assignments = Some(assignments);
         let assignment = self
             .wait_for(|g, changed| {
                 let now = Instant::now();
                 let m = &mut g.members;
                 let c = &mut m.classic;
-                c.check(member_id, generation, m.generation, now)
+                c.check(who, generation, m.generation, now)
                     .map_err(|r| self.refused(member_id, r, generation))?;
                 if c.phase == Phase::Completing && c.leader.as_deref() == Some(member_id) {
                     let given = assignments.take().unwrap_or_default();
@@ -319,6 +392,8 @@ impl GroupHandle {
                 Ok(Step::Until(leader_expires))
             })
             .await?;
+        // The generation's assignments are durable before anyone acts on them.
+        self.persist_members().await?;
         Ok(assignment)
     }
 
@@ -336,12 +411,17 @@ impl GroupHandle {
     /// # Errors
     /// `RebalanceInProgress` (rejoin), `StaleGeneration`, `UnknownMember`,
     /// `GroupNotFound`.
-    pub fn classic_heartbeat(&self, member_id: &str, generation: u64) -> Result<(), GroupError> {
+    pub fn classic_heartbeat<'a>(
+        &self,
+        who: impl Into<ClassicMemberId<'a>>,
+        generation: u64,
+    ) -> Result<(), GroupError> {
+        let who = who.into();
         self.with_classic(false, |g, _| {
             let m = &mut g.members;
             m.classic
-                .check(member_id, generation, m.generation, Instant::now())
-                .map_err(|r| self.refused(member_id, r, generation))
+                .check(who, generation, m.generation, Instant::now())
+                .map_err(|r| self.refused(who.member_id, r, generation))
         })?;
         Ok(())
     }
@@ -350,24 +430,69 @@ impl GroupHandle {
     /// were not members.
     ///
     /// # Errors
-    /// `GroupNotFound`.
-    pub fn classic_leave(&self, member_ids: &[String]) -> Result<Vec<String>, GroupError> {
-        let gone = self.with_classic(false, |g, changed| {
-            let m = &mut g.members;
-            let gone = m
-                .classic
-                .remove(member_ids, Instant::now(), &mut m.generation);
-            if !gone.is_empty() {
-                changed.notify_waiters();
-            }
-            Ok(gone)
-        })?;
-        let gone: HashSet<&str> = gone.iter().map(String::as_str).collect();
+    /// `GroupNotFound`, or the storage failure of writing the emptied group.
+    pub async fn classic_leave(&self, member_ids: &[String]) -> Result<Vec<String>, GroupError> {
+        let members: Vec<(String, Option<String>)> =
+            member_ids.iter().map(|id| (id.clone(), None)).collect();
+        let outcomes = self.classic_leave_members(&members).await?;
         Ok(member_ids
             .iter()
-            .filter(|id| !gone.contains(id.as_str()))
-            .cloned()
+            .zip(outcomes)
+            .filter(|(_, outcome)| *outcome != LeaveOutcome::Left)
+            .map(|(id, _)| id.clone())
             .collect())
+    }
+
+    /// Kafka's LeaveGroup v3+: each `(member id, group.instance.id)` leaves. A static
+    /// member may name only its instance (an empty member id); a member id its instance
+    /// no longer has is fenced. The others rejoin. One outcome per member, in order (a
+    /// member named twice leaves once, then is unknown). An emptied group is durable
+    /// as such before the answer.
+    ///
+    /// # Errors
+    /// `GroupNotFound`, or the storage failure of writing the emptied group.
+    pub async fn classic_leave_members(
+        &self,
+        members: &[(String, Option<String>)],
+    ) -> Result<Vec<LeaveOutcome>, GroupError> {
+        let outcomes = self.with_classic(false, |g, changed| {
+            let m = &mut g.members;
+            let c = &mut m.classic;
+            let mut leaving = Vec::new();
+            let mut outcomes = Vec::with_capacity(members.len());
+            let mut seen = HashSet::new();
+            for (member_id, instance) in members {
+                let id = match instance.as_deref() {
+                    Some(instance) if member_id.is_empty() => c.instance_holder(instance).cloned(),
+                    _ => Some(member_id.clone()),
+                };
+                let who = ClassicMemberId {
+                    member_id: id.as_deref().unwrap_or(member_id),
+                    group_instance_id: instance.as_deref(),
+                };
+                let checked = c.check_instance(who);
+                let outcome = match (id, checked) {
+                    (_, Err(Refusal::Fenced { .. })) => LeaveOutcome::FencedInstanceId,
+                    (Some(id), Ok(()))
+                        if c.members.contains_key(&id) && seen.insert(id.clone()) =>
+                    {
+                        leaving.push(id);
+                        LeaveOutcome::Left
+                    }
+                    _ => LeaveOutcome::UnknownMember,
+                };
+                outcomes.push(outcome);
+            }
+            if !c
+                .remove(&leaving, Instant::now(), &mut m.generation)
+                .is_empty()
+            {
+                changed.notify_waiters();
+            }
+            Ok(outcomes)
+        })?;
+        self.persist_members().await?;
+        Ok(outcomes)
     }
 
     /// Kafka's OffsetCommit on one topic: from a member in its generation
@@ -382,7 +507,7 @@ impl GroupHandle {
     /// failure (nothing changes).
     pub async fn classic_commit(
         &self,
-        member: Option<(&str, u64)>,
+        member: Option<(ClassicMemberId<'_>, u64)>,
         topic: &TopicHandle,
         offsets: &[CommitOffset],
     ) -> Result<(), GroupError> {
@@ -396,10 +521,10 @@ impl GroupHandle {
         self.with_classic(true, |g, _| {
             let m = &mut g.members;
             match member {
-                Some((id, generation)) => m
+                Some((who, generation)) => m
                     .classic
-                    .check(id, generation, m.generation, Instant::now())
-                    .map_err(|r| self.refused(id, r, generation)),
+                    .check(who, generation, m.generation, Instant::now())
+                    .map_err(|r| self.refused(who.member_id, r, generation)),
                 None if m.classic.is_active() => Err(self.refused("", Refusal::UnknownMember, 0)),
                 None if m.count_on(&t.name) > 0 => Err(KafkoError::GroupHasMembers {
                     group: group.to_owned(),
@@ -416,13 +541,17 @@ impl GroupHandle {
                 offset: o.offset,
             })
             .collect();
+        let metadata = offsets
+            .iter()
+            .filter_map(|o| {
+                let text = o.metadata.as_ref().filter(|s| !s.is_empty())?;
+                Some((o.partition, text.clone()))
+            })
+            .collect();
         self.coordinator()
-            .commit(group, &t.name, &plain, |ts| {
+            .commit_with_metadata(group, &t.name, &plain, metadata, |ts| {
                 for o in offsets {
                     ts.set_committed(o.partition, o.offset);
-                    if let Some(text) = o.metadata.as_ref().filter(|s| !s.is_empty()) {
-                        ts.metadata.insert(o.partition, text.clone());
-                    }
                 }
             })
             .await?;

@@ -60,7 +60,7 @@ fn a_second_member_waits_for_the_first_to_rejoin_and_only_the_leader_sees_member
         "a has not rejoined"
     );
     assert_eq!(
-        c.check("a", 1, generation, now),
+        c.check("a".into(), 1, generation, now),
         Err(Refusal::RebalanceInProgress)
     );
     c.admit("a", &join("a", &["range", "roundrobin"]), now);

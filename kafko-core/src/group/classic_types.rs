@@ -64,6 +64,46 @@ pub struct JoinGroupAnswer {
     pub member_id: String,
     /// Every member with its metadata: for the leader only, empty for the others.
     pub members: Vec<JoinedMember>,
+    /// The leader must not compute an assignment: a static leader rejoined a stable
+    /// group, which keeps every member's assignment (JoinGroup v9's `skip_assignment`).
+    pub skip_assignment: bool,
+}
+
+/// A classic member as its calls name it: the member id and, for a static member
+/// (KIP-345), its `group.instance.id`. A call whose instance id now belongs to another
+/// member id is fenced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClassicMemberId<'a> {
+    /// Member id.
+    pub member_id: &'a str,
+    /// Static membership id, if the call carried one.
+    pub group_instance_id: Option<&'a str>,
+}
+
+impl<'a> From<&'a str> for ClassicMemberId<'a> {
+    fn from(member_id: &'a str) -> Self {
+        ClassicMemberId {
+            member_id,
+            group_instance_id: None,
+        }
+    }
+}
+
+impl<'a> From<&'a String> for ClassicMemberId<'a> {
+    fn from(member_id: &'a String) -> Self {
+        member_id.as_str().into()
+    }
+}
+
+/// What became of one member a LeaveGroup named.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeaveOutcome {
+    /// It left; the others rejoin.
+    Left,
+    /// No such member (or no such static member).
+    UnknownMember,
+    /// Its instance id belongs to a newer member id.
+    FencedInstanceId,
 }
 
 /// What a JoinGroup got.

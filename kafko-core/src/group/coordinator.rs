@@ -15,6 +15,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::acknowledge::{Answer, Frontier};
+use super::classic::Classic;
 use super::eviction::DEFAULT_IDLE_GROUP_TIMEOUT;
 use super::limits::{ClassicTotals, GroupLimits};
 use super::membership::Members;
@@ -58,7 +59,7 @@ pub(super) struct TopicState {
     /// The implicit member's frontier per partition: what its auto-commit may commit.
     pub(super) frontier: BTreeMap<u32, Frontier>,
     /// The metadata string of each partition's last commit that carried one (Kafka
-    /// clients read it back); kept in memory only.
+    /// clients read it back). Durable: equal to the `.offsets` file.
     pub(super) metadata: BTreeMap<u32, String>,
 }
 
@@ -115,7 +116,6 @@ impl TopicState {
     /// answer in flight on it no longer moves it.
     pub(super) fn set_committed(&mut self, partition: u32, offset: u64) {
         self.committed.insert(partition, offset);
-        self.metadata.remove(&partition);
         self.positions.insert(partition, offset);
         self.leases.remove(&partition);
         self.pending.remove(&partition);
@@ -252,11 +252,16 @@ impl Coordinator {
         for (name, stored) in store.load_all()? {
             let mut g = GroupState::new(stored.config);
             g.durable = true;
-            for (topic, committed) in stored.topics {
+            if let Some(members) = stored.members {
+                g.members.generation = members.generation;
+                g.members.classic = Classic::restore(members, Instant::now());
+            }
+            for (topic, stored) in stored.topics {
                 g.topics.insert(
                     topic,
                     TopicState {
-                        committed,
+                        committed: stored.offsets,
+                        metadata: stored.metadata,
                         ..Default::default()
                     },
                 );
@@ -288,6 +293,21 @@ impl Coordinator {
         offsets: &[PartitionOffset],
         publish: impl FnOnce(&mut TopicState),
     ) -> Result<()> {
+        self.commit_with_metadata(group, topic, offsets, BTreeMap::new(), publish)
+            .await
+    }
+
+    /// [`commit`](Self::commit) with the commit's metadata strings (partition → text):
+    /// each committed partition's string is replaced by the one given, or cleared, as a
+    /// Kafka commit replaces offset and metadata together.
+    pub(super) async fn commit_with_metadata(
+        &self,
+        group: &str,
+        topic: &str,
+        offsets: &[PartitionOffset],
+        metadata: BTreeMap<u32, String>,
+        publish: impl FnOnce(&mut TopicState),
+    ) -> Result<()> {
         let Some(persist) = self.lock().get(group).map(|g| g.persist.clone()) else {
             return Err(group_not_found(group));
         };
@@ -295,26 +315,26 @@ impl Coordinator {
         if persist.deleted.load(Ordering::Acquire) {
             return Err(group_not_found(group));
         }
-        let mut next = self
+        let (mut next, mut next_metadata) = self
             .lock()
             .get(group)
             .and_then(|g| g.topics.get(topic))
-            .map(|ts| ts.committed.clone())
+            .map(|ts| (ts.committed.clone(), ts.metadata.clone()))
             .unwrap_or_default();
-        let before = next.clone();
+        let before = (next.clone(), next_metadata.clone());
         for po in offsets {
             next.insert(po.partition, po.offset);
+            next_metadata.remove(&po.partition);
         }
-        if next != before {
-            let (store, g, t, body) = (
-                self.store.clone(),
-                group.to_owned(),
-                topic.to_owned(),
-                next.clone(),
-            );
+        next_metadata.extend(metadata);
+        if (&next, &next_metadata) != (&before.0, &before.1) {
+            let (store, g, t) = (self.store.clone(), group.to_owned(), topic.to_owned());
+            let (body, strings) = (next.clone(), next_metadata.clone());
             // fsync + rename + fsync dir: keep it off the async workers.
-            crate::storage::blocking("offset commit", move || store.write_offsets(&g, &t, &body))
-                .await?;
+            crate::storage::blocking("offset commit", move || {
+                store.write_offsets(&g, &t, &body, &strings)
+            })
+            .await?;
         }
         let mut groups = self.lock();
         let ts = groups
@@ -324,6 +344,7 @@ impl Coordinator {
             .entry(topic.to_owned())
             .or_default();
         ts.committed = next;
+        ts.metadata = next_metadata;
         publish(ts);
         Ok(())
     }
@@ -353,6 +374,52 @@ impl Coordinator {
         }
         Ok(())
     }
+}
+
+/// Writes `group`'s Kafka members to `members.json` if they changed since the last
+/// write and the group is stable or empty (during a rebalance the last stable
+/// generation stays on disk, and the write waits for the next one). Under the group's
+/// write lock, with the state taken under that lock, so the last write is always the
+/// newest state. A failed write leaves the group marked for the next attempt.
+pub(super) async fn persist_classic(
+    store: Arc<OffsetStore>,
+    groups: Arc<Mutex<Groups>>,
+    group: String,
+) -> Result<()> {
+    let Some(persist) = lock(&groups).get(&group).map(|g| g.persist.clone()) else {
+        return Ok(());
+    };
+    let _writing = persist.lock.lock().await;
+    if persist.deleted.load(Ordering::Acquire) {
+        return Ok(());
+    }
+    let snapshot = {
+        let mut all = lock(&groups);
+        let Some(g) = all.get_mut(&group) else {
+            return Ok(());
+        };
+        let m = &mut g.members;
+        if !m.classic.dirty {
+            return Ok(());
+        }
+        let Ok(snapshot) = m.classic.snapshot(m.generation) else {
+            return Ok(());
+        };
+        m.classic.dirty = false;
+        g.durable |= snapshot.is_some();
+        snapshot
+    };
+    let name = group.clone();
+    let written = crate::storage::blocking("writing group members", move || {
+        store.write_members(&name, snapshot.as_ref())
+    })
+    .await;
+    if written.is_err()
+        && let Some(g) = lock(&groups).get_mut(&group)
+    {
+        g.members.classic.dirty = true;
+    }
+    written
 }
 
 pub(super) fn group_not_found(group: &str) -> KafkoError {

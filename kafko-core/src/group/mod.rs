@@ -61,8 +61,9 @@ mod pending;
 use std::time::Duration;
 
 pub use classic::{
-    ClassicGroupDescription, ClassicMemberDescription, GroupProtocol, JoinGroupAnswer,
-    JoinGroupOutcome, JoinGroupRequest, JoinedMember, MemberAssignment,
+    ClassicGroupDescription, ClassicMemberDescription, ClassicMemberId, GroupProtocol,
+    JoinGroupAnswer, JoinGroupOutcome, JoinGroupRequest, JoinedMember, LeaveOutcome,
+    MemberAssignment,
 };
 pub use classic_calls::{CommitOffset, CommittedOffset};
 pub(crate) use coordinator::Coordinator;

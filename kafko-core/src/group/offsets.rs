@@ -1,7 +1,9 @@
 //! The durable side of groups: `<data>/groups/<group>/<topic>.offsets` (committed
 //! offsets; topics over 200 characters use a shortened file name and keep the full name
-//! in the body) and `<data>/groups/<group>/group.json` (options), both CRC-framed state files
-//! replaced atomically (write temp, fsync, rename, fsync directory), read back on open.
+//! in the body), `<data>/groups/<group>/group.json` (options) and
+//! `<data>/groups/<group>/members.json` (the Kafka members of its last stable
+//! generation), all CRC-framed state files replaced atomically (write temp, fsync,
+//! rename, fsync directory), read back on open.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -14,6 +16,7 @@ use crate::naming::{validate_group_name, validate_name};
 use crate::storage::{self, Storage};
 
 const CONFIG_FILE: &str = "group.json";
+const MEMBERS_FILE: &str = "members.json";
 const OFFSETS_EXT: &str = ".offsets";
 
 /// Longest topic name used verbatim in a file name: `<topic>.offsets.tmp` must fit the
@@ -36,8 +39,10 @@ fn offsets_file_name(topic: &str) -> String {
 #[derive(Debug, Default)]
 pub(crate) struct StoredGroup {
     pub(crate) config: GroupConfig,
-    /// Topic → committed offsets.
-    pub(crate) topics: BTreeMap<String, BTreeMap<u32, u64>>,
+    /// Topic → committed offsets and their metadata strings.
+    pub(crate) topics: BTreeMap<String, disk::StoredOffsets>,
+    /// Its Kafka members as of their last stable generation.
+    pub(crate) members: Option<disk::StoredClassic>,
 }
 
 /// Reads and writes group files under `<data>/groups`.
@@ -78,6 +83,7 @@ impl OffsetStore {
             }
             let mut stored = StoredGroup {
                 config: disk::read_group_config(s, &dir.join(CONFIG_FILE))?.unwrap_or_default(),
+                members: disk::read_members(s, &dir.join(MEMBERS_FILE))?,
                 ..Default::default()
             };
             for path in s
@@ -95,8 +101,8 @@ impl OffsetStore {
                 let Some(stem) = name.strip_suffix(OFFSETS_EXT) else {
                     continue;
                 };
-                if let Some((topic, offsets)) = disk::read_offsets(s, &path)? {
-                    let topic = topic.unwrap_or_else(|| stem.to_owned());
+                if let Some(offsets) = disk::read_offsets(s, &path)? {
+                    let topic = offsets.topic.clone().unwrap_or_else(|| stem.to_owned());
                     if validate_name(&topic).is_err() || offsets_file_name(&topic) != name {
                         continue;
                     }
@@ -116,16 +122,18 @@ impl OffsetStore {
         Ok(dir)
     }
 
-    /// Replaces the committed offsets of `group` on `topic`.
+    /// Replaces the committed offsets of `group` on `topic`, with their metadata
+    /// strings.
     pub(crate) fn write_offsets(
         &self,
         group: &str,
         topic: &str,
         offsets: &BTreeMap<u32, u64>,
+        metadata: &BTreeMap<u32, String>,
     ) -> Result<()> {
         let dir = self.ensure_dir(group)?;
         let path = dir.join(offsets_file_name(topic));
-        disk::write_offsets(&*self.storage, &path, topic, offsets)
+        disk::write_offsets(&*self.storage, &path, topic, offsets, metadata)
     }
 
     /// Replaces the group's options.
@@ -134,10 +142,30 @@ impl OffsetStore {
         disk::write_group_config(&*self.storage, &dir.join(CONFIG_FILE), config)
     }
 
+    /// Replaces the group's `members.json` with `members`, or removes it (`None`).
+    pub(crate) fn write_members(
+        &self,
+        group: &str,
+        members: Option<&disk::StoredClassic>,
+    ) -> Result<()> {
+        match members {
+            Some(members) => {
+                let dir = self.ensure_dir(group)?;
+                disk::write_members(&*self.storage, &dir.join(MEMBERS_FILE), members)
+            }
+            None => self.remove_file(group, MEMBERS_FILE),
+        }
+    }
+
     /// Removes the offsets of `group` on `topic` (absent is fine).
     pub(crate) fn remove_offsets(&self, group: &str, topic: &str) -> Result<()> {
+        self.remove_file(group, &offsets_file_name(topic))
+    }
+
+    /// Removes one file of `group` durably (absent is fine).
+    fn remove_file(&self, group: &str, name: &str) -> Result<()> {
         let dir = self.group_dir(group);
-        let path = dir.join(offsets_file_name(topic));
+        let path = dir.join(name);
         match self.storage.remove_file(&path) {
             Ok(()) => self
                 .storage
@@ -176,13 +204,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = OffsetStore::new(dir.path(), Arc::new(StdStorage));
         let offsets: BTreeMap<u32, u64> = [(0, 5), (3, 17)].into();
-        store.write_offsets("g", "t", &offsets).unwrap();
+        store
+            .write_offsets("g", "t", &offsets, &[(3, "m".to_owned())].into())
+            .unwrap();
         let config = GroupConfig {
             offset_reset: super::super::OffsetReset::Latest,
         };
         store.write_config("g", &config).unwrap();
         let loaded = store.load_all().unwrap();
-        assert_eq!(loaded["g"].topics["t"], offsets);
+        assert_eq!(loaded["g"].topics["t"].offsets, offsets);
+        assert_eq!(loaded["g"].topics["t"].metadata, [(3, "m".into())].into());
         assert_eq!(loaded["g"].config, config);
         store.remove_offsets("g", "t").unwrap();
         assert!(store.load_all().unwrap()["g"].topics.is_empty());
@@ -196,13 +227,20 @@ mod tests {
         let store = OffsetStore::new(dir.path(), Arc::new(StdStorage));
         let long_a = "a".repeat(249);
         let long_b = format!("{}b", "a".repeat(248));
-        store.write_offsets("g", &long_a, &[(0, 1)].into()).unwrap();
-        store.write_offsets("g", &long_b, &[(0, 2)].into()).unwrap();
-        store.write_offsets("g", "short", &[(0, 3)].into()).unwrap();
+        let none = BTreeMap::new();
+        store
+            .write_offsets("g", &long_a, &[(0, 1)].into(), &none)
+            .unwrap();
+        store
+            .write_offsets("g", &long_b, &[(0, 2)].into(), &none)
+            .unwrap();
+        store
+            .write_offsets("g", "short", &[(0, 3)].into(), &none)
+            .unwrap();
         let loaded = store.load_all().unwrap();
-        assert_eq!(loaded["g"].topics[&long_a], [(0, 1)].into());
-        assert_eq!(loaded["g"].topics[&long_b], [(0, 2)].into());
-        assert_eq!(loaded["g"].topics["short"], [(0, 3)].into());
+        assert_eq!(loaded["g"].topics[&long_a].offsets, [(0, 1)].into());
+        assert_eq!(loaded["g"].topics[&long_b].offsets, [(0, 2)].into());
+        assert_eq!(loaded["g"].topics["short"].offsets, [(0, 3)].into());
         store.remove_offsets("g", &long_a).unwrap();
         assert!(!store.load_all().unwrap()["g"].topics.contains_key(&long_a));
         assert!(offsets_file_name(&long_a).len() + ".tmp".len() <= 255);

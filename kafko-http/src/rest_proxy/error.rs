@@ -223,6 +223,7 @@ impl From<Failure> for ProxyError {
             | Kind::LimitReached { .. }
             | Kind::StaleGeneration { .. }
             | Kind::RebalanceInProgress
+            | Kind::FencedInstanceId
             | Kind::InconsistentGroupProtocol
             | Kind::OffsetOutOfRange { .. }
             | Kind::NoValidOffset { .. } => Self::new(S::CONFLICT, ILLEGAL_STATE, message),

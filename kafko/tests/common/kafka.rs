@@ -132,6 +132,7 @@ pub mod codes {
     pub const UNKNOWN_MEMBER_ID: i16 = 25;
     pub const INVALID_SESSION_TIMEOUT: i16 = 26;
     pub const REBALANCE_IN_PROGRESS: i16 = 27;
+    pub const FENCED_INSTANCE_ID: i16 = 82;
     pub const INVALID_CONFIG: i16 = 40;
     pub const INVALID_REQUEST: i16 = 42;
     pub const MEMBER_ID_REQUIRED: i16 = 79;
