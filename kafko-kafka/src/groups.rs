@@ -135,7 +135,9 @@ pub(crate) async fn join_group(
             response.protocol_name = Some(str(&answer.protocol));
             response.leader = str(&answer.leader);
             response.member_id = str(&answer.member_id);
-            response.skip_assignment = answer.skip_assignment;
+            // Older versions have no such field: their leader computes an assignment
+            // that the stable group does not take (its SyncGroup gets its own back).
+            response.skip_assignment = answer.skip_assignment && version >= 9;
             response.members = answer
                 .members
                 .into_iter()

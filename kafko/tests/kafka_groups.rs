@@ -530,5 +530,16 @@ async fn a_group_survives_sigkill_and_a_static_member_restarts_with_no_rebalance
         FENCED_INSTANCE_ID
     );
     assert_eq!(static_heartbeat(&mut k, g, &new_one, "host-1").await, 0);
+    // JoinGroup v5 (librdkafka's) has no skip_assignment: the same answer without it.
+    let v5 = k.call(&static_join(g, "", "host-1"), 5).await;
+    assert_eq!((v5.error_code, v5.generation_id), (0, 2));
+    assert_eq!(
+        (v5.leader.as_str(), v5.members.len()),
+        (v5.member_id.as_str(), 3)
+    );
+    assert_eq!(
+        static_heartbeat(&mut k, g, &new_one, "host-1").await,
+        FENCED_INSTANCE_ID
+    );
     assert_eq!(described(&mut k, g).await.0, "Stable");
 }

@@ -8,8 +8,9 @@
 # delete the topic. The Python clients run scripts/clients/kafka_flow.py; kafkajs runs
 # scripts/clients/kafka/flow.mjs and compares records through /v1 (it consumes only in a
 # group); kcat runs below, its topic made through /v1 (it has no admin API). Then: a
-# transactional producer is refused at once; confluent-kafka over SASL/PLAIN against a
-# second server run with --auth-token. (README.md's sessions: 15-readme-defaults.sh.)
+# transactional producer is refused at once; a group of three static members survives a
+# SIGKILL of the server (scripts/clients/group_restart.py); confluent-kafka over
+# SASL/PLAIN against a second server run with --auth-token. (README.md's sessions: 15-readme-defaults.sh.)
 # Pinned clients, installed here on first use: PyPI into .venv-test/ (confluent-kafka,
 # kafka-python, aiokafka), npm into scripts/clients/kafka/node_modules from its lock
 # file (kafkajs), Debian's kcat.
@@ -90,6 +91,11 @@ curl -fsS -X DELETE "$URL/v1/topics/$T" >/dev/null
 echo "  ok  delete"
 
 fail_on_panic
+
+# A live group of three static confluent-kafka consumers across a SIGKILL of a server of
+# its own, then a static member's restart: nobody is revoked, nothing moves.
+cargo build --quiet -p kafko
+timeout 180 "$VENV/bin/python" scripts/clients/group_restart.py "$PWD/target/debug/kafko" "$WORK"
 
 # SASL/PLAIN: a second server with a token.
 KAFKO_AUTH_TOKEN=flow-token launch "$WORK/sasl" --kafka-bind 127.0.0.1:0
