@@ -20,9 +20,18 @@ pub(crate) struct BrokerConfig {
     pub(crate) flagged: bool,
 }
 
-/// Offsets stay committed until their group or topic is deleted: the longest
-/// `offsets.retention.minutes` Kafka's INT holds.
-const OFFSETS_KEPT_MINUTES: &str = "2147483647";
+/// `offsets.retention.minutes` of a server that keeps offsets until their group or
+/// topic is deleted: the longest Kafka's INT holds.
+const OFFSETS_KEPT_MINUTES: i64 = 2_147_483_647;
+
+/// `offsets.retention.minutes` as Kafka states it.
+fn retention_minutes(retention: Option<std::time::Duration>) -> String {
+    retention
+        .map_or(OFFSETS_KEPT_MINUTES, |d| {
+            i64::try_from(d.as_secs() / 60).unwrap_or(OFFSETS_KEPT_MINUTES)
+        })
+        .to_string()
+}
 
 /// Every broker config this node reports, sorted by name.
 pub(crate) fn broker_configs(broker: &ListenerState) -> Vec<BrokerConfig> {
@@ -84,8 +93,8 @@ pub(crate) fn broker_configs(broker: &ListenerState) -> Vec<BrokerConfig> {
     );
     add(
         "offsets.retention.minutes",
-        OFFSETS_KEPT_MINUTES.into(),
-        OFFSETS_KEPT_MINUTES.into(),
+        retention_minutes(service.kafko.offsets_retention()),
+        retention_minutes(Some(kafko_core::DEFAULT_OFFSETS_RETENTION)),
         ConfigType::Int,
     );
     add(

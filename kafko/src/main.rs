@@ -116,6 +116,15 @@ struct Args {
     /// committed) and no live member is kept after its last join, poll, commit or seek, ms.
     #[arg(long, env = "KAFKO_IDLE_GROUP_TIMEOUT_MS", default_value_t = 30_000)]
     idle_group_timeout_ms: u64,
+    /// How long a consumer group with no live member keeps a committed offset after its
+    /// commit and after its last member, minutes (Kafka's `offsets.retention.minutes`);
+    /// 0 keeps offsets until their group or topic is deleted.
+    #[arg(
+        long,
+        env = "KAFKO_OFFSETS_RETENTION_MINUTES",
+        default_value_t = 10_080
+    )]
+    offsets_retention_minutes: u64,
     /// How often retention and compaction run over every partition, ms (Kafka's
     /// `log.retention.check.interval.ms`).
     #[arg(
@@ -339,6 +348,10 @@ async fn run(args: Args) -> Result<(), StartError> {
     let kafko = Kafko::builder(&args.data_dir)
         .idle_group_timeout(Duration::from_millis(args.idle_group_timeout_ms))
         .retention_check_interval(Duration::from_millis(args.log_retention_check_interval_ms))
+        .offsets_retention(
+            (args.offsets_retention_minutes > 0)
+                .then(|| Duration::from_secs(args.offsets_retention_minutes.saturating_mul(60))),
+        )
         .max_open_segment_files(open_segment_files)
         .max_topics(
             args.max_topics

@@ -228,7 +228,10 @@ async fn the_broker_reports_the_configs_clients_ask_with_kafkos_values() {
         (Some("1048576".into()), DEFAULT_CONFIG)
     );
     assert_eq!(get("default.replication.factor").0.as_deref(), Some("1"));
-    assert!(get("offsets.retention.minutes").0.is_some());
+    assert_eq!(
+        get("offsets.retention.minutes"),
+        (Some("10080".into()), DEFAULT_CONFIG)
+    );
     assert_eq!(
         get("log.dirs").0,
         Some(tmp.path().join("d").display().to_string())

@@ -23,6 +23,7 @@ pub struct KafkoOptions {
     storage: Arc<dyn Storage>,
     retention_check_interval: Duration,
     idle_group_timeout: Duration,
+    offsets_retention: Option<Duration>,
     max_open_segment_files: usize,
     limits: Limits,
     group_limits: crate::GroupLimits,
@@ -47,10 +48,20 @@ impl KafkoOptions {
             storage: Arc::new(StdStorage),
             retention_check_interval: Duration::from_secs(30),
             idle_group_timeout: crate::group::DEFAULT_IDLE_GROUP_TIMEOUT,
+            offsets_retention: Some(crate::group::DEFAULT_OFFSETS_RETENTION),
             max_open_segment_files: DEFAULT_MAX_OPEN_SEGMENT_FILES,
             limits: Limits::default(),
             group_limits: crate::GroupLimits::default(),
         }
+    }
+
+    /// How long a group with no live member keeps a committed offset after its last
+    /// commit and after the group last had a member (Kafka's `offsets.retention.minutes`;
+    /// default 7 days); `None` keeps offsets until their group or topic is deleted.
+    /// Checked every retention check interval.
+    pub fn offsets_retention(mut self, retention: Option<Duration>) -> Self {
+        self.offsets_retention = retention;
+        self
     }
 
     /// How long a consumer group that holds nothing on disk (never configured, no
@@ -154,6 +165,7 @@ impl Kafko {
         let topic_ids = topics.iter().map(|(n, t)| (t.id, n.clone())).collect();
         let mut groups = recovered.groups;
         groups.set_idle_timeout(options.idle_group_timeout);
+        groups.set_offsets_retention(options.offsets_retention);
         groups.set_limits(options.group_limits);
         let (stop, _) = watch::channel(false);
         let inner = Arc::new(Inner {
@@ -228,6 +240,9 @@ impl Kafko {
                 }
                 if let Err(e) = crate::compaction::compact_all(&kafko).await {
                     tracing::warn!(error = %e, "compaction pass failed");
+                }
+                if let Err(e) = kafko.expire_group_offsets().await {
+                    tracing::warn!(error = %e, "offsets retention pass failed");
                 }
             }
         });

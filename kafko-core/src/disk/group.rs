@@ -56,9 +56,10 @@ impl From<GroupConfigFileV1> for GroupConfig {
     }
 }
 
-/// `<topic>.offsets`: partition → next offset to read. Version 2 adds `metadata`, the
-/// commits' metadata strings (partition → text, only the non-empty ones); a file with
-/// none is written as version 1, which older builds read.
+/// `<topic>.offsets`: partition → next offset to read. Version 2 adds `committed_at`
+/// (partition → the commit's wall-clock time, ms; what offsets retention counts from)
+/// and `metadata`, the commits' metadata strings (partition → text, only the non-empty
+/// ones).
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct OffsetsFile {
     /// The topic, authoritative over the file name (which is shortened for long names);
@@ -66,6 +67,8 @@ struct OffsetsFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     topic: Option<String>,
     offsets: BTreeMap<u32, u64>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    committed_at: BTreeMap<u32, i64>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     metadata: BTreeMap<u32, String>,
 }
@@ -76,6 +79,8 @@ struct OffsetsFile {
 pub(crate) struct StoredOffsets {
     pub(crate) topic: Option<String>,
     pub(crate) offsets: BTreeMap<u32, u64>,
+    /// When each offset was committed (ms); absent in version 1 files.
+    pub(crate) committed_at: BTreeMap<u32, i64>,
     pub(crate) metadata: BTreeMap<u32, String>,
 }
 
@@ -85,8 +90,10 @@ fn decode_offsets(version: u32, body: Value) -> std::result::Result<StoredOffset
         2 => serde_json::from_value(body).map_err(|e| format!("{OFFSETS_FILE}: {e}"))?,
         _ => {
             let f: OffsetsFile = decode_v1(OFFSETS_FILE, version, body)?;
-            if !f.metadata.is_empty() {
-                return Err(format!("{OFFSETS_FILE} version 1 has no metadata"));
+            if !f.metadata.is_empty() || !f.committed_at.is_empty() {
+                return Err(format!(
+                    "{OFFSETS_FILE} version 1 has no metadata or commit times"
+                ));
             }
             f
         }
@@ -94,6 +101,7 @@ fn decode_offsets(version: u32, body: Value) -> std::result::Result<StoredOffset
     Ok(StoredOffsets {
         topic: f.topic,
         offsets: f.offsets,
+        committed_at: f.committed_at,
         metadata: f.metadata,
     })
 }
@@ -131,17 +139,15 @@ pub(crate) fn read_offsets(storage: &dyn Storage, path: &Path) -> Result<Option<
 pub(crate) fn write_offsets(
     storage: &dyn Storage,
     path: &Path,
-    topic: &str,
-    offsets: &BTreeMap<u32, u64>,
-    metadata: &BTreeMap<u32, String>,
+    stored: &StoredOffsets,
 ) -> Result<()> {
     let body = OffsetsFile {
-        topic: Some(topic.to_owned()),
-        offsets: offsets.clone(),
-        metadata: metadata.clone(),
+        topic: stored.topic.clone(),
+        offsets: stored.offsets.clone(),
+        committed_at: stored.committed_at.clone(),
+        metadata: stored.metadata.clone(),
     };
-    let version = if metadata.is_empty() { 1 } else { 2 };
-    write_versioned(storage, path, version, &body)
+    write_versioned(storage, path, 2, &body)
 }
 
 /// Decodes a raw `group.json` body (fuzzing).
@@ -176,24 +182,19 @@ mod tests {
     }
 
     #[test]
-    fn metadata_makes_version_two_and_none_keeps_version_one() {
+    fn version_two_keeps_commit_times_and_metadata() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.offsets");
         let storage = crate::storage::StdStorage;
-        let offsets: BTreeMap<u32, u64> = [(0, 5), (1, 9)].into();
-        for metadata in [BTreeMap::new(), [(1, "by consumer-1".to_owned())].into()] {
-            write_offsets(&storage, &path, "t", &offsets, &metadata).unwrap();
-            let (version, _) = read_versioned(&storage, &path).unwrap().unwrap();
-            assert_eq!(version, if metadata.is_empty() { 1 } else { 2 });
-            let stored = read_offsets(&storage, &path).unwrap().unwrap();
-            assert_eq!(
-                stored,
-                StoredOffsets {
-                    topic: Some("t".into()),
-                    offsets: offsets.clone(),
-                    metadata
-                }
-            );
-        }
+        let stored = StoredOffsets {
+            topic: Some("t".into()),
+            offsets: [(0, 5), (1, 9)].into(),
+            committed_at: [(0, 1_700_000_000_000), (1, 1_700_000_000_123)].into(),
+            metadata: [(1, "by consumer-1".to_owned())].into(),
+        };
+        write_offsets(&storage, &path, &stored).unwrap();
+        let (version, _) = read_versioned(&storage, &path).unwrap().unwrap();
+        assert_eq!(version, 2);
+        assert_eq!(read_offsets(&storage, &path).unwrap().unwrap(), stored);
     }
 }

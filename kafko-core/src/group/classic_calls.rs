@@ -157,16 +157,8 @@ impl GroupHandle {
         let out = f(g, &changed);
         // A change worth keeping that no caller waits to write: written in the
         // background (the write takes the group's write lock, not this one).
-        if g.members.classic.dirty
-            && let Ok(runtime) = tokio::runtime::Handle::try_current()
-        {
-            let c = self.coordinator();
-            let (store, groups, group) = (c.store.clone(), c.groups.clone(), name.to_owned());
-            runtime.spawn(async move {
-                if let Err(e) = persist_classic(store, groups, group.clone()).await {
-                    tracing::warn!(group, error = %e, "writing the group's members failed");
-                }
-            });
+        if g.members.classic.dirty {
+            self.coordinator().persist_in_background(name);
         }
         out
     }

@@ -47,6 +47,9 @@ pub(super) struct Lease {
 pub(super) struct TopicState {
     /// Durable: equal to the `.offsets` file.
     pub(super) committed: BTreeMap<u32, u64>,
+    /// When each committed offset was committed (wall clock, ms); durable with it.
+    /// Offsets retention counts from it.
+    pub(super) committed_at: BTreeMap<u32, i64>,
     /// Where the group reads next, per partition (past answers in flight).
     pub(super) positions: BTreeMap<u32, u64>,
     pub(super) leases: BTreeMap<u32, Lease>,
@@ -153,6 +156,9 @@ pub(super) struct GroupState {
     /// Woken when a Kafka-protocol rebalance moves on (members waiting in JoinGroup or
     /// SyncGroup).
     pub(super) changed: Arc<tokio::sync::Notify>,
+    /// When the offsets-retention sweep last saw the group with live members (wall
+    /// clock, ms; 0: not since the open). Retention counts from it too.
+    pub(super) members_seen_ms: i64,
 }
 
 impl GroupState {
@@ -194,11 +200,16 @@ impl GroupState {
             durable: false,
             last_used: Instant::now(),
             changed: Arc::new(tokio::sync::Notify::new()),
+            members_seen_ms: 0,
         }
     }
 }
 
 pub(super) type Groups = BTreeMap<String, GroupState>;
+
+/// A commit that changes nothing still renews its offsets' commit time once it is this
+/// old (ms).
+const RENEW_COMMIT_TIME_MS: i64 = 60_000;
 
 /// The broker's groups: in-memory state over the durable [`OffsetStore`].
 pub(crate) struct Coordinator {
@@ -217,6 +228,8 @@ pub(crate) struct Coordinator {
     pub(super) limits: GroupLimits,
     /// What the classic members of every group hold together.
     pub(super) totals: Arc<ClassicTotals>,
+    /// Kafka's `offsets.retention.minutes` (`None`: offsets are kept until deleted).
+    pub(super) offsets_retention: Option<Duration>,
 }
 
 /// Who is calling: a member in a generation, or the implicit single member.
@@ -256,11 +269,19 @@ impl Coordinator {
                 g.members.generation = members.generation;
                 g.members.classic = Classic::restore(members, Instant::now());
             }
+            let opened_at = crate::record::now_ms();
             for (topic, stored) in stored.topics {
+                // Files from before commit times were kept count from this open.
+                let mut committed_at = stored.committed_at;
+                for &partition in stored.offsets.keys() {
+                    committed_at.entry(partition).or_insert(opened_at);
+                }
+                committed_at.retain(|p, _| stored.offsets.contains_key(p));
                 g.topics.insert(
                     topic,
                     TopicState {
                         committed: stored.offsets,
+                        committed_at,
                         metadata: stored.metadata,
                         ..Default::default()
                     },
@@ -276,6 +297,7 @@ impl Coordinator {
             max_groups: None,
             limits: GroupLimits::default(),
             totals: Arc::default(),
+            offsets_retention: Some(super::DEFAULT_OFFSETS_RETENTION),
         })
     }
 
@@ -315,24 +337,42 @@ impl Coordinator {
         if persist.deleted.load(Ordering::Acquire) {
             return Err(group_not_found(group));
         }
-        let (mut next, mut next_metadata) = self
+        let (mut next, mut next_at, mut next_metadata) = self
             .lock()
             .get(group)
             .and_then(|g| g.topics.get(topic))
-            .map(|ts| (ts.committed.clone(), ts.metadata.clone()))
+            .map(|ts| {
+                let at = ts.committed_at.clone();
+                (ts.committed.clone(), at, ts.metadata.clone())
+            })
             .unwrap_or_default();
         let before = (next.clone(), next_metadata.clone());
+        let now = crate::record::now_ms();
+        // A commit of the same offsets renews them (retention counts from it), written
+        // at most once a minute so that repeated commits of a quiet partition cost
+        // nothing.
+        let stale = offsets.iter().any(|po| {
+            next_at
+                .get(&po.partition)
+                .is_none_or(|&at| now.saturating_sub(at) >= RENEW_COMMIT_TIME_MS)
+        });
+        let before_at = next_at.clone();
         for po in offsets {
             next.insert(po.partition, po.offset);
+            next_at.insert(po.partition, now);
             next_metadata.remove(&po.partition);
         }
         next_metadata.extend(metadata);
-        if (&next, &next_metadata) != (&before.0, &before.1) {
+        let changed = (&next, &next_metadata) != (&before.0, &before.1);
+        if !changed && !stale {
+            next_at = before_at;
+        }
+        if changed || stale {
             let (store, g, t) = (self.store.clone(), group.to_owned(), topic.to_owned());
-            let (body, strings) = (next.clone(), next_metadata.clone());
+            let (body, at, strings) = (next.clone(), next_at.clone(), next_metadata.clone());
             // fsync + rename + fsync dir: keep it off the async workers.
             crate::storage::blocking("offset commit", move || {
-                store.write_offsets(&g, &t, &body, &strings)
+                store.write_offsets(&g, &t, &body, &at, &strings)
             })
             .await?;
         }
@@ -344,6 +384,7 @@ impl Coordinator {
             .entry(topic.to_owned())
             .or_default();
         ts.committed = next;
+        ts.committed_at = next_at;
         ts.metadata = next_metadata;
         publish(ts);
         Ok(())

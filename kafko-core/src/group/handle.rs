@@ -84,6 +84,24 @@ impl Kafko {
         self.inner.groups.limits
     }
 
+    /// How long a group with no live member keeps a committed offset (`None`: until
+    /// deleted); see [`KafkoOptions::offsets_retention`](crate::KafkoOptions::offsets_retention).
+    pub fn offsets_retention(&self) -> Option<std::time::Duration> {
+        self.inner.groups.offsets_retention()
+    }
+
+    /// Runs offsets retention now (the maintenance task runs it every retention check
+    /// interval): removes, durably, every committed offset of a group without live
+    /// members whose commit, and the group's last member, are older than the retention.
+    /// Returns how many offsets went.
+    ///
+    /// # Errors
+    /// The storage failure of a removal (that group and topic keep their offsets).
+    pub async fn expire_group_offsets(&self) -> Result<usize, GroupError> {
+        let now = crate::record::now_ms();
+        Ok(self.inner.groups.expire_offsets(now).await?)
+    }
+
     /// Every group, by name.
     pub fn list_groups(&self) -> Vec<GroupListing> {
         self.inner

@@ -55,6 +55,7 @@ mod lag;
 mod lease;
 mod limits;
 mod membership;
+mod offset_expiry;
 mod offsets;
 mod pending;
 
@@ -74,6 +75,10 @@ pub use lag::{GroupLag, GroupLagPage};
 pub use limits::GroupLimits;
 
 pub use crate::config::{GroupConfig, MAX_SESSION_TIMEOUT, OffsetReset};
+
+/// How long a group without members keeps a committed offset after its commit, by
+/// default: Kafka's `offsets.retention.minutes` default, 7 days.
+pub const DEFAULT_OFFSETS_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// A member's identity in one generation, carried by its polls and commits.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -122,18 +122,25 @@ impl OffsetStore {
         Ok(dir)
     }
 
-    /// Replaces the committed offsets of `group` on `topic`, with their metadata
-    /// strings.
+    /// Replaces the committed offsets of `group` on `topic`, with their commit times
+    /// and metadata strings.
     pub(crate) fn write_offsets(
         &self,
         group: &str,
         topic: &str,
         offsets: &BTreeMap<u32, u64>,
+        committed_at: &BTreeMap<u32, i64>,
         metadata: &BTreeMap<u32, String>,
     ) -> Result<()> {
         let dir = self.ensure_dir(group)?;
         let path = dir.join(offsets_file_name(topic));
-        disk::write_offsets(&*self.storage, &path, topic, offsets, metadata)
+        let stored = disk::StoredOffsets {
+            topic: Some(topic.to_owned()),
+            offsets: offsets.clone(),
+            committed_at: committed_at.clone(),
+            metadata: metadata.clone(),
+        };
+        disk::write_offsets(&*self.storage, &path, &stored)
     }
 
     /// Replaces the group's options.
@@ -205,7 +212,13 @@ mod tests {
         let store = OffsetStore::new(dir.path(), Arc::new(StdStorage));
         let offsets: BTreeMap<u32, u64> = [(0, 5), (3, 17)].into();
         store
-            .write_offsets("g", "t", &offsets, &[(3, "m".to_owned())].into())
+            .write_offsets(
+                "g",
+                "t",
+                &offsets,
+                &[(0, 1)].into(),
+                &[(3, "m".to_owned())].into(),
+            )
             .unwrap();
         let config = GroupConfig {
             offset_reset: super::super::OffsetReset::Latest,
@@ -227,15 +240,15 @@ mod tests {
         let store = OffsetStore::new(dir.path(), Arc::new(StdStorage));
         let long_a = "a".repeat(249);
         let long_b = format!("{}b", "a".repeat(248));
-        let none = BTreeMap::new();
+        let (none, none_meta) = (BTreeMap::new(), BTreeMap::new());
         store
-            .write_offsets("g", &long_a, &[(0, 1)].into(), &none)
+            .write_offsets("g", &long_a, &[(0, 1)].into(), &none, &none_meta)
             .unwrap();
         store
-            .write_offsets("g", &long_b, &[(0, 2)].into(), &none)
+            .write_offsets("g", &long_b, &[(0, 2)].into(), &none, &none_meta)
             .unwrap();
         store
-            .write_offsets("g", "short", &[(0, 3)].into(), &none)
+            .write_offsets("g", "short", &[(0, 3)].into(), &none, &none_meta)
             .unwrap();
         let loaded = store.load_all().unwrap();
         assert_eq!(loaded["g"].topics[&long_a].offsets, [(0, 1)].into());
