@@ -22,7 +22,7 @@ use super::classic::{
 use super::coordinator::{GroupState, group_not_found};
 use super::handle::GroupHandle;
 use super::membership::new_member_id;
-use super::{GroupConfig, PartitionOffset};
+use super::{ClassicGroupDescription, GroupConfig, PartitionOffset};
 use crate::error::{GroupError, KafkoError, Result};
 use crate::handle::TopicHandle;
 
@@ -425,6 +425,46 @@ impl GroupHandle {
                     }
                 }
             })
+            .await?;
+        Ok(())
+    }
+
+    /// Kafka's OffsetDelete on one topic: deletes the group's committed offsets of
+    /// `partitions` of `topic` durably, unless a live member reads the topic: one of
+    /// kafko's own members subscribed to it, or, for a group of Kafka clients with
+    /// members, what `reads_topic` says of it (from their subscriptions). A partition
+    /// without a committed offset is no error.
+    ///
+    /// # Errors
+    /// `GroupNotFound`; `GroupHasMembers` while a live member reads the topic (nothing
+    /// changes); `ShuttingDown`; or the write's storage failure (nothing changes).
+    pub async fn classic_delete_offsets(
+        &self,
+        topic: &str,
+        partitions: &[u32],
+        reads_topic: impl FnOnce(&ClassicGroupDescription) -> bool,
+    ) -> Result<(), GroupError> {
+        self.check_not_closing()?;
+        let group = &*self.name;
+        self.with_classic(false, |g, _| {
+            let m = &g.members;
+            let own = m.count_on(topic);
+            let classic = if m.classic.is_active() && reads_topic(&m.classic.describe()) {
+                m.classic.members.len()
+            } else {
+                0
+            };
+            if own + classic > 0 {
+                return Err(KafkoError::GroupHasMembers {
+                    group: group.to_owned(),
+                    topic: topic.to_owned(),
+                    members: own + classic,
+                });
+            }
+            Ok(())
+        })?;
+        self.coordinator()
+            .delete_committed(group, topic, partitions)
             .await?;
         Ok(())
     }
