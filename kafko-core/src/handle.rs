@@ -74,7 +74,8 @@ impl TopicHandle {
         self.topic.id
     }
 
-    /// Number of partitions (fixed at creation).
+    /// Number of partitions now ([`Kafko::create_partitions`](crate::Kafko::create_partitions)
+    /// raises it; it is never lowered).
     pub fn partitions(&self) -> u32 {
         self.topic.partition_count()
     }
