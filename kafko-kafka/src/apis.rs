@@ -7,9 +7,9 @@
 
 use bytes::Bytes;
 use kafka_protocol::messages::{
-    AlterConfigsRequest, ApiKey, ApiVersionsRequest, CreateTopicsRequest, DeleteGroupsRequest,
-    DeleteRecordsRequest, DeleteTopicsRequest, DescribeAclsRequest, DescribeClusterRequest,
-    DescribeConfigsRequest, DescribeGroupsRequest, DescribeLogDirsRequest,
+    AlterConfigsRequest, ApiKey, ApiVersionsRequest, CreatePartitionsRequest, CreateTopicsRequest,
+    DeleteGroupsRequest, DeleteRecordsRequest, DeleteTopicsRequest, DescribeAclsRequest,
+    DescribeClusterRequest, DescribeConfigsRequest, DescribeGroupsRequest, DescribeLogDirsRequest,
     DescribeProducersRequest, FetchRequest, FindCoordinatorRequest, HeartbeatRequest,
     IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest,
     ListGroupsRequest, ListOffsetsRequest, MetadataRequest, OffsetCommitRequest,
@@ -258,6 +258,10 @@ apis! {
     IncrementalAlterConfigs 0..=1, INCREMENTAL_ALTER_CONFIGS, Authenticated,
         IncrementalAlterConfigsRequest => |cx, r| {
         cx.answer(&configs::incremental_alter_configs(cx.broker, r).await)
+    };
+    CreatePartitions 0..=3, CREATE_PARTITIONS, Authenticated,
+        CreatePartitionsRequest => |cx, r| {
+        cx.answer(&admin::create_partitions(cx.broker, r).await)
     };
     DeleteGroups 0..=2, DELETE_GROUPS, Authenticated, DeleteGroupsRequest => |cx, r| {
         cx.answer(&cluster::delete_groups(cx.broker, r).await)

@@ -512,6 +512,23 @@ mod tests {
                 ])
                 .with_timeout_ms(100)
         });
+        covers(&mut seen, ApiKey::CreatePartitions, |_| {
+            CreatePartitionsRequest::default()
+                .with_topics(vec![
+                    create_partitions_request::CreatePartitionsTopic::default()
+                        .with_name(t("t"))
+                        .with_count(3)
+                        .with_assignments(Some(vec![
+                            create_partitions_request::CreatePartitionsAssignment::default()
+                                .with_broker_ids(vec![0.into()]),
+                        ])),
+                    create_partitions_request::CreatePartitionsTopic::default()
+                        .with_name(t("u"))
+                        .with_count(2)
+                        .with_assignments(None),
+                ])
+                .with_validate_only(true)
+        });
         covers(&mut seen, ApiKey::OffsetDelete, |_| {
             OffsetDeleteRequest::default()
                 .with_group_id(GroupId(s("g")))

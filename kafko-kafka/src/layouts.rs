@@ -244,6 +244,15 @@ const DELETE_RECORDS_PARTITION: &[Field] = &[all(I32), all(I64)];
 const DELETE_RECORDS_TOPIC: &[Field] = &[all(Ty::Str), all(Ty::Array(DELETE_RECORDS_PARTITION))];
 pub(super) const DELETE_RECORDS: &[Field] = &[all(Ty::Array(DELETE_RECORDS_TOPIC)), all(I32)];
 
+const CREATE_PARTITIONS_ASSIGNMENT: &[Field] = &[all(Ty::Fixeds(4))];
+const CREATE_PARTITIONS_TOPIC: &[Field] = &[
+    all(Ty::Str),
+    all(I32),
+    all(Ty::Array(CREATE_PARTITIONS_ASSIGNMENT)),
+];
+pub(super) const CREATE_PARTITIONS: &[Field] =
+    &[all(Ty::Array(CREATE_PARTITIONS_TOPIC)), all(I32), all(BOOL)];
+
 const LOG_DIRS_TOPIC: &[Field] = &[all(Ty::Str), all(Ty::Fixeds(4))];
 pub(super) const DESCRIBE_LOG_DIRS: &[Field] = &[all(Ty::Array(LOG_DIRS_TOPIC))];
 

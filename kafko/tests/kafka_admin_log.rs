@@ -3,13 +3,18 @@
 //! and `/v1` and ListOffsets agree), deletes the segments below it and answers Kafka's
 //! error codes; OffsetDelete deletes a group's committed offsets unless a live member
 //! subscribes to the topic; DescribeLogDirs shows the data directory and the partitions'
-//! sizes; DescribeProducers shows the idempotent producers that wrote to a partition.
+//! sizes; DescribeProducers shows the idempotent producers that wrote to a partition;
+//! CreatePartitions raises a topic's partition count (at once in Metadata, durably,
+//! with keyed records routed over the new count).
 
 mod common;
 
 use bytes::Bytes;
 use common::kafka::{Kafka, Rec, batch, create_topic, name, produce_batch, s};
 use common::{Server, client, get, get_json, post_json, problem, put_json};
+use kafka_protocol::messages::create_partitions_request::{
+    CreatePartitionsAssignment, CreatePartitionsTopic,
+};
 use kafka_protocol::messages::delete_records_request::{
     DeleteRecordsPartition, DeleteRecordsTopic,
 };
@@ -17,6 +22,7 @@ use kafka_protocol::messages::describe_log_dirs_request::DescribableLogDirTopic;
 use kafka_protocol::messages::describe_producers_request::TopicRequest;
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::offset_commit_request::{
     OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 };
@@ -25,15 +31,18 @@ use kafka_protocol::messages::offset_delete_request::{
 };
 use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
 use kafka_protocol::messages::{
-    DeleteRecordsRequest, DescribeLogDirsRequest, DescribeProducersRequest, GroupId,
-    InitProducerIdRequest, JoinGroupRequest, ListOffsetsRequest, OffsetCommitRequest,
-    OffsetDeleteRequest, OffsetFetchRequest,
+    CreatePartitionsRequest, DeleteRecordsRequest, DescribeLogDirsRequest,
+    DescribeProducersRequest, GroupId, InitProducerIdRequest, JoinGroupRequest, ListOffsetsRequest,
+    MetadataRequest, OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest,
 };
 use serde_json::json;
 
 const OFFSET_OUT_OF_RANGE: i16 = 1;
 const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
 const POLICY_VIOLATION: i16 = 44;
+const INVALID_PARTITIONS: i16 = 37;
+const INVALID_REPLICA_ASSIGNMENT: i16 = 39;
+const INVALID_REQUEST: i16 = 42;
 const GROUP_ID_NOT_FOUND: i16 = 69;
 const MEMBER_ID_REQUIRED: i16 = 79;
 const GROUP_SUBSCRIBED_TO_TOPIC: i16 = 86;
@@ -596,4 +605,194 @@ async fn describe_producers_shows_the_idempotent_producers_of_a_partition() {
         r.topics[1].partitions[0].error_code,
         UNKNOWN_TOPIC_OR_PARTITION
     );
+}
+
+/// A CreatePartitions entry: `topic` to `count`, with `assignments` (broker ids per new
+/// partition) when given.
+fn grow(topic: &str, count: i32, assignments: Option<&[&[i32]]>) -> CreatePartitionsTopic {
+    CreatePartitionsTopic::default()
+        .with_name(name(topic))
+        .with_count(count)
+        .with_assignments(assignments.map(|list| {
+            list.iter()
+                .map(|ids| {
+                    CreatePartitionsAssignment::default()
+                        .with_broker_ids(ids.iter().map(|&b| b.into()).collect())
+                })
+                .collect()
+        }))
+}
+
+/// CreatePartitions at `version`: each answer's (name, error code).
+async fn create_partitions(
+    k: &mut Kafka,
+    topics: Vec<CreatePartitionsTopic>,
+    validate_only: bool,
+    version: i16,
+) -> Vec<(String, i16)> {
+    let request = CreatePartitionsRequest::default()
+        .with_timeout_ms(10_000)
+        .with_validate_only(validate_only)
+        .with_topics(topics);
+    k.call(&request, version)
+        .await
+        .results
+        .iter()
+        .map(|r| (r.name.to_string(), r.error_code))
+        .collect()
+}
+
+/// The partition count Metadata (v12) shows for `topic`.
+async fn metadata_partitions(k: &mut Kafka, topic: &str) -> usize {
+    let request = MetadataRequest::default().with_topics(Some(vec![
+        MetadataRequestTopic::default().with_name(Some(name(topic))),
+    ]));
+    let r = k.call(&request, 12).await;
+    assert_eq!(r.topics[0].error_code, 0);
+    r.topics[0].partitions.len()
+}
+
+#[tokio::test]
+async fn create_partitions_raises_the_count_durably_and_keys_route_over_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("d");
+    let mut srv = start(&data).await;
+    let c = client();
+    let mut k = Kafka::connect(&srv).await;
+    assert_eq!(create_topic(&mut k, "p", 2, &[]).await, 0);
+
+    // Refusals, at every version; a topic named twice is answered once.
+    for version in 0..=3 {
+        let answer = create_partitions(
+            &mut k,
+            vec![
+                grow("p", 2, None),
+                grow("nope", 3, None),
+                grow("d", 3, None),
+                grow("d", 4, None),
+            ],
+            false,
+            version,
+        )
+        .await;
+        assert_eq!(
+            answer,
+            vec![
+                ("p".into(), INVALID_PARTITIONS),
+                ("nope".into(), UNKNOWN_TOPIC_OR_PARTITION),
+                ("d".into(), INVALID_REQUEST),
+            ],
+            "v{version}"
+        );
+        for (wrong, code) in [
+            (grow("p", 3, Some(&[&[1]])), INVALID_REPLICA_ASSIGNMENT),
+            (grow("p", 4, Some(&[&[0]])), INVALID_REPLICA_ASSIGNMENT),
+            (grow("p", 2000, None), INVALID_PARTITIONS),
+        ] {
+            let answer = create_partitions(&mut k, vec![wrong], false, version).await;
+            assert_eq!(answer, vec![("p".into(), code)], "v{version}");
+        }
+    }
+    // Fewer is refused too; validate_only checks without adding.
+    assert_eq!(
+        create_partitions(&mut k, vec![grow("p", 1, None)], false, 3).await,
+        vec![("p".into(), INVALID_PARTITIONS)]
+    );
+    assert_eq!(
+        create_partitions(&mut k, vec![grow("p", 4, None)], true, 3).await,
+        vec![("p".into(), 0)]
+    );
+    assert_eq!(metadata_partitions(&mut k, "p").await, 2);
+
+    // Raised: Metadata and `/v1` show the new partitions at once, and they take records.
+    assert_eq!(
+        create_partitions(&mut k, vec![grow("p", 4, Some(&[&[0], &[0]]))], false, 1).await,
+        vec![("p".into(), 0)]
+    );
+    assert_eq!(metadata_partitions(&mut k, "p").await, 4);
+    assert_eq!(
+        get_json(&c, &srv, "/v1/topics/p").await["partitions"]
+            .as_array()
+            .unwrap()
+            .len(),
+        4
+    );
+    let rec = Rec {
+        key: None,
+        value: Some(b"three"),
+        headers: vec![],
+        timestamp: 1,
+    };
+    assert_eq!(
+        produce_batch(&mut k, "p", 3, batch(&[rec], 0, None)).await,
+        (0, 0)
+    );
+
+    // Keyed records route by murmur2 over the new count, as Kafka's partitioner does.
+    let keys: Vec<String> = (0..40).map(|i| format!("key-{i}")).collect();
+    let records: Vec<_> = keys
+        .iter()
+        .map(|k| json!({"key": k, "value": "v"}))
+        .collect();
+    let r = post_json(
+        &c,
+        &srv,
+        "/v1/topics/p/records?answer=records",
+        &json!({ "records": records }),
+    )
+    .await;
+    assert_eq!(r.status().as_u16(), 201);
+    let placed: Vec<u64> = common::json(r).await["offsets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["partition"].as_u64().unwrap())
+        .collect();
+    let expected: Vec<u64> = keys
+        .iter()
+        .map(|k| u64::from(kafko_core::routing::partition_for_key(k.as_bytes(), 4)))
+        .collect();
+    assert_eq!(placed, expected);
+    assert!(
+        placed.iter().any(|&p| p >= 2),
+        "some keys land on a new partition"
+    );
+
+    // Durable: a SIGKILL keeps the count and the new partitions' records.
+    srv.sigkill().await;
+    let srv = start(&data).await;
+    let mut k = Kafka::connect(&srv).await;
+    assert_eq!(metadata_partitions(&mut k, "p").await, 4);
+    assert_eq!(
+        get(&c, &srv, "/v1/topics/p/partitions/3/records/0")
+            .await
+            .status(),
+        200
+    );
+    assert_eq!(
+        list_offset(&mut k, "p", 3, -1).await,
+        1 + placed.iter().filter(|&&p| p == 3).count() as i64
+    );
+}
+
+#[tokio::test]
+async fn create_partitions_respects_the_servers_partition_limit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let srv = Server::start(
+        &tmp.path().join("d"),
+        &["--kafka-bind", "127.0.0.1:0", "--max-partitions", "5"],
+    )
+    .await;
+    let mut k = Kafka::connect(&srv).await;
+    assert_eq!(create_topic(&mut k, "p", 2, &[]).await, 0);
+    assert_eq!(create_topic(&mut k, "q", 2, &[]).await, 0);
+    assert_eq!(
+        create_partitions(&mut k, vec![grow("p", 4, None)], false, 3).await,
+        vec![("p".into(), POLICY_VIOLATION)]
+    );
+    assert_eq!(
+        create_partitions(&mut k, vec![grow("p", 3, None)], false, 3).await,
+        vec![("p".into(), 0)]
+    );
+    assert_eq!(metadata_partitions(&mut k, "p").await, 3);
 }

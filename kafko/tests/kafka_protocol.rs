@@ -1513,6 +1513,21 @@ async fn every_advertised_version_of_every_api_is_answered() {
                 "DeleteRecords v{v}"
             );
         }
+        for (v, r) in every_version(&mut k, &mut seen, |v| {
+            use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
+            kafka_protocol::messages::CreatePartitionsRequest::default()
+                .with_timeout_ms(5000)
+                .with_topics(vec![
+                    CreatePartitionsTopic::default()
+                        .with_name(name("v3"))
+                        .with_count(i32::from(v) + 3)
+                        .with_assignments(None),
+                ])
+        })
+        .await
+        {
+            assert_eq!(r.results[0].error_code, 0, "CreatePartitions v{v}");
+        }
         for (v, r) in every_version(&mut k, &mut seen, |_| {
             DescribeLogDirsRequest::default().with_topics(None)
         })
