@@ -28,7 +28,7 @@ use kafka_protocol::messages::{
     DescribeClusterRequest, DescribeClusterResponse, OffsetDeleteRequest, OffsetDeleteResponse,
     TopicName,
 };
-use kafko_core::{ClassicGroupDescription, GroupError};
+use kafko_core::GroupError;
 
 use crate::consumer_protocol::subscribes_to;
 use crate::groups::{code, group};
@@ -155,8 +155,8 @@ pub(crate) async fn offset_delete(
                 .filter_map(|p| u32::try_from(*p).ok())
                 .collect();
             let deleted = g
-                .classic_delete_offsets(name.as_str(), &stored, |classic| {
-                    reads_topic(classic, name.as_str())
+                .classic_delete_offsets(name.as_str(), &stored, |kind, metadata| {
+                    reads_topic(kind, metadata, name.as_str())
                 })
                 .await;
             match deleted {
@@ -189,13 +189,9 @@ pub(crate) async fn offset_delete(
     response
 }
 
-/// Whether the members of a group of Kafka clients read `topic`: a member subscribes
-/// to it, or its subscription cannot be read (as Kafka assumes of a group whose
-/// subscriptions it does not know).
-fn reads_topic(classic: &ClassicGroupDescription, topic: &str) -> bool {
-    classic.protocol_type != CONSUMER
-        || classic
-            .members
-            .iter()
-            .any(|m| subscribes_to(&m.metadata, topic) != Some(false))
+/// Whether a member of a group of Kafka clients (of protocol type `kind`, with this
+/// metadata for the chosen protocol) reads `topic`: its subscription names it, or it
+/// cannot be read (as Kafka assumes of a member whose subscription it does not know).
+fn reads_topic(kind: &str, metadata: &[u8], topic: &str) -> bool {
+    kind != CONSUMER || subscribes_to(metadata, topic) != Some(false)
 }

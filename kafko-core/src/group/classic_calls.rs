@@ -22,7 +22,7 @@ use super::classic::{
 use super::coordinator::{GroupState, group_not_found};
 use super::handle::GroupHandle;
 use super::membership::new_member_id;
-use super::{ClassicGroupDescription, GroupConfig, PartitionOffset};
+use super::{GroupConfig, PartitionOffset};
 use crate::error::{GroupError, KafkoError, Result};
 use crate::handle::TopicHandle;
 
@@ -431,8 +431,9 @@ impl GroupHandle {
 
     /// Kafka's OffsetDelete on one topic: deletes the group's committed offsets of
     /// `partitions` of `topic` durably, unless a live member reads the topic: one of
-    /// kafko's own members subscribed to it, or, for a group of Kafka clients with
-    /// members, what `reads_topic` says of it (from their subscriptions). A partition
+    /// kafko's own members subscribed to it, or a member of Kafka clients whose
+    /// metadata for the chosen protocol `reads_topic` says reads it (given the group's
+    /// protocol type and that metadata: a consumer subscription, say). A partition
     /// without a committed offset is no error.
     ///
     /// # Errors
@@ -442,23 +443,31 @@ impl GroupHandle {
         &self,
         topic: &str,
         partitions: &[u32],
-        reads_topic: impl FnOnce(&ClassicGroupDescription) -> bool,
+        reads_topic: impl Fn(&str, &[u8]) -> bool,
     ) -> Result<(), GroupError> {
         self.check_not_closing()?;
         let group = &*self.name;
         self.with_classic(false, |g, _| {
             let m = &g.members;
-            let own = m.count_on(topic);
-            let classic = if m.classic.is_active() && reads_topic(&m.classic.describe()) {
-                m.classic.members.len()
-            } else {
-                0
-            };
-            if own + classic > 0 {
+            let c = &m.classic;
+            let classic = c
+                .members
+                .values()
+                .filter(|member| {
+                    let metadata = member
+                        .protocols
+                        .iter()
+                        .find(|p| p.name == c.protocol)
+                        .map_or(&[][..], |p| &p.metadata[..]);
+                    reads_topic(&c.protocol_type, metadata)
+                })
+                .count();
+            let readers = m.count_on(topic) + classic;
+            if readers > 0 {
                 return Err(KafkoError::GroupHasMembers {
                     group: group.to_owned(),
                     topic: topic.to_owned(),
-                    members: own + classic,
+                    members: readers,
                 });
             }
             Ok(())
