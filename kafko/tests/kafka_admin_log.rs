@@ -796,3 +796,62 @@ async fn create_partitions_respects_the_servers_partition_limit() {
     );
     assert_eq!(metadata_partitions(&mut k, "p").await, 3);
 }
+
+#[tokio::test]
+async fn create_partitions_takes_up_a_partition_directory_a_crash_left_before_its_commit_point() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("d");
+    let mut srv = start(&data).await;
+    let mut k = Kafka::connect(&srv).await;
+    assert_eq!(create_topic(&mut k, "p", 2, &[]).await, 0);
+    srv.sigkill().await;
+    // What a raise to 3 leaves when it dies before `topic.json` names 3 partitions.
+    std::fs::create_dir(data.join("topics").join("p").join("2")).unwrap();
+    let srv = start(&data).await;
+    let mut k = Kafka::connect(&srv).await;
+    assert_eq!(metadata_partitions(&mut k, "p").await, 2);
+    assert_eq!(
+        create_partitions(&mut k, vec![grow("p", 3, None)], false, 3).await,
+        vec![("p".into(), 0)]
+    );
+    let rec = Rec {
+        key: None,
+        value: Some(b"two"),
+        headers: vec![],
+        timestamp: 1,
+    };
+    assert_eq!(
+        produce_batch(&mut k, "p", 2, batch(&[rec], 0, None)).await,
+        (0, 0)
+    );
+    assert_eq!(list_offset(&mut k, "p", 2, -1).await, 1);
+}
+
+#[tokio::test]
+async fn offset_delete_refuses_a_live_group_of_another_protocol_type() {
+    const NON_EMPTY_GROUP: i16 = 68;
+    let tmp = tempfile::tempdir().unwrap();
+    let srv = start(&tmp.path().join("d")).await;
+    let mut k = Kafka::connect(&srv).await;
+    assert_eq!(create_topic(&mut k, "a", 1, &[]).await, 0);
+    let join = |member: &str| {
+        JoinGroupRequest::default()
+            .with_group_id(GroupId(s("workers")))
+            .with_session_timeout_ms(30_000)
+            .with_rebalance_timeout_ms(30_000)
+            .with_member_id(s(member))
+            .with_protocol_type(s("connect"))
+            .with_protocols(vec![
+                JoinGroupRequestProtocol::default()
+                    .with_name(s("sessioned"))
+                    .with_metadata(Bytes::from_static(b"opaque")),
+            ])
+    };
+    let first = k.call(&join(""), 7).await;
+    let joined = k.call(&join(first.member_id.as_str()), 7).await;
+    assert_eq!(joined.error_code, 0);
+    assert_eq!(
+        offset_delete(&mut k, "workers", &[("a", &[0])]).await,
+        (NON_EMPTY_GROUP, vec![])
+    );
+}
