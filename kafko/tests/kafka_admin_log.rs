@@ -855,3 +855,76 @@ async fn offset_delete_refuses_a_live_group_of_another_protocol_type() {
         (NON_EMPTY_GROUP, vec![])
     );
 }
+
+#[tokio::test]
+async fn with_a_token_the_log_admin_apis_need_authentication() {
+    use kafka_protocol::messages::{SaslAuthenticateRequest, SaslHandshakeRequest};
+    let tmp = tempfile::tempdir().unwrap();
+    let srv = Server::start_env(
+        &tmp.path().join("d"),
+        &["--kafka-bind", "127.0.0.1:0"],
+        &[("KAFKO_AUTH_TOKEN", "s3cret")],
+    )
+    .await;
+    let login = async |k: &mut Kafka| {
+        let handshake = SaslHandshakeRequest::default().with_mechanism(s("PLAIN"));
+        assert_eq!(k.call(&handshake, 1).await.error_code, 0);
+        let plain = SaslAuthenticateRequest::default()
+            .with_auth_bytes(Bytes::from_static(b"\0user\0s3cret"));
+        assert_eq!(k.call(&plain, 2).await.error_code, 0);
+    };
+    let mut k = Kafka::connect(&srv).await;
+    login(&mut k).await;
+    assert_eq!(create_topic(&mut k, "t", 1, &[]).await, 0);
+    let rec = Rec {
+        key: None,
+        value: Some(b"v"),
+        headers: vec![],
+        timestamp: 1,
+    };
+    assert_eq!(
+        produce_batch(&mut k, "t", 0, batch(&[rec], 0, None))
+            .await
+            .0,
+        0
+    );
+
+    // Before authentication each of them closes the connection, and changes nothing.
+    let deletes = DeleteRecordsRequest::default()
+        .with_timeout_ms(1000)
+        .with_topics(vec![
+            DeleteRecordsTopic::default()
+                .with_name(name("t"))
+                .with_partitions(vec![
+                    DeleteRecordsPartition::default()
+                        .with_partition_index(0)
+                        .with_offset(-1),
+                ]),
+        ]);
+    let raises = CreatePartitionsRequest::default()
+        .with_timeout_ms(1000)
+        .with_topics(vec![grow("t", 2, None)]);
+    let mut anonymous = Kafka::connect(&srv).await;
+    anonymous.send(&deletes, 2, &[]).await;
+    assert!(anonymous.closed_by_server().await);
+    let mut anonymous = Kafka::connect(&srv).await;
+    anonymous.send(&raises, 3, &[]).await;
+    assert!(anonymous.closed_by_server().await);
+    let mut anonymous = Kafka::connect(&srv).await;
+    anonymous
+        .send(&DescribeLogDirsRequest::default().with_topics(None), 4, &[])
+        .await;
+    assert!(anonymous.closed_by_server().await);
+    assert_eq!(list_offset(&mut k, "t", 0, -2).await, 0);
+    assert_eq!(metadata_partitions(&mut k, "t").await, 1);
+
+    // Logged in, they are served.
+    assert_eq!(
+        delete_records(&mut k, &[("t", &[(0, -1)])], 2).await,
+        vec![vec![(0, 0, 1)]]
+    );
+    assert_eq!(
+        create_partitions(&mut k, vec![grow("t", 2, None)], false, 3).await,
+        vec![("t".into(), 0)]
+    );
+}
