@@ -1,7 +1,7 @@
-//! CreateTopics, DeleteTopics and CreatePartitions. A topic is created through the service's one create
-//! path (the server's default topic configuration, the partitions, and every standard
-//! Kafka topic config, read by `service::topic_config`); an unknown config, or a
-//! value out of range, is INVALID_CONFIG. A replication factor other than
+//! CreateTopics, DeleteTopics and CreatePartitions. A topic is created through the
+//! service's one create path (the server's default topic configuration, the partitions,
+//! and every standard Kafka topic config, read by `service::topic_config`); an unknown
+//! config, or a value out of range, is INVALID_CONFIG. A replication factor other than
 //! 1 (or -1, the default) is INVALID_REPLICATION_FACTOR: this is one node. From v5 the
 //! answer lists the created topic's configs, as DescribeConfigs describes them.
 //!

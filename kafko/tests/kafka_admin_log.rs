@@ -5,7 +5,8 @@
 //! subscribes to the topic; DescribeLogDirs shows the data directory and the partitions'
 //! sizes; DescribeProducers shows the idempotent producers that wrote to a partition;
 //! CreatePartitions raises a topic's partition count (at once in Metadata, durably,
-//! with keyed records routed over the new count).
+//! with keyed records routed over the new count). With a token, each needs
+//! authentication.
 
 mod common;
 
