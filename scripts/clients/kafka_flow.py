@@ -13,7 +13,7 @@ timestamps; the watermarks; ListOffsets earliest, latest and by timestamp; delet
 topic. Between them, a consumer group reads 500 records and commits, and a new consumer
 of the group resumes at the commit and reads the other 500; the group is listed and
 described; then the admin calls: CreatePartitions, DeleteRecords, and OffsetDelete,
-DescribeLogDirs and the group's delete where the client has them. Each client is an adapter of the same few calls; the steps are a list.
+DescribeLogDirs, DescribeProducers and the group's delete where the client has them. Each client is an adapter of the same few calls; the steps are a list.
 """
 
 import asyncio
@@ -187,6 +187,9 @@ class Confluent:
     def log_dirs(self):
         return None  # confluent-kafka's AdminClient has no DescribeLogDirs
 
+    def producers(self, topic, partition):
+        return None  # nor DescribeProducers
+
     def describe_group(self, group):
         d = self.admin.describe_consumer_groups([group])[group].result(30)
         return str(d.state.name).lower(), len(d.members)
@@ -294,6 +297,12 @@ class KafkaPython:
     def log_dirs(self):
         [broker] = self.admin.describe_log_dirs()
         return broker["log_dirs"]
+
+    def producers(self, topic, partition):
+        from kafka import TopicPartition
+
+        tp = TopicPartition(topic, partition)
+        return [p.producer_id for p in self.admin.describe_producers([tp])[tp].active_producers]
 
     def describe_group(self, group):
         d = self.admin.describe_groups([group])[group]
@@ -421,6 +430,9 @@ class AioKafka:
 
     def log_dirs(self):
         return None  # nor DescribeLogDirs
+
+    def producers(self, topic, partition):
+        return None  # nor DescribeProducers
 
     def group_read(self, topic, group, count):
         from aiokafka import AIOKafkaConsumer, TopicPartition
@@ -552,8 +564,8 @@ class Flow:
         """CreatePartitions raises the count to 4 (as /v1 then shows); DeleteRecords moves
         partition 0's log start to 10 (the answered low watermark, /v1 and the earliest
         offset agree); OffsetDelete (where the client has it) deletes the group's commit
-        on partition 1; DescribeLogDirs (where the client has it) shows the partitions;
-        the group is deleted (/v1: gone)."""
+        on partition 1; DescribeLogDirs (where the client has it) shows the partitions,
+        DescribeProducers the idempotent producer; the group is deleted (/v1: gone)."""
         group = f"{self.topic}-group"
         self.c.create_partitions(self.topic, PARTITIONS + 1)
         described = http(f"{self.http_url}/v1/topics/{self.topic}")
@@ -574,6 +586,10 @@ class Flow:
             check(len(dirs) == 1 and dirs[0]["error_code"] == 0, f"log dirs {dirs}")
             mine = [t for t in dirs[0]["topics"] if t["name"] == self.topic]
             check(len(mine) == 1 and len(mine[0]["partitions"]) == PARTITIONS + 1, f"log dir topics {mine}")
+        producers = self.c.producers(self.topic, 0)
+        if producers is not None:
+            # The flow's producer is idempotent: the one that wrote partition 0.
+            check(len(producers) == 1, f"DescribeProducers: {producers}")
         if self.c.delete_group(group) is False:
             return
         try:
