@@ -59,7 +59,8 @@ impl CleanupPolicy {
     }
 }
 
-/// A topic's configuration. `partitions` is fixed at creation; the rest can be updated.
+/// A topic's configuration. `partitions` only grows (`Kafko::create_partitions`); the
+/// rest can be updated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TopicConfig {
     /// Number of partitions (1..=1024).

@@ -30,7 +30,8 @@ pub enum SeekTo {
 }
 
 /// Reads a topic from positions it keeps itself. A position below the log start offset
-/// (removed by retention) continues at the log start, as Kafka's `earliest` reset.
+/// (removed by retention) continues at the log start, as Kafka's `earliest` reset; a
+/// partition added to the topic is read from its log start.
 pub struct Consumer {
     topic: Arc<Topic>,
     positions: Vec<u64>,
@@ -49,8 +50,25 @@ impl Consumer {
         }
     }
 
+    /// Takes up the partitions added to the topic since (`Kafko::create_partitions`):
+    /// they are read from their log start.
+    fn take_up_new_partitions(&mut self) {
+        if self.topic.partitions.len() <= self.positions.len() {
+            return;
+        }
+        let added: Vec<u64> = self
+            .topic
+            .partitions
+            .iter()
+            .skip(self.positions.len())
+            .map(|p| p.log.log_start())
+            .collect();
+        self.positions.extend(added);
+    }
+
     /// Moves every partition to `offset`.
     pub fn seek(&mut self, offset: u64) {
+        self.take_up_new_partitions();
         self.positions.iter_mut().for_each(|p| *p = offset);
         self.buffer.clear();
     }
@@ -60,6 +78,7 @@ impl Consumer {
     /// # Errors
     /// As [`seek_partition`](Self::seek_partition).
     pub fn seek_all(&mut self, to: SeekTo) -> Result<(), FetchError> {
+        self.take_up_new_partitions();
         for p in 0..u32_saturating(self.positions.len()) {
             self.seek_partition(p, to)?;
         }
@@ -72,6 +91,7 @@ impl Consumer {
     /// [`FetchError::PartitionNotFound`], [`FetchError::TopicDeleted`], or a storage
     /// failure reading the time index (for [`SeekTo::Timestamp`]).
     pub fn seek_partition(&mut self, partition: u32, to: SeekTo) -> Result<(), FetchError> {
+        self.take_up_new_partitions();
         let log = &self.topic.partition(partition)?.log;
         let offset = match to {
             SeekTo::Earliest => log.log_start(),
@@ -86,7 +106,8 @@ impl Consumer {
         Ok(())
     }
 
-    /// The next offset this consumer will read from `partition`.
+    /// The next offset this consumer will read from `partition` (a partition added
+    /// since the last poll or seek: none yet).
     pub fn position(&self, partition: u32) -> Option<u64> {
         self.positions.get(partition as usize).copied()
     }
@@ -103,6 +124,7 @@ impl Consumer {
         {
             out.push(r);
         }
+        self.take_up_new_partitions();
         let n = self.positions.len();
         for i in 0..n {
             if out.len() >= max {

@@ -74,7 +74,8 @@ impl TopicHandle {
         self.topic.id
     }
 
-    /// Number of partitions (fixed at creation).
+    /// Number of partitions now ([`Kafko::create_partitions`](crate::Kafko::create_partitions)
+    /// raises it; it is never lowered).
     pub fn partitions(&self) -> u32 {
         self.topic.partition_count()
     }
@@ -123,6 +124,21 @@ impl TopicHandle {
         options: SendOptions,
     ) -> Result<Vec<RecordMetadata>, ProduceError> {
         self.topic.send(records, options).await
+    }
+
+    /// Deletes the records of `partition` below `to` (`None`: below the high
+    /// watermark, so all of them): its log start offset moves up to `to`, durably
+    /// before this returns, and the segments wholly below it are deleted. A log start
+    /// already at or past `to` stays. Returns the log start offset afterwards.
+    ///
+    /// # Errors
+    /// [`AdminError::PartitionNotFound`], [`AdminError::OffsetOutOfRange`] past the
+    /// high watermark, [`AdminError::InvalidRequest`] when the topic's cleanup policy
+    /// does not delete (`compact` alone), [`AdminError::TopicDeleted`], `ShuttingDown`,
+    /// or a storage failure (a start that could not be persisted does not move).
+    pub async fn delete_records(&self, partition: u32, to: Option<u64>) -> Result<u64, AdminError> {
+        let handle = self.topic.partition(partition)?;
+        Ok(handle.delete_records(to).await?)
     }
 
     /// A producer for this topic.

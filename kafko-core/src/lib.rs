@@ -84,6 +84,7 @@ mod compression;
 mod convert;
 mod disk;
 mod partition;
+mod partition_list;
 mod segment;
 mod state_file;
 mod topic;

@@ -10,6 +10,7 @@ use crate::config::TopicConfig;
 use crate::convert::u32_saturating;
 use crate::error::{KafkoError, Result};
 use crate::partition::handle::PartitionHandle;
+use crate::partition_list::PartitionList;
 use crate::topic_id::TopicId;
 
 /// Per-partition facts for `describe`.
@@ -52,7 +53,8 @@ pub(crate) struct Topic {
     pub(crate) id: TopicId,
     pub(crate) dir: PathBuf,
     pub(crate) config: RwLock<Arc<TopicConfig>>,
-    pub(crate) partitions: Vec<PartitionHandle>,
+    /// Grows when partitions are added, never shrinks.
+    pub(crate) partitions: PartitionList,
     /// Next partition for keyless batches (sticky per batch, round robin across batches).
     pub(crate) round_robin: AtomicU32,
     pub(crate) deleted: AtomicBool,
@@ -86,7 +88,7 @@ impl Topic {
             id,
             dir,
             config: RwLock::new(Arc::new(config)),
-            partitions,
+            partitions: PartitionList::new(partitions),
             round_robin: AtomicU32::new(0),
             deleted: AtomicBool::new(false),
             activity,
@@ -116,7 +118,7 @@ impl Topic {
         *self.config.write().unwrap_or_else(|p| p.into_inner()) = config;
     }
 
-    /// Number of partitions (fixed at creation).
+    /// Number of partitions (raised by `Kafko::create_partitions`, never lowered).
     pub(crate) fn partition_count(&self) -> u32 {
         u32_saturating(self.partitions.len())
     }

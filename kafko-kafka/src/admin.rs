@@ -1,21 +1,33 @@
-//! CreateTopics and DeleteTopics. A topic is created through the service's one create
-//! path (the server's default topic configuration, the partitions, and every standard
-//! Kafka topic config, read by `service::topic_config`); an unknown config, or a
-//! value out of range, is INVALID_CONFIG. A replication factor other than
+//! CreateTopics, DeleteTopics and CreatePartitions. A topic is created through the
+//! service's one create path (the server's default topic configuration, the partitions,
+//! and every standard Kafka topic config, read by `service::topic_config`); an unknown
+//! config, or a value out of range, is INVALID_CONFIG. A replication factor other than
 //! 1 (or -1, the default) is INVALID_REPLICATION_FACTOR: this is one node. From v5 the
 //! answer lists the created topic's configs, as DescribeConfigs describes them.
+//!
+//! CreatePartitions raises a topic's partition count through the log's one path
+//! (`Kafko::create_partitions`: durable before the new partitions are served, then in
+//! Metadata at once). A count not above the current one is INVALID_PARTITIONS, as is one
+//! past the topic's limit; an assignment must give each new partition to this node
+//! (INVALID_REPLICA_ASSIGNMENT otherwise); the log's limit on partitions is
+//! POLICY_VIOLATION; `validate_only` only checks. A topic named twice is answered once,
+//! INVALID_REQUEST, as Kafka answers a duplicate.
 
 use std::collections::HashMap;
 
+use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
+use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::create_topics_response::{
     CreatableTopicConfigs, CreatableTopicResult,
 };
 use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
 use kafka_protocol::messages::{
-    CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse, TopicName,
+    CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest, CreateTopicsResponse,
+    DeleteTopicsRequest, DeleteTopicsResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
+use kafko_core::AdminError;
 
 use crate::metadata::{topic_by_uuid, topic_uuid};
 use crate::{ListenerState, errors};
@@ -230,4 +242,116 @@ pub(crate) async fn delete_topics(
         response.responses.push(result);
     }
     response
+}
+
+/// Answers CreatePartitions.
+pub(crate) async fn create_partitions(
+    broker: &ListenerState,
+    request: CreatePartitionsRequest,
+) -> CreatePartitionsResponse {
+    let mut named: HashMap<TopicName, u32> = HashMap::new();
+    for topic in &request.topics {
+        *named.entry(topic.name.clone()).or_insert(0) += 1;
+    }
+    let mut response = CreatePartitionsResponse::default();
+    for topic in request.topics {
+        let mut result = CreatePartitionsTopicResult::default();
+        let outcome = match named.get_mut(&topic.name) {
+            // Answered already.
+            Some(0) | None => continue,
+            Some(n) if *n > 1 => {
+                *n = 0;
+                Err((
+                    errors::INVALID_REQUEST,
+                    "Duplicate topic in request.".to_owned(),
+                ))
+            }
+            Some(n) => {
+                *n = 0;
+                add_partitions(broker, &topic, request.validate_only).await
+            }
+        };
+        if let Err((code, message)) = outcome {
+            result.error_code = code;
+            result.error_message = Some(StrBytes::from_string(message));
+        }
+        result.name = topic.name;
+        response.results.push(result);
+    }
+    response
+}
+
+/// Raises one topic's partition count, or the error code and message refusing it.
+async fn add_partitions(
+    broker: &ListenerState,
+    topic: &CreatePartitionsTopic,
+    validate_only: bool,
+) -> Result<(), (i16, String)> {
+    let kafko = &broker.service.kafko;
+    let name = topic.name.as_str();
+    let handle = match kafko.find_topic(name) {
+        Ok(Some(h)) => h,
+        Ok(None) => {
+            return Err((
+                errors::UNKNOWN_TOPIC_OR_PARTITION,
+                format!("topic '{name}' does not exist"),
+            ));
+        }
+        Err(e) => {
+            let failure = Failure::from(e);
+            return Err((errors::code(&failure), failure.detail));
+        }
+    };
+    let count = u32::try_from(topic.count).map_err(|_| {
+        (
+            errors::INVALID_PARTITIONS,
+            format!("{} partitions: at least 1", topic.count),
+        )
+    })?;
+    // A count that adds nothing is refused first, as Kafka checks the count first.
+    if let Some(assignments) = &topic.assignments
+        && count > handle.partitions()
+    {
+        let adding = count - handle.partitions();
+        if assignments.len() != adding as usize {
+            return Err((
+                errors::INVALID_REPLICA_ASSIGNMENT,
+                format!(
+                    "Attempted to add {adding} additional partition(s), but only {} assignment(s) were specified.",
+                    assignments.len()
+                ),
+            ));
+        }
+        if let Some(other) = assignments
+            .iter()
+            .flat_map(|a| a.broker_ids.iter())
+            .find(|b| b.0 != crate::NODE_ID)
+        {
+            return Err((
+                errors::INVALID_REPLICA_ASSIGNMENT,
+                format!(
+                    "The manual partition assignment includes broker {}, but no such broker is registered.",
+                    other.0
+                ),
+            ));
+        }
+        if assignments.iter().any(|a| a.broker_ids.len() != 1) {
+            return Err((
+                errors::INVALID_REPLICA_ASSIGNMENT,
+                "The manual partition assignment includes a partition with another replication factor than the topic's 1.".to_owned(),
+            ));
+        }
+    }
+    match kafko.create_partitions(name, count, validate_only).await {
+        Ok(_) => Ok(()),
+        Err(AdminError::InvalidConfig { reason }) => Err((errors::INVALID_PARTITIONS, reason)),
+        Err(AdminError::TopicNotFound { .. } | AdminError::TopicDeleted { .. }) => Err((
+            errors::UNKNOWN_TOPIC_OR_PARTITION,
+            format!("topic '{name}' does not exist"),
+        )),
+        Err(e) => {
+            let failure = Failure::from(e);
+            Err((errors::code(&failure), failure.detail))
+        }
+    }
 }

@@ -7,21 +7,22 @@
 
 use bytes::Bytes;
 use kafka_protocol::messages::{
-    AlterConfigsRequest, ApiKey, ApiVersionsRequest, CreateTopicsRequest, DeleteGroupsRequest,
-    DeleteTopicsRequest, DescribeAclsRequest, DescribeClusterRequest, DescribeConfigsRequest,
-    DescribeGroupsRequest, FetchRequest, FindCoordinatorRequest, HeartbeatRequest,
+    AlterConfigsRequest, ApiKey, ApiVersionsRequest, CreatePartitionsRequest, CreateTopicsRequest,
+    DeleteGroupsRequest, DeleteRecordsRequest, DeleteTopicsRequest, DescribeAclsRequest,
+    DescribeClusterRequest, DescribeConfigsRequest, DescribeGroupsRequest, DescribeLogDirsRequest,
+    DescribeProducersRequest, FetchRequest, FindCoordinatorRequest, HeartbeatRequest,
     IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest,
     ListGroupsRequest, ListOffsetsRequest, MetadataRequest, OffsetCommitRequest,
-    OffsetFetchRequest, ProduceRequest, SaslAuthenticateRequest, SaslHandshakeRequest,
-    SyncGroupRequest,
+    OffsetDeleteRequest, OffsetFetchRequest, ProduceRequest, SaslAuthenticateRequest,
+    SaslHandshakeRequest, SyncGroupRequest,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
 
 use crate::dispatch::{Header, Outcome, Session, api_versions, encode};
 use crate::layouts::{self, Field};
 use crate::{
-    ListenerState, admin, cluster, configs, errors, fetch, groups, idempotence, legacy, metadata,
-    offsets, produce, sasl,
+    ListenerState, admin, cluster, configs, errors, fetch, groups, idempotence, legacy, log_admin,
+    metadata, offsets, produce, sasl,
 };
 
 /// Who may call an API on a connection of a server that requires SASL.
@@ -242,6 +243,9 @@ apis! {
     DeleteTopics 1..=6, DELETE_TOPICS, Authenticated, DeleteTopicsRequest => |cx, r| {
         cx.answer(&admin::delete_topics(cx.broker, r, cx.version()).await)
     };
+    DeleteRecords 0..=2, DELETE_RECORDS, Authenticated, DeleteRecordsRequest => |cx, r| {
+        cx.answer(&log_admin::delete_records(cx.broker, r).await)
+    };
     InitProducerId 0..=5, INIT_PRODUCER_ID, Authenticated, InitProducerIdRequest => |cx, r| {
         cx.answer(&idempotence::init_producer_id(cx.broker, r, cx.version()))
     };
@@ -255,8 +259,22 @@ apis! {
         IncrementalAlterConfigsRequest => |cx, r| {
         cx.answer(&configs::incremental_alter_configs(cx.broker, r).await)
     };
+    CreatePartitions 0..=3, CREATE_PARTITIONS, Authenticated,
+        CreatePartitionsRequest => |cx, r| {
+        cx.answer(&admin::create_partitions(cx.broker, r).await)
+    };
     DeleteGroups 0..=2, DELETE_GROUPS, Authenticated, DeleteGroupsRequest => |cx, r| {
         cx.answer(&cluster::delete_groups(cx.broker, r).await)
+    };
+    OffsetDelete 0..=0, OFFSET_DELETE, Authenticated, OffsetDeleteRequest => |cx, r| {
+        cx.answer(&cluster::offset_delete(cx.broker, r).await)
+    };
+    DescribeLogDirs 1..=4, DESCRIBE_LOG_DIRS, Authenticated, DescribeLogDirsRequest => |cx, r| {
+        cx.answer(&log_admin::describe_log_dirs(cx.broker, r, cx.version()))
+    };
+    DescribeProducers 0..=0, DESCRIBE_PRODUCERS, Authenticated,
+        DescribeProducersRequest => |cx, r| {
+        cx.answer(&idempotence::describe_producers(cx.broker, r).await)
     };
     DescribeCluster 0..=2, DESCRIBE_CLUSTER, Authenticated, DescribeClusterRequest => |cx, r| {
         cx.answer(&cluster::describe_cluster(cx.broker, &r))

@@ -1,6 +1,7 @@
 //! Reading the topic partitions out of a consumer-protocol assignment (Kafka's
 //! `ConsumerProtocolAssignment`: a version, then `[topic [partition]]`, then user
-//! data), for descriptions and lag only: the broker relays assignments unchanged.
+//! data), for descriptions and lag only: the broker relays assignments unchanged; and
+//! the topics of a subscription (`ConsumerProtocolSubscription`), for OffsetDelete.
 //!
 //! Only groups of protocol type `consumer` carry this layout (Schema Registry's `sr`
 //! and Kafka Connect's `connect` groups carry their own), and the leader's bytes are
@@ -38,6 +39,23 @@ fn read(bytes: &[u8]) -> Option<Vec<(String, Vec<u32>)>> {
         out.push((name, ids));
     }
     Some(out)
+}
+
+/// Whether a consumer-protocol subscription (a member's JoinGroup metadata: a version,
+/// then `[topic]`, then user data) names `topic`; `None` when it is not a well-formed
+/// one.
+pub(crate) fn subscribes_to(subscription: &[u8], topic: &str) -> Option<bool> {
+    let mut r = Reader(subscription);
+    if r.i16()? < 0 {
+        return None;
+    }
+    let topics = r.count(2)?;
+    let mut found = false;
+    for _ in 0..topics {
+        let name_len = usize::try_from(r.i16()?).ok()?;
+        found |= r.take(name_len)? == topic.as_bytes();
+    }
+    Some(found)
 }
 
 /// A cursor over untrusted bytes.
@@ -91,6 +109,18 @@ mod tests {
         }
         out.extend((-1i32).to_be_bytes());
         out
+    }
+
+    #[test]
+    fn reads_the_topics_of_a_subscription() {
+        // Version 1, topics "a" and "bb", no user data.
+        let mut sub = vec![0, 1, 0, 0, 0, 2, 0, 1, b'a', 0, 2, b'b', b'b'];
+        sub.extend_from_slice(&[0xff, 0xff, 0xff, 0xff]);
+        assert_eq!(subscribes_to(&sub, "bb"), Some(true));
+        assert_eq!(subscribes_to(&sub, "b"), Some(false));
+        assert_eq!(subscribes_to(&[], "a"), None);
+        // A count past the bytes left is no subscription.
+        assert_eq!(subscribes_to(&[0, 1, 0x7f, 0, 0, 0], "a"), None);
     }
 
     #[test]

@@ -55,6 +55,7 @@ pub(crate) const OFFSET_METADATA_TOO_LARGE: i16 = 12;
 pub(crate) const UNKNOWN_TOPIC_ID: i16 = 100;
 pub(crate) const SECURITY_DISABLED: i16 = 54;
 pub(crate) const MISMATCHED_ENDPOINT_TYPE: i16 = 114;
+pub(crate) const GROUP_SUBSCRIBED_TO_TOPIC: i16 = 86;
 
 /// The Kafka error code for a failed operation.
 pub(crate) fn code(failure: &Failure) -> i16 {

@@ -499,6 +499,65 @@ mod tests {
                 .with_operation(1)
                 .with_permission_type(1)
         });
+        covers(&mut seen, ApiKey::DeleteRecords, |_| {
+            DeleteRecordsRequest::default()
+                .with_topics(vec![
+                    delete_records_request::DeleteRecordsTopic::default()
+                        .with_name(t("t"))
+                        .with_partitions(vec![
+                            delete_records_request::DeleteRecordsPartition::default()
+                                .with_partition_index(1)
+                                .with_offset(-1),
+                        ]),
+                ])
+                .with_timeout_ms(100)
+        });
+        covers(&mut seen, ApiKey::CreatePartitions, |_| {
+            CreatePartitionsRequest::default()
+                .with_topics(vec![
+                    create_partitions_request::CreatePartitionsTopic::default()
+                        .with_name(t("t"))
+                        .with_count(3)
+                        .with_assignments(Some(vec![
+                            create_partitions_request::CreatePartitionsAssignment::default()
+                                .with_broker_ids(vec![0.into()]),
+                        ])),
+                    create_partitions_request::CreatePartitionsTopic::default()
+                        .with_name(t("u"))
+                        .with_count(2)
+                        .with_assignments(None),
+                ])
+                .with_validate_only(true)
+        });
+        covers(&mut seen, ApiKey::OffsetDelete, |_| {
+            OffsetDeleteRequest::default()
+                .with_group_id(GroupId(s("g")))
+                .with_topics(vec![
+                    offset_delete_request::OffsetDeleteRequestTopic::default()
+                        .with_name(t("t"))
+                        .with_partitions(vec![
+                            offset_delete_request::OffsetDeleteRequestPartition::default()
+                                .with_partition_index(3),
+                        ]),
+                ])
+        });
+        covers(&mut seen, ApiKey::DescribeLogDirs, |_| {
+            DescribeLogDirsRequest::default().with_topics(Some(vec![
+                describe_log_dirs_request::DescribableLogDirTopic::default()
+                    .with_topic(t("t"))
+                    .with_partitions(vec![0, 1]),
+            ]))
+        });
+        covers(&mut seen, ApiKey::DescribeLogDirs, |_| {
+            DescribeLogDirsRequest::default().with_topics(None)
+        });
+        covers(&mut seen, ApiKey::DescribeProducers, |_| {
+            DescribeProducersRequest::default().with_topics(vec![
+                describe_producers_request::TopicRequest::default()
+                    .with_name(t("t"))
+                    .with_partition_indexes(vec![0, 2]),
+            ])
+        });
         covers(&mut seen, ApiKey::InitProducerId, |_| {
             InitProducerIdRequest::default().with_transactional_id(None)
         });

@@ -37,13 +37,22 @@
 //!
 //! Transactional producers (a transactional id) are refused with
 //! TRANSACTIONAL_ID_AUTHORIZATION_FAILED: transactions are not served.
+//!
+//! DescribeProducers shows, per partition, the producers tracked here that wrote to it:
+//! id, the partition's epoch, last sequence and the last batch's largest timestamp.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
+use kafka_protocol::messages::describe_producers_response::{
+    PartitionResponse, ProducerState, TopicResponse,
+};
+use kafka_protocol::messages::{
+    DescribeProducersRequest, DescribeProducersResponse, InitProducerIdRequest,
+    InitProducerIdResponse, ProducerId, TopicName,
+};
 use kafko_core::TopicId;
 
 use crate::{ListenerState, errors};
@@ -77,6 +86,8 @@ struct Known {
     /// The sequence the next new batch must start with.
     next: i32,
     recent: VecDeque<Written>,
+    /// The largest timestamp of the last batch written.
+    last_timestamp: i64,
 }
 
 /// What to do with an idempotent batch.
@@ -120,16 +131,32 @@ impl Sequences {
         }
     }
 
-    /// Records a written batch.
-    pub(crate) fn written(&mut self, epoch: i16, first: i32, last: i32, base_offset: i64) {
+    /// The epoch, last sequence and last batch's timestamp, once a batch was written.
+    fn state(&self) -> Option<(i16, i32, i64)> {
+        let known = self.known.as_ref()?;
+        let last = known.recent.back()?;
+        Some((known.epoch, last.last, known.last_timestamp))
+    }
+
+    /// Records a written batch: its epoch, sequences `first..=last`, first offset and
+    /// largest timestamp.
+    pub(crate) fn written(
+        &mut self,
+        epoch: i16,
+        (first, last): (i32, i32),
+        base_offset: i64,
+        timestamp: i64,
+    ) {
         let known = match &mut self.known {
             Some(k) if k.epoch == epoch => k,
             _ => self.known.insert(Known {
                 epoch,
                 next: 0,
                 recent: VecDeque::new(),
+                last_timestamp: -1,
             }),
         };
+        known.last_timestamp = timestamp;
         known.next = if last == i32::MAX { 0 } else { last + 1 };
         if known.recent.len() == REMEMBERED {
             known.recent.pop_front();
@@ -384,6 +411,27 @@ impl Producers {
         Ok((id, 0))
     }
 
+    /// The sequence states of the partitions of `wanted`, by producer id: one pass
+    /// over the partitions tracked (at most [`MAX_TRACKED`]), whatever was asked.
+    fn on_partitions(
+        &self,
+        wanted: &HashSet<(TopicId, i32)>,
+    ) -> HashMap<(TopicId, i32), Vec<(i64, Shared)>> {
+        let mut out: HashMap<(TopicId, i32), Vec<(i64, Shared)>> = HashMap::new();
+        if wanted.is_empty() {
+            return out;
+        }
+        let table = self.table();
+        for (&id, issued) in &table.producers {
+            for (key, shared) in &issued.partitions {
+                if wanted.contains(key) {
+                    out.entry(*key).or_default().push((id, Arc::clone(shared)));
+                }
+            }
+        }
+        out
+    }
+
     /// Ids kept now.
     #[cfg(test)]
     fn len(&self) -> usize {
@@ -417,6 +465,85 @@ pub(crate) fn init_producer_id(
             response.producer_id = ProducerId(-1);
             response.producer_epoch = -1;
         }
+    }
+    response
+}
+
+/// A topic DescribeProducers names: its partitions asked, and the live topic's id and
+/// partition count.
+type AskedTopic = (TopicName, Vec<i32>, Option<(TopicId, u32)>);
+
+/// Answers DescribeProducers: each partition asked (once) with the idempotent
+/// producers that wrote to it and are still tracked; UNKNOWN_TOPIC_OR_PARTITION for a
+/// partition that does not exist. Transactions are not served: no producer has a
+/// coordinator epoch or an open transaction.
+pub(crate) async fn describe_producers(
+    broker: &ListenerState,
+    request: DescribeProducersRequest,
+) -> DescribeProducersResponse {
+    // Topics in the order first named, each partition once; each live topic's id and
+    // partition count.
+    let mut topics: Vec<AskedTopic> = Vec::new();
+    let mut slot: HashMap<TopicName, usize> = HashMap::new();
+    let mut seen: HashSet<(usize, i32)> = HashSet::new();
+    let mut wanted: HashSet<(TopicId, i32)> = HashSet::new();
+    for topic in request.topics {
+        let t = match slot.get(&topic.name) {
+            Some(&t) => t,
+            None => {
+                let live = match broker.service.kafko.find_topic(topic.name.as_str()) {
+                    Ok(Some(h)) => Some((h.id(), h.partitions())),
+                    _ => None,
+                };
+                topics.push((topic.name.clone(), Vec::new(), live));
+                slot.insert(topic.name, topics.len() - 1);
+                topics.len() - 1
+            }
+        };
+        for p in topic.partition_indexes {
+            if seen.insert((t, p)) {
+                topics[t].1.push(p);
+                if let Some((id, count)) = topics[t].2
+                    && u32::try_from(p).is_ok_and(|p| p < count)
+                {
+                    wanted.insert((id, p));
+                }
+            }
+        }
+    }
+    let mut found = broker.producers.on_partitions(&wanted);
+    let mut response = DescribeProducersResponse::default();
+    for (name, partitions, id) in topics {
+        let mut answer = TopicResponse::default();
+        for p in partitions {
+            let mut row = PartitionResponse::default();
+            row.partition_index = p;
+            match id.map(|(id, _)| id).filter(|id| wanted.contains(&(*id, p))) {
+                None => row.error_code = errors::UNKNOWN_TOPIC_OR_PARTITION,
+                Some(id) => {
+                    let mut producers = found.remove(&(id, p)).unwrap_or_default();
+                    producers.sort_by_key(|(producer, _)| *producer);
+                    for (producer, shared) in producers {
+                        let Some((epoch, last_sequence, last_timestamp)) =
+                            shared.lock().await.state()
+                        else {
+                            continue;
+                        };
+                        let mut state = ProducerState::default();
+                        state.producer_id = ProducerId(producer);
+                        state.producer_epoch = i32::from(epoch);
+                        state.last_sequence = last_sequence;
+                        state.last_timestamp = last_timestamp;
+                        state.coordinator_epoch = -1;
+                        state.current_txn_start_offset = -1;
+                        row.active_producers.push(state);
+                    }
+                }
+            }
+            answer.partitions.push(row);
+        }
+        answer.name = name;
+        response.topics.push(answer);
     }
     response
 }
@@ -465,7 +592,7 @@ mod tests {
         let l = limits(100);
         let (writer, epoch) = p.init(l, None).unwrap();
         let seq = p.partition(l, writer, epoch, topic(), 0).unwrap();
-        seq.try_lock().unwrap().written(epoch, 0, 0, 7);
+        seq.try_lock().unwrap().written(epoch, (0, 0), 7, 1);
         let (first_unused, _) = p.init(l, None).unwrap();
         for _ in 0..1000 {
             p.init(l, None).unwrap();
@@ -522,10 +649,10 @@ mod tests {
     fn sequences_accept_the_next_dedupe_a_retry_and_refuse_a_gap() {
         let mut s = Sequences::default();
         assert_eq!(s.check(0, 0, 9), Check::Write);
-        s.written(0, 0, 9, 100);
+        s.written(0, (0, 9), 100, 1);
         assert_eq!(s.check(0, 0, 9), Check::Duplicate(100));
         assert_eq!(s.check(0, 10, 14), Check::Write);
-        s.written(0, 10, 14, 110);
+        s.written(0, (10, 14), 110, 1);
         assert_eq!(
             s.check(0, 20, 24),
             Check::Refuse(errors::OUT_OF_ORDER_SEQUENCE_NUMBER)
@@ -537,7 +664,7 @@ mod tests {
             Check::Refuse(errors::OUT_OF_ORDER_SEQUENCE_NUMBER)
         );
         assert_eq!(s.check(1, 0, 4), Check::Write);
-        s.written(1, 0, 4, 115);
+        s.written(1, (0, 4), 115, 1);
         assert_eq!(
             s.check(0, 15, 16),
             Check::Refuse(errors::INVALID_PRODUCER_EPOCH)

@@ -240,6 +240,29 @@ pub(super) const DESCRIBE_ACLS: &[Field] = &[
     all(I8),
 ];
 
+const DELETE_RECORDS_PARTITION: &[Field] = &[all(I32), all(I64)];
+const DELETE_RECORDS_TOPIC: &[Field] = &[all(Ty::Str), all(Ty::Array(DELETE_RECORDS_PARTITION))];
+pub(super) const DELETE_RECORDS: &[Field] = &[all(Ty::Array(DELETE_RECORDS_TOPIC)), all(I32)];
+
+const CREATE_PARTITIONS_ASSIGNMENT: &[Field] = &[all(Ty::Fixeds(4))];
+const CREATE_PARTITIONS_TOPIC: &[Field] = &[
+    all(Ty::Str),
+    all(I32),
+    all(Ty::Array(CREATE_PARTITIONS_ASSIGNMENT)),
+];
+pub(super) const CREATE_PARTITIONS: &[Field] =
+    &[all(Ty::Array(CREATE_PARTITIONS_TOPIC)), all(I32), all(BOOL)];
+
+const LOG_DIRS_TOPIC: &[Field] = &[all(Ty::Str), all(Ty::Fixeds(4))];
+pub(super) const DESCRIBE_LOG_DIRS: &[Field] = &[all(Ty::Array(LOG_DIRS_TOPIC))];
+
+const OFFSET_DELETE_PARTITION: &[Field] = &[all(I32)];
+const OFFSET_DELETE_TOPIC: &[Field] = &[all(Ty::Str), all(Ty::Array(OFFSET_DELETE_PARTITION))];
+pub(super) const OFFSET_DELETE: &[Field] = &[all(Ty::Str), all(Ty::Array(OFFSET_DELETE_TOPIC))];
+
+const PRODUCERS_TOPIC: &[Field] = &[all(Ty::Str), all(Ty::Fixeds(4))];
+pub(super) const DESCRIBE_PRODUCERS: &[Field] = &[all(Ty::Array(PRODUCERS_TOPIC))];
+
 pub(super) const INIT_PRODUCER_ID: &[Field] =
     &[all(Ty::Str), all(I32), since(3, I64), since(3, I16)];
 pub(super) const SASL_HANDSHAKE: &[Field] = &[all(Ty::Str)];

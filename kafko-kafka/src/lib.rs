@@ -21,7 +21,9 @@
 //!   (reading in `fetch_read`), `offsets` (ListOffsets), `admin` (CreateTopics,
 //!   DeleteTopics), `configs` (DescribeConfigs, AlterConfigs, IncrementalAlterConfigs;
 //!   the broker's configs in `broker_configs`), `cluster` (DescribeCluster,
-//!   DescribeAcls, DeleteGroups), `idempotence` (InitProducerId, sequence numbers), `groups` (the group
+//!   DescribeAcls, DeleteGroups, OffsetDelete), `log_admin` (DeleteRecords,
+//!   DescribeLogDirs), `idempotence` (InitProducerId, sequence numbers,
+//!   DescribeProducers), `groups` (the group
 //!   APIs; commits and offset fetches in `group_offsets`, the consumer protocol's
 //!   assignments read defensively in `consumer_protocol`), `sasl`.
 //! - `guard`: bounds on a request body's arrays before the codec decodes it, walking
@@ -59,6 +61,7 @@ mod inflate;
 mod layouts;
 mod legacy;
 mod listener;
+mod log_admin;
 mod metadata;
 mod offsets;
 mod produce;

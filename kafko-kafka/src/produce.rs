@@ -226,10 +226,10 @@ async fn produce_partition(
                 message: None,
             },
             Check::Write => {
-                let epoch = batch.producer_epoch;
+                let (epoch, timestamp) = (batch.producer_epoch, batch.max_timestamp);
                 let answer = append(broker, producer, partition, batch).await;
                 if answer.code == errors::NONE {
-                    sequences.written(epoch, first, last, answer.base_offset);
+                    sequences.written(epoch, (first, last), answer.base_offset, timestamp);
                 }
                 answer
             }

@@ -99,6 +99,8 @@ pub(crate) struct DecodedBatch {
     pub(crate) log_append_time: bool,
     /// The record count of the batch's header.
     pub(crate) count: usize,
+    /// The largest record timestamp, as the batch's header says.
+    pub(crate) max_timestamp: i64,
     base_timestamp: i64,
     max_record_wire: usize,
     /// The records, uncompressed.
@@ -209,7 +211,7 @@ fn decode_batch(batch: Bytes, budget: &mut Budget) -> Result<DecodedBatch, Batch
     let attributes = head.get_i16();
     let _last_offset_delta = head.get_i32();
     let base_timestamp = head.get_i64();
-    let _max_timestamp = head.get_i64();
+    let max_timestamp = head.get_i64();
     let producer_id = head.get_i64();
     let producer_epoch = head.get_i16();
     let base_sequence = head.get_i32();
@@ -254,6 +256,7 @@ fn decode_batch(batch: Bytes, budget: &mut Budget) -> Result<DecodedBatch, Batch
         control: attributes & 0x20 != 0,
         log_append_time: attributes & 0x08 != 0,
         count,
+        max_timestamp,
         base_timestamp,
         max_record_wire: budget.max_record_wire(),
         area,

@@ -1481,6 +1481,92 @@ async fn every_advertised_version_of_every_api_is_answered() {
             );
         }
     }
+    {
+        use kafka_protocol::messages::delete_records_request::{
+            DeleteRecordsPartition, DeleteRecordsTopic,
+        };
+        use kafka_protocol::messages::describe_producers_request::TopicRequest;
+        use kafka_protocol::messages::offset_delete_request::{
+            OffsetDeleteRequestPartition, OffsetDeleteRequestTopic,
+        };
+        use kafka_protocol::messages::{
+            DeleteRecordsRequest, DescribeLogDirsRequest, DescribeProducersRequest,
+            OffsetDeleteRequest,
+        };
+        for (v, r) in every_version(&mut k, &mut seen, |_| {
+            DeleteRecordsRequest::default()
+                .with_timeout_ms(5000)
+                .with_topics(vec![
+                    DeleteRecordsTopic::default()
+                        .with_name(name("v2"))
+                        .with_partitions(vec![
+                            DeleteRecordsPartition::default()
+                                .with_partition_index(0)
+                                .with_offset(-1),
+                        ]),
+                ])
+        })
+        .await
+        {
+            assert_eq!(
+                r.topics[0].partitions[0].error_code, 0,
+                "DeleteRecords v{v}"
+            );
+        }
+        for (v, r) in every_version(&mut k, &mut seen, |v| {
+            use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
+            kafka_protocol::messages::CreatePartitionsRequest::default()
+                .with_timeout_ms(5000)
+                .with_topics(vec![
+                    CreatePartitionsTopic::default()
+                        .with_name(name("v3"))
+                        .with_count(i32::from(v) + 3)
+                        .with_assignments(None),
+                ])
+        })
+        .await
+        {
+            assert_eq!(r.results[0].error_code, 0, "CreatePartitions v{v}");
+        }
+        for (v, r) in every_version(&mut k, &mut seen, |_| {
+            DescribeLogDirsRequest::default().with_topics(None)
+        })
+        .await
+        {
+            assert_eq!(r.results.len(), 1, "DescribeLogDirs v{v}");
+            assert!(
+                r.results[0].topics.iter().any(|t| t.name.as_str() == "v2"),
+                "DescribeLogDirs v{v}"
+            );
+        }
+        for (v, r) in every_version(&mut k, &mut seen, |_| {
+            OffsetDeleteRequest::default()
+                .with_group_id(GroupId(common::kafka::s("nobody")))
+                .with_topics(vec![
+                    OffsetDeleteRequestTopic::default()
+                        .with_name(name("v2"))
+                        .with_partitions(vec![
+                            OffsetDeleteRequestPartition::default().with_partition_index(0),
+                        ]),
+                ])
+        })
+        .await
+        {
+            assert_eq!(r.error_code, 69, "OffsetDelete v{v}: GROUP_ID_NOT_FOUND");
+        }
+        for (v, r) in every_version(&mut k, &mut seen, |_| {
+            DescribeProducersRequest::default().with_topics(vec![
+                TopicRequest::default()
+                    .with_name(name("v2"))
+                    .with_partition_indexes(vec![0]),
+            ])
+        })
+        .await
+        {
+            let p = &r.topics[0].partitions[0];
+            assert_eq!(p.error_code, 0, "DescribeProducers v{v}");
+        }
+    }
     for (v, r) in every_version(&mut k, &mut seen, |v| {
         let topic = name(&format!("v{}", v + 1));
         if v >= 6 {

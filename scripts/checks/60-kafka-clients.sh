@@ -5,6 +5,8 @@
 # lz4 by kcat), check every key landed where kafko's /v1 routes it (murmur2), read them
 # back with manual assignment, watermarks, ListOffsets earliest/latest/by timestamp,
 # a consumer group reads 500 and commits and a new consumer resumes at the commit,
+# the admin calls (CreatePartitions, DeleteRecords; OffsetDelete, DescribeLogDirs,
+# DescribeProducers, resetOffsets and the group's delete where the client has them),
 # delete the topic. The Python clients run scripts/clients/kafka_flow.py; kafkajs runs
 # scripts/clients/kafka/flow.mjs and compares records through /v1 (it consumes only in a
 # group); kcat runs below, its topic made through /v1 (it has no admin API). Then: a

@@ -12,7 +12,8 @@ kafko's /v1 routes it to (Kafka's murmur2); read them all back with manual assig
 timestamps; the watermarks; ListOffsets earliest, latest and by timestamp; delete the
 topic. Between them, a consumer group reads 500 records and commits, and a new consumer
 of the group resumes at the commit and reads the other 500; the group is listed and
-described. Each client is an adapter of the same few calls; the steps are a list.
+described; then the admin calls: CreatePartitions, DeleteRecords, and OffsetDelete,
+DescribeLogDirs, DescribeProducers and the group's delete where the client has them. Each client is an adapter of the same few calls; the steps are a list.
 """
 
 import asyncio
@@ -164,6 +165,31 @@ class Confluent:
     def groups(self):
         return sorted(g.group_id for g in self.admin.list_consumer_groups().result(30).valid)
 
+    def create_partitions(self, topic, count):
+        from confluent_kafka.admin import NewPartitions
+
+        for f in self.admin.create_partitions([NewPartitions(topic, count)]).values():
+            f.result(30)
+
+    def delete_records(self, topic, partition, offset):
+        from confluent_kafka import TopicPartition
+
+        [f] = self.admin.delete_records([TopicPartition(topic, partition, offset)]).values()
+        return f.result(30).low_watermark
+
+    def delete_group_offsets(self, group, topic, partition):
+        return None  # confluent-kafka's AdminClient has no OffsetDelete
+
+    def delete_group(self, group):
+        for f in self.admin.delete_consumer_groups([group]).values():
+            f.result(30)
+
+    def log_dirs(self):
+        return None  # confluent-kafka's AdminClient has no DescribeLogDirs
+
+    def producers(self, topic, partition):
+        return None  # nor DescribeProducers
+
     def describe_group(self, group):
         d = self.admin.describe_consumer_groups([group])[group].result(30)
         return str(d.state.name).lower(), len(d.members)
@@ -249,6 +275,34 @@ class KafkaPython:
 
     def groups(self):
         return sorted(g["group_id"] for g in self.admin.list_groups())
+
+    def create_partitions(self, topic, count):
+        self.admin.create_partitions({topic: count})
+
+    def delete_records(self, topic, partition, offset):
+        from kafka import TopicPartition
+
+        tp = TopicPartition(topic, partition)
+        return self.admin.delete_records({tp: offset})[tp]["low_watermark"]
+
+    def delete_group_offsets(self, group, topic, partition):
+        from kafka import TopicPartition
+
+        tp = TopicPartition(topic, partition)
+        return self.admin.delete_group_offsets(group, [tp])[tp].errno
+
+    def delete_group(self, group):
+        self.admin.delete_groups([group])
+
+    def log_dirs(self):
+        [broker] = self.admin.describe_log_dirs()
+        return broker["log_dirs"]
+
+    def producers(self, topic, partition):
+        from kafka import TopicPartition
+
+        tp = TopicPartition(topic, partition)
+        return [p.producer_id for p in self.admin.describe_producers([tp])[tp].active_producers]
 
     def describe_group(self, group):
         d = self.admin.describe_groups([group])[group]
@@ -356,6 +410,30 @@ class AioKafka:
     def delete_topic(self, topic):
         self._admin(lambda a: a.delete_topics([topic]))
 
+    def create_partitions(self, topic, count):
+        from aiokafka.admin import NewPartitions
+
+        self._admin(lambda a: a.create_partitions({topic: NewPartitions(count)}))
+
+    def delete_records(self, topic, partition, offset):
+        from aiokafka import TopicPartition
+        from aiokafka.admin import RecordsToDelete
+
+        tp = TopicPartition(topic, partition)
+        return self._admin(lambda a: a.delete_records({tp: RecordsToDelete(offset)}))[tp]
+
+    def delete_group_offsets(self, group, topic, partition):
+        return None  # aiokafka's admin client has no OffsetDelete
+
+    def delete_group(self, group):
+        return False  # nor DeleteGroups
+
+    def log_dirs(self):
+        return None  # nor DescribeLogDirs
+
+    def producers(self, topic, partition):
+        return None  # nor DescribeProducers
+
     def group_read(self, topic, group, count):
         from aiokafka import AIOKafkaConsumer, TopicPartition
 
@@ -392,6 +470,8 @@ class AioKafka:
 
 
 ADAPTERS = {"confluent": Confluent, "kafka-python": KafkaPython, "aiokafka": AioKafka}
+# The admin step's calls, where a client's adapter has them.
+ADMIN_CLIENTS = {"confluent", "kafka-python", "aiokafka"}
 
 
 # ------------------------------------------------------------------- the flow
@@ -403,6 +483,7 @@ class Flow:
         self.http_url = http_url
         self.topic = f"flow-{client}"
         self.records = [record(i) for i in range(RECORDS)]
+        self.steps = [s for s in self.STEPS if s != "admin" or client in ADMIN_CLIENTS]
 
     def create(self):
         self.c.create_topic(self.topic)
@@ -479,11 +560,50 @@ class Flow:
         state, members = self.c.describe_group(group)
         check(state == "empty" and members == 0, f"described: {state}, {members} members")
 
-    STEPS = ["create", "produce", "read_back", "watermarks", "list_offsets", "group", "delete"]
+    def admin(self):
+        """CreatePartitions raises the count to 4 (as /v1 then shows); DeleteRecords moves
+        partition 0's log start to 10 (the answered low watermark, /v1 and the earliest
+        offset agree); OffsetDelete (where the client has it) deletes the group's commit
+        on partition 1; DescribeLogDirs (where the client has it) shows the partitions,
+        DescribeProducers the idempotent producer; the group is deleted (/v1: gone)."""
+        group = f"{self.topic}-group"
+        self.c.create_partitions(self.topic, PARTITIONS + 1)
+        described = http(f"{self.http_url}/v1/topics/{self.topic}")
+        check(len(described["partitions"]) == PARTITIONS + 1, f"partitions: {described['partitions']}")
+        low = self.c.delete_records(self.topic, 0, 10)
+        check(low == 10, f"low watermark {low}")
+        starts = [p["log_start_offset"] for p in http(f"{self.http_url}/v1/topics/{self.topic}")["partitions"]]
+        check(starts == [10, 0, 0, 0], f"/v1 log starts {starts}")
+        check(self.c.watermarks(self.topic, 0)[0] == 10, "earliest offset of partition 0")
+        deleted = self.c.delete_group_offsets(group, self.topic, 1)
+        if deleted is not None:
+            check(deleted == 0, f"OffsetDelete error {deleted}")
+            committed = http(f"{self.http_url}/v1/groups/{group}")["topics"][0]["partitions"]
+            check([p["committed"] for p in committed if p["partition"] == 1] in ([None], []),
+                  f"/v1 after OffsetDelete: {committed}")
+        dirs = self.c.log_dirs()
+        if dirs is not None:
+            check(len(dirs) == 1 and dirs[0]["error_code"] == 0, f"log dirs {dirs}")
+            mine = [t for t in dirs[0]["topics"] if t["name"] == self.topic]
+            check(len(mine) == 1 and len(mine[0]["partitions"]) == PARTITIONS + 1, f"log dir topics {mine}")
+        producers = self.c.producers(self.topic, 0)
+        if producers is not None:
+            # The flow's producer is idempotent: the one that wrote partition 0.
+            check(len(producers) == 1, f"DescribeProducers: {producers}")
+        if self.c.delete_group(group) is False:
+            return
+        try:
+            http(f"{self.http_url}/v1/groups/{group}")
+        except urllib.error.HTTPError as e:
+            check(e.code == 404, f"after the group's delete: {e.code}")
+        else:
+            raise AssertionError("the group is still there")
+
+    STEPS = ["create", "produce", "read_back", "watermarks", "list_offsets", "group", "admin", "delete"]
 
     def run(self):
         try:
-            for step in self.STEPS:
+            for step in self.steps:
                 t0 = time.time()
                 getattr(self, step)()
                 print(f"  ok  {step} ({time.time() - t0:.2f} s)", flush=True)

@@ -11,6 +11,9 @@ use crate::disk;
 use crate::error::{AdminError, KafkoError, Result};
 use crate::handle::TopicHandle;
 use crate::naming::validate_name;
+use crate::partition::handle::PartitionHandle;
+use crate::partition::open::open_partition;
+use crate::partition_list::CAPACITY;
 use crate::record::now_ms;
 use crate::segment::files::FileCache;
 use crate::storage::{Storage, blocking, create_dir_durably};
@@ -205,7 +208,8 @@ impl Kafko {
 
     /// Replaces a topic's configuration with what `alter` makes of the current one, both
     /// under the admin lock (no other change lands in between); persisted before it
-    /// takes effect. The partition count cannot change.
+    /// takes effect. The partition count cannot change here (`create_partitions` raises
+    /// it).
     ///
     /// # Errors
     /// [`AdminError::TopicNotFound`], `alter`'s refusal (as an
@@ -239,6 +243,107 @@ impl Kafko {
         for p in &topic.partitions {
             p.update_config(next.clone()).await?;
         }
+        Ok((*next).clone())
+    }
+
+    /// Raises the partition count of topic `name` to `count` (Kafka's
+    /// CreatePartitions); with `validate_only`, only checks that it could. The new
+    /// partitions' directories are made first, then `topic.json` is replaced with the
+    /// new count (write, fsync, rename, directory fsync: the commit point), and only
+    /// then are they served: keyed records route over the new count from the next
+    /// send. Partitions a crash left before the commit point are empty and ignored, and
+    /// taken up by the next raise. Returns the configuration with the new count.
+    ///
+    /// # Errors
+    /// [`AdminError::TopicNotFound`]; [`AdminError::InvalidConfig`] for a count not
+    /// above the current one or past 1,024; [`AdminError::LimitReached`] past the log's
+    /// limit on partitions; `ShuttingDown`; or a storage failure (the count stays).
+    pub async fn create_partitions(
+        &self,
+        name: &str,
+        count: u32,
+        validate_only: bool,
+    ) -> Result<TopicConfig, AdminError> {
+        self.check_open()?;
+        let _admin = self.inner.admin.lock().await;
+        let topic = self.resolve(name)?;
+        let current = topic.config();
+        let held = topic.partition_count();
+        if count <= held {
+            let reason = if count == held {
+                format!("Topic already has {held} partition(s).")
+            } else {
+                format!(
+                    "The topic {name} currently has {held} partition(s); {count} would not be an increase."
+                )
+            };
+            return Err(AdminError::InvalidConfig { reason });
+        }
+        let mut next = (*current).clone();
+        next.partitions = count;
+        next.validate()?;
+        if let Some(limit) = self.inner.limits.partitions {
+            let total: u64 = self
+                .all_topics()
+                .iter()
+                .map(|t| u64::from(t.partition_count()))
+                .sum();
+            if total + u64::from(count - held) > limit {
+                return Err(AdminError::LimitReached {
+                    resource: "partitions",
+                    limit,
+                });
+            }
+        }
+        if validate_only {
+            return Ok(next);
+        }
+        let storage = self.inner.storage.clone();
+        let files = self.inner.files.clone();
+        let (dir, topic_name, activity) = (
+            topic.dir.clone(),
+            topic.name.clone(),
+            topic.activity.clone(),
+        );
+        let (on_disk, id) = (next.clone(), topic.id);
+        let opened = blocking("adding partitions", move || {
+            let mut opened = Vec::with_capacity((count - held) as usize);
+            for p in held..count {
+                opened.push(open_partition(
+                    (&storage, &files),
+                    dir.join(p.to_string()),
+                    topic_name.clone(),
+                    p,
+                    false,
+                    activity.clone(),
+                )?);
+            }
+            // The new partitions' entries, then the count that makes them part of the
+            // topic.
+            storage
+                .sync_dir(&dir)
+                .map_err(|e| KafkoError::io("syncing directory", &dir, e))?;
+            disk::write_topic_config(&*storage, &dir.join(TOPIC_CONFIG), &on_disk, id)?;
+            Ok(opened)
+        })
+        .await?;
+        let next = Arc::new(next);
+        for (log, active) in opened {
+            let handle = PartitionHandle::new(log, next.clone(), active);
+            if let Err(handle) = topic.partitions.push(handle) {
+                // Past the list's capacity, which the config's limit keeps far off.
+                let _ = handle.shutdown().await;
+                return Err(AdminError::from(KafkoError::InvalidConfig {
+                    reason: format!("a topic holds at most {CAPACITY} partitions"),
+                }));
+            }
+        }
+        topic.set_config(next.clone());
+        for p in &topic.partitions {
+            p.update_config(next.clone()).await?;
+        }
+        self.inner.topics_changed.signal();
+        tracing::info!(topic = name, from = held, to = count, "added partitions");
         Ok((*next).clone())
     }
 

@@ -153,6 +153,9 @@ fn each_operation_keeps_exactly_the_failures_it_can_have() {
         "PartitionReadOnly",
         "PartitionPanicked",
         "ShuttingDown",
+        "PartitionNotFound",
+        "OffsetOutOfRange",
+        "InvalidRequest",
     ];
     assert_eq!(
         kept("a topic administration call", AdminError::kind),

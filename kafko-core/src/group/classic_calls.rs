@@ -550,6 +550,55 @@ impl GroupHandle {
         Ok(())
     }
 
+    /// Kafka's OffsetDelete on one topic: deletes the group's committed offsets of
+    /// `partitions` of `topic` durably, unless a live member reads the topic: one of
+    /// kafko's own members subscribed to it, or a member of Kafka clients whose
+    /// metadata for the chosen protocol `reads_topic` says reads it (given the group's
+    /// protocol type and that metadata: a consumer subscription, say). A partition
+    /// without a committed offset is no error.
+    ///
+    /// # Errors
+    /// `GroupNotFound`; `GroupHasMembers` while a live member reads the topic (nothing
+    /// changes); `ShuttingDown`; or the write's storage failure (nothing changes).
+    pub async fn classic_delete_offsets(
+        &self,
+        topic: &str,
+        partitions: &[u32],
+        reads_topic: impl Fn(&str, &[u8]) -> bool,
+    ) -> Result<(), GroupError> {
+        self.check_not_closing()?;
+        let group = &*self.name;
+        self.with_classic(false, |g, _| {
+            let m = &g.members;
+            let c = &m.classic;
+            let classic = c
+                .members
+                .values()
+                .filter(|member| {
+                    let metadata = member
+                        .protocols
+                        .iter()
+                        .find(|p| p.name == c.protocol)
+                        .map_or(&[][..], |p| &p.metadata[..]);
+                    reads_topic(&c.protocol_type, metadata)
+                })
+                .count();
+            let readers = m.count_on(topic) + classic;
+            if readers > 0 {
+                return Err(KafkoError::GroupHasMembers {
+                    group: group.to_owned(),
+                    topic: topic.to_owned(),
+                    members: readers,
+                });
+            }
+            Ok(())
+        })?;
+        self.coordinator()
+            .delete_committed(group, topic, partitions)
+            .await?;
+        Ok(())
+    }
+
     /// The committed offsets of every topic the group has committed on (OffsetFetch
     /// without a topic list), by topic name.
     ///

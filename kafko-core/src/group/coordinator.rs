@@ -131,6 +131,18 @@ impl TopicState {
         );
     }
 
+    /// Forgets a partition's committed offset and read position (Kafka's OffsetDelete):
+    /// the next reader starts by the group's reset policy.
+    pub(super) fn forget_committed(&mut self, partition: u32) {
+        self.committed.remove(&partition);
+        self.committed_at.remove(&partition);
+        self.metadata.remove(&partition);
+        self.positions.remove(&partition);
+        self.leases.remove(&partition);
+        self.pending.remove(&partition);
+        self.frontier.remove(&partition);
+    }
+
     /// The offset a commit without offsets records: the delivered position (an answer in
     /// flight does not count).
     pub(super) fn delivered_position(&self, partition: u32) -> Option<u64> {
@@ -387,6 +399,70 @@ impl Coordinator {
         ts.committed_at = next_at;
         ts.metadata = next_metadata;
         publish(ts);
+        Ok(())
+    }
+
+    /// Deletes the committed offsets of `partitions` of `group` on `topic` durably (the
+    /// topic's file is rewritten, or removed once it holds none), then forgets them in
+    /// memory. Under the group's write lock, as commits are; if the write fails nothing
+    /// changes.
+    pub(super) async fn delete_committed(
+        &self,
+        group: &str,
+        topic: &str,
+        partitions: &[u32],
+    ) -> Result<()> {
+        let Some(persist) = self.lock().get(group).map(|g| g.persist.clone()) else {
+            return Err(group_not_found(group));
+        };
+        let _writing = persist.lock.lock().await;
+        if persist.deleted.load(Ordering::Acquire) {
+            return Err(group_not_found(group));
+        }
+        let Some((before, mut at, mut metadata)) = self
+            .lock()
+            .get(group)
+            .and_then(|g| g.topics.get(topic))
+            .map(|ts| {
+                let at = ts.committed_at.clone();
+                (ts.committed.clone(), at, ts.metadata.clone())
+            })
+        else {
+            return Ok(());
+        };
+        let mut next = before.clone();
+        for p in partitions {
+            next.remove(p);
+            at.remove(p);
+            metadata.remove(p);
+        }
+        if next != before {
+            let (store, g, t, body) = (
+                self.store.clone(),
+                group.to_owned(),
+                topic.to_owned(),
+                next.clone(),
+            );
+            crate::storage::blocking("offset delete", move || {
+                if body.is_empty() {
+                    store.remove_offsets(&g, &t)
+                } else {
+                    store.write_offsets(&g, &t, &body, &at, &metadata)
+                }
+            })
+            .await?;
+        }
+        let mut groups = self.lock();
+        if let Some(ts) = groups
+            .get_mut(group)
+            .ok_or_else(|| group_not_found(group))?
+            .topics
+            .get_mut(topic)
+        {
+            for p in partitions {
+                ts.forget_committed(*p);
+            }
+        }
         Ok(())
     }
 

@@ -78,6 +78,14 @@ impl PartitionHandle {
             .await
     }
 
+    /// Moves the log start up to `to` (`None`: the high watermark); the log start
+    /// afterwards.
+    pub(crate) async fn delete_records(&self, to: Option<u64>) -> Result<u64> {
+        self.queue
+            .job(move |w| Box::pin(w.delete_records(to)))
+            .await
+    }
+
     /// Installs a compacted segment.
     pub(crate) async fn swap(&self, swap: SegmentSwap) -> Result<SwapOutcome> {
         self.queue

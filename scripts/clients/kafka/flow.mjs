@@ -6,6 +6,7 @@
 // group reads 500 and commits, a new consumer of the group resumes at the commit and
 // reads the other 500; list and describe the group). Every other step (create, produce
 // with the Java-compatible murmur2 partitioner, watermarks, ListOffsets by timestamp,
+// the admin calls: createPartitions, deleteTopicRecords, resetOffsets, deleteGroups;
 // delete) goes through kafkajs.
 import kafkajs from "kafkajs";
 
@@ -153,7 +154,30 @@ async function group() {
     `described: ${described.state}, ${described.members.length} members`);
 }
 
-const STEPS = [create, produce, readBack, watermarks, listOffsets, group, remove];
+/** CreatePartitions to 4, DeleteRecords below 10 on partition 0, resetOffsets to the
+ * earliest (kafkajs commits the logical offset −2), then the group's delete. */
+async function adminCalls() {
+  const groupId = `${topic}-group`;
+  check(await admin.createPartitions({ topicPartitions: [{ topic, count: PARTITIONS + 1 }] }) === undefined,
+    "createPartitions");
+  let d = await http(`/v1/topics/${topic}`);
+  check(d.partitions.length === PARTITIONS + 1, `partitions ${d.partitions.length}`);
+  await admin.deleteTopicRecords({ topic, partitions: [{ partition: 0, offset: "10" }] });
+  d = await http(`/v1/topics/${topic}`);
+  const starts = d.partitions.map((p) => p.log_start_offset);
+  check(JSON.stringify(starts) === "[10,0,0,0]", `/v1 log starts ${starts}`);
+  const offsets = await admin.fetchTopicOffsets(topic);
+  check(offsets.find((o) => o.partition === 0).low === "10", `low watermarks ${JSON.stringify(offsets)}`);
+  await admin.resetOffsets({ groupId, topic, earliest: true });
+  const fetched = await admin.fetchOffsets({ groupId, topics: [topic] });
+  const reset = fetched[0].partitions.map((p) => [p.partition, p.offset]).sort((a, b) => a[0] - b[0]);
+  check(JSON.stringify(reset) === JSON.stringify([[0, "10"], [1, "0"], [2, "0"], [3, "0"]]),
+    `offsets after resetOffsets(earliest): ${JSON.stringify(reset)}`);
+  await admin.deleteGroups([groupId]);
+  check((await http(`/v1/groups/${groupId}`)) === null, "the group is still there");
+}
+
+const STEPS = [create, produce, readBack, watermarks, listOffsets, group, adminCalls, remove];
 
 console.log("--- kafkajs");
 await admin.connect();

@@ -21,8 +21,10 @@
 //! Here: staging and writing a group, the fsync policy and shutdown. The other duties each
 //! have a file: `pipeline` (fsyncs running while later groups are written), `roll` (new
 //! segment, background seal), `recovery_point` (the file saying what was fsynced),
-//! `retention` and `swap` (installing a compacted segment).
+//! `retention`, `delete_records` (moving the log start on request) and `swap`
+//! (installing a compacted segment).
 
+mod delete_records;
 mod pipeline;
 mod recovery_point;
 mod retention;
