@@ -30,6 +30,11 @@ fn committed(k: &Kafko, group: &str) -> Vec<(String, Vec<(u32, u64)>)> {
         .collect()
 }
 
+async fn produce_one(k: &Kafko) {
+    let p = k.producer_for("t").unwrap();
+    p.send_record(common::rec(0)).await.unwrap();
+}
+
 async fn commit_first(k: &Kafko, group: &str) {
     let t = k.topic("t").unwrap();
     let offsets = [PartitionOffset {
@@ -50,11 +55,7 @@ async fn offsets_of_groups_without_members_expire_durably_and_members_keep_their
     k.create_topic_with_config("t", TopicConfig::default())
         .await
         .unwrap();
-    k.producer_for("t")
-        .unwrap()
-        .send_record(common::rec(0))
-        .await
-        .unwrap();
+    produce_one(&k).await;
     commit_first(&k, "alone").await;
     // A group with a live member of kafko's own keeps its offsets.
     let with_member = k.group("with-member").unwrap();
@@ -95,11 +96,7 @@ async fn commit_times_survive_a_restart_and_older_files_count_from_the_open() {
     k.create_topic_with_config("t", TopicConfig::default())
         .await
         .unwrap();
-    k.producer_for("t")
-        .unwrap()
-        .send_record(common::rec(0))
-        .await
-        .unwrap();
+    produce_one(&k).await;
     commit_first(&k, "kept").await;
     k.shutdown().await.unwrap();
     let now_ms = std::time::SystemTime::now()

@@ -5,9 +5,8 @@
 mod common;
 
 use bytes::Bytes;
-use common::kafka::{Kafka, s};
+use common::kafka::{Kafka, join_group_request, s};
 use common::{Server, client, get};
-use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::leave_group_request::MemberIdentity;
 use kafka_protocol::messages::{
     DeleteGroupsRequest, DescribeAclsRequest, GroupId, JoinGroupRequest, LeaveGroupRequest,
@@ -20,17 +19,8 @@ const MEMBER_ID_REQUIRED: i16 = 79;
 const SECURITY_DISABLED: i16 = 54;
 
 fn join(member: &str) -> JoinGroupRequest {
-    JoinGroupRequest::default()
-        .with_group_id(GroupId(s("live")))
-        .with_session_timeout_ms(30_000)
-        .with_rebalance_timeout_ms(30_000)
-        .with_member_id(s(member))
-        .with_protocol_type(s("consumer"))
-        .with_protocols(vec![
-            JoinGroupRequestProtocol::default()
-                .with_name(s("range"))
-                .with_metadata(Bytes::from_static(&[0, 0, 0, 0, 0, 0, 0, 0])),
-        ])
+    let metadata = Bytes::from_static(&[0, 0, 0, 0, 0, 0, 0, 0]);
+    join_group_request("live", member, ("consumer", "range", metadata))
 }
 
 async fn delete(k: &mut Kafka, group: &str) -> i16 {

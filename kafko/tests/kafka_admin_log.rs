@@ -11,7 +11,10 @@
 mod common;
 
 use bytes::Bytes;
-use common::kafka::{Kafka, Rec, batch, create_topic, name, produce_batch, s};
+use common::kafka::{
+    Kafka, Rec, batch, create_topic, join_group_request, list_offsets_request, name, produce_batch,
+    s,
+};
 use common::{Server, client, get, get_json, post_json, problem, put_json};
 use kafka_protocol::messages::create_partitions_request::{
     CreatePartitionsAssignment, CreatePartitionsTopic,
@@ -21,8 +24,6 @@ use kafka_protocol::messages::delete_records_request::{
 };
 use kafka_protocol::messages::describe_log_dirs_request::DescribableLogDirTopic;
 use kafka_protocol::messages::describe_producers_request::TopicRequest;
-use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
-use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::offset_commit_request::{
     OffsetCommitRequestPartition, OffsetCommitRequestTopic,
@@ -33,8 +34,8 @@ use kafka_protocol::messages::offset_delete_request::{
 use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
 use kafka_protocol::messages::{
     CreatePartitionsRequest, DeleteRecordsRequest, DescribeLogDirsRequest,
-    DescribeProducersRequest, GroupId, InitProducerIdRequest, JoinGroupRequest, ListOffsetsRequest,
-    MetadataRequest, OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest,
+    DescribeProducersRequest, GroupId, InitProducerIdRequest, MetadataRequest, OffsetCommitRequest,
+    OffsetDeleteRequest, OffsetFetchRequest,
 };
 use serde_json::json;
 
@@ -94,18 +95,9 @@ async fn delete_records(
 
 /// ListOffsets (v7) of `timestamp` (−2 earliest, −1 latest) for partition `partition`.
 async fn list_offset(k: &mut Kafka, topic: &str, partition: i32, timestamp: i64) -> i64 {
-    let request = ListOffsetsRequest::default()
-        .with_replica_id((-1).into())
-        .with_topics(vec![
-            ListOffsetsTopic::default()
-                .with_name(name(topic))
-                .with_partitions(vec![
-                    ListOffsetsPartition::default()
-                        .with_partition_index(partition)
-                        .with_timestamp(timestamp),
-                ]),
-        ]);
-    let r = k.call(&request, 7).await;
+    let r = k
+        .call(&list_offsets_request(topic, partition, timestamp), 7)
+        .await;
     let p = &r.topics[0].partitions[0];
     assert_eq!(p.error_code, 0);
     p.offset
@@ -417,19 +409,8 @@ async fn offset_delete_deletes_committed_offsets_unless_a_live_member_subscribes
 
     // A live member subscribed to `a`: its offsets stay; `b`'s may go.
     commit(&mut k, "g", "b", &[(0, 0)]).await;
-    let join = |member: &str| {
-        JoinGroupRequest::default()
-            .with_group_id(GroupId(s("g")))
-            .with_session_timeout_ms(30_000)
-            .with_rebalance_timeout_ms(30_000)
-            .with_member_id(s(member))
-            .with_protocol_type(s("consumer"))
-            .with_protocols(vec![
-                JoinGroupRequestProtocol::default()
-                    .with_name(s("range"))
-                    .with_metadata(subscription(&["a"])),
-            ])
-    };
+    let join =
+        |member: &str| join_group_request("g", member, ("consumer", "range", subscription(&["a"])));
     let first = k.call(&join(""), 7).await;
     assert_eq!(first.error_code, MEMBER_ID_REQUIRED);
     let joined = k.call(&join(first.member_id.as_str()), 7).await;
@@ -836,17 +817,8 @@ async fn offset_delete_refuses_a_live_group_of_another_protocol_type() {
     let mut k = Kafka::connect(&srv).await;
     assert_eq!(create_topic(&mut k, "a", 1, &[]).await, 0);
     let join = |member: &str| {
-        JoinGroupRequest::default()
-            .with_group_id(GroupId(s("workers")))
-            .with_session_timeout_ms(30_000)
-            .with_rebalance_timeout_ms(30_000)
-            .with_member_id(s(member))
-            .with_protocol_type(s("connect"))
-            .with_protocols(vec![
-                JoinGroupRequestProtocol::default()
-                    .with_name(s("sessioned"))
-                    .with_metadata(Bytes::from_static(b"opaque")),
-            ])
+        let opaque = Bytes::from_static(b"opaque");
+        join_group_request("workers", member, ("connect", "sessioned", opaque))
     };
     let first = k.call(&join(""), 7).await;
     let joined = k.call(&join(first.member_id.as_str()), 7).await;

@@ -7,7 +7,10 @@ mod common;
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes, BytesMut};
-use common::kafka::{Got, Kafka, Rec, batch, name, produce_batch, produce_request, read_batches};
+use common::kafka::{
+    Got, Kafka, Rec, batch, list_offsets_request, name, produce_batch, produce_request,
+    read_batches,
+};
 use common::{Server, client, get_json, metric, produce};
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
@@ -72,18 +75,9 @@ async fn list_offset(
     partition: i32,
     timestamp: i64,
 ) -> (i16, i64, i64) {
-    let request = ListOffsetsRequest::default()
-        .with_replica_id((-1).into())
-        .with_topics(vec![
-            ListOffsetsTopic::default()
-                .with_name(name(topic))
-                .with_partitions(vec![
-                    ListOffsetsPartition::default()
-                        .with_partition_index(partition)
-                        .with_timestamp(timestamp),
-                ]),
-        ]);
-    let r = k.call(&request, 7).await;
+    let r = k
+        .call(&list_offsets_request(topic, partition, timestamp), 7)
+        .await;
     let p = &r.topics[0].partitions[0];
     (p.error_code, p.offset, p.timestamp)
 }

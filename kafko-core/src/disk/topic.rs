@@ -327,6 +327,17 @@ mod tests {
         assert!(text.contains(&format!(r#""id":"{id}""#)), "{text}");
     }
 
+    /// Writes `config` and reads it back (it must round-trip); the body as written.
+    fn written_body(path: &std::path::Path, config: &TopicConfig, id: TopicId) -> String {
+        write_topic_config(&StdStorage, path, config, id).unwrap();
+        assert_eq!(
+            read_topic_config(&StdStorage, path).unwrap(),
+            Some((config.clone(), Some(id)))
+        );
+        let raw = std::fs::read(path).unwrap();
+        String::from_utf8(state_file::decode(&raw).unwrap().to_vec()).unwrap()
+    }
+
     #[test]
     fn client_configs_round_trip_as_version_3_and_none_writes_version_2() {
         let dir = tempfile::tempdir().unwrap();
@@ -338,22 +349,14 @@ mod tests {
             .stored
             .insert("min.insync.replicas".into(), "2".into());
         let id = TopicId::generate();
-        write_topic_config(&StdStorage, &path, &config, id).unwrap();
-        assert_eq!(
-            read_topic_config(&StdStorage, &path).unwrap(),
-            Some((config.clone(), Some(id)))
-        );
-        let raw = std::fs::read(&path).unwrap();
-        let text = String::from_utf8(state_file::decode(&raw).unwrap().to_vec()).unwrap();
+        let text = written_body(&path, &config, id);
         assert!(text.starts_with(r#"{"version":3,"#), "{text}");
         assert!(
             text.contains(r#""client_stored":{"min.insync.replicas":"2"}"#),
             "{text}"
         );
         config.client = ClientConfigs::default();
-        write_topic_config(&StdStorage, &path, &config, id).unwrap();
-        let raw = std::fs::read(&path).unwrap();
-        let text = String::from_utf8(state_file::decode(&raw).unwrap().to_vec()).unwrap();
+        let text = written_body(&path, &config, id);
         assert!(text.starts_with(r#"{"version":2,"#), "{text}");
         let err = topic_config_body(
             format!(r#"{{"version":3,"id":"{id}","client_stored":{{"a":1}}}}"#).as_bytes(),
@@ -371,19 +374,11 @@ mod tests {
             ..TopicConfig::default()
         };
         let id = TopicId::generate();
-        write_topic_config(&StdStorage, &path, &config, id).unwrap();
-        assert_eq!(
-            read_topic_config(&StdStorage, &path).unwrap(),
-            Some((config.clone(), Some(id)))
-        );
-        let raw = std::fs::read(&path).unwrap();
-        let text = String::from_utf8(state_file::decode(&raw).unwrap().to_vec()).unwrap();
+        let text = written_body(&path, &config, id);
         assert!(text.starts_with(r#"{"version":4,"#), "{text}");
         assert!(text.contains(r#""segment_ms":60000"#), "{text}");
         config.segment_ms = DEFAULT_SEGMENT_MS;
-        write_topic_config(&StdStorage, &path, &config, id).unwrap();
-        let raw = std::fs::read(&path).unwrap();
-        let text = String::from_utf8(state_file::decode(&raw).unwrap().to_vec()).unwrap();
+        let text = written_body(&path, &config, id);
         assert!(text.starts_with(r#"{"version":2,"#), "{text}");
         assert!(!text.contains("segment_ms"), "{text}");
         for bad in [

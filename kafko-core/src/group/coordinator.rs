@@ -28,7 +28,7 @@ use crate::storage::Storage;
 /// late commit cannot bring the directory back.
 #[derive(Default)]
 pub(super) struct Persist {
-    pub(super) lock: tokio::sync::Mutex<()>,
+    pub(super) lock: Arc<tokio::sync::Mutex<()>>,
     pub(super) deleted: AtomicBool,
 }
 
@@ -317,6 +317,19 @@ impl Coordinator {
         lock(&self.groups)
     }
 
+    /// Takes `group`'s write lock (its files change only under it); `GroupNotFound` if
+    /// the group is gone or was deleted meanwhile.
+    pub(super) async fn write_lock(&self, group: &str) -> Result<tokio::sync::OwnedMutexGuard<()>> {
+        let Some(persist) = self.lock().get(group).map(|g| g.persist.clone()) else {
+            return Err(group_not_found(group));
+        };
+        let writing = persist.lock.clone().lock_owned().await;
+        if persist.deleted.load(Ordering::Acquire) {
+            return Err(group_not_found(group));
+        }
+        Ok(writing)
+    }
+
     /// Commits `offsets` of `group` on `topic` durably, then publishes them in memory and
     /// runs `publish` on the state under the same lock. Under the group's write lock, so
     /// commits are never lost or reordered; if the write fails nothing changes.
@@ -342,13 +355,7 @@ impl Coordinator {
         metadata: BTreeMap<u32, String>,
         publish: impl FnOnce(&mut TopicState),
     ) -> Result<()> {
-        let Some(persist) = self.lock().get(group).map(|g| g.persist.clone()) else {
-            return Err(group_not_found(group));
-        };
-        let _writing = persist.lock.lock().await;
-        if persist.deleted.load(Ordering::Acquire) {
-            return Err(group_not_found(group));
-        }
+        let _writing = self.write_lock(group).await?;
         let (mut next, mut next_at, mut next_metadata) = self
             .lock()
             .get(group)
@@ -412,13 +419,7 @@ impl Coordinator {
         topic: &str,
         partitions: &[u32],
     ) -> Result<()> {
-        let Some(persist) = self.lock().get(group).map(|g| g.persist.clone()) else {
-            return Err(group_not_found(group));
-        };
-        let _writing = persist.lock.lock().await;
-        if persist.deleted.load(Ordering::Acquire) {
-            return Err(group_not_found(group));
-        }
+        let _writing = self.write_lock(group).await?;
         let Some((before, mut at, mut metadata)) = self
             .lock()
             .get(group)

@@ -394,3 +394,44 @@ pub async fn assert_bystanders_served(server: &Server) {
     .expect("a Kafka Metadata request answered within 2 s");
     assert!(metadata.is_some(), "a Kafka Metadata request answered");
 }
+
+/// A ListOffsets request for one partition at `timestamp` (−2 earliest, −1 latest).
+pub fn list_offsets_request(
+    topic: &str,
+    partition: i32,
+    timestamp: i64,
+) -> kafka_protocol::messages::ListOffsetsRequest {
+    use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+    kafka_protocol::messages::ListOffsetsRequest::default()
+        .with_replica_id((-1).into())
+        .with_topics(vec![
+            ListOffsetsTopic::default()
+                .with_name(name(topic))
+                .with_partitions(vec![
+                    ListOffsetsPartition::default()
+                        .with_partition_index(partition)
+                        .with_timestamp(timestamp),
+                ]),
+        ])
+}
+
+/// A JoinGroup of `member` in `group` offering one protocol (`protocol_type`,
+/// `protocol`, `metadata`), with 30 s session and rebalance timeouts.
+pub fn join_group_request(
+    group: &str,
+    member: &str,
+    (protocol_type, protocol, metadata): (&str, &str, Bytes),
+) -> kafka_protocol::messages::JoinGroupRequest {
+    use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
+    kafka_protocol::messages::JoinGroupRequest::default()
+        .with_group_id(kafka_protocol::messages::GroupId(s(group)))
+        .with_session_timeout_ms(30_000)
+        .with_rebalance_timeout_ms(30_000)
+        .with_member_id(s(member))
+        .with_protocol_type(s(protocol_type))
+        .with_protocols(vec![
+            JoinGroupRequestProtocol::default()
+                .with_name(s(protocol))
+                .with_metadata(metadata),
+        ])
+}

@@ -3,13 +3,8 @@
 //! the sealed segments wholly below it are deleted as retention deletes them. The file
 //! work (checkpoint, unlinks, directory fsync) runs on the blocking pool.
 
-use std::sync::Arc;
-
-use super::{LOG_START_FILE, Writer};
+use super::Writer;
 use crate::error::{KafkoError, Result};
-use crate::segment::Segment;
-use crate::state_file;
-use crate::storage::blocking;
 
 impl Writer {
     /// Moves the log start up to `to` (`None`: the high watermark) and deletes the
@@ -45,13 +40,7 @@ impl Writer {
         }
         self.finish_seal().await?;
         // Persist the new start before it shows, and before any file goes.
-        let storage = self.storage.clone();
-        let checkpoint = self.log.dir.join(LOG_START_FILE);
-        blocking("persisting the log start", move || {
-            state_file::write(&*storage, &checkpoint, &to)
-        })
-        .await?;
-        self.log.set_log_start(to);
+        self.persist_log_start(to).await?;
         let segments = self.log.segments();
         // A segment is wholly below `to` when the next one starts at or below it; the
         // active segment always stays.
@@ -60,19 +49,8 @@ impl Writer {
             .take_while(|pair| pair[1].base_offset <= to)
             .count();
         if count > 0 {
-            self.log.set_segments(segments[count..].to_vec());
-            let doomed: Vec<Arc<Segment>> = segments[..count].to_vec();
-            let storage = self.storage.clone();
-            let dir = self.log.dir.clone();
-            blocking("deleting segments below the log start", move || {
-                for seg in &doomed {
-                    seg.remove_files(&*storage)?;
-                }
-                storage
-                    .sync_dir(&dir)
-                    .map_err(|e| KafkoError::io("syncing directory", &dir, e))
-            })
-            .await?;
+            self.delete_first_segments(&segments, count, "deleting segments below the log start")
+                .await?;
         }
         tracing::info!(topic = %self.log.topic, partition = self.log.partition, deleted = count, log_start = to, "records deleted below the log start");
         Ok(to)

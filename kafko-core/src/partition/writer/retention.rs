@@ -17,6 +17,42 @@ use crate::state_file;
 use crate::storage::blocking;
 
 impl Writer {
+    /// Persists `new_start` as the log start, then makes it the log's: persisted first,
+    /// so no crash leaves files deleted below a start that was not kept.
+    pub(super) async fn persist_log_start(&mut self, new_start: u64) -> Result<()> {
+        let storage = self.storage.clone();
+        let checkpoint = self.log.dir.join(LOG_START_FILE);
+        blocking("persisting the log start", move || {
+            state_file::write(&*storage, &checkpoint, &new_start)
+        })
+        .await?;
+        self.log.set_log_start(new_start);
+        Ok(())
+    }
+
+    /// Takes the first `count` of `segments` (the log's, all below the persisted log
+    /// start) out of the log and deletes their files, then fsyncs the directory.
+    pub(super) async fn delete_first_segments(
+        &mut self,
+        segments: &[Arc<Segment>],
+        count: usize,
+        what: &'static str,
+    ) -> Result<()> {
+        self.log.set_segments(segments[count..].to_vec());
+        let doomed: Vec<Arc<Segment>> = segments[..count].to_vec();
+        let storage = self.storage.clone();
+        let dir = self.log.dir.clone();
+        blocking(what, move || {
+            for seg in &doomed {
+                seg.remove_files(&*storage)?;
+            }
+            storage
+                .sync_dir(&dir)
+                .map_err(|e| KafkoError::io("syncing directory", &dir, e))
+        })
+        .await
+    }
+
     /// Deletes the oldest sealed segments beyond `retention_ms` / `retention_bytes`.
     /// Waits for a pending seal first: it may cover a segment this deletes.
     pub(crate) async fn enforce_retention(&mut self, now_ms: i64) -> Result<RetentionOutcome> {
@@ -42,28 +78,10 @@ impl Writer {
             return Ok(outcome);
         }
         let new_start = segments[count].base_offset.max(self.log.log_start());
-        // Persist the new start before deleting, so a crash cannot resurrect a gap.
-        let storage = self.storage.clone();
-        let checkpoint = self.log.dir.join(LOG_START_FILE);
-        blocking("persisting the log start", move || {
-            state_file::write(&*storage, &checkpoint, &new_start)
-        })
-        .await?;
-        self.log.set_segments(segments[count..].to_vec());
-        self.log.set_log_start(new_start);
-        let doomed: Vec<Arc<Segment>> = segments[..count].to_vec();
-        outcome.bytes_deleted = doomed.iter().map(|seg| seg.len()).sum();
-        let storage = self.storage.clone();
-        let dir = self.log.dir.clone();
-        blocking("deleting expired segments", move || {
-            for seg in &doomed {
-                seg.remove_files(&*storage)?;
-            }
-            storage
-                .sync_dir(&dir)
-                .map_err(|e| KafkoError::io("syncing directory", &dir, e))
-        })
-        .await?;
+        self.persist_log_start(new_start).await?;
+        outcome.bytes_deleted = segments[..count].iter().map(|seg| seg.len()).sum();
+        self.delete_first_segments(&segments, count, "deleting expired segments")
+            .await?;
         outcome.segments_deleted = count;
         outcome.log_start_offset = new_start;
         tracing::info!(topic = %self.log.topic, partition = self.log.partition, deleted = count, log_start = new_start, "retention deleted segments");
