@@ -3,7 +3,7 @@ static member's restart: nobody is revoked, nothing moves.
 
 Usage: group_restart.py KAFKO_BINARY WORK_DIR
 
-Starts kafko itself (data in WORK_DIR/data, Kafka on a free loopback port, so that the
+Starts kafko itself (data in WORK_DIR/group-restart/data, Kafka on a free loopback port, so that the
 restarted server is found at the same address), creates a 3-partition topic, and runs
 three consumers of one group, each with a group.instance.id (static members) and a
 30 s session. Once every partition is owned: SIGKILL the server, start it again on
@@ -45,9 +45,12 @@ class Server:
 
     def __init__(self, binary, work):
         self.port = free_port()
+        # A directory of its own: WORK may hold another server's (locked) data.
+        work = os.path.join(work, "group-restart")
+        os.makedirs(work, exist_ok=True)
         self.args = [binary, "--bind", "127.0.0.1:0", "--kafka-bind", f"127.0.0.1:{self.port}",
                      "--data-dir", os.path.join(work, "data")]
-        self.log = open(os.path.join(work, "group-restart.log"), "ab")
+        self.log = open(os.path.join(work, "server.log"), "ab")
         self.proc = None
 
     def start(self):
@@ -55,7 +58,10 @@ class Server:
         for line in self.proc.stdout:
             if line.startswith(b"kafka listening on"):
                 return
-        sys.exit("kafko did not start")
+        self.log.flush()
+        with open(self.log.name, "rb") as log:
+            tail = log.read()[-2000:].decode(errors="replace")
+        sys.exit(f"  FAIL kafko did not start for the group restart:\n{tail}")
 
     def kill(self):
         self.proc.send_signal(signal.SIGKILL)
