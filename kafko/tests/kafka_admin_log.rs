@@ -12,8 +12,8 @@ mod common;
 
 use bytes::Bytes;
 use common::kafka::{
-    Kafka, Rec, batch, create_topic, join_group_request, list_offsets_request, name, produce_batch,
-    s,
+    Kafka, Rec, batch, create_topic, init_producer_id, join_group_request, list_offsets_request,
+    name, produce_batch, s,
 };
 use common::{Server, client, get, get_json, post_json, problem, put_json};
 use kafka_protocol::messages::create_partitions_request::{
@@ -34,8 +34,8 @@ use kafka_protocol::messages::offset_delete_request::{
 use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
 use kafka_protocol::messages::{
     CreatePartitionsRequest, DeleteRecordsRequest, DescribeLogDirsRequest,
-    DescribeProducersRequest, GroupId, InitProducerIdRequest, MetadataRequest, OffsetCommitRequest,
-    OffsetDeleteRequest, OffsetFetchRequest,
+    DescribeProducersRequest, GroupId, MetadataRequest, OffsetCommitRequest, OffsetDeleteRequest,
+    OffsetFetchRequest,
 };
 use serde_json::json;
 
@@ -531,16 +531,7 @@ async fn describe_producers_shows_the_idempotent_producers_of_a_partition() {
     let srv = start(&tmp.path().join("d")).await;
     let mut k = Kafka::connect(&srv).await;
     assert_eq!(create_topic(&mut k, "t", 2, &[]).await, 0);
-    let init = k
-        .call(
-            &InitProducerIdRequest::default()
-                .with_transactional_id(None)
-                .with_transaction_timeout_ms(60_000),
-            4,
-        )
-        .await;
-    assert_eq!(init.error_code, 0);
-    let (id, epoch) = (init.producer_id.0, init.producer_epoch);
+    let (id, epoch) = init_producer_id(&mut k).await;
     let rec = |ts| Rec {
         key: None,
         value: Some(b"v"),

@@ -11,7 +11,7 @@ use std::io::Write;
 use std::time::Instant;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use common::kafka::{Kafka, assert_bystanders_served, produce_batch};
+use common::kafka::{Kafka, assert_bystanders_served, init_producer_id, produce_batch};
 use common::{Server, client, cpu_seconds, create_topic, high_watermarks, memory_mib};
 
 const RECORD_LIST_TOO_LARGE: i16 = 18;
@@ -226,21 +226,6 @@ async fn a_failed_append_is_a_storage_error_clients_retry() {
 }
 
 const UNKNOWN_PRODUCER_ID: i16 = 59;
-
-/// A new producer id and epoch from InitProducerId (v4).
-async fn init_producer_id(k: &mut Kafka) -> (i64, i16) {
-    use kafka_protocol::messages::InitProducerIdRequest;
-    let r = k
-        .call(
-            &InitProducerIdRequest::default()
-                .with_transactional_id(None)
-                .with_transaction_timeout_ms(60_000),
-            4,
-        )
-        .await;
-    assert_eq!(r.error_code, 0);
-    (r.producer_id.0, r.producer_epoch)
-}
 
 /// `n` InitProducerIds on `k`, pipelined `window` at a time.
 async fn init_flood(mut k: Kafka, n: usize, window: usize) {

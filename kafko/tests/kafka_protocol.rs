@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes, BytesMut};
 use common::kafka::{
-    Got, Kafka, Rec, batch, list_offsets_request, name, produce_batch, produce_request,
-    read_batches,
+    Got, Kafka, Rec, batch, init_producer_id, list_offsets_request, name, produce_batch,
+    produce_request, read_batches,
 };
 use common::{Server, client, get_json, metric, produce};
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
@@ -328,16 +328,7 @@ async fn a_replayed_idempotent_batch_keeps_its_offsets_and_is_written_once() {
     let s = start(&tmp.path().join("d"), &[]).await;
     let mut k = Kafka::connect(&s).await;
     assert_eq!(create_topic(&mut k, "idem", 1, &[]).await, 0);
-    let init = k
-        .call(
-            &InitProducerIdRequest::default()
-                .with_transactional_id(None)
-                .with_transaction_timeout_ms(60_000),
-            4,
-        )
-        .await;
-    assert_eq!(init.error_code, 0);
-    let (pid, epoch) = (init.producer_id.0, init.producer_epoch);
+    let (pid, epoch) = init_producer_id(&mut k).await;
     assert!(pid >= 0);
     let first = batch(
         &[rec("a", "1", 1), rec("b", "2", 2), rec("c", "3", 3)],
@@ -392,16 +383,7 @@ async fn an_idempotent_producer_may_bump_its_own_epoch_with_batches_in_flight() 
     let tmp = tempfile::tempdir().unwrap();
     let s = start(&tmp.path().join("d"), &[]).await;
     let mut k = Kafka::connect(&s).await;
-    let init = k
-        .call(
-            &InitProducerIdRequest::default()
-                .with_transactional_id(None)
-                .with_transaction_timeout_ms(60_000),
-            4,
-        )
-        .await;
-    assert_eq!(init.error_code, 0);
-    let (pid, epoch) = (init.producer_id.0, init.producer_epoch);
+    let (pid, epoch) = init_producer_id(&mut k).await;
     let values = ["0", "1", "2", "3", "4"];
     let one = |value: &'static str, epoch: i16, sequence: i32| {
         batch(&[rec("k", value, 1)], 0, Some((pid, epoch, sequence)))
@@ -458,7 +440,7 @@ async fn an_idempotent_producer_may_bump_its_own_epoch_with_batches_in_flight() 
             &InitProducerIdRequest::default()
                 .with_transactional_id(None)
                 .with_transaction_timeout_ms(60_000)
-                .with_producer_id(init.producer_id)
+                .with_producer_id(kafka_protocol::messages::ProducerId(pid))
                 .with_producer_epoch(epoch),
             4,
         )
@@ -484,15 +466,7 @@ async fn a_topic_created_again_under_its_name_starts_its_producers_sequences_afr
     let c = client();
     let mut k = Kafka::connect(&s).await;
     assert_eq!(create_topic(&mut k, "reborn", 1, &[]).await, 0);
-    let init = k
-        .call(
-            &InitProducerIdRequest::default()
-                .with_transactional_id(None)
-                .with_transaction_timeout_ms(60_000),
-            4,
-        )
-        .await;
-    let (pid, epoch) = (init.producer_id.0, init.producer_epoch);
+    let (pid, epoch) = init_producer_id(&mut k).await;
     let old = batch(&[rec("a", "old", 1)], 0, Some((pid, epoch, 0)));
     assert_eq!(produce_batch(&mut k, "reborn", 0, old).await, (0, 0));
     let r = c.delete(s.url("/v1/topics/reborn")).send().await.unwrap();

@@ -435,3 +435,13 @@ pub fn join_group_request(
                 .with_metadata(metadata),
         ])
 }
+
+/// A new idempotent producer id and epoch from InitProducerId (v4).
+pub async fn init_producer_id(k: &mut Kafka) -> (i64, i16) {
+    let request = kafka_protocol::messages::InitProducerIdRequest::default()
+        .with_transactional_id(None)
+        .with_transaction_timeout_ms(60_000);
+    let r = k.call(&request, 4).await;
+    assert_eq!(r.error_code, 0);
+    (r.producer_id.0, r.producer_epoch)
+}
