@@ -583,6 +583,12 @@ impl Classic {
         self.dirty = true;
     }
 
+    /// Whether the group changed since its last write and is in a state worth writing
+    /// (stable or empty; during a rebalance the last stable generation stays on disk).
+    pub(crate) fn needs_write(&self) -> bool {
+        self.dirty && matches!(self.phase, Phase::Stable | Phase::Empty)
+    }
+
     /// What `members.json` keeps of a stable group (`Some`), or `None` for an empty one
     /// (the file goes). A group in a rebalance has nothing new to keep: `Err(())`.
     pub(crate) fn snapshot(&self, generation: u64) -> Result<Option<StoredClassic>, ()> {

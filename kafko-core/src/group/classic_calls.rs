@@ -157,7 +157,7 @@ impl GroupHandle {
         let out = f(g, &changed);
         // A change worth keeping that no caller waits to write: written in the
         // background (the write takes the group's write lock, not this one).
-        if g.members.classic.dirty {
+        if g.members.classic.needs_write() {
             self.coordinator().persist_in_background(name);
         }
         out

@@ -64,7 +64,7 @@ impl Coordinator {
             let mut due = Vec::new();
             for (name, g) in groups.iter_mut() {
                 let live = g.live_members(now);
-                if g.members.classic.dirty {
+                if g.members.classic.needs_write() {
                     self.persist_in_background(name);
                 }
                 if live {

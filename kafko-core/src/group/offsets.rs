@@ -94,8 +94,12 @@ impl OffsetStore {
                     continue;
                 };
                 if name.ends_with(".tmp") {
-                    s.remove_file(&path)
-                        .map_err(|e| KafkoError::io("removing", &path, e))?;
+                    match s.remove_file(&path) {
+                        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                            return Err(KafkoError::io("removing", &path, e));
+                        }
+                        _ => {}
+                    }
                     continue;
                 }
                 let Some(stem) = name.strip_suffix(OFFSETS_EXT) else {

@@ -233,8 +233,13 @@ fn list_segments(s: &dyn Storage, dir: &Path) -> Result<Vec<u64>> {
             .unwrap_or_default();
         if name.ends_with(".tmp") || name.ends_with(".cleaned") {
             // Leftovers of an interrupted state-file replace or compaction: never live data.
-            s.remove_file(&path)
-                .map_err(|e| KafkoError::io("removing", &path, e))?;
+            // One already gone (renamed or removed since the listing) is what we want.
+            match s.remove_file(&path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(KafkoError::io("removing", &path, e));
+                }
+                _ => {}
+            }
             continue;
         }
         if let Some(base) = parse_segment_file(name) {
