@@ -75,7 +75,7 @@ struct OffsetsFile {
 
 /// Committed offsets as read: the topic named in the body, if any, the offsets and
 /// their metadata strings.
-#[derive(Debug, Default, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(crate) struct StoredOffsets {
     pub(crate) topic: Option<String>,
     pub(crate) offsets: BTreeMap<u32, u64>,

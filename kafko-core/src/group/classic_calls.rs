@@ -594,7 +594,7 @@ impl GroupHandle {
             Ok(())
         })?;
         self.coordinator()
-            .delete_committed(group, topic, partitions)
+            .delete_committed_where(group, topic, |_, _| partitions.to_vec(), "offset delete")
             .await?;
         Ok(())
     }

@@ -21,6 +21,7 @@ use super::limits::{ClassicTotals, GroupLimits};
 use super::membership::Members;
 use super::offsets::OffsetStore;
 use super::{GroupConfig, MAX_SESSION_TIMEOUT, MemberRef, OffsetReset, PartitionOffset};
+use crate::disk;
 use crate::error::{GroupError, KafkoError, Result};
 use crate::storage::Storage;
 
@@ -356,44 +357,29 @@ impl Coordinator {
         publish: impl FnOnce(&mut TopicState),
     ) -> Result<()> {
         let _writing = self.write_lock(group).await?;
-        let (mut next, mut next_at, mut next_metadata) = self
-            .lock()
-            .get(group)
-            .and_then(|g| g.topics.get(topic))
-            .map(|ts| {
-                let at = ts.committed_at.clone();
-                (ts.committed.clone(), at, ts.metadata.clone())
-            })
-            .unwrap_or_default();
-        let before = (next.clone(), next_metadata.clone());
+        let before = self.durable_offsets(group, topic).unwrap_or_default();
         let now = crate::record::now_ms();
         // A commit of the same offsets renews them (retention counts from it), written
         // at most once a minute so that repeated commits of a quiet partition cost
         // nothing.
         let stale = offsets.iter().any(|po| {
-            next_at
+            before
+                .committed_at
                 .get(&po.partition)
                 .is_none_or(|&at| now.saturating_sub(at) >= RENEW_COMMIT_TIME_MS)
         });
-        let before_at = next_at.clone();
+        let mut next = before.clone();
         for po in offsets {
-            next.insert(po.partition, po.offset);
-            next_at.insert(po.partition, now);
-            next_metadata.remove(&po.partition);
+            next.offsets.insert(po.partition, po.offset);
+            next.metadata.remove(&po.partition);
         }
-        next_metadata.extend(metadata);
-        let changed = (&next, &next_metadata) != (&before.0, &before.1);
-        if !changed && !stale {
-            next_at = before_at;
-        }
-        if changed || stale {
-            let (store, g, t) = (self.store.clone(), group.to_owned(), topic.to_owned());
-            let (body, at, strings) = (next.clone(), next_at.clone(), next_metadata.clone());
-            // fsync + rename + fsync dir: keep it off the async workers.
-            crate::storage::blocking("offset commit", move || {
-                store.write_offsets(&g, &t, &body, &at, &strings)
-            })
-            .await?;
+        next.metadata.extend(metadata);
+        if stale || next.offsets != before.offsets || next.metadata != before.metadata {
+            for po in offsets {
+                next.committed_at.insert(po.partition, now);
+            }
+            self.write_durable(group, topic, &next, "offset commit")
+                .await?;
         }
         let mut groups = self.lock();
         let ts = groups
@@ -402,56 +388,77 @@ impl Coordinator {
             .topics
             .entry(topic.to_owned())
             .or_default();
-        ts.committed = next;
-        ts.committed_at = next_at;
-        ts.metadata = next_metadata;
+        ts.committed = next.offsets;
+        ts.committed_at = next.committed_at;
+        ts.metadata = next.metadata;
         publish(ts);
         Ok(())
     }
 
-    /// Deletes the committed offsets of `partitions` of `group` on `topic` durably (the
-    /// topic's file is rewritten, or removed once it holds none), then forgets them in
-    /// memory. Under the group's write lock, as commits are; if the write fails nothing
-    /// changes.
-    pub(super) async fn delete_committed(
+    /// A topic's committed offsets, commit times and metadata strings as its file
+    /// holds them (memory equals the file); `None` for a group or topic without any.
+    fn durable_offsets(&self, group: &str, topic: &str) -> Option<disk::StoredOffsets> {
+        let groups = self.lock();
+        let ts = groups.get(group)?.topics.get(topic)?;
+        Some(disk::StoredOffsets {
+            topic: None,
+            offsets: ts.committed.clone(),
+            committed_at: ts.committed_at.clone(),
+            metadata: ts.metadata.clone(),
+        })
+    }
+
+    /// Writes a topic's committed offsets for `group` (the file goes once none is
+    /// left): fsync, rename and directory fsync on the blocking pool.
+    async fn write_durable(
         &self,
         group: &str,
         topic: &str,
-        partitions: &[u32],
+        offsets: &disk::StoredOffsets,
+        what: &'static str,
     ) -> Result<()> {
+        let (store, g, t, body) = (
+            self.store.clone(),
+            group.to_owned(),
+            topic.to_owned(),
+            offsets.clone(),
+        );
+        crate::storage::blocking(what, move || store.write_offsets(&g, &t, &body)).await
+    }
+
+    /// Deletes the committed offsets of `group` on `topic` that `pick` chooses (it looks
+    /// at the group under the write lock, so a commit landing meanwhile is seen) durably
+    /// (the topic's file is rewritten, or removed once it holds none), then forgets them
+    /// in memory. If the write fails nothing changes. Returns the partitions deleted.
+    pub(super) async fn delete_committed_where(
+        &self,
+        group: &str,
+        topic: &str,
+        pick: impl FnOnce(&GroupState, &TopicState) -> Vec<u32>,
+        what: &'static str,
+    ) -> Result<Vec<u32>> {
         let _writing = self.write_lock(group).await?;
-        let Some((before, mut at, mut metadata)) = self
-            .lock()
-            .get(group)
-            .and_then(|g| g.topics.get(topic))
-            .map(|ts| {
-                let at = ts.committed_at.clone();
-                (ts.committed.clone(), at, ts.metadata.clone())
-            })
-        else {
-            return Ok(());
+        let gone = {
+            let groups = self.lock();
+            let Some(g) = groups.get(group) else {
+                return Ok(Vec::new());
+            };
+            let Some(ts) = g.topics.get(topic) else {
+                return Ok(Vec::new());
+            };
+            pick(g, ts)
+        };
+        let Some(before) = self.durable_offsets(group, topic) else {
+            return Ok(Vec::new());
         };
         let mut next = before.clone();
-        for p in partitions {
-            next.remove(p);
-            at.remove(p);
-            metadata.remove(p);
+        for p in &gone {
+            next.offsets.remove(p);
+            next.committed_at.remove(p);
+            next.metadata.remove(p);
         }
-        if next != before {
-            let (store, g, t, body) = (
-                self.store.clone(),
-                group.to_owned(),
-                topic.to_owned(),
-                next.clone(),
-            );
-            crate::storage::blocking("offset delete", move || {
-                if body.is_empty() {
-                    store.remove_offsets(&g, &t)
-                } else {
-                    store.write_offsets(&g, &t, &body, &at, &metadata)
-                }
-            })
-            .await?;
+        if next.offsets != before.offsets {
+            self.write_durable(group, topic, &next, what).await?;
         }
         let mut groups = self.lock();
         if let Some(ts) = groups
@@ -460,11 +467,11 @@ impl Coordinator {
             .topics
             .get_mut(topic)
         {
-            for p in partitions {
+            for p in &gone {
                 ts.forget_committed(*p);
             }
         }
-        Ok(())
+        Ok(gone)
     }
 
     /// Forgets every group's offsets and members on a deleted topic.

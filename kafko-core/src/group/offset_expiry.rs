@@ -3,16 +3,15 @@
 //! time the group had a live member are older than the retention. While a group has
 //! members (Kafka clients or kafko's own), its offsets stay. The maintenance task runs
 //! the sweep; a removal is written under the group's write lock like a commit, so it is
-//! durable before memory forgets the offset, and a commit that lands meanwhile wins.
+//! durable before memory forgets the offset, and a commit that lands meanwhile wins
+//! (`Coordinator::delete_committed_where`, which OffsetDelete uses too).
 
-use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::coordinator::{Coordinator, GroupState, Persist, TopicState, persist_classic};
-use crate::error::Result;
+use super::coordinator::{Coordinator, GroupState, TopicState, persist_classic};
+use crate::error::{KafkoError, Result};
 
 impl GroupState {
     /// Expires silent members of both kinds; whether any member is still live.
@@ -58,7 +57,7 @@ impl Coordinator {
             return Ok(0);
         };
         let retention_ms = i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
-        let due: Vec<(String, String, Arc<Persist>)> = {
+        let due: Vec<(String, String)> = {
             let now = Instant::now();
             let mut groups = self.lock();
             let mut due = Vec::new();
@@ -77,70 +76,39 @@ impl Coordinator {
                             .expired(now_ms, g.members_seen_ms, retention_ms)
                             .is_empty()
                     {
-                        due.push((name.clone(), topic.clone(), g.persist.clone()));
+                        due.push((name.clone(), topic.clone()));
                     }
                 }
             }
             due
         };
         let mut expired = 0;
-        for (group, topic, persist) in due {
-            let _writing = persist.lock.lock().await;
-            if persist.deleted.load(Ordering::Acquire) {
-                continue;
+        for (group, topic) in due {
+            // Looked at again under the write lock: a commit since wins.
+            let gone = self
+                .delete_committed_where(
+                    &group,
+                    &topic,
+                    |g, ts| {
+                        if ts.leases.is_empty() {
+                            ts.expired(now_ms, g.members_seen_ms, retention_ms)
+                        } else {
+                            Vec::new()
+                        }
+                    },
+                    "expiring group offsets",
+                )
+                .await;
+            match gone {
+                Ok(gone) if !gone.is_empty() => {
+                    tracing::info!(group, topic, partitions = ?gone, "committed offsets expired");
+                    expired += gone.len();
+                }
+                Ok(_) => {}
+                // Deleted meanwhile: nothing left to expire.
+                Err(KafkoError::GroupNotFound { .. }) => {}
+                Err(e) => return Err(e),
             }
-            // Looked at again under the write lock: a commit or a member since wins.
-            let next = {
-                let groups = self.lock();
-                let Some(g) = groups.get(&group) else {
-                    continue;
-                };
-                let Some(ts) = g.topics.get(&topic) else {
-                    continue;
-                };
-                let gone = ts.expired(now_ms, g.members_seen_ms, retention_ms);
-                if gone.is_empty() || !ts.leases.is_empty() {
-                    continue;
-                }
-                let (mut committed, mut at, mut metadata) = (
-                    ts.committed.clone(),
-                    ts.committed_at.clone(),
-                    ts.metadata.clone(),
-                );
-                for p in &gone {
-                    committed.remove(p);
-                    at.remove(p);
-                    metadata.remove(p);
-                }
-                (gone, committed, at, metadata)
-            };
-            let (gone, committed, at, metadata) = next;
-            let (store, g, t) = (self.store.clone(), group.clone(), topic.clone());
-            let (c, a, m) = (committed.clone(), at.clone(), metadata.clone());
-            crate::storage::blocking("expiring group offsets", move || {
-                if c.is_empty() {
-                    store.remove_offsets(&g, &t)
-                } else {
-                    store.write_offsets(&g, &t, &c, &a, &m)
-                }
-            })
-            .await?;
-            if let Some(ts) = self
-                .lock()
-                .get_mut(&group)
-                .and_then(|g| g.topics.get_mut(&topic))
-            {
-                ts.committed = committed;
-                ts.committed_at = at;
-                ts.metadata = metadata;
-                for p in &gone {
-                    ts.positions.remove(p);
-                    ts.frontier.remove(p);
-                    ts.pending.remove(p);
-                }
-            }
-            tracing::info!(group, topic, partitions = ?gone, "committed offsets expired");
-            expired += gone.len();
         }
         Ok(expired)
     }

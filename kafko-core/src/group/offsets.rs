@@ -126,23 +126,22 @@ impl OffsetStore {
         Ok(dir)
     }
 
-    /// Replaces the committed offsets of `group` on `topic`, with their commit times
-    /// and metadata strings.
+    /// Replaces the committed offsets of `group` on `topic` (with their commit times
+    /// and metadata strings), or removes the file once none is left.
     pub(crate) fn write_offsets(
         &self,
         group: &str,
         topic: &str,
-        offsets: &BTreeMap<u32, u64>,
-        committed_at: &BTreeMap<u32, i64>,
-        metadata: &BTreeMap<u32, String>,
+        offsets: &disk::StoredOffsets,
     ) -> Result<()> {
+        if offsets.offsets.is_empty() {
+            return self.remove_offsets(group, topic);
+        }
         let dir = self.ensure_dir(group)?;
         let path = dir.join(offsets_file_name(topic));
         let stored = disk::StoredOffsets {
             topic: Some(topic.to_owned()),
-            offsets: offsets.clone(),
-            committed_at: committed_at.clone(),
-            metadata: metadata.clone(),
+            ..offsets.clone()
         };
         disk::write_offsets(&*self.storage, &path, &stored)
     }
@@ -215,15 +214,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = OffsetStore::new(dir.path(), Arc::new(StdStorage));
         let offsets: BTreeMap<u32, u64> = [(0, 5), (3, 17)].into();
-        store
-            .write_offsets(
-                "g",
-                "t",
-                &offsets,
-                &[(0, 1)].into(),
-                &[(3, "m".to_owned())].into(),
-            )
-            .unwrap();
+        let stored = disk::StoredOffsets {
+            topic: None,
+            offsets: offsets.clone(),
+            committed_at: [(0, 1)].into(),
+            metadata: [(3, "m".to_owned())].into(),
+        };
+        store.write_offsets("g", "t", &stored).unwrap();
         let config = GroupConfig {
             offset_reset: super::super::OffsetReset::Latest,
         };
@@ -244,15 +241,18 @@ mod tests {
         let store = OffsetStore::new(dir.path(), Arc::new(StdStorage));
         let long_a = "a".repeat(249);
         let long_b = format!("{}b", "a".repeat(248));
-        let (none, none_meta) = (BTreeMap::new(), BTreeMap::new());
+        let just = |offsets: BTreeMap<u32, u64>| disk::StoredOffsets {
+            offsets,
+            ..Default::default()
+        };
         store
-            .write_offsets("g", &long_a, &[(0, 1)].into(), &none, &none_meta)
+            .write_offsets("g", &long_a, &just([(0, 1)].into()))
             .unwrap();
         store
-            .write_offsets("g", &long_b, &[(0, 2)].into(), &none, &none_meta)
+            .write_offsets("g", &long_b, &just([(0, 2)].into()))
             .unwrap();
         store
-            .write_offsets("g", "short", &[(0, 3)].into(), &none, &none_meta)
+            .write_offsets("g", "short", &just([(0, 3)].into()))
             .unwrap();
         let loaded = store.load_all().unwrap();
         assert_eq!(loaded["g"].topics[&long_a].offsets, [(0, 1)].into());
