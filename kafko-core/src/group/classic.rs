@@ -98,10 +98,16 @@ pub(crate) fn join_bytes(id: &str, request: &JoinGroupRequest) -> usize {
         .sum();
     MEMBER_OVERHEAD
         + id.len()
-        + request.group_instance_id.as_ref().map_or(0, String::len)
+        + static_bytes(id, request.group_instance_id.as_deref())
         + request.client_id.len()
         + request.client_host.len()
         + protocols
+}
+
+/// Estimated bytes of a member's instance id: held in the member and again, with the
+/// member id, in the group's instance map (`Classic::instances`).
+fn static_bytes(id: &str, instance: Option<&str>) -> usize {
+    instance.map_or(0, |i| 2 * i.len() + id.len() + ENTRY_OVERHEAD)
 }
 
 /// Estimated bytes of an assignment and the partitions read from it.
@@ -123,7 +129,7 @@ impl ClassicMember {
             .sum();
         self.bytes = MEMBER_OVERHEAD
             + id.len()
-            + self.group_instance_id.as_ref().map_or(0, String::len)
+            + static_bytes(id, self.group_instance_id.as_deref())
             + self.client_id.len()
             + self.client_host.len()
             + protocols
