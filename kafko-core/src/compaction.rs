@@ -46,7 +46,7 @@ use crate::partition::command::{SegmentSwap, SwapOutcome};
 use crate::partition::handle::PartitionHandle;
 use crate::record::{Record, now_ms};
 use crate::segment::Segment;
-use crate::segment::batch::{self, BatchHeader, EncodedBatch, RecordFields};
+use crate::segment::batch::{self, BatchHeader, EncodedBatch, Format, ProducerFields};
 use crate::segment::index::{self, SegmentSummary, SparseIndex};
 use crate::storage::Storage;
 use crate::topic::Topic;
@@ -299,7 +299,7 @@ fn plan(segments: &[Arc<Segment>], config: &TopicConfig, now: i64, log_start: u6
     let mut records = Vec::new();
     let mut mapped = 0;
     for seg in &sealed[..cleanable] {
-        seg.batches(0).try_for_each(|batch| {
+        seg.batches().try_for_each(|batch| {
             let batch = batch?;
             seg.decode(&batch, 0, &mut records)?;
             for r in &records {
@@ -378,29 +378,30 @@ fn rewrite(
     let mut out = CleanedFile::create(storage, dir.join(segment_file(base, "cleaned")), base)?;
     let mut removed = 0u64;
     let mut records = Vec::new();
-    let last_seg = group.len() - 1;
-    let expected_end = group[last_seg].next_offset();
-    for (si, seg) in group.iter().enumerate() {
-        let seg_end = seg.next_offset();
-        seg.batches(0).try_for_each(|batch| {
+    let expected_end = group[group.len() - 1].next_offset();
+    for seg in group {
+        seg.batches().try_for_each(|batch| {
             let batch = batch?;
             let h = batch.header;
             seg.decode(&batch, 0, &mut records)?;
             let before = records.len();
             records.retain(|r| keeps(plan, &mut tombstones, r, h.max_timestamp));
             removed += (before - records.len()) as u64;
-            if records.len() == before {
-                return out.copy(&batch.bytes, &h);
-            }
-            let last_of_range = si == last_seg && h.next_offset() == seg_end;
-            if records.is_empty() && !last_of_range {
+            if records.is_empty() && !h.is_control() {
+                // Its offsets are covered by an empty batch before the next one kept.
+                out.skip(&h);
                 return Ok(());
             }
-            let rebuilt = rebuild(&records, &h)
+            out.cover_to(h.base_offset)?;
+            if records.len() == before && h.format == Format::V2 {
+                return out.copy(&batch.bytes, &h);
+            }
+            let rebuilt = batch::rebuild(&records, &h)
                 .map_err(|why| KafkoError::corruption(&seg.log_path, batch.position, why))?;
-            out.frame(&h, &rebuilt, batch.position)
+            out.frame(&rebuilt, batch.position)
         })?;
     }
+    out.cover_to(expected_end)?;
     if removed == 0 && group.len() == 1 {
         out.discard(storage);
         return Ok((None, tombstones.wake));
@@ -457,29 +458,6 @@ fn keeps(plan: &Plan, tombstones: &mut Tombstones, r: &Record, batch_max_ts: i64
     }
 }
 
-/// The batch `h` re-encoded with only `kept` of its records (none: an empty batch),
-/// keeping its offset range and timestamp bound (FORMAT.md).
-fn rebuild(kept: &[Record], h: &BatchHeader) -> std::result::Result<EncodedBatch, String> {
-    if kept.is_empty() {
-        return Ok(batch::empty(
-            h.last_offset_delta,
-            h.base_timestamp,
-            h.max_timestamp,
-        ));
-    }
-    let fields = kept.iter().map(|r| RecordFields {
-        offset_delta: index::narrow(r.offset - h.base_offset),
-        timestamp: r.timestamp,
-        key: r.key.as_deref(),
-        value: r.value.as_deref(),
-        headers: &r.headers,
-    });
-    let mut b = batch::encode(h.codec, fields)?;
-    b.last_offset_delta = h.last_offset_delta;
-    b.max_timestamp = h.max_timestamp;
-    Ok(b)
-}
-
 /// A `.cleaned` file being written: batches are buffered and appended in chunks, and
 /// its sparse index and summary are built as they go.
 struct CleanedFile {
@@ -491,6 +469,11 @@ struct CleanedFile {
     index: SparseIndex,
     max_timestamp: i64,
     next_offset: u64,
+    /// The batches skipped since the last one written (all their records removed): the
+    /// newest timestamp and the last producer among them, for the empty batch that
+    /// covers their offsets.
+    skipped_max_timestamp: i64,
+    skipped_producer: ProducerFields,
 }
 
 impl CleanedFile {
@@ -509,7 +492,38 @@ impl CleanedFile {
             index: SparseIndex::default(),
             max_timestamp: i64::MIN,
             next_offset: base,
+            skipped_max_timestamp: i64::MIN,
+            skipped_producer: ProducerFields::NONE,
         })
+    }
+
+    /// Notes a batch none of whose records is kept.
+    fn skip(&mut self, h: &BatchHeader) {
+        self.skipped_max_timestamp = self.skipped_max_timestamp.max(h.max_timestamp);
+        if h.producer.id >= 0 {
+            self.skipped_producer = h.producer;
+        }
+    }
+
+    /// Writes empty batches over the offsets from the last batch written up to `end`
+    /// (batches skipped, or a gap a format 1 segment left), so the cleaned segment's
+    /// offsets stay contiguous, as format 2 requires. A run is split where its span
+    /// would not fit a batch's 31-bit offset delta.
+    fn cover_to(&mut self, end: u64) -> Result<()> {
+        // Batches with no timestamp of their own: Kafka's "no timestamp" (−1).
+        let ts = match self.skipped_max_timestamp {
+            i64::MIN => -1,
+            ts => ts,
+        };
+        while self.next_offset < end {
+            let span = (end - self.next_offset).min(i32::MAX as u64);
+            let empty = batch::empty(index::narrow(span - 1), ts, ts, self.skipped_producer);
+            let position = self.position;
+            self.frame(&empty, position)?;
+        }
+        self.skipped_max_timestamp = i64::MIN;
+        self.skipped_producer = ProducerFields::NONE;
+        Ok(())
     }
 
     /// Appends a batch unchanged.
@@ -518,12 +532,13 @@ impl CleanedFile {
         self.emit(h, framed.len())
     }
 
-    /// Frames and appends a re-encoded batch (`position`: the original's, for errors).
-    fn frame(&mut self, h: &BatchHeader, rebuilt: &EncodedBatch, position: u64) -> Result<()> {
+    /// Appends a re-encoded batch at the next offset (`position`: the original's, for
+    /// errors).
+    fn frame(&mut self, rebuilt: &EncodedBatch, position: u64) -> Result<()> {
         let start = self.out.len();
-        batch::frame(&mut self.out, h.base_offset, rebuilt);
+        batch::frame(&mut self.out, self.next_offset, rebuilt);
         let framed_len = self.out.len() - start;
-        let header = BatchHeader::parse(&self.out[start..]).map_err(|e| {
+        let header = BatchHeader::parse(&self.out[start..], Format::V2).map_err(|e| {
             KafkoError::corruption(&self.path, position, format!("re-encoded batch: {e:?}"))
         })?;
         self.emit(&header, framed_len)

@@ -15,7 +15,8 @@ use bytes::Bytes;
 
 use crate::compression::{self, MAX_UNCOMPRESSED};
 use crate::config::Compression;
-use crate::segment::batch::{self, BatchHeader, HEADER_LEN, RecordFields};
+use crate::segment::batch::{self, BatchHeader, Format, HEADER_LEN, RecordFields};
+use crate::segment::batch_v1;
 use crate::segment::index::SparseIndex;
 use crate::segment::reader::BatchIter;
 use crate::segment::recovery::scan;
@@ -53,62 +54,56 @@ impl StorageFile for MemFile {
     }
 }
 
-/// One framed batch: parses the header, checks the CRC, and decodes the records whether
-/// or not the CRC matched (the decoder must survive any bytes, not only checksummed ones).
+/// One framed batch of either format: parses the header, checks the CRC, and decodes the
+/// records whether or not the CRC matched (the decoder must survive any bytes, not only
+/// checksummed ones).
 pub fn batch(data: &[u8]) {
-    let Ok(header) = BatchHeader::parse(data) else {
-        return;
-    };
-    if header.framed_len() > data.len() {
-        return;
-    }
-    let framed = &data[..header.framed_len()];
-    let _ = batch::crc_matches(&header, framed);
-    let mut out = Vec::new();
-    if batch::decode_records(&header, Bytes::copy_from_slice(framed), 0, &mut out).is_ok() {
-        assert_eq!(out.len(), header.record_count as usize);
-        for r in &out {
-            assert!(r.offset >= header.base_offset && r.offset <= header.last_offset());
+    for format in [Format::V1, Format::V2] {
+        let Ok(header) = BatchHeader::parse(data, format) else {
+            continue;
+        };
+        if header.framed_len() > data.len() {
+            continue;
+        }
+        let framed = &data[..header.framed_len()];
+        let _ = batch::crc_matches(&header, framed);
+        let mut out = Vec::new();
+        if batch::decode_records(&header, Bytes::copy_from_slice(framed), 0, &mut out).is_ok()
+            && !header.is_control()
+        {
+            assert_eq!(out.len(), header.record_count as usize);
+            for r in &out {
+                assert!(r.offset >= header.base_offset && r.offset <= header.last_offset());
+            }
         }
     }
 }
 
-/// A record area (optionally compressed with codec `data[0] % 3`), framed into a batch
-/// with a correct length and CRC, then read back the way a fetch reads it. Lets the
-/// fuzzer reach the record decoder and the decompressors without forging checksums.
+/// A record area, compressed with Kafka codec `data[0] % 5` (none, gzip, snappy, lz4,
+/// zstd) or not compressed at all, framed into a format 2 batch with a correct length and
+/// CRC-32C, then read back the way a fetch reads it. Lets the fuzzer reach the record
+/// decoder and the decompressors without forging checksums.
 pub fn record_area(data: &[u8]) {
-    let Some((&first, rest)) = data.split_first() else {
+    let Some((&first, payload)) = data.split_first() else {
         return;
     };
-    let codec = Compression::from_id(first % 3).unwrap_or(Compression::None);
-    // The next 4 bytes, if any, claim the decoded length (a decompression bomb lies here).
-    let (claimed, payload) = if rest.len() >= 4 && codec != Compression::None {
-        let n = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]);
-        (claim(first, n as usize) as u32, &rest[4..])
-    } else {
-        (rest.len() as u32, rest)
-    };
-    let count = u32::from(first >> 2).max(1);
-    let mut framed = Vec::with_capacity(HEADER_LEN + payload.len());
-    let length = (HEADER_LEN - 8 + payload.len()) as u32;
-    framed.extend_from_slice(&length.to_le_bytes());
-    framed.extend_from_slice(&[0; 4]);
-    framed.push(batch::MAGIC);
-    framed.push(codec.id());
-    framed.extend_from_slice(&[0; 2]);
-    framed.extend_from_slice(&7u64.to_le_bytes());
-    framed.extend_from_slice(&(count + 3).to_le_bytes());
-    framed.extend_from_slice(&1_000i64.to_le_bytes());
-    framed.extend_from_slice(&2_000i64.to_le_bytes());
-    framed.extend_from_slice(&count.to_le_bytes());
-    framed.extend_from_slice(&claimed.to_le_bytes());
+    let codec = u16::from(first % 5);
+    let count = u32::from(first >> 3).max(1);
+    let mut framed = vec![0u8; HEADER_LEN];
     framed.extend_from_slice(payload);
-    let mut crc = crc32fast::Hasher::new();
-    crc.update(&framed[..4]);
-    crc.update(&framed[8..]);
-    let crc = crc.finalize();
-    framed[4..8].copy_from_slice(&crc.to_le_bytes());
-    read_back(framed);
+    let length = (framed.len() - 12) as i32;
+    framed[0..8].copy_from_slice(&7i64.to_be_bytes());
+    framed[8..12].copy_from_slice(&length.to_be_bytes());
+    framed[16] = batch::MAGIC;
+    framed[21..23].copy_from_slice(&codec.to_be_bytes());
+    framed[23..27].copy_from_slice(&(count as i32 + 3).to_be_bytes());
+    framed[27..35].copy_from_slice(&1_000i64.to_be_bytes());
+    framed[35..43].copy_from_slice(&2_000i64.to_be_bytes());
+    framed[43..57].fill(0xff);
+    framed[57..61].copy_from_slice(&(count as i32).to_be_bytes());
+    let crc = crc32c::crc32c(&framed[21..]);
+    framed[17..21].copy_from_slice(&crc.to_be_bytes());
+    read_back(framed, Format::V2);
 }
 
 /// A declared decoded size: with the selector's top bit set anywhere up to one past the
@@ -121,11 +116,11 @@ fn claim(selector: u8, n: usize) -> usize {
     }
 }
 
-/// Iterates every batch of `data` as a segment and decodes each one.
-fn read_back(data: Vec<u8>) {
+/// Iterates every batch of `data` as a segment of `format` and decodes each one.
+fn read_back(data: Vec<u8>, format: Format) {
     let len = data.len() as u64;
     let file = MemFile(Mutex::new(data));
-    let mut iter = BatchIter::new(&file, 0, len);
+    let mut iter = BatchIter::new(&file, 0, len, format);
     let mut out = Vec::new();
     while let Some(Ok(b)) = iter.next_batch() {
         out.clear();
@@ -133,18 +128,23 @@ fn read_back(data: Vec<u8>) {
     }
 }
 
-/// A compressed payload: `data[0] % 3` picks the codec, the next 4 bytes the declared
-/// decoded size. Decoding must never exceed the cap nor return a different length.
+/// A compressed payload. Format 1: `data[0] % 3` picks the codec, the next 4 bytes the
+/// declared decoded size; decoding must never exceed the cap nor return a different
+/// length. Format 2: `data[0] % 5` picks Kafka's codec, the declared size is the cap;
+/// inflating must never return more.
 pub fn decompress(data: &[u8]) {
     if data.len() < 5 {
         return;
     }
-    let codec = Compression::from_id(data[0] % 3).unwrap_or(Compression::Lz4);
+    let codec = Compression::from_v1_id(data[0] % 3).unwrap_or(Compression::Lz4);
     let expected = u32::from_le_bytes([data[1], data[2], data[3], data[4]]) as usize;
     let expected = claim(data[0], expected);
-    if let Ok(out) = compression::decompress(codec, &data[5..], expected) {
+    if let Ok(out) = compression::decompress_v1(codec, &data[5..], expected) {
         assert_eq!(out.len(), expected);
         assert!(out.len() <= MAX_UNCOMPRESSED);
+    }
+    if let Ok(out) = compression::inflate(u16::from(data[0] % 5), &data[5..], expected) {
+        assert!(out.len() <= expected);
     }
 }
 
@@ -204,15 +204,21 @@ pub fn json_bodies(body: &[u8]) {
 pub fn recovery_scan(data: &[u8]) {
     let len = data.len() as u64;
     let file = MemFile(Mutex::new(data.to_vec()));
-    let base = data
-        .get(12..20)
-        .map(|b| u64::from_le_bytes(b.try_into().unwrap()))
-        .unwrap_or(0)
-        .min(u64::MAX / 2);
+    // The base offset a file name would give: what the first batch claims, in either format.
+    let v2 = data.get(16) == Some(&batch::MAGIC);
+    let base = if v2 {
+        data.get(0..8)
+            .map(|b| u64::from_be_bytes(b.try_into().unwrap()))
+    } else {
+        data.get(12..20)
+            .map(|b| u64::from_le_bytes(b.try_into().unwrap()))
+    }
+    .unwrap_or(0)
+    .min(u64::MAX / 2);
     if let Ok(s) = scan(&file, Path::new("fuzz.log"), base) {
         assert!(s.summary.log_length <= len);
         assert!(s.summary.next_offset >= base);
-        let mut iter = BatchIter::new(&file, 0, s.summary.log_length);
+        let mut iter = BatchIter::new(&file, 0, s.summary.log_length, s.format);
         let mut out = Vec::new();
         while let Some(item) = iter.next_batch() {
             let b = item.expect("a scanned prefix holds only valid batches");
@@ -223,15 +229,22 @@ pub fn recovery_scan(data: &[u8]) {
     }
 }
 
-/// Valid inputs for each entry point: real batches (every codec), a real index pair, a
-/// real state file. The seed corpus of the fuzz targets and of the test below.
+/// The records of the seed batches: `n` records with keys, tombstones and headers.
+fn seed_values(n: usize) -> Vec<Vec<u8>> {
+    (0..n)
+        .map(|i| format!("value-{i}-{}", "x".repeat(i * 7)).into_bytes())
+        .collect()
+}
+
+/// Valid inputs for each entry point: real format 2 batches (every codec kafko writes),
+/// a real index pair, a real state file. The seed corpus of the fuzz targets and of the
+/// test below.
 pub fn seed_batches() -> Vec<Vec<u8>> {
     let mut out = Vec::new();
+    let mut next = 40u64;
     for codec in [Compression::None, Compression::Lz4, Compression::Zstd] {
         for n in [1usize, 3, 17] {
-            let values: Vec<Vec<u8>> = (0..n)
-                .map(|i| format!("value-{i}-{}", "x".repeat(i * 7)).into_bytes())
-                .collect();
+            let values = seed_values(n);
             let headers = [crate::record::Header::new("h", "v")];
             let fields = values.iter().enumerate().map(|(i, v)| RecordFields {
                 offset_delta: i as u32,
@@ -242,7 +255,35 @@ pub fn seed_batches() -> Vec<Vec<u8>> {
             });
             let b = batch::encode(codec, fields).expect("encode");
             let mut framed = Vec::new();
-            batch::frame(&mut framed, 40 + n as u64, &b);
+            // Contiguous offsets: the batches together are a valid segment from 40.
+            batch::frame(&mut framed, next, &b);
+            next += n as u64;
+            out.push(framed);
+        }
+    }
+    out
+}
+
+/// The format 1 batches of the seeds: what `fuzz/corpus/batch/` holds, written by an
+/// earlier build. Base offset `40 + n`, as that build wrote them.
+pub fn seed_batches_v1() -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for codec in [Compression::None, Compression::Lz4, Compression::Zstd] {
+        for n in [1usize, 3, 17] {
+            let values = seed_values(n);
+            let headers = [crate::record::Header::new("h", "v")];
+            let records: Vec<batch_v1::write::V1Record<'_>> = values
+                .iter()
+                .enumerate()
+                .map(|(i, v)| batch_v1::write::V1Record {
+                    timestamp: 1_000 + i as i64,
+                    key: (i % 2 == 0).then_some(&b"key"[..]),
+                    value: (i % 5 != 4).then_some(&v[..]),
+                    headers: if i % 3 == 0 { &headers[..] } else { &[] },
+                })
+                .collect();
+            let mut framed = Vec::new();
+            batch_v1::write::frame(&mut framed, 40 + n as u64, codec, &records, false);
             out.push(framed);
         }
     }
@@ -343,7 +384,8 @@ mod tests {
         let state = crate::state_file::encode(TOPIC_JSON);
         let offsets = crate::state_file::encode(br#"{"offsets":{"0":12,"3":99}}"#);
         let index = index_seed();
-        let mut area = vec![2u8];
+        let segment_v1: Vec<u8> = seed_batches_v1().concat();
+        let mut area = vec![4u8];
         area.extend_from_slice(&batches[7][HEADER_LEN..]);
         let rounds = if std::env::var("KAFKO_LONG").is_ok_and(|v| v == "1") {
             200_000
@@ -354,6 +396,7 @@ mod tests {
             let b = &batches[rng.below(batches.len())];
             batch(&mutate(&mut rng, b));
             recovery_scan(&mutate(&mut rng, &segment));
+            recovery_scan(&mutate(&mut rng, &segment_v1));
             sparse_index(&mutate(&mut rng, &index));
             state_file(&mutate(&mut rng, &state));
             state_file(&mutate(&mut rng, &offsets));
@@ -366,29 +409,48 @@ mod tests {
         }
         // The unmutated inputs decode fully.
         recovery_scan(&segment);
+        recovery_scan(&segment_v1);
         for b in &batches {
             batch(b);
         }
     }
 
     /// The batch seeds committed under `fuzz/corpus/batch/` were written by an earlier
-    /// build (lz4_flex 0.11 among them). They must still verify and decode to the records
-    /// that today's encoder is given for them: a codec upgrade must not strand data
-    /// already on disk.
+    /// build in format 1 (lz4_flex 0.11 among them). They must still verify and decode to
+    /// the records today's format 2 encoder is given for them: neither a codec upgrade
+    /// nor the new format strands data already on disk.
     #[test]
     fn batches_written_by_an_earlier_build_still_decode() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/batch");
-        let decode = |framed: Vec<u8>| {
-            let header = BatchHeader::parse(&framed).expect("header");
+        let decode = |framed: Vec<u8>, format: Format, base: u64| {
+            let header = BatchHeader::parse(&framed, format).expect("header");
             assert!(batch::crc_matches(&header, &framed));
             let mut out = Vec::new();
             batch::decode_records(&header, Bytes::from(framed), 0, &mut out).expect("decode");
+            for r in &mut out {
+                r.offset -= base;
+            }
             (header.codec, out)
         };
-        let fresh = seed_batches();
-        for (i, today) in fresh.into_iter().enumerate() {
+        for (i, (today, v1)) in seed_batches()
+            .into_iter()
+            .zip(seed_batches_v1())
+            .enumerate()
+        {
             let committed = std::fs::read(dir.join(format!("seed-{i}"))).expect("seed file");
-            assert_eq!(decode(committed), decode(today), "seed-{i}");
+            assert_eq!(
+                committed, v1,
+                "seed-{i}: the format 1 writer kept for tests"
+            );
+            let today_base = BatchHeader::parse(&today, Format::V2).unwrap().base_offset;
+            let committed_base = BatchHeader::parse(&committed, Format::V1)
+                .unwrap()
+                .base_offset;
+            assert_eq!(
+                decode(committed, Format::V1, committed_base),
+                decode(today, Format::V2, today_base),
+                "seed-{i}"
+            );
         }
     }
 
@@ -401,16 +463,20 @@ mod tests {
         };
         let root = std::path::PathBuf::from(root);
         let batches = seed_batches();
-        let mut area = vec![2u8];
+        let mut area = vec![4u8];
         area.extend_from_slice(&batches[7][HEADER_LEN..]);
         let mut packed = vec![1u8];
         packed.extend_from_slice(&(batches[4].len() as u32).to_le_bytes());
         packed.extend(lz4_flex::block::compress(&batches[4]));
         let sets: Vec<(&str, Vec<Vec<u8>>)> = vec![
-            ("batch", batches.clone()),
+            ("batch", [batches.clone(), seed_batches_v1()].concat()),
             (
                 "recovery_scan",
-                vec![batches.concat(), batches[..3].concat()],
+                vec![
+                    batches.concat(),
+                    batches[..3].concat(),
+                    seed_batches_v1().concat(),
+                ],
             ),
             ("sparse_index", vec![index_seed()]),
             (
@@ -440,12 +506,14 @@ mod tests {
         // than the cap is refused before any allocation, and a lie about the size fails.
         let zeros = vec![0u8; 1 << 20];
         let packed = lz4_flex::block::compress(&zeros);
-        assert!(compression::decompress(Compression::Lz4, &packed, MAX_UNCOMPRESSED + 1).is_err());
-        assert!(compression::decompress(Compression::Lz4, &packed, 10).is_err());
+        assert!(
+            compression::decompress_v1(Compression::Lz4, &packed, MAX_UNCOMPRESSED + 1).is_err()
+        );
+        assert!(compression::decompress_v1(Compression::Lz4, &packed, 10).is_err());
         let z = zstd::bulk::compress(&zeros, 1).unwrap();
-        assert!(compression::decompress(Compression::Zstd, &z, 1000).is_err());
+        assert!(compression::decompress_v1(Compression::Zstd, &z, 1000).is_err());
         assert_eq!(
-            compression::decompress(Compression::Zstd, &z, zeros.len())
+            compression::decompress_v1(Compression::Zstd, &z, zeros.len())
                 .unwrap()
                 .len(),
             zeros.len()

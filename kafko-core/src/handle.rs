@@ -11,7 +11,7 @@ use crate::activity::Activity;
 
 use crate::consumer::Consumer;
 use crate::error::{AdminError, FetchError, ProduceError};
-use crate::partition::FetchedRecords;
+use crate::partition::{FetchedBatches, FetchedRecords};
 use crate::producer::Producer;
 use crate::record::{ProducerRecord, RecordMetadata};
 use crate::send::SendOptions;
@@ -227,6 +227,22 @@ impl PartitionReader {
         max_bytes: usize,
     ) -> Result<FetchedRecords, FetchError> {
         Ok(self.log()?.read(offset, max_records, max_bytes)?)
+    }
+
+    /// Whole stored record batches (Kafka's magic 2) from the one holding `offset`, up to
+    /// `max_bytes` (the first batch even past it when `at_least_one`): what a Kafka fetch
+    /// answers, served as stored. The first batch may begin before `offset`.
+    ///
+    /// # Errors
+    /// [`FetchError::OffsetOutOfRange`] outside `log_start..=high_watermark`,
+    /// `TopicDeleted`, or a storage failure (`Corruption` for a damaged batch).
+    pub fn read_batches(
+        &self,
+        offset: u64,
+        max_bytes: usize,
+        at_least_one: bool,
+    ) -> Result<FetchedBatches, FetchError> {
+        Ok(self.log()?.read_batches(offset, max_bytes, at_least_one)?)
     }
 
     /// [`read`](Self::read), waiting up to `wait` for a record at `offset` when none is

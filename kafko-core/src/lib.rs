@@ -94,6 +94,7 @@ pub use activity::{Activity, ActivityWatch};
 pub use broker::{CreateOutcome, Kafko, KafkoOptions};
 pub use bytes::Bytes;
 pub use compaction::CompactionOutcome;
+pub use compression::{InflateError, inflate};
 pub use config::{
     CleanupPolicy, ClientConfigs, Compression, DEFAULT_SEGMENT_MS, FsyncPolicy, LogConfig,
     TopicConfig, TopicConfigUpdate,
@@ -112,8 +113,8 @@ pub use group::{
     LeaveOutcome, MemberAssignment, MemberRef, Membership, OffsetReset, PartitionOffset,
 };
 pub use handle::{Offsets, PartitionReader, TopicHandle};
-pub use partition::FetchedRecords;
 pub use partition::command::RetentionOutcome;
+pub use partition::{FetchedBatches, FetchedRecords};
 pub use producer::Producer;
 pub use record::{Header, ProducerRecord, Record, RecordMetadata};
 pub use send::{

@@ -50,9 +50,10 @@ fn batch_ends(log: &Path) -> Vec<u64> {
     let bytes = std::fs::read(log).unwrap();
     let mut ends = Vec::new();
     let mut at = 0usize;
-    while at + 8 <= bytes.len() {
-        let length = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
-        at += 8 + length;
+    // Kafka's record batch: the length (after itself) at bytes 8..12, big-endian.
+    while at + 12 <= bytes.len() {
+        let length = u32::from_be_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
+        at += 12 + length;
         ends.push(at as u64);
     }
     assert_eq!(ends.last().copied(), Some(bytes.len() as u64));

@@ -170,3 +170,90 @@ async fn a_v1_data_directory_keeps_working_and_reopens_in_the_current_format() {
     assert_eq!(billing.config.offset_reset, OffsetReset::Latest);
     k.shutdown().await.unwrap();
 }
+
+/// Format 1 segments stay as they are, beside the format 2 segments written after them:
+/// the first write rolls a format 1 active segment, every record reads the same after a
+/// clean and an unclean reopen, and compaction rewrites format 1 segments as format 2.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn format_1_segments_are_read_beside_format_2_ones_and_compacted_into_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let k = open_fixture(dir.path()).await;
+    let before: Vec<_> = (0..3).map(|p| common::read_all(&k, "orders", p)).collect();
+    let old_segments = common::segments(dir.path(), "orders", 0);
+    let meta = k
+        .producer_for("orders")
+        .unwrap()
+        .send_record(
+            kafko_core::ProducerRecord::new("order-240")
+                .with_key("customer-0")
+                .with_partition(0),
+        )
+        .await
+        .unwrap();
+    let segments = common::segments(dir.path(), "orders", 0);
+    assert_eq!(segments.len(), old_segments.len() + 1, "{segments:?}");
+    assert_eq!(common::base_of(segments.last().unwrap()), meta.offset);
+    let newest = std::fs::read(segments.last().unwrap()).unwrap();
+    assert_eq!(newest[16], 2, "the new segment holds Kafka record batches");
+    assert_eq!(&newest[0..8], &meta.offset.to_be_bytes());
+    for old in &old_segments {
+        assert_eq!(
+            std::fs::read(old).unwrap()[8],
+            1,
+            "format 1 stays as it was"
+        );
+    }
+    k.shutdown().await.unwrap();
+
+    for clean in [true, false] {
+        if !clean {
+            std::fs::remove_file(dir.path().join("clean-shutdown")).unwrap();
+        }
+        let k = common::open(dir.path()).await;
+        for (p, old) in before.iter().enumerate() {
+            let after = common::read_all(&k, "orders", p as u32);
+            assert_eq!(
+                after.len(),
+                old.len() + usize::from(p == 0),
+                "clean: {clean}"
+            );
+            assert!(
+                after[..old.len()] == old[..],
+                "partition {p}, clean: {clean}"
+            );
+        }
+        let last = common::read_all(&k, "orders", 0).pop().unwrap();
+        assert_eq!(last.value().unwrap().as_ref(), b"order-240");
+        k.shutdown().await.unwrap();
+    }
+
+    // prices is compacted: a new value for apple (which rolls the format 1 segment),
+    // then a pass over the sealed segment. The active segment is never cleaned, as in
+    // Kafka: apple's 1.15 is the latest of the sealed part; pear's tombstone is older
+    // than delete.retention.ms, so it goes with the value it deleted.
+    let k = common::open(dir.path()).await;
+    let producer = k.producer_for("prices").unwrap();
+    producer
+        .send(Some("apple".into()), "1.20".into())
+        .await
+        .unwrap();
+    k.compact_now("prices").await.unwrap();
+    let shown: Vec<_> = common::read_all(&k, "prices", 0)
+        .iter()
+        .map(|r| (r.key().unwrap().clone(), r.value().cloned()))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            ("apple".into(), Some("1.15".into())),
+            ("apple".into(), Some("1.20".into())),
+        ]
+    );
+    for log in common::segments(dir.path(), "prices", 0) {
+        assert_eq!(std::fs::read(&log).unwrap()[16], 2, "{log:?} is format 2");
+    }
+    k.shutdown().await.unwrap();
+    let k = common::open(dir.path()).await;
+    assert_eq!(common::read_all(&k, "prices", 0).len(), 2);
+    k.shutdown().await.unwrap();
+}

@@ -131,7 +131,7 @@ pub(crate) async fn answer(
             if !waiter.wait(&mut watch).await {
                 break;
             }
-            failed = !progress.look(broker, &topics, max_bytes);
+            failed = !progress.look(&topics, max_bytes);
             if progress.found() >= min_bytes || failed || waiter.over() {
                 break;
             }

@@ -1,18 +1,20 @@
 //! Reading a Fetch's partitions: the whole answer ([`read_all`]), and, while a fetch
-//! waits for `min_bytes`, what appends since the last look added ([`Progress::look`]):
+//! waits for `min_bytes`, what appends since the last look added ([`Progress::look`]).
+//! A partition answers with its record batches as the log stores them (Kafka's own
+//! batches, compressed as stored), whole: the first may begin before the offset asked,
+//! and the client skips the records before it, as with Kafka. While it waits,
 //! each partition remembers the offset it read up to and the bytes found, and a wake-up
 //! reads only past that offset, and not at all once the partition (or the answer) is
 //! full. A waiting fetch so costs what the new records cost, not a re-read of
 //! everything it found before.
 
-use bytes::BytesMut;
 use kafka_protocol::messages::BrokerId;
 use kafka_protocol::messages::TopicName;
 use kafka_protocol::messages::fetch_request::FetchPartition;
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use kafko_core::TopicHandle;
 
-use crate::{ListenerState, errors, records};
+use crate::{ListenerState, errors};
 use kafko_service::failure::Failure;
 
 /// A fetched topic as the answer names it: by name up to v12, by id from v13 (the
@@ -101,16 +103,6 @@ pub(crate) fn read_all(
     (answer, used, failed, progress)
 }
 
-/// Key, value and header bytes, as the server's metrics count them.
-fn payload_bytes(r: &kafko_core::Record) -> usize {
-    r.key.as_ref().map_or(0, bytes::Bytes::len)
-        + r.value.as_ref().map_or(0, bytes::Bytes::len)
-        + r.headers
-            .iter()
-            .map(|h| h.name.len() + h.value.len())
-            .sum::<usize>()
-}
-
 /// Where one partition's read stopped: the next offset to look at, and the room it had
 /// left (none: a later look skips it).
 #[derive(Debug, Clone, Copy)]
@@ -143,42 +135,35 @@ fn read_partition(
     if !offsets.contains(offset) {
         return Err(errors::OFFSET_OUT_OF_RANGE);
     }
-    let mut out = BytesMut::new();
     let room = max_bytes.saturating_sub(*used);
     let limit = usize::try_from(p.partition_max_bytes)
         .unwrap_or(0)
         .min(room);
     let mut next = offset;
+    let mut records = bytes::Bytes::new();
     // Past the first data, a partition with no room left is skipped; the first one
-    // returns at least a record, so a large record is never stuck.
+    // returns at least a batch, so a large batch is never stuck.
     if offset < offsets.high_watermark && (limit > 0 || *used == 0) {
-        let config = &broker.service.config;
         let fetched = reader
-            .read(offset, config.max_records_per_fetch, limit.max(1))
+            .read_batches(offset, limit, *used == 0)
             .map_err(fail)?;
-        // Cut at the limit; the first data of the answer is one record at least.
-        let mut written = records::encode_batch(&fetched.records, &mut out, Some(limit));
-        if written == 0 && *used == 0 {
-            let first = &fetched.records[..1.min(fetched.records.len())];
-            written = records::encode_batch(first, &mut out, None);
-        }
-        let sent = &fetched.records[..written];
-        let bytes = sent.iter().map(payload_bytes).sum();
-        broker
-            .service
-            .metrics
-            .consumed(handle.name(), written, bytes);
-        next = sent.last().map_or(offset, |r| r.offset + 1);
+        broker.service.metrics.consumed(
+            handle.name(),
+            usize::try_from(fetched.records).unwrap_or(usize::MAX),
+            fetched.bytes.len(),
+        );
+        next = fetched.next_offset;
         data.high_watermark = to_i64(fetched.high_watermark);
         data.last_stable_offset = to_i64(fetched.high_watermark);
         data.log_start_offset = to_i64(fetched.log_start_offset);
+        records = fetched.bytes;
     }
-    *used += out.len();
+    *used += records.len();
     let mark = Mark {
         next,
-        room: limit.saturating_sub(out.len()),
+        room: limit.saturating_sub(records.len()),
     };
-    data.records = Some(out.freeze());
+    data.records = Some(records);
     Ok(mark)
 }
 
@@ -198,13 +183,7 @@ impl Progress {
     /// Looks at what was appended since the last look: each partition with room left is
     /// read past its mark, for at most that room (and the answer's `max_bytes`). Returns
     /// `false` when a partition fails (the fetch answers at once, with its error).
-    pub(crate) fn look(
-        &mut self,
-        broker: &ListenerState,
-        topics: &Asked,
-        max_bytes: usize,
-    ) -> bool {
-        let config = &broker.service.config;
+    pub(crate) fn look(&mut self, topics: &Asked, max_bytes: usize) -> bool {
         let mut marks = self.marks.iter_mut();
         for (_, handle, partitions) in topics {
             for p in partitions {
@@ -227,25 +206,17 @@ impl Progress {
                 if offsets.high_watermark <= mark.next {
                     continue;
                 }
-                let Ok(fetched) = reader.read(mark.next, config.max_records_per_fetch, room) else {
+                let Ok(fetched) = reader.read_batches(mark.next, room, false) else {
                     return false;
                 };
-                let mut scratch = BytesMut::new();
-                let written = records::encode_batch(&fetched.records, &mut scratch, Some(room));
-                self.found += scratch.len();
-                mark.room = if written < fetched.records.len() {
+                self.found += fetched.bytes.len();
+                // A batch that did not fit stops this partition: the answer goes without it.
+                mark.room = if fetched.next_offset < fetched.high_watermark {
                     0
                 } else {
-                    room - scratch.len()
+                    room.saturating_sub(fetched.bytes.len())
                 };
-                mark.next = if written == fetched.records.len() {
-                    // Past a compaction gap too.
-                    fetched.next_offset.max(mark.next)
-                } else {
-                    fetched.records[..written]
-                        .last()
-                        .map_or(mark.next, |r| r.offset + 1)
-                };
+                mark.next = fetched.next_offset.max(mark.next);
             }
         }
         true

@@ -28,8 +28,8 @@
 //!   assignments read defensively in `consumer_protocol`), `sasl`.
 //! - `guard`: bounds on a request body's arrays before the codec decodes it, walking
 //!   the body layouts of `layouts`.
-//! - `records`: the record-batch codec, `inflate` its compressed areas; `errors`: Kafka
-//!   error codes.
+//! - `records`: the record-batch codec (compressed areas inflated by the log's bounded
+//!   inflater); `errors`: Kafka error codes.
 
 // Bad input and I/O failures answer with a Kafka error, never a panic (tests may
 // unwrap: clippy.toml).
@@ -57,7 +57,6 @@ mod group_offsets;
 mod groups;
 mod guard;
 mod idempotence;
-mod inflate;
 mod layouts;
 mod legacy;
 mod listener;

@@ -2,6 +2,8 @@
 //! inflated, and damaged batches.
 
 use super::*;
+use bytes::BytesMut;
+use kafko_core::Record;
 
 fn budget(inflate: usize) -> Budget {
     Budget {

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes, BytesMut};
 use common::kafka::{
-    Got, Kafka, Rec, batch, init_producer_id, list_offsets_request, name, produce_batch,
-    produce_request, read_batches,
+    Got, Kafka, Rec, batch, from_offset, init_producer_id, list_offsets_request, name,
+    produce_batch, produce_request, read_batches,
 };
 use common::{Server, client, get_json, metric, produce};
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
@@ -619,12 +619,16 @@ async fn records_produced_through_kafka_read_the_same_through_v1_and_back() {
         }
     );
     // From the middle; and past the end is OFFSET_OUT_OF_RANGE.
+    // A fetch from inside a batch gets the whole batch; the client keeps what is at or
+    // after its offset, as with Kafka.
     let (_, _, _, tail) = fetch(&mut k, "rt", 0, 3, 0).await;
-    assert_eq!(tail.first().map(|g| g.offset), Some(3));
+    assert_eq!(tail.first().map(|g| g.offset), Some(0));
+    let tail = from_offset(tail, 3);
+    assert_eq!(tail.iter().map(|g| g.offset).collect::<Vec<_>>(), [3, 4]);
     assert_eq!(fetch(&mut k, "rt", 0, 6, 0).await.0, 1);
     assert_eq!(fetch(&mut k, "missing", 0, 0, 0).await.0, 3);
     // The server's metrics count Kafka traffic as /v1's: 4 + 1 records in; out, the /v1
-    // read (4) and the Kafka fetches (5 + 2).
+    // read (4) and the records of the batches the Kafka fetches sent (5 + 5).
     let metrics = c
         .get(s.url("/metrics"))
         .send()
@@ -638,7 +642,7 @@ async fn records_produced_through_kafka_read_the_same_through_v1_and_back() {
         "{metrics}"
     );
     assert!(
-        metrics.contains("kafko_records_out_total{topic=\"rt\"} 11"),
+        metrics.contains("kafko_records_out_total{topic=\"rt\"} 14"),
         "{metrics}"
     );
 }
@@ -1561,7 +1565,7 @@ async fn every_advertised_version_of_every_api_is_answered() {
 }
 
 #[tokio::test]
-async fn fetch_honours_partition_and_request_max_bytes_but_returns_a_first_large_record() {
+async fn fetch_honours_partition_and_request_max_bytes_but_returns_a_first_large_batch() {
     let tmp = tempfile::tempdir().unwrap();
     let s = start(&tmp.path().join("d"), &[]).await;
     let mut k = Kafka::connect(&s).await;
@@ -1576,11 +1580,14 @@ async fn fetch_honours_partition_and_request_max_bytes_but_returns_a_first_large
         };
         10
     ];
+    // Ten batches of one record each: the limits cut between batches.
     for p in 0..2 {
-        assert_eq!(
-            produce_batch(&mut k, "mb", p, batch(&ten, 0, None)).await,
-            (0, 0)
-        );
+        for i in 0..10 {
+            assert_eq!(
+                produce_batch(&mut k, "mb", p, batch(&ten[..1], 0, None)).await,
+                (0, i)
+            );
+        }
     }
     let part = |p: i32, max: i32| {
         FetchPartition::default()
@@ -1604,7 +1611,7 @@ async fn fetch_honours_partition_and_request_max_bytes_but_returns_a_first_large
             .map(|p| read_batches(p.records.clone().unwrap()).len())
             .collect()
     };
-    // Per partition: 2,500 bytes hold two records of 1,000.
+    // Per partition: 2,500 bytes hold two batches of a record of 1,000.
     let r = k
         .call(&ask(1 << 20, vec![part(0, 2500), part(1, 2500)]), 12)
         .await;
@@ -1615,7 +1622,7 @@ async fn fetch_honours_partition_and_request_max_bytes_but_returns_a_first_large
         .await;
     assert_eq!(counts(&r), [3, 0]);
     assert_eq!(r.responses[0].partitions[1].high_watermark, 10);
-    // A first record larger than every limit still comes, alone.
+    // A first batch larger than every limit still comes, alone.
     let r = k.call(&ask(10, vec![part(0, 10), part(1, 10)]), 12).await;
     assert_eq!(counts(&r), [1, 0]);
 }

@@ -26,14 +26,16 @@ pub fn batches_on_disk(dir: &Path, topic: &str, partition: u32) -> Vec<(u32, usi
     for log in segments(dir, topic, partition) {
         let bytes = std::fs::read(&log).unwrap();
         let mut at = 0;
-        while at + 48 <= bytes.len() {
-            let length = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+        // Kafka's record batch (FORMAT.md's format 2): the length after itself at bytes
+        // 8..12, the record count at 57..61, big-endian.
+        while at + 61 <= bytes.len() {
+            let length = u32::from_be_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
             if length == 0 {
                 break;
             }
-            let count = u32::from_le_bytes(bytes[at + 40..at + 44].try_into().unwrap());
-            out.push((count, 8 + length));
-            at += 8 + length;
+            let count = u32::from_be_bytes(bytes[at + 57..at + 61].try_into().unwrap());
+            out.push((count, 12 + length));
+            at += 12 + length;
         }
     }
     out

@@ -11,6 +11,8 @@ pub(crate) mod write_queue;
 pub(crate) mod writer;
 
 use std::path::PathBuf;
+
+use bytes::{Bytes, BytesMut};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
@@ -21,6 +23,7 @@ use crate::activity::Activity;
 use crate::error::{KafkoError, Result};
 use crate::record::Record;
 use crate::segment::Segment;
+use crate::segment::batch::{self, Format};
 use crate::segment::files::FileCache;
 use crate::storage::Storage;
 
@@ -30,6 +33,23 @@ pub struct FetchedRecords {
     /// The records, in offset order.
     pub records: Vec<Record>,
     /// Offset to read next (after the last record, or past a compaction gap).
+    pub next_offset: u64,
+    /// One past the last offset in the partition when the read ran.
+    pub high_watermark: u64,
+    /// First offset still in the partition when the read ran.
+    pub log_start_offset: u64,
+}
+
+/// Stored Kafka record batches returned by one read (see
+/// [`PartitionReader::read_batches`](crate::PartitionReader::read_batches)).
+#[derive(Debug, Clone, Default)]
+pub struct FetchedBatches {
+    /// Whole record batches (Kafka's magic 2), as stored, back to back. The first holds
+    /// the offset asked for, so it may begin before it: readers skip the records before.
+    pub bytes: Bytes,
+    /// Records in the batches (control batches' included).
+    pub records: u64,
+    /// Offset to read next: after the last batch.
     pub next_offset: u64,
     /// One past the last offset in the partition when the read ran.
     pub high_watermark: u64,
@@ -179,6 +199,101 @@ impl PartitionLog {
         }
     }
 
+    /// Whole stored batches from the one holding `offset`, up to `max_bytes` (the first
+    /// batch even past it when `at_least_one`), below the high watermark. Format 2
+    /// batches are served as stored, after their checks; format 1 batches are re-encoded
+    /// as Kafka batches with the same offsets.
+    pub(crate) fn read_batches(
+        &self,
+        offset: u64,
+        max_bytes: usize,
+        at_least_one: bool,
+    ) -> Result<FetchedBatches> {
+        let before = self.segments();
+        match self.read_batches_once(offset, max_bytes, at_least_one) {
+            Err(_) if !Arc::ptr_eq(&before, &self.segments()) => {
+                self.read_batches_once(offset, max_bytes, at_least_one)
+            }
+            read => read,
+        }
+    }
+
+    fn read_batches_once(
+        &self,
+        offset: u64,
+        max_bytes: usize,
+        at_least_one: bool,
+    ) -> Result<FetchedBatches> {
+        let hw = self.high_watermark();
+        let start = self.log_start();
+        if offset < start || offset > hw {
+            return Err(self.out_of_range(offset));
+        }
+        let mut out = FetchedBatches {
+            next_offset: offset,
+            high_watermark: hw,
+            log_start_offset: start,
+            ..FetchedBatches::default()
+        };
+        let mut buf = BytesMut::new();
+        let segments = self.segments();
+        let first = segments
+            .partition_point(|s| s.base_offset <= offset)
+            .saturating_sub(1);
+        let mut decoded = Vec::new();
+        'segments: for seg in &segments[first..] {
+            if out.next_offset >= hw {
+                break;
+            }
+            if seg.next_offset() <= out.next_offset {
+                continue;
+            }
+            let entry = if out.next_offset > seg.base_offset {
+                let rel = u32::try_from(out.next_offset - seg.base_offset).unwrap_or(u32::MAX);
+                seg.index
+                    .read()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .entry_for(rel)
+            } else {
+                (0, 0)
+            };
+            for batch in seg.batches_from(entry) {
+                let batch = batch?;
+                let h = batch.header;
+                if h.next_offset() <= out.next_offset {
+                    continue;
+                }
+                if h.base_offset >= hw {
+                    break 'segments;
+                }
+                let kafka = match h.format {
+                    Format::V2 => batch.bytes,
+                    Format::V1 => {
+                        seg.decode(&batch, self.partition, &mut decoded)?;
+                        let rebuilt = batch::rebuild(&decoded, &h).map_err(|why| {
+                            KafkoError::corruption(&seg.log_path, batch.position, why)
+                        })?;
+                        let mut framed = Vec::with_capacity(rebuilt.framed_len());
+                        batch::frame(&mut framed, h.base_offset, &rebuilt);
+                        Bytes::from(framed)
+                    }
+                };
+                let fits = buf.len() + kafka.len() <= max_bytes;
+                if !(fits || buf.is_empty() && at_least_one) {
+                    break 'segments;
+                }
+                buf.extend_from_slice(&kafka);
+                out.records += u64::from(h.record_count);
+                out.next_offset = h.next_offset();
+                if !fits {
+                    break 'segments;
+                }
+            }
+        }
+        out.bytes = buf.freeze();
+        Ok(out)
+    }
+
     fn read_once(
         &self,
         offset: u64,
@@ -213,16 +328,16 @@ impl PartitionLog {
             if seg.next_offset() <= cursor {
                 continue;
             }
-            let pos = if cursor > seg.base_offset {
+            let entry = if cursor > seg.base_offset {
                 let rel = u32::try_from(cursor - seg.base_offset).unwrap_or(u32::MAX);
                 seg.index
                     .read()
                     .unwrap_or_else(|p| p.into_inner())
-                    .position_for(rel)
+                    .entry_for(rel)
             } else {
-                0
+                (0, 0)
             };
-            for batch in seg.batches(u64::from(pos)) {
+            for batch in seg.batches_from(entry) {
                 let batch = batch?;
                 let h = batch.header;
                 if h.next_offset() <= cursor {
@@ -277,12 +392,11 @@ impl PartitionLog {
             if seg.max_timestamp() < timestamp || seg.next_offset() <= start {
                 continue;
             }
-            let (pos, _) = {
+            let entry = {
                 let idx = seg.index.read().unwrap_or_else(|p| p.into_inner());
-                let rel = idx.offset_for_time(timestamp);
-                (idx.position_for(rel), rel)
+                idx.entry_for(idx.offset_for_time(timestamp))
             };
-            for batch in seg.batches(u64::from(pos)) {
+            for batch in seg.batches_from(entry) {
                 let batch = batch?;
                 let h = batch.header;
                 if h.base_offset >= hw {

@@ -16,7 +16,7 @@ use crate::error::{KafkoError, Result};
 use crate::naming::{parse_segment_file, segment_file};
 use crate::segment::files::FileCache;
 use crate::segment::index::{SegmentSummary, SparseIndex};
-use crate::segment::recovery::scan;
+use crate::segment::recovery::{read_format, scan};
 use crate::segment::{Segment, remove_index_files, remove_segment_files};
 use crate::state_file;
 use crate::storage::Storage;
@@ -376,8 +376,9 @@ fn load_segment(
         .map_err(|e| KafkoError::io("reading length of", &log_path, e))?;
     let proof = match read_indexes(s, &log_path, base, len, &known) {
         Indexes::Valid(index, summary) => {
+            let format = read_format(&*file, &log_path, base)?;
             return Ok(Loaded {
-                seg: Segment::new(base, log_path, file, summary, index),
+                seg: Segment::new(base, log_path, format, file, summary, index),
                 scanned: false,
                 torn: false,
                 unsealed: false,
@@ -414,7 +415,14 @@ fn load_segment(
             .map_err(|e| KafkoError::io("fsyncing", &log_path, e))?;
     }
     let torn = scanned.torn_tail.is_some();
-    let seg = Segment::new(base, log_path, file, scanned.summary, scanned.index);
+    let seg = Segment::new(
+        base,
+        log_path,
+        scanned.format,
+        file,
+        scanned.summary,
+        scanned.index,
+    );
     Ok(Loaded {
         unsealed: proof.may_have_lost_tail(&known, seg.len()),
         seg,

@@ -1,50 +1,81 @@
-//! The batch codec (FORMAT.md, "Batch"): producers encode the record area and its
-//! checksum before the write group; the writer stamps the header with the base offset and
-//! combines the checksums, so the write group's leader does no per-record work.
+//! The batch codec (FORMAT.md, "Batch"). A segment of format 2 holds Kafka record
+//! batches (magic 2) byte for byte as Kafka defines them; a segment of format 1 holds
+//! kafko's earlier batches (`batch_v1`), read but never written. This module owns the
+//! format 2 codec and the header both formats parse into.
+//!
+//! Producers encode and checksum a whole batch before the write group: Kafka's CRC-32C
+//! does not cover the base offset, so the writer only stamps the offset into the first
+//! eight bytes and copies the batch, with no per-record work in the group's leader.
 
 use bytes::Bytes;
 
-use super::varint::{Cursor, put_uvarint, put_varint};
+use super::batch_v1;
+use super::varint::{Cursor, put_varint};
 use crate::compression::{self, MAX_UNCOMPRESSED};
 use crate::config::{Compression, MAX_BATCH_BYTES};
 use crate::record::{Header, Record};
 
-/// Size of the fixed batch header.
-pub(crate) const HEADER_LEN: usize = 48;
-/// Current format version.
-pub(crate) const MAGIC: u8 = 1;
-/// Payloads up to this size are hashed by the writer while framing (cheaper than a CRC
-/// `combine`); larger ones are hashed by the producer and combined.
-const REHASH_LIMIT: usize = 16 * 1024;
-/// Bytes of the header after the `crc` field.
-#[allow(clippy::cast_possible_truncation)] // 40
-const HEADER_TAIL: u32 = (HEADER_LEN - 8) as u32;
+/// Size of a format 2 batch header (Kafka's record batch up to its record count).
+pub(crate) const HEADER_LEN: usize = 61;
+/// Kafka's magic for record batches.
+pub(crate) const MAGIC: u8 = 2;
+/// The partition leader epoch every stored batch carries: one node, leader forever.
+pub(crate) const LEADER_EPOCH: i32 = 0;
+/// Where the CRC-32C-covered bytes begin (the attributes).
+const CRC_START: usize = 21;
+/// Bytes of a header after the `length` field: what `length` counts besides records.
+const HEADER_AFTER_LENGTH: usize = HEADER_LEN - 12;
 
-/// A batch whose record area is encoded but which has no offset yet.
+/// Attribute bits (Kafka's, plus kafko's append bit).
+const ATTR_CODEC: u16 = 0x07;
+pub(crate) const ATTR_LOG_APPEND_TIME: u16 = 0x08;
+pub(crate) const ATTR_TRANSACTIONAL: u16 = 0x10;
+pub(crate) const ATTR_CONTROL: u16 = 0x20;
+const ATTR_DELETE_HORIZON: u16 = 0x40;
+/// Set by kafko on every batch of an append of several batches but its last (FORMAT.md,
+/// "Appends of several batches"). Kafka leaves bits 7–15 unused; clients ignore them.
+pub(crate) const ATTR_CONTINUED: u16 = 0x4000;
+/// Every attribute bit a stored batch may carry.
+const ATTR_KNOWN: u16 = ATTR_CODEC
+    | ATTR_LOG_APPEND_TIME
+    | ATTR_TRANSACTIONAL
+    | ATTR_CONTROL
+    | ATTR_DELETE_HORIZON
+    | ATTR_CONTINUED;
+
+/// The batch layout of a segment: every batch of a segment has the same one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Format {
+    /// kafko's first layout: read, never written.
+    V1,
+    /// Kafka's record batch, magic 2.
+    V2,
+}
+
+impl Format {
+    /// Bytes of a batch header in this format.
+    pub(crate) fn header_len(self) -> usize {
+        match self {
+            Format::V1 => batch_v1::HEADER_LEN,
+            Format::V2 => HEADER_LEN,
+        }
+    }
+}
+
+/// A whole format 2 batch, checksummed, that has no offset yet.
 #[derive(Debug, Clone)]
 pub(crate) struct EncodedBatch {
-    /// Record area, compressed with `codec`. A `Vec`, not `Bytes`: the writer only copies
-    /// it into its buffer, and `Bytes::from` a `Vec` with spare capacity (the encoder's
-    /// size estimate, a compressor's worst-case bound) costs an extra allocation.
-    pub(crate) payload: Vec<u8>,
-    /// CRC state over `payload` when it is larger than `REHASH_LIMIT` (combined into the
-    /// header CRC by the writer); empty otherwise.
-    pub(crate) payload_crc: crc32fast::Hasher,
-    pub(crate) codec: Compression,
+    /// The batch, header first. Its base offset (bytes 0–8) is written by the writer;
+    /// the CRC does not cover it.
+    pub(crate) bytes: Vec<u8>,
     pub(crate) last_offset_delta: u32,
-    pub(crate) base_timestamp: i64,
     pub(crate) max_timestamp: i64,
-    pub(crate) record_count: u32,
-    pub(crate) uncompressed_len: u32,
-    /// More batches of the same append follow this one (FORMAT.md, "Appends of several
-    /// batches"); set by the writer.
-    pub(crate) continued: bool,
 }
 
 impl EncodedBatch {
-    /// On-disk size once framed.
+    /// On-disk size.
     pub(crate) fn framed_len(&self) -> usize {
-        HEADER_LEN + self.payload.len()
+        self.bytes.len()
     }
 }
 
@@ -58,8 +89,8 @@ pub(crate) struct RecordFields<'a> {
     pub(crate) headers: &'a [Header],
 }
 
-/// Encodes records into a batch awaiting its offset. `records` must be non-empty and in
-/// offset-delta order.
+/// Encodes records into one batch awaiting its offset. `records` must be non-empty and
+/// in offset-delta order.
 pub(crate) fn encode<'a>(
     codec: Compression,
     records: impl ExactSizeIterator<Item = RecordFields<'a>> + Clone,
@@ -70,7 +101,7 @@ pub(crate) fn encode<'a>(
     for r in records {
         encoder.push(&r);
     }
-    encoder.finish(codec)
+    encoder.finish(codec, false)
 }
 
 /// Upper bound of the bytes one record takes in a record area (before compression).
@@ -79,15 +110,17 @@ pub(crate) fn encoded_estimate(r: &RecordFields<'_>) -> usize {
         + r.value.map_or(0, <[u8]>::len)
         + r.headers
             .iter()
-            .map(|h| h.name.len() + h.value.len() + 4)
+            .map(|h| h.name.len() + h.value.len() + 10)
             .sum::<usize>()
-        + 24
+        + 32
 }
 
-/// A record area under construction: records are added one at a time (a send encodes
-/// each record as it is parsed, holding no per-record value), then compressed once.
+/// A batch under construction: records are added one at a time (a send encodes each
+/// record as it is parsed, holding no per-record value), then compressed once. An
+/// uncompressed batch is built in place behind room for its header.
 pub(crate) struct BatchEncoder {
-    area: Vec<u8>,
+    /// The header's room, then the record area.
+    buf: Vec<u8>,
     base_timestamp: Option<i64>,
     max_timestamp: i64,
     last_offset_delta: u32,
@@ -97,8 +130,10 @@ pub(crate) struct BatchEncoder {
 impl BatchEncoder {
     /// An empty batch with room for `bytes` of record area.
     pub(crate) fn with_capacity(bytes: usize) -> Self {
+        let mut buf = Vec::with_capacity(HEADER_LEN + bytes.min(MAX_UNCOMPRESSED));
+        buf.resize(HEADER_LEN, 0);
         BatchEncoder {
-            area: Vec::with_capacity(bytes.min(MAX_UNCOMPRESSED)),
+            buf,
             base_timestamp: None,
             max_timestamp: i64::MIN,
             last_offset_delta: 0,
@@ -113,7 +148,7 @@ impl BatchEncoder {
 
     /// Bytes of record area so far.
     pub(crate) fn area_len(&self) -> usize {
-        self.area.len()
+        self.buf.len() - HEADER_LEN
     }
 
     /// Adds a record; its `offset_delta` must follow the previous record's.
@@ -127,105 +162,217 @@ impl BatchEncoder {
         let headers_len: usize = r
             .headers
             .iter()
-            .map(|h| {
-                uvarint_len(h.name.len() as u64)
-                    + h.name.len()
-                    + uvarint_len(h.value.len() as u64)
-                    + h.value.len()
-            })
+            .map(|h| bytes_len(Some(h.name.as_bytes())) + bytes_len(Some(&h.value)))
             .sum();
-        let body_len = uvarint_len(u64::from(r.offset_delta))
-            + uvarint_len(zigzag(ts_delta))
-            + optional_len(r.key)
-            + optional_len(r.value)
-            + uvarint_len(r.headers.len() as u64)
+        let body_len = 1
+            + varint_len(ts_delta)
+            + varint_len(i64::from(r.offset_delta))
+            + bytes_len(r.key)
+            + bytes_len(r.value)
+            + varint_len(r.headers.len() as i64)
             + headers_len;
-        let area = &mut self.area;
+        let area = &mut self.buf;
         area.reserve(body_len + 10);
-        put_uvarint(area, body_len as u64);
-        put_uvarint(area, u64::from(r.offset_delta));
+        put_varint(area, body_len as i64);
+        area.push(0); // record attributes: unused
         put_varint(area, ts_delta);
-        put_optional(area, r.key);
-        put_optional(area, r.value);
-        put_uvarint(area, r.headers.len() as u64);
+        put_varint(area, i64::from(r.offset_delta));
+        put_bytes(area, r.key);
+        put_bytes(area, r.value);
+        put_varint(area, r.headers.len() as i64);
         for h in r.headers {
-            put_uvarint(area, h.name.len() as u64);
-            area.extend_from_slice(h.name.as_bytes());
-            put_uvarint(area, h.value.len() as u64);
-            area.extend_from_slice(&h.value);
+            put_bytes(area, Some(h.name.as_bytes()));
+            put_bytes(area, Some(&h.value));
         }
     }
 
-    /// Compresses the record area (under `codec`) into a batch awaiting its offset.
-    pub(crate) fn finish(self, codec: Compression) -> Result<EncodedBatch, String> {
+    /// Compresses the record area (under `codec`) and completes the header. `continued`
+    /// marks a batch that more batches of its append follow.
+    pub(crate) fn finish(
+        self,
+        codec: Compression,
+        continued: bool,
+    ) -> Result<EncodedBatch, String> {
         let base_timestamp = self
             .base_timestamp
             .ok_or("a batch needs at least one record")?;
-        let area = self.area;
-        let uncompressed_len = u32::try_from(area.len())
-            .ok()
-            .filter(|_| area.len() <= MAX_UNCOMPRESSED)
-            .ok_or_else(|| format!("batch of {} bytes exceeds the 64 MiB cap", area.len()))?;
-        let payload = match codec {
-            Compression::None => area,
-            other => compression::compress(other, &area)?,
-        };
-        let mut payload_crc = crc32fast::Hasher::new();
-        if payload.len() > REHASH_LIMIT {
-            payload_crc.update(&payload);
+        let area_len = self.area_len();
+        if area_len > MAX_UNCOMPRESSED {
+            return Err(format!("batch of {area_len} bytes exceeds the 64 MiB cap"));
         }
+        let mut bytes = match codec {
+            Compression::None => self.buf,
+            other => {
+                let packed = compression::compress(other, &self.buf[HEADER_LEN..])?;
+                let mut bytes = Vec::with_capacity(HEADER_LEN + packed.len());
+                bytes.resize(HEADER_LEN, 0);
+                bytes.extend_from_slice(&packed);
+                bytes
+            }
+        };
+        let attributes = codec.kafka_id() | if continued { ATTR_CONTINUED } else { 0 };
+        write_header(
+            &mut bytes,
+            &HeaderFields {
+                attributes,
+                last_offset_delta: self.last_offset_delta,
+                base_timestamp,
+                max_timestamp: self.max_timestamp,
+                producer: ProducerFields::NONE,
+                record_count: self.count,
+            },
+        );
         Ok(EncodedBatch {
-            payload,
-            payload_crc,
-            codec,
+            bytes,
             last_offset_delta: self.last_offset_delta,
-            base_timestamp,
             max_timestamp: self.max_timestamp,
-            record_count: self.count,
-            uncompressed_len,
-            continued: false,
         })
     }
 }
 
-/// A batch with no records that still spans `last_offset_delta + 1` offsets. Compaction
-/// writes one where every record of a segment's last batch was removed, so that the
-/// cleaned segment ends exactly where the segments it replaces ended (FORMAT.md).
+/// The producer fields of a batch: id, epoch and first sequence (−1 each when the
+/// producer is not idempotent).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ProducerFields {
+    pub(crate) id: i64,
+    pub(crate) epoch: i16,
+    pub(crate) base_sequence: i32,
+}
+
+impl ProducerFields {
+    /// A batch without an idempotent producer.
+    pub(crate) const NONE: ProducerFields = ProducerFields {
+        id: -1,
+        epoch: -1,
+        base_sequence: -1,
+    };
+}
+
+/// What a header records besides its offset, length and CRC.
+struct HeaderFields {
+    attributes: u16,
+    last_offset_delta: u32,
+    base_timestamp: i64,
+    max_timestamp: i64,
+    producer: ProducerFields,
+    record_count: u32,
+}
+
+/// Fills the header of `batch` (its first `HEADER_LEN` bytes, the record area after
+/// them) with base offset 0, then its CRC-32C.
+// The record area is capped at 64 MiB and a count at `u32`: every field fits.
+#[allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)]
+fn write_header(batch: &mut [u8], f: &HeaderFields) {
+    let length = (batch.len() - 12) as i32;
+    batch[0..8].copy_from_slice(&0i64.to_be_bytes());
+    batch[8..12].copy_from_slice(&length.to_be_bytes());
+    batch[12..16].copy_from_slice(&LEADER_EPOCH.to_be_bytes());
+    batch[16] = MAGIC;
+    batch[21..23].copy_from_slice(&f.attributes.to_be_bytes());
+    batch[23..27].copy_from_slice(&(f.last_offset_delta as i32).to_be_bytes());
+    batch[27..35].copy_from_slice(&f.base_timestamp.to_be_bytes());
+    batch[35..43].copy_from_slice(&f.max_timestamp.to_be_bytes());
+    batch[43..51].copy_from_slice(&f.producer.id.to_be_bytes());
+    batch[51..53].copy_from_slice(&f.producer.epoch.to_be_bytes());
+    batch[53..57].copy_from_slice(&f.producer.base_sequence.to_be_bytes());
+    batch[57..61].copy_from_slice(&(f.record_count as i32).to_be_bytes());
+    let crc = crc32c::crc32c(&batch[CRC_START..]);
+    batch[17..21].copy_from_slice(&crc.to_be_bytes());
+}
+
+/// A batch with no records that still spans `last_offset_delta + 1` offsets, with the
+/// producer fields of the batch it replaces. Compaction writes one where every record of
+/// a run of batches was removed, so that a cleaned segment's offsets stay contiguous
+/// (FORMAT.md).
 pub(crate) fn empty(
     last_offset_delta: u32,
     base_timestamp: i64,
     max_timestamp: i64,
+    producer: ProducerFields,
 ) -> EncodedBatch {
+    let mut bytes = vec![0u8; HEADER_LEN];
+    write_header(
+        &mut bytes,
+        &HeaderFields {
+            attributes: 0,
+            last_offset_delta,
+            base_timestamp,
+            max_timestamp,
+            producer,
+            record_count: 0,
+        },
+    );
     EncodedBatch {
-        payload: Vec::new(),
-        payload_crc: crc32fast::Hasher::new(),
-        codec: Compression::None,
+        bytes,
         last_offset_delta,
-        base_timestamp,
         max_timestamp,
-        record_count: 0,
-        uncompressed_len: 0,
-        continued: false,
     }
 }
 
-fn zigzag(v: i64) -> u64 {
-    ((v << 1) ^ (v >> 63)) as u64
+/// Sets the producer fields of a batch built by [`BatchEncoder`] (compaction keeps a
+/// rewritten batch's producer), recomputing its CRC.
+pub(crate) fn set_producer(batch: &mut EncodedBatch, producer: ProducerFields) {
+    let b = &mut batch.bytes;
+    b[43..51].copy_from_slice(&producer.id.to_be_bytes());
+    b[51..53].copy_from_slice(&producer.epoch.to_be_bytes());
+    b[53..57].copy_from_slice(&producer.base_sequence.to_be_bytes());
+    let crc = crc32c::crc32c(&b[CRC_START..]);
+    b[17..21].copy_from_slice(&crc.to_be_bytes());
 }
 
-fn uvarint_len(v: u64) -> usize {
-    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
+/// Sets a built batch's last offset delta and newest timestamp (compaction keeps the
+/// offset range and timestamp bound of the batch it rewrites), recomputing its CRC.
+#[allow(clippy::cast_possible_wrap)] // a delta of a segment's 32-bit span, below i32::MAX
+pub(crate) fn set_range(batch: &mut EncodedBatch, last_offset_delta: u32, max_timestamp: i64) {
+    let b = &mut batch.bytes;
+    b[23..27].copy_from_slice(&(last_offset_delta as i32).to_be_bytes());
+    b[35..43].copy_from_slice(&max_timestamp.to_be_bytes());
+    let crc = crc32c::crc32c(&b[CRC_START..]);
+    b[17..21].copy_from_slice(&crc.to_be_bytes());
+    batch.last_offset_delta = last_offset_delta;
+    batch.max_timestamp = max_timestamp;
 }
 
-fn optional_len(field: Option<&[u8]>) -> usize {
+/// The batch `h` re-encoded as format 2 with only `kept` of its records (none: an empty
+/// batch), keeping its offset range, timestamp bound and producer: what compaction
+/// writes, and what a fetch serves for a format 1 batch.
+pub(crate) fn rebuild(kept: &[Record], h: &BatchHeader) -> Result<EncodedBatch, String> {
+    if kept.is_empty() {
+        return Ok(empty(
+            h.last_offset_delta,
+            h.base_timestamp,
+            h.max_timestamp,
+            h.producer,
+        ));
+    }
+    // Decoding checked every record's offset against the batch's range.
+    let fields = kept.iter().map(|r| RecordFields {
+        offset_delta: u32::try_from(r.offset.saturating_sub(h.base_offset)).unwrap_or(u32::MAX),
+        timestamp: r.timestamp,
+        key: r.key.as_deref(),
+        value: r.value.as_deref(),
+        headers: &r.headers,
+    });
+    let mut b = encode(h.codec, fields)?;
+    set_range(&mut b, h.last_offset_delta, h.max_timestamp);
+    set_producer(&mut b, h.producer);
+    Ok(b)
+}
+
+fn varint_len(v: i64) -> usize {
+    let z = ((v << 1) ^ (v >> 63)) as u64;
+    (64 - (z | 1).leading_zeros() as usize).div_ceil(7)
+}
+
+fn bytes_len(field: Option<&[u8]>) -> usize {
     match field {
         None => 1,
-        Some(b) => uvarint_len(zigzag(b.len() as i64)) + b.len(),
+        Some(b) => varint_len(b.len() as i64) + b.len(),
     }
 }
 
 #[inline]
-fn put_optional(out: &mut Vec<u8>, field: Option<&[u8]>) {
+fn put_bytes(out: &mut Vec<u8>, field: Option<&[u8]>) {
     match field {
         None => put_varint(out, -1),
         Some(b) => {
@@ -235,52 +382,35 @@ fn put_optional(out: &mut Vec<u8>, field: Option<&[u8]>) {
     }
 }
 
-/// Appends the framed batch (header + payload) with `base_offset` to `out`.
-// `encode` caps the record area at 64 MiB, so its compressed payload fits a u32 too.
-#[allow(clippy::cast_possible_truncation)]
+/// Appends the batch to `out` with `base_offset` stamped in.
 pub(crate) fn frame(out: &mut Vec<u8>, base_offset: u64, batch: &EncodedBatch) {
-    let length = HEADER_TAIL + batch.payload.len() as u32;
-    let mut tail = [0u8; HEADER_LEN - 8];
-    tail[0] = MAGIC;
-    tail[1] = batch.codec.id();
-    tail[2] = u8::from(batch.continued);
-    tail[4..12].copy_from_slice(&base_offset.to_le_bytes());
-    tail[12..16].copy_from_slice(&batch.last_offset_delta.to_le_bytes());
-    tail[16..24].copy_from_slice(&batch.base_timestamp.to_le_bytes());
-    tail[24..32].copy_from_slice(&batch.max_timestamp.to_le_bytes());
-    tail[32..36].copy_from_slice(&batch.record_count.to_le_bytes());
-    tail[36..40].copy_from_slice(&batch.uncompressed_len.to_le_bytes());
-    let mut crc = crc32fast::Hasher::new();
-    crc.update(&length.to_le_bytes());
-    crc.update(&tail);
-    // Hashing a small payload again is cheaper than `combine` (a GF(2) matrix power),
-    // and this runs in the write group's leader, where every nanosecond is serialized.
-    if batch.payload.len() <= REHASH_LIMIT {
-        crc.update(&batch.payload);
-    } else {
-        crc.combine(&batch.payload_crc);
-    }
-    out.extend_from_slice(&length.to_le_bytes());
-    out.extend_from_slice(&crc.finalize().to_le_bytes());
-    out.extend_from_slice(&tail);
-    out.extend_from_slice(&batch.payload);
+    let start = out.len();
+    out.extend_from_slice(&batch.bytes);
+    out[start..start + 8].copy_from_slice(&base_offset.to_be_bytes());
 }
 
-/// A parsed batch header.
+/// A parsed batch header, of either format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct BatchHeader {
-    /// Bytes after the CRC field.
-    pub(crate) length: u32,
+    pub(crate) format: Format,
+    /// Bytes of the whole batch.
+    pub(crate) framed: u32,
     pub(crate) crc: u32,
     pub(crate) codec: Compression,
+    /// Kafka's codec id (format 2 batches may hold producers' gzip and snappy).
+    pub(crate) codec_id: u16,
+    /// Kafka's attributes (format 1: its codec only).
+    pub(crate) attributes: u16,
     pub(crate) base_offset: u64,
     pub(crate) last_offset_delta: u32,
     pub(crate) base_timestamp: i64,
     pub(crate) max_timestamp: i64,
     pub(crate) record_count: u32,
+    /// Format 1: the decoded record area's length; format 2: 0 (not recorded).
     pub(crate) uncompressed_len: u32,
     /// More batches of the same append follow.
     pub(crate) continued: bool,
+    pub(crate) producer: ProducerFields,
 }
 
 /// Why a header could not be parsed.
@@ -288,79 +418,25 @@ pub(crate) struct BatchHeader {
 pub(crate) enum HeaderError {
     /// An all-zero length: the end of the written log.
     EndOfLog,
-    /// Fewer than `HEADER_LEN` bytes.
+    /// Fewer bytes than a header.
     Short,
     /// Implausible fields.
     Invalid(String),
 }
 
 impl BatchHeader {
-    /// Parses and sanity-checks the header at the start of `buf` (CRC is checked separately).
-    pub(crate) fn parse(buf: &[u8]) -> Result<BatchHeader, HeaderError> {
-        if buf.len() >= 4 && buf[..4] == [0; 4] {
-            return Err(HeaderError::EndOfLog);
+    /// Parses and sanity-checks the header of `format` at the start of `buf` (the CRC is
+    /// checked separately).
+    pub(crate) fn parse(buf: &[u8], format: Format) -> Result<BatchHeader, HeaderError> {
+        match format {
+            Format::V1 => batch_v1::parse(buf),
+            Format::V2 => parse_v2(buf),
         }
-        if buf.len() < HEADER_LEN {
-            return Err(HeaderError::Short);
-        }
-        let u32_at = |i: usize| u32::from_le_bytes([buf[i], buf[i + 1], buf[i + 2], buf[i + 3]]);
-        let u64_at = |i: usize| {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(&buf[i..i + 8]);
-            u64::from_le_bytes(b)
-        };
-        let length = u32_at(0);
-        if length < HEADER_TAIL || u64::from(length) > MAX_BATCH_BYTES + u64::from(HEADER_TAIL) {
-            return Err(HeaderError::Invalid(format!(
-                "implausible batch length {length}"
-            )));
-        }
-        if buf[8] != MAGIC {
-            return Err(HeaderError::Invalid(format!("unknown magic {}", buf[8])));
-        }
-        let codec = Compression::from_id(buf[9])
-            .ok_or_else(|| HeaderError::Invalid(format!("unknown attributes {:#x}", buf[9])))?;
-        let header = BatchHeader {
-            length,
-            crc: u32_at(4),
-            codec,
-            base_offset: u64_at(12),
-            last_offset_delta: u32_at(20),
-            base_timestamp: u64_at(24) as i64,
-            max_timestamp: u64_at(32) as i64,
-            record_count: u32_at(40),
-            uncompressed_len: u32_at(44),
-            continued: buf[10] & 1 == 1,
-        };
-        // An empty batch is written only by compaction, to keep a cleaned segment's
-        // offset range; it carries no payload at all.
-        let empty_ok = header.record_count == 0
-            && header.uncompressed_len == 0
-            && length == HEADER_TAIL
-            && header.codec == Compression::None;
-        if (header.record_count == 0 && !empty_ok)
-            || u64::from(header.record_count) > u64::from(header.last_offset_delta) + 1
-            || header.uncompressed_len as usize > MAX_UNCOMPRESSED
-        {
-            return Err(HeaderError::Invalid("inconsistent record counts".into()));
-        }
-        // Offsets are Kafka's, a non-negative i64: a batch reaching past that was not
-        // written by this log, and its `next_offset` would not fit in a u64 either.
-        let last = header
-            .base_offset
-            .checked_add(u64::from(header.last_offset_delta));
-        if last.is_none_or(|last| last >= i64::MAX as u64) {
-            return Err(HeaderError::Invalid(format!(
-                "offset range from {} by {} is beyond the largest offset",
-                header.base_offset, header.last_offset_delta
-            )));
-        }
-        Ok(header)
     }
 
-    /// Whole framed size of the batch.
+    /// Whole size of the batch.
     pub(crate) fn framed_len(&self) -> usize {
-        8 + self.length as usize
+        self.framed as usize
     }
 
     /// Offset of the last record.
@@ -372,73 +448,191 @@ impl BatchHeader {
     pub(crate) fn next_offset(&self) -> u64 {
         self.last_offset() + 1
     }
+
+    /// Whether the batch is a control batch (a transaction marker).
+    pub(crate) fn is_control(&self) -> bool {
+        self.attributes & ATTR_CONTROL != 0
+    }
 }
 
-/// Verifies the CRC of a complete framed batch.
+fn be_u16(b: &[u8], i: usize) -> u16 {
+    u16::from_be_bytes([b[i], b[i + 1]])
+}
+
+fn be_i32(b: &[u8], i: usize) -> i32 {
+    i32::from_be_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]])
+}
+
+fn be_i64(b: &[u8], i: usize) -> i64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[i..i + 8]);
+    i64::from_be_bytes(a)
+}
+
+fn parse_v2(buf: &[u8]) -> Result<BatchHeader, HeaderError> {
+    let invalid = |why: String| Err(HeaderError::Invalid(why));
+    if buf.len() >= 12 && buf[..12] == [0; 12] {
+        return Err(HeaderError::EndOfLog);
+    }
+    if buf.len() < HEADER_LEN {
+        return Err(HeaderError::Short);
+    }
+    let length = be_i32(buf, 8);
+    let framed = u32::try_from(i64::from(length) + 12).ok().filter(|&f| {
+        f as usize >= HEADER_LEN && u64::from(f) <= MAX_BATCH_BYTES + HEADER_LEN as u64
+    });
+    let Some(framed) = framed else {
+        return invalid(format!("implausible batch length {length}"));
+    };
+    let epoch = be_i32(buf, 12);
+    if epoch != LEADER_EPOCH {
+        return invalid(format!(
+            "partition leader epoch {epoch}, not {LEADER_EPOCH}"
+        ));
+    }
+    if buf[16] != MAGIC {
+        return invalid(format!("unknown magic {}", buf[16]));
+    }
+    let attributes = be_u16(buf, 21);
+    if attributes & !ATTR_KNOWN != 0 {
+        return invalid(format!("unknown attributes {attributes:#x}"));
+    }
+    let codec_id = attributes & ATTR_CODEC;
+    let codec = match codec_id {
+        compression::KAFKA_NONE => Compression::None,
+        compression::KAFKA_LZ4 => Compression::Lz4,
+        compression::KAFKA_ZSTD => Compression::Zstd,
+        compression::KAFKA_GZIP | compression::KAFKA_SNAPPY => Compression::None,
+        other => return invalid(format!("unknown codec {other}")),
+    };
+    let base_offset = be_i64(buf, 0);
+    let last_offset_delta = be_i32(buf, 23);
+    let record_count = be_i32(buf, 57);
+    let (Ok(base_offset), Ok(last_offset_delta), Ok(record_count)) = (
+        u64::try_from(base_offset),
+        u32::try_from(last_offset_delta),
+        u32::try_from(record_count),
+    ) else {
+        return invalid("a negative offset, delta or count".into());
+    };
+    // An empty batch (compaction's) carries no record area at all.
+    let area = framed as usize - HEADER_LEN;
+    if (record_count == 0 && (area != 0 || codec_id != compression::KAFKA_NONE))
+        || u64::from(record_count) > u64::from(last_offset_delta) + 1
+    {
+        return invalid("inconsistent record counts".into());
+    }
+    // Offsets are Kafka's, a non-negative i64: a batch reaching past that was not written
+    // by this log, and its `next_offset` would not fit either.
+    let last = base_offset.checked_add(u64::from(last_offset_delta));
+    if last.is_none_or(|last| last >= i64::MAX as u64) {
+        return invalid(format!(
+            "offset range from {base_offset} by {last_offset_delta} is beyond the largest offset"
+        ));
+    }
+    #[allow(clippy::cast_sign_loss)] // the CRC is an unsigned 32-bit value on the wire
+    let crc = be_i32(buf, 17) as u32;
+    Ok(BatchHeader {
+        format: Format::V2,
+        framed,
+        crc,
+        codec,
+        codec_id,
+        attributes,
+        base_offset,
+        last_offset_delta,
+        base_timestamp: be_i64(buf, 27),
+        max_timestamp: be_i64(buf, 35),
+        record_count,
+        uncompressed_len: 0,
+        continued: attributes & ATTR_CONTINUED != 0,
+        producer: ProducerFields {
+            id: be_i64(buf, 43),
+            epoch: i16::from_be_bytes([buf[51], buf[52]]),
+            base_sequence: be_i32(buf, 53),
+        },
+    })
+}
+
+// Checked against the cap above: `framed` fits in u32.
+const _: () = assert!(MAX_BATCH_BYTES + (HEADER_LEN as u64) < u32::MAX as u64);
+const _: () = assert!(HEADER_AFTER_LENGTH == 49);
+
+/// Verifies the CRC of a complete batch.
 pub(crate) fn crc_matches(header: &BatchHeader, framed: &[u8]) -> bool {
     if framed.len() != header.framed_len() {
         return false;
     }
-    let mut crc = crc32fast::Hasher::new();
-    crc.update(&framed[..4]);
-    crc.update(&framed[8..]);
-    crc.finalize() == header.crc
+    match header.format {
+        Format::V1 => batch_v1::crc_matches(header, framed),
+        Format::V2 => crc32c::crc32c(&framed[CRC_START..]) == header.crc,
+    }
 }
 
-/// Decodes every record of a verified batch. `framed` must hold exactly the batch.
+/// Decodes every record of a verified batch. `framed` must hold exactly the batch. A
+/// control batch (a transaction marker) holds no records for readers.
 pub(crate) fn decode_records(
     header: &BatchHeader,
     framed: Bytes,
     partition: u32,
     out: &mut Vec<Record>,
 ) -> Result<(), String> {
-    let payload = framed.slice(HEADER_LEN..);
-    let area = match header.codec {
-        Compression::None => payload,
-        codec => Bytes::from(compression::decompress(
-            codec,
-            &payload,
-            header.uncompressed_len as usize,
-        )?),
-    };
-    if area.len() != header.uncompressed_len as usize {
-        return Err("record area length mismatch".into());
+    match header.format {
+        Format::V1 => batch_v1::decode_records(header, framed, partition, out),
+        Format::V2 if header.is_control() => Ok(()),
+        Format::V2 => decode_v2(header, &framed, partition, out),
     }
+}
+
+fn decode_v2(
+    header: &BatchHeader,
+    framed: &Bytes,
+    partition: u32,
+    out: &mut Vec<Record>,
+) -> Result<(), String> {
+    let payload = framed.slice(HEADER_LEN..);
+    let area = match header.codec_id {
+        compression::KAFKA_NONE => payload,
+        codec => Bytes::from(
+            compression::inflate(codec, &payload, MAX_UNCOMPRESSED).map_err(|e| e.to_string())?,
+        ),
+    };
+    let log_append_time = header.attributes & ATTR_LOG_APPEND_TIME != 0;
     let mut cur = Cursor::new(&area);
     let mut decoded = 0u32;
+    let mut previous_delta: Option<u64> = None;
     while !cur.is_empty() {
-        let len = cur.length()?;
+        let len = signed_length(&mut cur)?.ok_or("a record of negative length")?;
         let body = cur.take(len)?;
-        let mut rc = Cursor::new(&area[body.clone()]);
         let base = body.start;
-        let offset_delta = rc.uvarint()?;
-        if offset_delta > u64::from(header.last_offset_delta) {
-            return Err(format!("offset delta {offset_delta} beyond the batch"));
-        }
+        let mut rc = Cursor::new(&area[body.clone()]);
+        let _attributes = rc.take(1)?;
         let ts_delta = rc.varint()?;
-        let key = rc
-            .optional_bytes()?
-            .map(|r| area.slice(base + r.start..base + r.end));
-        let value = rc
-            .optional_bytes()?
-            .map(|r| area.slice(base + r.start..base + r.end));
-        let header_count = rc.length()?;
+        let offset_delta = u64::try_from(rc.varint()?).map_err(|_| "negative offset delta")?;
+        if offset_delta > u64::from(header.last_offset_delta)
+            || previous_delta.is_some_and(|p| offset_delta <= p)
+        {
+            return Err(format!(
+                "offset delta {offset_delta} out of order or beyond the batch"
+            ));
+        }
+        previous_delta = Some(offset_delta);
+        let key = signed_bytes(&mut rc)?.map(|r| area.slice(base + r.start..base + r.end));
+        let value = signed_bytes(&mut rc)?.map(|r| area.slice(base + r.start..base + r.end));
+        let header_count = signed_length(&mut rc)?.ok_or("negative header count")?;
         if header_count > len {
             return Err("implausible header count".into());
         }
         let mut headers = Vec::with_capacity(header_count);
         for _ in 0..header_count {
-            let name_len = rc.length()?;
-            let name = rc.take(name_len)?;
+            let name = signed_bytes(&mut rc)?.ok_or("a header name is null")?;
             let name = std::str::from_utf8(&area[base + name.start..base + name.end])
                 .map_err(|_| "header name is not UTF-8".to_string())?
                 .to_owned();
-            let value_len = rc.length()?;
-            let v = rc.take(value_len)?;
-            headers.push(Header {
-                name,
-                value: area.slice(base + v.start..base + v.end),
-            });
+            // Kafka allows a null header value; kafko's records hold bytes: it reads as empty.
+            let value = signed_bytes(&mut rc)?
+                .map_or_else(Bytes::new, |v| area.slice(base + v.start..base + v.end));
+            headers.push(Header { name, value });
         }
         if !rc.is_empty() {
             return Err(format!(
@@ -449,7 +643,11 @@ pub(crate) fn decode_records(
         out.push(Record {
             partition,
             offset: header.base_offset + offset_delta,
-            timestamp: header.base_timestamp.wrapping_add(ts_delta),
+            timestamp: if log_append_time {
+                header.max_timestamp
+            } else {
+                header.base_timestamp.wrapping_add(ts_delta)
+            },
             key,
             value,
             headers,
@@ -465,157 +663,25 @@ pub(crate) fn decode_records(
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    /// (key, value, headers, timestamp) of a generated record.
-    type ArbRecord = (
-        Option<Vec<u8>>,
-        Option<Vec<u8>>,
-        Vec<(String, Vec<u8>)>,
-        i64,
-    );
-
-    fn arb_record() -> impl Strategy<Value = ArbRecord> {
-        (
-            proptest::option::of(proptest::collection::vec(any::<u8>(), 0..40)),
-            proptest::option::of(proptest::collection::vec(any::<u8>(), 0..300)),
-            proptest::collection::vec(
-                ("[a-z]{0,8}", proptest::collection::vec(any::<u8>(), 0..20)),
-                0..3,
-            ),
-            any::<i64>(),
-        )
-    }
-
-    proptest! {
-        #[test]
-        fn framed_batches_round_trip_for_every_codec(
-            recs in proptest::collection::vec(arb_record(), 1..20),
-            base in 0u64..i64::MAX as u64 - 64,
-            codec_id in 0u8..3,
-        ) {
-            let codec = Compression::from_id(codec_id).unwrap();
-            let headers: Vec<Vec<Header>> = recs.iter()
-                .map(|r| r.2.iter().map(|(n, v)| Header::new(n.clone(), v.clone())).collect())
-                .collect();
-            let batch = encode(codec, recs.iter().zip(&headers).enumerate().map(|(i, (r, h))| RecordFields {
-                offset_delta: i as u32,
-                timestamp: r.3,
-                key: r.0.as_deref(),
-                value: r.1.as_deref(),
-                headers: h,
-            })).unwrap();
-            let mut out = Vec::new();
-            frame(&mut out, base, &batch);
-            let header = BatchHeader::parse(&out).unwrap();
-            prop_assert!(crc_matches(&header, &out));
-            prop_assert_eq!(header.framed_len(), out.len());
-            let mut decoded = Vec::new();
-            decode_records(&header, Bytes::from(out), 3, &mut decoded).unwrap();
-            prop_assert_eq!(decoded.len(), recs.len());
-            for (i, (d, r)) in decoded.iter().zip(&recs).enumerate() {
-                prop_assert_eq!(d.offset, base + i as u64);
-                prop_assert_eq!(d.timestamp, r.3);
-                prop_assert_eq!(d.key.as_deref(), r.0.as_deref());
-                prop_assert_eq!(d.value.as_deref(), r.1.as_deref());
-                prop_assert_eq!(&d.headers, &headers[i]);
-            }
-        }
-
-        #[test]
-        fn any_single_bit_flip_fails_the_crc(flip in 0usize..2000) {
-            let batch = encode(Compression::None, std::iter::once(RecordFields {
-                offset_delta: 0, timestamp: 7, key: Some(b"k"), value: Some(&[9u8; 300]), headers: &[],
-            })).unwrap();
-            let mut out = Vec::new();
-            frame(&mut out, 10, &batch);
-            let bit = flip % (out.len() * 8);
-            if (4..8).contains(&(bit / 8)) { return Ok(()); } // flipping the CRC itself
-            out[bit / 8] ^= 1 << (bit % 8);
-            if let Ok(h) = BatchHeader::parse(&out) {
-                prop_assert!(!crc_matches(&h, &out));
-            }
-        }
-    }
-
-    #[test]
-    fn empty_compaction_batches_round_trip_but_need_an_empty_payload() {
-        let mut out = Vec::new();
-        frame(&mut out, 100, &empty(9, 5, 7));
-        let header = BatchHeader::parse(&out).unwrap();
-        assert!(crc_matches(&header, &out));
-        assert_eq!((header.record_count, header.next_offset()), (0, 110));
-        let mut decoded = Vec::new();
-        decode_records(&header, Bytes::from(out.clone()), 0, &mut decoded).unwrap();
-        assert!(decoded.is_empty());
-        let mut bad = out;
-        bad[44] = 1; // uncompressed_length claims bytes that are not there
-        assert!(BatchHeader::parse(&bad).is_err());
-    }
-
-    proptest! {
-        #[test]
-        fn computed_varint_lengths_match_the_encoder(v in any::<u64>(), i in any::<i64>()) {
-            let mut out = Vec::new();
-            put_uvarint(&mut out, v);
-            prop_assert_eq!(out.len(), uvarint_len(v));
-            out.clear();
-            put_varint(&mut out, i);
-            prop_assert_eq!(out.len(), uvarint_len(zigzag(i)));
-        }
-    }
-
-    /// Found by `cargo fuzz run batch`: a header whose `base_offset + last_offset_delta`
-    /// ran past u64 made `next_offset` overflow (a panic in debug builds, a wrapped
-    /// offset in release ones). Such a range is now a corrupt header.
-    #[test]
-    fn offset_ranges_past_the_largest_offset_are_corrupt() {
-        let one = encode(
-            Compression::None,
-            std::iter::once(RecordFields {
-                offset_delta: 0,
-                timestamp: 7,
-                key: None,
-                value: Some(b"v"),
-                headers: &[],
-            }),
-        )
-        .unwrap();
-        let next_offset_at = |base: u64| {
-            let mut out = Vec::new();
-            frame(&mut out, base, &one);
-            BatchHeader::parse(&out).map(|h| h.next_offset())
-        };
-        let largest = i64::MAX as u64;
-        assert_eq!(next_offset_at(largest - 1), Ok(largest));
-        assert!(matches!(
-            next_offset_at(largest),
-            Err(HeaderError::Invalid(_))
-        ));
-        assert!(matches!(
-            next_offset_at(u64::MAX),
-            Err(HeaderError::Invalid(_))
-        ));
-        // The fuzzer's input: base offset 2^64 - 215, last_offset_delta 255.
-        let found = [
-            70u8, 0, 0, 0, 81, 12, 166, 93, 1, 2, 0, 0, 41, 255, 255, 255, 255, 255, 255, 255, 255,
-            0, 0, 0, 232, 3, 0, 0, 0, 0, 0, 0, 232, 3, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 21, 0, 0, 0,
-            40, 181, 47, 253, 32, 21, 169, 0, 0, 20, 0, 0, 6, 107, 101, 121, 16, 118, 97, 108, 117,
-            101, 45, 48, 45, 1, 1, 104, 1, 118,
-        ];
-        assert!(matches!(
-            BatchHeader::parse(&found),
-            Err(HeaderError::Invalid(_))
-        ));
-        crate::fuzzing::batch(&found);
-    }
-
-    #[test]
-    fn zero_length_means_end_of_log() {
-        assert_eq!(BatchHeader::parse(&[0u8; 48]), Err(HeaderError::EndOfLog));
-        assert_eq!(BatchHeader::parse(&[1u8; 10]), Err(HeaderError::Short));
+/// A zig-zag varint length: `None` for −1 (null), an error for any other negative.
+fn signed_length(cur: &mut Cursor<'_>) -> Result<Option<usize>, String> {
+    match cur.varint()? {
+        -1 => Ok(None),
+        n if n < 0 => Err(format!("negative length {n}")),
+        n => usize::try_from(n)
+            .map(Some)
+            .map_err(|_| format!("length {n} does not fit in memory")),
     }
 }
+
+/// A zig-zag length-prefixed byte string: its range, `None` for null.
+fn signed_bytes(cur: &mut Cursor<'_>) -> Result<Option<std::ops::Range<usize>>, String> {
+    match signed_length(cur)? {
+        None => Ok(None),
+        Some(n) => cur.take(n).map(Some),
+    }
+}
+
+#[cfg(test)]
+#[path = "batch_tests.rs"]
+mod tests;

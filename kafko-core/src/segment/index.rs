@@ -55,9 +55,16 @@ impl SparseIndex {
     }
 
     /// Byte position from which a scan finds relative offset `rel` (0 if before the first entry).
+    #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn position_for(&self, rel: u32) -> u32 {
+        self.entry_for(rel).1
+    }
+
+    /// The entry a scan for relative offset `rel` starts at: `(relative offset of the
+    /// batch there, its byte position)`; `(0, 0)` before the first entry.
+    pub(crate) fn entry_for(&self, rel: u32) -> (u32, u32) {
         let i = self.offsets.partition_point(|&(r, _)| r <= rel);
-        if i == 0 { 0 } else { self.offsets[i - 1].1 }
+        if i == 0 { (0, 0) } else { self.offsets[i - 1] }
     }
 
     /// Relative offset from which a scan finds the first record with timestamp ≥ `ts`:

@@ -1,9 +1,11 @@
 //! Segments: one `.log` file of batches plus its sparse indexes. This module owns the
-//! in-memory [`Segment`] shared by the writer and readers; `batch` the byte codec,
+//! in-memory [`Segment`] shared by the writer and readers; `batch` the byte codec
+//! (`batch_v1` the first format's reader),
 //! `files` the descriptors (pinned, or in the bounded cache of sealed segments),
 //! `index` the sparse indexes, `reader` batch iteration, `recovery` the open-time scan.
 
 pub(crate) mod batch;
+pub(crate) mod batch_v1;
 pub(crate) mod files;
 pub(crate) mod index;
 pub(crate) mod reader;
@@ -18,7 +20,7 @@ use crate::error::{KafkoError, Result};
 use crate::naming::segment_file;
 use crate::record::Record;
 use crate::storage::{Storage, StorageFile};
-use batch::decode_records;
+use batch::{Format, decode_records};
 use files::{FileCache, SegmentFile};
 use index::{SegmentSummary, SparseIndex};
 use reader::{BatchIter, FramedBatch};
@@ -28,6 +30,8 @@ use reader::{BatchIter, FramedBatch};
 pub(crate) struct Segment {
     pub(crate) base_offset: u64,
     pub(crate) log_path: PathBuf,
+    /// The layout of its batches: format 1 segments are read, never written.
+    pub(crate) format: Format,
     /// The `.log` file: pinned open while active, in the descriptor cache once sealed.
     file: SegmentFile,
     /// Bytes readers may read (a whole number of batches).
@@ -44,6 +48,7 @@ impl Segment {
     pub(crate) fn new(
         base_offset: u64,
         log_path: PathBuf,
+        format: Format,
         file: Arc<dyn StorageFile>,
         summary: SegmentSummary,
         index: SparseIndex,
@@ -51,6 +56,7 @@ impl Segment {
         Segment {
             base_offset,
             log_path,
+            format,
             file: SegmentFile::pinned(file),
             len: AtomicU64::new(summary.log_length),
             next_offset: AtomicU64::new(summary.next_offset),
@@ -82,6 +88,7 @@ impl Segment {
         Ok(Segment::new(
             base_offset,
             log_path,
+            Format::V2,
             file,
             summary,
             SparseIndex::default(),
@@ -181,11 +188,26 @@ impl Segment {
         )
     }
 
-    /// The verified batches from byte `from` up to the published length; a damaged batch
+    /// The verified batches from the first up to the published length; a damaged batch
     /// is a `Corruption` error naming this file and position.
-    pub(crate) fn batches(&self, from: u64) -> impl Iterator<Item = Result<FramedBatch>> + '_ {
+    pub(crate) fn batches(&self) -> impl Iterator<Item = Result<FramedBatch>> + '_ {
+        self.batches_from((0, 0))
+    }
+
+    /// The verified batches from the batch an index entry names (`(relative offset,
+    /// byte position)`, see [`SparseIndex::entry_for`]). Each batch of a format 2
+    /// segment must start where the one before it ended, the first at the entry's
+    /// offset: the rule that verifies the base offsets the CRC does not cover.
+    pub(crate) fn batches_from(
+        &self,
+        (rel, position): (u32, u32),
+    ) -> impl Iterator<Item = Result<FramedBatch>> + '_ {
+        let expected = self.base_offset + u64::from(rel);
         let mut iter = match self.file() {
-            Ok(file) => Ok(BatchIter::owned(file, from, self.len())),
+            Ok(file) => Ok(
+                BatchIter::owned(file, u64::from(position), self.len(), self.format)
+                    .expecting(expected),
+            ),
             Err(e) => Err(Some(e)),
         };
         std::iter::from_fn(move || {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 
-use super::batch::{BatchHeader, HEADER_LEN, HeaderError, crc_matches};
+use super::batch::{BatchHeader, Format, HeaderError, crc_matches};
 use crate::storage::StorageFile;
 
 /// Bytes fetched per read when scanning.
@@ -53,30 +53,52 @@ pub(crate) struct BatchIter<'a> {
     file: FileRef<'a>,
     pos: u64,
     end: u64,
+    format: Format,
+    /// The base offset the next batch must have (format 2, when known).
+    expected_base: Option<u64>,
     buf: Bytes,
     buf_start: u64,
 }
 
 impl<'a> BatchIter<'a> {
-    pub(crate) fn new(file: &'a dyn StorageFile, pos: u64, end: u64) -> Self {
+    pub(crate) fn new(file: &'a dyn StorageFile, pos: u64, end: u64, format: Format) -> Self {
         BatchIter {
             file: FileRef::Borrowed(file),
             pos,
             end,
+            format,
+            expected_base: None,
             buf: Bytes::new(),
             buf_start: pos,
         }
     }
 
     /// Reads `file`, keeping it open while the iterator lives.
-    pub(crate) fn owned(file: Arc<dyn StorageFile>, pos: u64, end: u64) -> BatchIter<'static> {
+    pub(crate) fn owned(
+        file: Arc<dyn StorageFile>,
+        pos: u64,
+        end: u64,
+        format: Format,
+    ) -> BatchIter<'static> {
         BatchIter {
             file: FileRef::Owned(file),
             pos,
             end,
+            format,
+            expected_base: None,
             buf: Bytes::new(),
             buf_start: pos,
         }
+    }
+
+    /// Checks that the first batch starts at offset `base`, and each later one where the
+    /// one before it ended (format 2 only: format 1's CRC covers its offsets, and its
+    /// compaction left gaps).
+    pub(crate) fn expecting(mut self, base: u64) -> Self {
+        if self.format == Format::V2 {
+            self.expected_base = Some(base);
+        }
+        self
     }
 
     /// Position of the next batch.
@@ -111,10 +133,11 @@ impl<'a> BatchIter<'a> {
             return None;
         }
         let remaining = to_usize(self.end - self.pos);
-        if let Err(f) = self.fill(HEADER_LEN.min(remaining)) {
+        let header_len = self.format.header_len();
+        if let Err(f) = self.fill(header_len.min(remaining)) {
             return Some(Err(f));
         }
-        let header = match BatchHeader::parse(self.window(HEADER_LEN)) {
+        let header = match BatchHeader::parse(self.window(header_len), self.format) {
             Ok(h) => h,
             Err(HeaderError::EndOfLog) => return Some(Err(BatchFault::Zeroes)),
             Err(HeaderError::Short) => return Some(Err(BatchFault::Short)),
@@ -134,6 +157,15 @@ impl<'a> BatchIter<'a> {
         let bytes = self.buf.slice(from..from + len);
         if !crc_matches(&header, &bytes) {
             return Some(Err(BatchFault::BadCrc));
+        }
+        if let Some(expected) = self.expected_base {
+            if header.base_offset != expected {
+                return Some(Err(BatchFault::BadHeader(format!(
+                    "base offset {} where {expected} was expected",
+                    header.base_offset
+                ))));
+            }
+            self.expected_base = Some(header.next_offset());
         }
         let position = self.pos;
         self.pos += len as u64;

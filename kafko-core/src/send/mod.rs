@@ -253,7 +253,7 @@ impl<'t> SendBatch<'t> {
             // A send this large likely goes on: the next batch gets its full room at once.
             let next = BatchEncoder::with_capacity(BATCH_TARGET_BYTES.max(estimate));
             let full = std::mem::replace(&mut part.open, next);
-            part.closed.push(finish(full, self.rules)?);
+            part.closed.push(finish(full, self.rules, true)?);
         }
         fields.offset_delta = part.open.count();
         part.open.push(&fields);
@@ -295,7 +295,7 @@ impl<'t> SendBatch<'t> {
             Ok((partition, part)) => Parts::One {
                 partition,
                 record_count: part.records,
-                batches: part.into_batches(|open| finish(open, rules))?,
+                batches: part.into_batches(|open| finish(open, rules, false))?,
             },
             Err(partitions) => {
                 let mut parts = Vec::with_capacity(partitions.len());
@@ -304,7 +304,7 @@ impl<'t> SendBatch<'t> {
                     parts.push((
                         partition,
                         record_count,
-                        p.into_batches(|open| finish(open, rules))?,
+                        p.into_batches(|open| finish(open, rules, false))?,
                     ));
                 }
                 Parts::Many(parts)
@@ -432,10 +432,11 @@ async fn hand_over_all(
     }
 }
 
-/// Closes a batch and checks it against the on-disk batch limit.
-fn finish(encoder: BatchEncoder, rules: SendRules) -> Result<EncodedBatch> {
+/// Closes a batch and checks it against the on-disk batch limit; `continued` when more
+/// batches of the partition's append follow it.
+fn finish(encoder: BatchEncoder, rules: SendRules, continued: bool) -> Result<EncodedBatch> {
     let b = encoder
-        .finish(rules.compression)
+        .finish(rules.compression, continued)
         .map_err(|reason| KafkoError::InvalidRequest { reason })?;
     check_batch_size(b)
 }

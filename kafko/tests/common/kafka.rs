@@ -1,6 +1,6 @@
 //! A small Kafka-protocol client for the black-box tests of the Kafka listener: requests
 //! encoded by the `kafka-protocol` crate over one connection, record batches (v2, CRC-32C,
-//! optional gzip) built and read here.
+//! optional gzip when built, lz4 or zstd when read) built and read here.
 
 use std::time::Duration;
 
@@ -289,8 +289,16 @@ pub fn get_bytes(b: &mut Bytes) -> Option<Vec<u8>> {
     (len >= 0).then(|| b.split_to(len as usize).to_vec())
 }
 
-/// Decodes fetched batches (uncompressed, as the broker sends them), checking each CRC.
-pub fn read_batches(mut data: Bytes) -> Vec<Got> {
+/// One fetched record batch: its base offset, codec, and records.
+pub struct FetchedBatch {
+    pub base_offset: i64,
+    pub codec: i16,
+    pub records: Vec<Got>,
+}
+
+/// Decodes fetched batches (as the log stores them: uncompressed, lz4 or zstd), checking
+/// each CRC.
+pub fn fetched_batches(mut data: Bytes) -> Vec<FetchedBatch> {
     let mut out = Vec::new();
     while !data.is_empty() {
         let base = data.get_i64();
@@ -299,26 +307,41 @@ pub fn read_batches(mut data: Bytes) -> Vec<Got> {
         let crc_covered = batch.slice(9..);
         batch.advance(5);
         assert_eq!(batch.get_u32(), crc32c::crc32c(&crc_covered), "batch CRC");
-        assert_eq!(batch.get_i16() & 7, 0, "uncompressed");
+        let codec = batch.get_i16() & 7;
         batch.advance(4);
         let base_ts = batch.get_i64();
         batch.advance(8 + 8 + 2 + 4);
         let count = batch.get_i32();
+        let mut area = match codec {
+            0 => batch,
+            3 => {
+                let mut raw = Vec::new();
+                std::io::Read::read_to_end(
+                    &mut lz4_flex::frame::FrameDecoder::new(&batch[..]),
+                    &mut raw,
+                )
+                .unwrap();
+                Bytes::from(raw)
+            }
+            4 => Bytes::from(zstd::decode_all(&batch[..]).unwrap()),
+            other => panic!("codec {other} is not one kafko stores"),
+        };
+        let mut records = Vec::new();
         for _ in 0..count {
-            let _len = get_varlong(&mut batch);
-            batch.advance(1);
-            let ts = base_ts + get_varlong(&mut batch);
-            let delta = get_varlong(&mut batch);
-            let key = get_bytes(&mut batch);
-            let value = get_bytes(&mut batch);
-            let n = get_varlong(&mut batch);
+            let _len = get_varlong(&mut area);
+            area.advance(1);
+            let ts = base_ts + get_varlong(&mut area);
+            let delta = get_varlong(&mut area);
+            let key = get_bytes(&mut area);
+            let value = get_bytes(&mut area);
+            let n = get_varlong(&mut area);
             let headers = (0..n)
                 .map(|_| {
-                    let k = String::from_utf8(get_bytes(&mut batch).unwrap()).unwrap();
-                    (k, get_bytes(&mut batch).unwrap_or_default())
+                    let k = String::from_utf8(get_bytes(&mut area).unwrap()).unwrap();
+                    (k, get_bytes(&mut area).unwrap_or_default())
                 })
                 .collect();
-            out.push(Got {
+            records.push(Got {
                 offset: base + delta,
                 timestamp: ts,
                 key,
@@ -326,8 +349,27 @@ pub fn read_batches(mut data: Bytes) -> Vec<Got> {
                 headers,
             });
         }
+        out.push(FetchedBatch {
+            base_offset: base,
+            codec,
+            records,
+        });
     }
     out
+}
+
+/// The records of fetched batches, every one of each batch (a fetch from inside a batch
+/// returns the whole batch: see [`from_offset`]).
+pub fn read_batches(data: Bytes) -> Vec<Got> {
+    fetched_batches(data)
+        .into_iter()
+        .flat_map(|b| b.records)
+        .collect()
+}
+
+/// What a client keeps of fetched records: those at or after the offset it fetched.
+pub fn from_offset(records: Vec<Got>, offset: i64) -> Vec<Got> {
+    records.into_iter().filter(|r| r.offset >= offset).collect()
 }
 
 // ---------------------------------------------------------------- requests

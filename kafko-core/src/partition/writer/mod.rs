@@ -45,7 +45,7 @@ use super::write_queue::Answer;
 use crate::config::{FsyncPolicy, TopicConfig};
 use crate::error::{KafkoError, Result};
 use crate::segment::Segment;
-use crate::segment::batch;
+use crate::segment::batch::{self, Format};
 use crate::segment::index;
 use crate::storage::{Storage, blocking};
 
@@ -292,12 +292,14 @@ impl Writer {
 
     /// Whether `batches` would overflow the active segment (its bytes, or the 32-bit
     /// relative offsets of its index), counting what is already staged, or are
-    /// `segment_ms` newer than its first batch.
+    /// `segment_ms` newer than its first batch; or the active segment is of format 1
+    /// (from an earlier version), which is never appended to.
     fn needs_roll(&self, batches: &Batches) -> bool {
         let used = self.written_len + self.buf.len() as u64;
         let rel = self.buffered_next - self.active.base_offset;
         used > 0
-            && (used + batches.framed_len() > self.config.segment_bytes
+            && (self.active.format != Format::V2
+                || used + batches.framed_len() > self.config.segment_bytes
                 || rel + batches.offset_span() > u64::from(u32::MAX)
                 || self.aged(batches.max_timestamp()))
     }
@@ -328,10 +330,9 @@ impl Writer {
             .reserve(usize::try_from(batches.framed_len()).unwrap_or(usize::MAX));
         // By value: each batch is dropped once copied, so a large append is held about
         // once, not twice.
-        let mut batches = batches.into_iter().peekable();
-        while let Some(mut batch) = batches.next() {
-            // Marks every batch but the last, so recovery drops an append cut short.
-            batch.continued = batches.peek().is_some();
+        // Every batch but the last carries the append bit (set by the encoder), so
+        // recovery drops an append cut short.
+        for batch in batches {
             let offset = self.buffered_next;
             let position = self.written_len + self.buf.len() as u64;
             self.observations.push(Observation {
@@ -533,7 +534,7 @@ fn first_batch_timestamp(segment: &Segment) -> Option<i64> {
     if segment.len() == 0 {
         return None;
     }
-    match segment.batches(0).next() {
+    match segment.batches().next() {
         Some(Ok(first)) => Some(first.header.max_timestamp),
         _ => Some(segment.max_timestamp()),
     }

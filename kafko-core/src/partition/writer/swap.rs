@@ -10,6 +10,7 @@ use crate::error::{KafkoError, Result};
 use crate::naming::segment_file;
 use crate::partition::command::{SegmentSwap, SwapOutcome};
 use crate::segment::Segment;
+use crate::segment::batch::Format;
 use crate::storage::{Storage, blocking};
 
 /// How installing the files failed: before the commit point (nothing changed), or past
@@ -139,6 +140,7 @@ fn install_files(
         let cleaned = Arc::new(Segment::new(
             base,
             log_path.clone(),
+            Format::V2,
             file,
             swap.summary,
             swap.index,
