@@ -1,0 +1,122 @@
+//! [`Store`]: the registry's `_schemas` topic in the log — one partition, compacted,
+//! kept forever — read in order into the [`State`] and appended to with an fsync
+//! before any write is acknowledged.
+
+use kafko_core::{
+    Bytes, CleanupPolicy, Kafko, PartitionReader, Producer, ProducerRecord, SendOptions,
+    TopicConfig,
+};
+
+use crate::error::RegistryError;
+use crate::record::Key;
+use crate::state::State;
+
+/// The topic the registry keeps its records in, as Confluent's registry names it.
+pub const TOPIC: &str = "_schemas";
+
+/// Records read from the topic per read while catching up.
+const READ_RECORDS: usize = 1000;
+/// Bytes read from the topic per read while catching up.
+const READ_BYTES: usize = 8 * 1024 * 1024;
+
+/// The `_schemas` topic, for reads and durable appends.
+pub(crate) struct Store {
+    producer: Producer,
+    reader: PartitionReader,
+}
+
+/// One record to append: a key and a value (`None`: a tombstone).
+pub(crate) type Write = (Key, Option<Vec<u8>>);
+
+impl Store {
+    /// Opens the topic, creating it (compacted, one partition, records of up to
+    /// `max_record_bytes`) when it does not exist.
+    pub(crate) async fn open(kafko: &Kafko, max_record_bytes: u64) -> Result<Store, RegistryError> {
+        let config = TopicConfig {
+            partitions: 1,
+            cleanup_policy: CleanupPolicy::Compact,
+            retention_ms: None,
+            max_record_bytes,
+            ..TopicConfig::default()
+        };
+        let topic = kafko
+            .topic_or_create(TOPIC, config)
+            .await
+            .map_err(|e| RegistryError::Store(format!("opening {TOPIC}: {e}")))?;
+        if topic.partitions() != 1 {
+            return Err(RegistryError::Store(format!(
+                "{TOPIC} has {} partitions; the registry needs exactly one",
+                topic.partitions()
+            )));
+        }
+        let reader = topic
+            .partition(0)
+            .map_err(|e| RegistryError::Store(format!("reading {TOPIC}: {e}")))?;
+        Ok(Store {
+            producer: topic.producer(),
+            reader,
+        })
+    }
+
+    /// The offset one past the last record in the topic.
+    pub(crate) fn end(&self) -> Result<u64, RegistryError> {
+        self.reader
+            .offsets()
+            .map(|o| o.high_watermark)
+            .map_err(|e| RegistryError::Store(format!("reading {TOPIC}: {e}")))
+    }
+
+    /// Applies every record from `from` to the end to `state`; returns the offset to
+    /// read next. Records that are not the registry's are skipped (and logged).
+    pub(crate) fn catch_up(&self, from: u64, state: &mut State) -> Result<u64, RegistryError> {
+        let mut next = from;
+        let end = self.end()?;
+        while next < end {
+            let start = self
+                .reader
+                .offsets()
+                .map(|o| o.log_start)
+                .map_err(|e| RegistryError::Store(format!("reading {TOPIC}: {e}")))?;
+            let fetched = self
+                .reader
+                .read(next.max(start), READ_RECORDS, READ_BYTES)
+                .map_err(|e| RegistryError::Store(format!("reading {TOPIC}: {e}")))?;
+            for r in &fetched.records {
+                let Some(key) = r.key.as_deref() else {
+                    tracing::warn!(offset = r.offset, "{TOPIC}: record without a key skipped");
+                    continue;
+                };
+                if let Err(why) = state.apply(key, r.value.as_deref()) {
+                    tracing::warn!(offset = r.offset, %why, "{TOPIC}: record skipped");
+                }
+            }
+            if fetched.next_offset <= next {
+                break;
+            }
+            next = fetched.next_offset;
+        }
+        Ok(next)
+    }
+
+    /// Appends `writes` as one batch (all or none) and returns once they are fsynced.
+    pub(crate) async fn append(&self, writes: Vec<Write>) -> Result<(), RegistryError> {
+        let records = writes
+            .into_iter()
+            .map(|(key, value)| ProducerRecord {
+                key: Some(Bytes::from(key.encode())),
+                value: value.map(Bytes::from),
+                partition: Some(0),
+                ..Default::default()
+            })
+            .collect();
+        let options = SendOptions {
+            sync: true,
+            no_wait: false,
+        };
+        self.producer
+            .send_batch_with(records, options)
+            .await
+            .map(|_| ())
+            .map_err(|e| RegistryError::Store(format!("writing {TOPIC}: {e}")))
+    }
+}
