@@ -80,19 +80,19 @@ fn poisoned<T>(_: T) -> RegistryError {
 }
 
 impl Registry {
-    /// Opens the registry on `kafko`'s `_schemas` topic (creating it), replaying every
-    /// record in it.
+    /// Opens the registry on `kafko`'s `_schemas` topic, replaying every record in it
+    /// (the topic is created by the first write).
     ///
     /// # Errors
     /// [`RegistryError::Store`] when the topic cannot be created or read.
-    pub async fn open(kafko: &Kafko, limits: Limits) -> Result<Registry, RegistryError> {
+    pub fn open(kafko: &Kafko, limits: Limits) -> Result<Registry, RegistryError> {
         // A schema's JSON escaping may grow it up to six times; references and fields
         // add little. Bounded by the log's own ceiling.
         let record_bytes = (limits.max_schema_bytes as u64)
             .saturating_mul(6)
             .saturating_add(64 * 1024)
             .min(kafko_core::config::MAX_BATCH_BYTES / 2);
-        let store = Store::open(kafko, record_bytes).await?;
+        let store = Store::open(kafko, record_bytes)?;
         let mut state = State::default();
         let next = store.catch_up(0, &mut state)?;
         Ok(Registry {
@@ -716,7 +716,10 @@ impl Registry {
         let _w = self.inner.writer.lock().await;
         self.check_writable(subject)?;
         let (write, version) = self.read(|s| {
-            let v = resolve(s, subject, spec, permanent)?;
+            // A numbered version is found soft-deleted or not (to say which); `latest`
+            // of a soft delete is the newest live one.
+            let any = permanent || matches!(spec, VersionSpec::Number(_));
+            let v = resolve(s, subject, spec, any)?;
             if !v.deleted && permanent {
                 return Err(RegistryError::VersionNotSoftDeleted {
                     subject: subject.to_owned(),

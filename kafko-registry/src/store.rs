@@ -1,6 +1,10 @@
 //! [`Store`]: the registry's `_schemas` topic in the log — one partition, compacted,
 //! kept forever — read in order into the [`State`] and appended to with an fsync
-//! before any write is acknowledged.
+//! before any write is acknowledged. The topic is created by the first write (a
+//! server whose registry is never written to shows no extra topic), or found once
+//! another client creates it.
+
+use std::sync::RwLock;
 
 use kafko_core::{
     Bytes, CleanupPolicy, Kafko, PartitionReader, Producer, ProducerRecord, SendOptions,
@@ -21,6 +25,13 @@ const READ_BYTES: usize = 8 * 1024 * 1024;
 
 /// The `_schemas` topic, for reads and durable appends.
 pub(crate) struct Store {
+    kafko: Kafko,
+    config: TopicConfig,
+    topic: RwLock<Option<Handles>>,
+}
+
+#[derive(Clone)]
+struct Handles {
     producer: Producer,
     reader: PartitionReader,
 }
@@ -29,9 +40,9 @@ pub(crate) struct Store {
 pub(crate) type Write = (Key, Option<Vec<u8>>);
 
 impl Store {
-    /// Opens the topic, creating it (compacted, one partition, records of up to
-    /// `max_record_bytes`) when it does not exist.
-    pub(crate) async fn open(kafko: &Kafko, max_record_bytes: u64) -> Result<Store, RegistryError> {
+    /// The store of `kafko`'s topic, created when first written with records of up to
+    /// `max_record_bytes` (when it exists already, it must have one partition).
+    pub(crate) fn open(kafko: &Kafko, max_record_bytes: u64) -> Result<Store, RegistryError> {
         let config = TopicConfig {
             partitions: 1,
             cleanup_policy: CleanupPolicy::Compact,
@@ -39,10 +50,31 @@ impl Store {
             max_record_bytes,
             ..TopicConfig::default()
         };
-        let topic = kafko
-            .topic_or_create(TOPIC, config)
-            .await
+        let store = Store {
+            kafko: kafko.clone(),
+            config,
+            topic: RwLock::new(None),
+        };
+        store.handles()?;
+        Ok(store)
+    }
+
+    /// The topic's handles, once it exists.
+    fn handles(&self) -> Result<Option<Handles>, RegistryError> {
+        if let Some(h) = self.topic.read().map_err(poisoned)?.as_ref() {
+            return Ok(Some(h.clone()));
+        }
+        let found = self
+            .kafko
+            .find_topic(TOPIC)
             .map_err(|e| RegistryError::Store(format!("opening {TOPIC}: {e}")))?;
+        match found {
+            Some(topic) => self.adopt(&topic).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn adopt(&self, topic: &kafko_core::TopicHandle) -> Result<Handles, RegistryError> {
         if topic.partitions() != 1 {
             return Err(RegistryError::Store(format!(
                 "{TOPIC} has {} partitions; the registry needs exactly one",
@@ -52,15 +84,20 @@ impl Store {
         let reader = topic
             .partition(0)
             .map_err(|e| RegistryError::Store(format!("reading {TOPIC}: {e}")))?;
-        Ok(Store {
+        let h = Handles {
             producer: topic.producer(),
             reader,
-        })
+        };
+        *self.topic.write().map_err(poisoned)? = Some(h.clone());
+        Ok(h)
     }
 
-    /// The offset one past the last record in the topic.
+    /// The offset one past the last record in the topic (0 before it exists).
     pub(crate) fn end(&self) -> Result<u64, RegistryError> {
-        self.reader
+        let Some(h) = self.handles()? else {
+            return Ok(0);
+        };
+        h.reader
             .offsets()
             .map(|o| o.high_watermark)
             .map_err(|e| RegistryError::Store(format!("reading {TOPIC}: {e}")))
@@ -70,14 +107,17 @@ impl Store {
     /// read next. Records that are not the registry's are skipped (and logged).
     pub(crate) fn catch_up(&self, from: u64, state: &mut State) -> Result<u64, RegistryError> {
         let mut next = from;
+        let Some(h) = self.handles()? else {
+            return Ok(next);
+        };
         let end = self.end()?;
         while next < end {
-            let start = self
+            let start = h
                 .reader
                 .offsets()
                 .map(|o| o.log_start)
                 .map_err(|e| RegistryError::Store(format!("reading {TOPIC}: {e}")))?;
-            let fetched = self
+            let fetched = h
                 .reader
                 .read(next.max(start), READ_RECORDS, READ_BYTES)
                 .map_err(|e| RegistryError::Store(format!("reading {TOPIC}: {e}")))?;
@@ -113,10 +153,25 @@ impl Store {
             sync: true,
             no_wait: false,
         };
-        self.producer
+        let h = match self.handles()? {
+            Some(h) => h,
+            None => {
+                let topic = self
+                    .kafko
+                    .topic_or_create(TOPIC, self.config.clone())
+                    .await
+                    .map_err(|e| RegistryError::Store(format!("creating {TOPIC}: {e}")))?;
+                self.adopt(&topic)?
+            }
+        };
+        h.producer
             .send_batch_with(records, options)
             .await
             .map(|_| ())
             .map_err(|e| RegistryError::Store(format!("writing {TOPIC}: {e}")))
     }
+}
+
+fn poisoned<T>(_: T) -> RegistryError {
+    RegistryError::Store("the registry's topic lock is poisoned".into())
 }
