@@ -92,11 +92,12 @@ impl<S: Send + Sync> FromRequestParts<S> for Params {
 }
 
 impl Params {
-    /// A boolean flag (`true`/`false`, absent: false).
+    /// A boolean flag (`true`/`false` in any case, absent: false).
     pub(crate) fn flag(&self, name: &str) -> Result<bool, RegistryError> {
         match self.0.get(name).map(String::as_str) {
-            None | Some("false") => Ok(false),
-            Some("true") | Some("") => Ok(true),
+            None => Ok(false),
+            Some(v) if v.eq_ignore_ascii_case("false") => Ok(false),
+            Some(v) if v.eq_ignore_ascii_case("true") => Ok(true),
             Some(other) => Err(RegistryError::BadRequest(format!(
                 "query parameter {name} must be true or false, got '{}'",
                 other.chars().take(32).collect::<String>()
