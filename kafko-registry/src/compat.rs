@@ -22,7 +22,8 @@ pub(crate) struct Candidate {
 /// An earlier version to check against.
 pub(crate) type Old = (u32, Arc<StoredSchema>);
 
-/// The texts of every schema `refs` reference, directly or not, dependencies first.
+/// Every schema `refs` reference, directly or not, dependencies first, with the name
+/// it is referenced by.
 ///
 /// A reference names a live version (`-1`: the latest); the tree is at most
 /// `max_reference_depth` deep and holds at most `max_references` schemas.
@@ -30,7 +31,7 @@ pub(crate) fn resolve_references(
     s: &State,
     refs: &[Reference],
     limits: &Limits,
-) -> Result<Vec<String>, RegistryError> {
+) -> Result<Vec<schema::Resolved>, RegistryError> {
     let mut out = Vec::new();
     let mut seen = HashSet::new();
     for r in refs {
@@ -45,7 +46,7 @@ fn visit(
     depth: usize,
     limits: &Limits,
     seen: &mut HashSet<(String, u32)>,
-    out: &mut Vec<String>,
+    out: &mut Vec<schema::Resolved>,
 ) -> Result<(), RegistryError> {
     if depth > limits.max_reference_depth {
         return Err(RegistryError::LimitExceeded(format!(
@@ -76,7 +77,7 @@ fn visit(
     for inner in &stored.references {
         visit(s, inner, depth + 1, limits, seen, out)?;
     }
-    out.push(stored.text.clone());
+    out.push((r.name.clone(), stored.text.clone()));
     if out.len() > limits.max_references {
         return Err(RegistryError::LimitExceeded(format!(
             "the schema references more than {} schemas",

@@ -475,10 +475,7 @@ impl Registry {
     fn prepare(&self, new: &NewSchema) -> Result<Candidate, RegistryError> {
         let refs =
             self.read(|s| compat::resolve_references(s, &new.references, &self.inner.limits))?;
-        let parsed = {
-            let texts: Vec<&str> = refs.iter().map(String::as_str).collect();
-            schema::parse(new.schema_type, &new.text, &texts)?
-        };
+        let parsed = schema::parse(new.schema_type, &new.text, &refs)?;
         let text = if new.normalize {
             schema::normalized(&parsed, &new.text)?
         } else {
@@ -632,8 +629,7 @@ impl Registry {
     ) -> Result<schema::Parsed, RegistryError> {
         let refs =
             self.read(|s| compat::resolve_references(s, &stored.references, &self.inner.limits))?;
-        let texts: Vec<&str> = refs.iter().map(String::as_str).collect();
-        schema::parse(stored.schema_type, &stored.text, &texts)
+        schema::parse(stored.schema_type, &stored.text, &refs)
     }
 
     // ---- deletes ----

@@ -87,7 +87,7 @@ async fn register_look_up_evolve_and_delete() {
     );
     assert_eq!(
         call(&c, "GET", &format!("{r}/schemas/types"), None).await,
-        (200, json!(["AVRO", "JSON"]))
+        (200, json!(["AVRO", "JSON", "PROTOBUF"]))
     );
     let (st, b) = register(&c, &r, "users-value", &user_v1()).await;
     assert_eq!((st, b["id"].as_u64()), (200, Some(1)), "{b}");
@@ -433,8 +433,56 @@ async fn configs_modes_json_schema_and_the_main_port() {
     let bad = json!({"schemaType": "JSON", "schema": "{\"type\":\"strnig\"}"});
     let (st, b) = call(&c, "POST", &format!("{r}/subjects/j/versions"), Some(bad)).await;
     assert_eq!((st, error_code(&b)), (422, 42201), "{b}");
-    let proto = json!({"schemaType": "PROTOBUF", "schema": "syntax = \"proto3\";"});
-    let (st, b) = call(&c, "POST", &format!("{r}/subjects/p/versions"), Some(proto)).await;
+
+    // Protobuf: .proto text with Confluent's well-known imports; field types checked.
+    let p1 = "syntax = \"proto3\";\npackage shop;\nimport \"google/protobuf/timestamp.proto\";\n\
+              message Order { string id = 1; int32 qty = 2; google.protobuf.Timestamp at = 3; }";
+    let proto = |text: &str| json!({"schemaType": "PROTOBUF", "schema": text});
+    let (st, b) = call(
+        &c,
+        "POST",
+        &format!("{r}/subjects/p/versions"),
+        Some(proto(p1)),
+    )
+    .await;
+    assert_eq!(st, 200, "{b}");
+    let widened = p1.replace("int32 qty", "int64 qty");
+    let (st, b) = call(
+        &c,
+        "POST",
+        &format!("{r}/subjects/p/versions"),
+        Some(proto(&widened)),
+    )
+    .await;
+    assert_eq!(st, 200, "int32 to int64 keeps the wire format: {b}");
+    let retyped = p1.replace("int32 qty", "string qty");
+    let (st, b) = call(
+        &c,
+        "POST",
+        &format!("{r}/subjects/p/versions"),
+        Some(proto(&retyped)),
+    )
+    .await;
+    assert_eq!((st, error_code(&b)), (409, 409), "{b}");
+    let (_, b) = call(&c, "GET", &format!("{r}/subjects/p/versions/1"), None).await;
+    assert_eq!(b["schemaType"], "PROTOBUF");
+    let unknown = p1.replace("google/protobuf/timestamp.proto", "vendor/time.proto");
+    let (st, b) = call(
+        &c,
+        "POST",
+        &format!("{r}/subjects/p2/versions"),
+        Some(proto(&unknown)),
+    )
+    .await;
+    assert_eq!((st, error_code(&b)), (422, 42201), "{b}");
+    let broken = json!({"schemaType": "PROTOBUF", "schema": "syntax = \"proto3\"; message A {"});
+    let (st, b) = call(
+        &c,
+        "POST",
+        &format!("{r}/subjects/p2/versions"),
+        Some(broken),
+    )
+    .await;
     assert_eq!((st, error_code(&b)), (422, 42201), "{b}");
 
     // The same API on the main HTTP port, as plain JSON.
@@ -445,7 +493,7 @@ async fn configs_modes_json_schema_and_the_main_port() {
         .await
         .unwrap();
     assert_eq!(resp.status(), 200);
-    assert_eq!(json(resp).await, json!(["j", "s"]));
+    assert_eq!(json(resp).await, json!(["j", "p", "s"]));
     let resp = c
         .post(s.url("/subjects/m/versions"))
         .header("content-type", "application/json")
@@ -506,6 +554,43 @@ async fn references_resolve_and_protect_what_they_reference() {
     )
     .await;
     assert_eq!((st, error_code(&b)), (422, 42206), "{b}");
+    // Protobuf imports name their references.
+    let addr_proto = json!({"schemaType": "PROTOBUF",
+        "schema": "syntax = \"proto3\"; package acme; message Address { string city = 1; }"});
+    let (st, b) = call(
+        &c,
+        "POST",
+        &format!("{r}/subjects/address.proto/versions"),
+        Some(addr_proto),
+    )
+    .await;
+    assert_eq!(st, 200, "{b}");
+    let user_proto = "syntax = \"proto3\"; package acme; import \"address.proto\";\
+                      message User { Address home = 1; }";
+    let body = json!({"schemaType": "PROTOBUF", "schema": user_proto,
+        "references": [{"name": "address.proto", "subject": "address.proto", "version": 1}]});
+    let (st, b) = call(
+        &c,
+        "POST",
+        &format!("{r}/subjects/user.proto/versions"),
+        Some(body),
+    )
+    .await;
+    assert_eq!(st, 200, "{b}");
+    let body = json!({"schemaType": "PROTOBUF", "schema": user_proto});
+    let (st, b) = call(
+        &c,
+        "POST",
+        &format!("{r}/subjects/user2.proto/versions"),
+        Some(body),
+    )
+    .await;
+    assert_eq!(
+        (st, error_code(&b)),
+        (422, 42201),
+        "an import that is no reference: {b}"
+    );
+
     let missing = json!({"schema": user,
         "references": [{"name":"acme.Address","subject":"address","version":7}]});
     let (st, b) = call(

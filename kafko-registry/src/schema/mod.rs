@@ -4,13 +4,11 @@
 //!
 //! - `avro`: Avro, by `apache-avro` (parse, normalized form, compatibility).
 //! - `json`: JSON Schema (validity, a stated subset of compatibility).
-//!
-//! Protobuf schemas read from an existing `_schemas` topic are kept and served by id
-//! and version, but a new Protobuf schema is refused as invalid (42201): this registry
-//! does not parse `.proto` files.
+//! - `protobuf`: `.proto` text (syntax, imports, a stated subset of compatibility).
 
 mod avro;
 mod json;
+mod protobuf;
 
 use serde_json::Value;
 
@@ -23,7 +21,7 @@ pub enum SchemaType {
     Avro,
     /// JSON Schema.
     Json,
-    /// Protocol Buffers (stored and served; not parsed).
+    /// Protocol Buffers (`.proto` text).
     Protobuf,
 }
 
@@ -59,38 +57,45 @@ impl SchemaType {
 }
 
 /// The types a new schema may have (`GET /schemas/types`).
-pub const SERVED_TYPES: [&str; 2] = ["AVRO", "JSON"];
+pub const SERVED_TYPES: [&str; 3] = ["AVRO", "JSON", "PROTOBUF"];
 
 /// A schema checked for its type, ready for compatibility checks.
 pub(crate) enum Parsed {
     Avro(avro::AvroSchema),
     Json(Value),
+    Protobuf(protobuf::ProtoFile),
 }
 
-/// Parses `text` as a schema of `ty`; `references` are the texts of every schema it
-/// references (directly or not), dependencies first.
+/// A referenced schema: the name the referring schema uses for it, and its text.
+pub(crate) type Resolved = (String, String);
+
+/// Parses `text` as a schema of `ty`; `references` are every schema it references
+/// (directly or not), dependencies first.
 pub(crate) fn parse(
     ty: SchemaType,
     text: &str,
-    references: &[&str],
+    references: &[Resolved],
 ) -> Result<Parsed, RegistryError> {
     match ty {
-        SchemaType::Avro => avro::parse(text, references).map(Parsed::Avro),
+        SchemaType::Avro => {
+            let texts: Vec<&str> = references.iter().map(|(_, t)| t.as_str()).collect();
+            avro::parse(text, &texts).map(Parsed::Avro)
+        }
         SchemaType::Json => json::parse(text).map(Parsed::Json),
-        SchemaType::Protobuf => Err(RegistryError::InvalidSchema(
-            "PROTOBUF schemas are not served by this registry (AVRO and JSON are)".into(),
-        )),
+        SchemaType::Protobuf => {
+            let names: Vec<&str> = references.iter().map(|(n, _)| n.as_str()).collect();
+            protobuf::parse(text, &names).map(Parsed::Protobuf)
+        }
     }
 }
 
 /// The form two texts of one schema share: "the same schema" means equal identity
-/// forms (with equal types and references). Texts that do not parse as JSON (Protobuf)
-/// are their own identity.
+/// forms (with equal types and references).
 pub(crate) fn identity(ty: SchemaType, text: &str) -> String {
     match ty {
         SchemaType::Avro => avro::identity(text).unwrap_or_else(|_| text.to_owned()),
         SchemaType::Json => identity_json(text).unwrap_or_else(|_| text.to_owned()),
-        SchemaType::Protobuf => text.to_owned(),
+        SchemaType::Protobuf => protobuf::identity(text),
     }
 }
 
@@ -99,6 +104,7 @@ pub(crate) fn normalized(parsed: &Parsed, text: &str) -> Result<String, Registry
     match parsed {
         Parsed::Avro(a) => avro::normalized(a),
         Parsed::Json(_) => identity_json(text),
+        Parsed::Protobuf(_) => Ok(protobuf::identity(text)),
     }
 }
 
@@ -107,6 +113,7 @@ pub(crate) fn incompatibilities(writer: &Parsed, reader: &Parsed) -> Vec<String>
     match (writer, reader) {
         (Parsed::Avro(w), Parsed::Avro(r)) => avro::incompatibilities(w, r),
         (Parsed::Json(w), Parsed::Json(r)) => json::incompatibilities(w, r),
+        (Parsed::Protobuf(w), Parsed::Protobuf(r)) => protobuf::incompatibilities(w, r),
         _ => vec!["the schema type changed".to_owned()],
     }
 }
@@ -152,5 +159,13 @@ mod tests {
         assert!(SchemaType::parse(Some("XML")).is_err());
         assert_eq!(SchemaType::Avro.wire(), None);
         assert!(parse(SchemaType::Protobuf, "syntax = \"proto3\";", &[]).is_err());
+        assert!(
+            parse(
+                SchemaType::Protobuf,
+                "message A { optional int32 x = 1; }",
+                &[]
+            )
+            .is_ok()
+        );
     }
 }
