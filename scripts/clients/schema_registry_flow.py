@@ -1,7 +1,8 @@
 """confluent-kafka's schema-registry serializers against kafko's registry and Kafka
 listener: Avro produce and consume, evolution under BACKWARD (an old record read with
-the new reader schema), an incompatible change refused with 409, JSON Schema produce
-and consume, the client's admin calls, and basic auth with the token as password.
+the new reader schema), an incompatible change refused with 409, JSON Schema and
+Protobuf produce and consume (Protobuf evolution and a refused change too), the
+client's admin calls, and basic auth with the token as password.
 
 Usage: schema_registry_flow.py REGISTRY_URL KAFKA_BOOTSTRAP [AUTH_REGISTRY_URL TOKEN]
 """
@@ -11,10 +12,12 @@ import sys
 import time
 
 from confluent_kafka import Consumer, Producer
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
+from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 REGISTRY, KAFKA = sys.argv[1], sys.argv[2]
@@ -41,6 +44,19 @@ ORDER = json.dumps({
     "properties": {"id": {"type": "integer"}, "item": {"type": "string"}},
     "required": ["id", "item"],
 })
+
+
+def order_class(fields):
+    """A generated-code-free Protobuf message class shop.Order with `fields`
+    (name, number, type)."""
+    F = descriptor_pb2.FieldDescriptorProto
+    fdp = descriptor_pb2.FileDescriptorProto(name="shop/order.proto", package="shop", syntax="proto3")
+    m = fdp.message_type.add(name="Order")
+    for name, number, ty in fields:
+        m.field.add(name=name, number=number, type=ty, label=F.LABEL_OPTIONAL)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(fdp)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("shop.Order"))
 
 
 def check(cond, what):
@@ -133,6 +149,32 @@ def main():
         raise SystemExit("FAILED: an invalid JSON record was serialized")
     except Exception:
         check(True, "an invalid JSON record is refused by its schema")
+
+    # Protobuf (the client registers a base64 FileDescriptorProto).
+    F = descriptor_pb2.FieldDescriptorProto
+    conf = {"use.deprecated.format": False}
+    order1 = order_class([("id", 1, F.TYPE_STRING), ("qty", 2, F.TYPE_INT32)])
+    produce("orders-proto", ProtobufSerializer(order1, sr, conf),
+            [order1(id="a", qty=1), order1(id="b", qty=2)])
+    got = consume("orders-proto", ProtobufDeserializer(order1, conf, sr), 2)
+    check((got[1].id, got[1].qty) == ("b", 2), "Protobuf records decode")
+    check(sr.get_latest_version("orders-proto-value").schema.schema_type == "PROTOBUF",
+          "the Protobuf schema is stored with its type")
+    order2 = order_class([("id", 1, F.TYPE_STRING), ("qty", 2, F.TYPE_INT64),
+                          ("note", 3, F.TYPE_STRING)])
+    produce("orders-proto", ProtobufSerializer(order2, sr, conf), [order2(id="c", qty=3, note="n")])
+    got = consume("orders-proto", ProtobufDeserializer(order2, conf, sr), 3)
+    check(got[0].note == "" and got[2].note == "n", "Protobuf evolution: a field added, int32 widened")
+    check(sr.get_versions("orders-proto-value") == [1, 2], "Protobuf versions 1 and 2")
+    order3 = order_class([("id", 1, F.TYPE_STRING), ("qty", 2, F.TYPE_STRING)])
+    try:
+        ProtobufSerializer(order3, sr, conf)(order3(id="d", qty="x"),
+                                             SerializationContext("orders-proto", MessageField.VALUE))
+        raise SystemExit("FAILED: a Protobuf field changed to another wire type was registered")
+    except Exception as e:
+        check("409" in str(e) or "incompatible" in str(e).lower(),
+              "a Protobuf field retyped from int to string is refused")
+    sr.delete_subject("orders-proto-value")
 
     # Admin calls.
     check(set(sr.get_subjects()) == {"payments-value", "orders-json-value"}, "two subjects")

@@ -1,6 +1,9 @@
 //! Protobuf schemas (`.proto` text, proto2 and proto3): syntax, imports, and a stated
 //! subset of compatibility.
 //!
+//! A schema is `.proto` text, or a base64 `FileDescriptorProto` (`descriptor`), which is
+//! stored and served as sent.
+//!
 //! **Validity**: the text reads as a `.proto` file (`syntax`, `package`, `import`,
 //! `option`, `message` with fields, maps, oneofs, groups, nested types, `reserved`
 //! and `extensions`; `enum`; `service`; `extend`); field numbers are in
@@ -27,6 +30,7 @@
 //! Removed and added optional fields, renamed fields, enum values, options and
 //! services are not checked.
 
+mod descriptor;
 mod lexer;
 mod parser;
 
@@ -127,12 +131,23 @@ fn well_known(path: &str) -> bool {
         || path == "confluent/type/decimal.proto"
 }
 
-/// Reads `text`; `references` are the names its imports may use besides the
-/// well-known ones.
+/// Whether `text` looks like a base64 descriptor rather than `.proto` text.
+fn is_base64(text: &str) -> bool {
+    let t = text.trim();
+    !t.is_empty()
+        && t.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='))
+}
+
+/// Reads `text` (`.proto` text, or a base64 `FileDescriptorProto`); `references` are
+/// the names its imports may use besides the well-known ones.
 pub(crate) fn parse(text: &str, references: &[&str]) -> Result<ProtoFile, RegistryError> {
     let invalid = RegistryError::InvalidSchema;
-    let tokens = lexer::tokens(text).map_err(invalid)?;
-    let file = parser::parse(tokens).map_err(invalid)?;
+    let file = if is_base64(text) {
+        descriptor::parse(text).map_err(invalid)?
+    } else {
+        parser::parse(lexer::tokens(text).map_err(invalid)?).map_err(invalid)?
+    };
     if file.messages.is_empty() && file.enums.is_empty() {
         return Err(RegistryError::InvalidSchema(
             "the schema defines no message or enum".into(),
@@ -148,9 +163,12 @@ pub(crate) fn parse(text: &str, references: &[&str]) -> Result<ProtoFile, Regist
     Ok(file)
 }
 
-/// The identity form: tokens separated by single spaces (the text as is when it does
-/// not read).
+/// The identity form: tokens separated by single spaces (a base64 descriptor, or a
+/// text that does not read, as is).
 pub(crate) fn identity(text: &str) -> String {
+    if is_base64(text) {
+        return text.trim().to_owned();
+    }
     match lexer::tokens(text) {
         Ok(tokens) => tokens
             .iter()

@@ -377,7 +377,7 @@ impl Parser {
     }
 }
 
-fn add_field(
+pub(crate) fn add_field(
     message: &mut Message,
     full: &str,
     name: String,
