@@ -43,6 +43,8 @@ pub(crate) struct State {
     subjects: BTreeMap<String, BTreeMap<u32, VersionEntry>>,
     ids: BTreeMap<u32, IdEntry>,
     by_identity: HashMap<Identity, u32>,
+    /// The ids whose schemas reference a (subject, version).
+    referrers: HashMap<(String, i64), BTreeSet<u32>>,
     max_id: u32,
     global_level: Option<CompatibilityLevel>,
     levels: BTreeMap<String, CompatibilityLevel>,
@@ -143,6 +145,14 @@ impl State {
             .or_default()
             .insert(version, VersionEntry { id, deleted });
         self.max_id = self.max_id.max(id);
+        if !self.ids.contains_key(&id) {
+            for r in &references {
+                self.referrers
+                    .entry((r.subject.clone(), r.version))
+                    .or_default()
+                    .insert(id);
+            }
+        }
         let entry = self.ids.entry(id).or_insert_with(|| {
             let identity = (
                 schema_type,
@@ -182,9 +192,19 @@ impl State {
             e.users.remove(&(subject.to_owned(), version));
             if e.users.is_empty()
                 && let Some(e) = self.ids.remove(&id)
-                && self.by_identity.get(&e.identity) == Some(&id)
             {
-                self.by_identity.remove(&e.identity);
+                if self.by_identity.get(&e.identity) == Some(&id) {
+                    self.by_identity.remove(&e.identity);
+                }
+                for r in &e.schema.references {
+                    let key = (r.subject.clone(), r.version);
+                    if let Some(ids) = self.referrers.get_mut(&key) {
+                        ids.remove(&id);
+                        if ids.is_empty() {
+                            self.referrers.remove(&key);
+                        }
+                    }
+                }
             }
         }
     }
@@ -263,22 +283,22 @@ impl State {
     /// The ids of the schemas, held by a live version, that reference `subject`'s
     /// `version`.
     pub(crate) fn referenced_by(&self, subject: &str, version: u32) -> Vec<u32> {
-        let mut out = Vec::new();
-        for (id, e) in &self.ids {
-            let refers = e
-                .schema
-                .references
-                .iter()
-                .any(|r| r.subject == subject && r.version == i64::from(version));
-            let live = e
-                .users
-                .iter()
-                .any(|(s, v)| self.version(s, *v).is_some_and(|x| !x.deleted));
-            if refers && live {
-                out.push(*id);
-            }
-        }
-        out
+        let Some(ids) = self
+            .referrers
+            .get(&(subject.to_owned(), i64::from(version)))
+        else {
+            return Vec::new();
+        };
+        ids.iter()
+            .copied()
+            .filter(|id| {
+                self.ids.get(id).is_some_and(|e| {
+                    e.users
+                        .iter()
+                        .any(|(s, v)| self.version(s, *v).is_some_and(|x| !x.deleted))
+                })
+            })
+            .collect()
     }
 }
 
@@ -333,5 +353,42 @@ mod tests {
             .unwrap();
         assert_eq!(s.global_level(), Some(CompatibilityLevel::Full));
         assert!(s.apply(b"junk", None).is_err());
+    }
+
+    #[test]
+    fn references_are_indexed_while_their_referrer_lives() {
+        let mut s = State::default();
+        let (k, v) = schema_record("a", 1, 1, false);
+        s.apply(&k, Some(&v)).unwrap();
+        let referrer = |deleted: bool| {
+            encode_value(&SchemaValue {
+                subject: "b".into(),
+                version: 1,
+                id: 2,
+                schema_type: None,
+                references: vec![Reference {
+                    name: "F1".into(),
+                    subject: "a".into(),
+                    version: 1,
+                }],
+                schema: "{\"type\":\"record\",\"name\":\"B\",\"fields\":[]}".into(),
+                deleted,
+            })
+        };
+        let kb = Key::Schema {
+            subject: "b".into(),
+            version: 1,
+        }
+        .encode();
+        s.apply(&kb, Some(&referrer(false))).unwrap();
+        assert_eq!(s.referenced_by("a", 1), [2]);
+        assert!(s.referenced_by("a", 2).is_empty());
+        s.apply(&kb, Some(&referrer(true))).unwrap();
+        assert!(
+            s.referenced_by("a", 1).is_empty(),
+            "a soft-deleted referrer"
+        );
+        s.apply(&kb, None).unwrap();
+        assert!(s.referrers.is_empty());
     }
 }
