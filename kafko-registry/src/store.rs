@@ -8,7 +8,7 @@ use std::sync::RwLock;
 
 use kafko_core::{
     Bytes, CleanupPolicy, Kafko, PartitionReader, Producer, ProducerRecord, SendOptions,
-    TopicConfig,
+    TopicConfig, TopicHandle, TopicId,
 };
 
 use crate::error::RegistryError;
@@ -32,6 +32,7 @@ pub(crate) struct Store {
 
 #[derive(Clone)]
 struct Handles {
+    topic: TopicHandle,
     producer: Producer,
     reader: PartitionReader,
 }
@@ -61,9 +62,13 @@ impl Store {
 
     /// The topic's handles, once it exists.
     fn handles(&self) -> Result<Option<Handles>, RegistryError> {
-        if let Some(h) = self.topic.read().map_err(poisoned)?.as_ref() {
+        if let Some(h) = self.topic.read().map_err(poisoned)?.as_ref()
+            && !h.topic.is_deleted()
+        {
             return Ok(Some(h.clone()));
         }
+        // Not known yet, or deleted (by a client): whatever holds the name now.
+        *self.topic.write().map_err(poisoned)? = None;
         let found = self
             .kafko
             .find_topic(TOPIC)
@@ -74,7 +79,7 @@ impl Store {
         }
     }
 
-    fn adopt(&self, topic: &kafko_core::TopicHandle) -> Result<Handles, RegistryError> {
+    fn adopt(&self, topic: &TopicHandle) -> Result<Handles, RegistryError> {
         if topic.partitions() != 1 {
             return Err(RegistryError::Store(format!(
                 "{TOPIC} has {} partitions; the registry needs exactly one",
@@ -85,6 +90,7 @@ impl Store {
             .partition(0)
             .map_err(|e| RegistryError::Store(format!("reading {TOPIC}: {e}")))?;
         let h = Handles {
+            topic: topic.clone(),
             producer: topic.producer(),
             reader,
         };
@@ -92,15 +98,18 @@ impl Store {
         Ok(h)
     }
 
-    /// The offset one past the last record in the topic (0 before it exists).
-    pub(crate) fn end(&self) -> Result<u64, RegistryError> {
+    /// The topic's incarnation (`None` before it exists) and the offset one past its
+    /// last record.
+    pub(crate) fn end(&self) -> Result<(Option<TopicId>, u64), RegistryError> {
         let Some(h) = self.handles()? else {
-            return Ok(0);
+            return Ok((None, 0));
         };
-        h.reader
+        let end = h
+            .reader
             .offsets()
             .map(|o| o.high_watermark)
-            .map_err(|e| RegistryError::Store(format!("reading {TOPIC}: {e}")))
+            .map_err(|e| RegistryError::Store(format!("reading {TOPIC}: {e}")))?;
+        Ok((Some(h.topic.id()), end))
     }
 
     /// Applies every record from `from` to the end to `state`; returns the offset to
@@ -110,7 +119,11 @@ impl Store {
         let Some(h) = self.handles()? else {
             return Ok(next);
         };
-        let end = self.end()?;
+        let end = h
+            .reader
+            .offsets()
+            .map(|o| o.high_watermark)
+            .map_err(|e| RegistryError::Store(format!("reading {TOPIC}: {e}")))?;
         while next < end {
             let start = h
                 .reader

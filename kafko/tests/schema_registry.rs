@@ -625,8 +625,10 @@ async fn bounds_are_typed_errors() {
     let (st, b) = register(&c, &r, "a", &big).await;
     assert_eq!((st, error_code(&b)), (422, 42205), "{b}");
     assert!(b["message"].as_str().unwrap().contains("2000"), "{b}");
-    // A body far past the bound is refused before it is parsed.
-    let huge = format!("{{\"schema\":\"{}\"}}", "y".repeat(1 << 20));
+    // A body past the bound is refused before it is parsed.
+    // (100 KB: past the bound of 6 × 2000 + 64 Ki bytes, and small enough to be sent
+    // whole before the server answers and closes.)
+    let huge = format!("{{\"schema\":\"{}\"}}", "y".repeat(100_000));
     let resp = c
         .post(format!("{r}/subjects/a/versions"))
         .header("content-type", CT)
@@ -875,6 +877,22 @@ async fn the_schemas_topic_holds_confluents_records_and_survives_restarts() {
     assert_eq!(
         register(&c, &r, "n2", "\"bytes\"").await,
         (200, json!({"id": 41}))
+    );
+
+    // The topic deleted by a client: the registry starts over from what it holds now.
+    let resp = c.delete(s.url("/v1/topics/_schemas")).send().await.unwrap();
+    assert!(resp.status().is_success(), "{}", resp.status());
+    assert_eq!(
+        call(&c, "GET", &format!("{r}/subjects"), None).await,
+        (200, json!([]))
+    );
+    assert_eq!(
+        register(&c, &r, "again", "\"int\"").await,
+        (200, json!({"id": 1}))
+    );
+    assert_eq!(
+        call(&c, "GET", &format!("{r}/subjects"), None).await,
+        (200, json!(["again"]))
     );
 }
 

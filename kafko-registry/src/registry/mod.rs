@@ -15,7 +15,7 @@ mod settings;
 
 use std::sync::{Arc, RwLock};
 
-use kafko_core::Kafko;
+use kafko_core::{Kafko, TopicId};
 
 use crate::compat;
 use crate::error::RegistryError;
@@ -47,6 +47,8 @@ struct Inner {
 
 struct Applied {
     state: State,
+    /// The incarnation of `_schemas` the state was read from.
+    incarnation: Option<TopicId>,
     /// The offset of the next record to apply.
     next: u64,
 }
@@ -101,16 +103,20 @@ impl Registry {
             .saturating_add(64 * 1024)
             .min(kafko_core::config::MAX_BATCH_BYTES / 2);
         let store = Store::open(kafko, record_bytes)?;
-        let mut state = State::default();
-        let next = store.catch_up(0, &mut state)?;
-        Ok(Registry {
+        let registry = Registry {
             inner: Arc::new(Inner {
                 store,
-                applied: RwLock::new(Applied { state, next }),
+                applied: RwLock::new(Applied {
+                    state: State::default(),
+                    incarnation: None,
+                    next: 0,
+                }),
                 writer: tokio::sync::Mutex::new(()),
                 limits,
             }),
-        })
+        };
+        registry.refresh()?;
+        Ok(registry)
     }
 
     /// The limits the registry runs under.
@@ -119,11 +125,20 @@ impl Registry {
     }
 
     /// Applies records appended since the last look.
+    /// A `_schemas` topic deleted and created again (by a client) is read afresh.
     pub(super) fn refresh(&self) -> Result<(), RegistryError> {
-        let end = self.inner.store.end()?;
-        let behind = self.inner.applied.read().map_err(poisoned)?.next < end;
-        if behind {
+        let (incarnation, end) = self.inner.store.end()?;
+        let stale = {
+            let a = self.inner.applied.read().map_err(poisoned)?;
+            a.incarnation != incarnation || a.next < end
+        };
+        if stale {
             let mut a = self.inner.applied.write().map_err(poisoned)?;
+            if a.incarnation != incarnation {
+                a.state = State::default();
+                a.next = 0;
+                a.incarnation = incarnation;
+            }
             let from = a.next;
             a.next = self.inner.store.catch_up(from, &mut a.state)?;
         }
