@@ -957,3 +957,85 @@ async fn a_sigkill_during_registrations_loses_no_acknowledged_schema() {
         assert!(ids.insert(*id), "id {id} given twice");
     }
 }
+
+#[tokio::test]
+async fn import_mode_keeps_the_ids_and_versions_it_is_given() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_s, r) = start(&tmp.path().join("d"), &[]).await;
+    let c = client();
+    assert_eq!(
+        call(
+            &c,
+            "PUT",
+            &format!("{r}/mode"),
+            Some(json!({"mode": "IMPORT"}))
+        )
+        .await,
+        (200, json!({"mode": "IMPORT"}))
+    );
+    let body = json!({"schema": user_v1(), "id": 100, "version": 5});
+    assert_eq!(
+        call(
+            &c,
+            "POST",
+            &format!("{r}/subjects/imported/versions"),
+            Some(body)
+        )
+        .await,
+        (200, json!({"id": 100}))
+    );
+    let (_, b) = call(
+        &c,
+        "GET",
+        &format!("{r}/subjects/imported/versions/5"),
+        None,
+    )
+    .await;
+    assert_eq!(
+        (b["id"].as_u64(), b["version"].as_u64()),
+        (Some(100), Some(5)),
+        "{b}"
+    );
+    let other = json!({"schema": user_v2(), "id": 101, "version": 5});
+    let (st, b) = call(
+        &c,
+        "POST",
+        &format!("{r}/subjects/imported/versions"),
+        Some(other),
+    )
+    .await;
+    assert_eq!((st, error_code(&b)), (422, 42205), "{b}");
+    assert_eq!(
+        call(
+            &c,
+            "PUT",
+            &format!("{r}/mode"),
+            Some(json!({"mode": "READWRITE"}))
+        )
+        .await
+        .0,
+        200
+    );
+    // Outside IMPORT an id cannot be given; a new schema gets one past the largest.
+    let given = json!({"schema": user_v2(), "id": 7});
+    let (st, b) = call(
+        &c,
+        "POST",
+        &format!("{r}/subjects/imported/versions"),
+        Some(given),
+    )
+    .await;
+    assert_eq!((st, error_code(&b)), (422, 42205), "{b}");
+    assert_eq!(
+        register(&c, &r, "imported", &user_v2()).await,
+        (200, json!({"id": 101}))
+    );
+    let (_, b) = call(
+        &c,
+        "GET",
+        &format!("{r}/subjects/imported/versions/latest"),
+        None,
+    )
+    .await;
+    assert_eq!(b["version"], 6);
+}

@@ -78,12 +78,24 @@ impl Registry {
                 None => existing.unwrap_or_else(|| s.next_id()),
             };
             let version = match new.version {
-                Some(v) => v,
+                Some(v) => {
+                    if versions.and_then(|vs| vs.get(&v)).is_some_and(|e| e.id != id) {
+                        return Err(RegistryError::OperationNotPermitted(format!(
+                            "Overwrite of version {v} of subject {subject} with another schema is not permitted"
+                        )));
+                    }
+                    v
+                }
                 None => versions
                     .and_then(|vs| vs.keys().next_back().copied())
                     .unwrap_or(0)
                     .saturating_add(1),
             };
+            if version > i32::MAX as u32 {
+                return Err(RegistryError::LimitExceeded(format!(
+                    "subject {subject} has no version left below 2^31"
+                )));
+            }
             let level = s
                 .subject_level(subject)
                 .or(s.global_level())
