@@ -48,7 +48,7 @@ mod rest_proxy;
 mod router;
 mod v1;
 
-pub use router::app;
+pub use router::{app, app_with, envelope};
 
 /// `/v1`'s answer to a core failure: status, code and `Retry-After`. For the table test
 /// at the edge, which knows every front end.

@@ -1,5 +1,5 @@
 //! Request middleware, as one tower layer ([`Envelope`]) doing in order: metrics and
-//! timing, bearer auth, the concurrency limits (503 + `Retry-After` instead of queueing
+//! timing, auth (a bearer token, or basic auth with the token as password), the concurrency limits (503 + `Retry-After` instead of queueing
 //! without bound; long-polls under a limit of their own, so that requests which wait
 //! cannot starve the ones which do not), the request timeout; plus problem+json
 //! fallbacks for unknown routes and methods.
@@ -25,7 +25,7 @@ use tower::{Layer, Service};
 
 use crate::error::ApiError;
 use crate::state::AppState;
-use kafko_service::auth::token_matches;
+use kafko_service::auth::authorization_matches;
 
 /// The layer that wraps every route in an [`Envelope`].
 #[derive(Clone)]
@@ -248,7 +248,8 @@ fn is_public(req: &Request) -> bool {
 }
 
 /// Auth, then the concurrency limit: a permit to run the request, or the answer to give
-/// instead. 401 without `Authorization: Bearer <token>` when a token is configured; 503
+/// instead. 401 without `Authorization: Bearer <token>` (or `Basic` credentials whose
+/// password is the token) when a token is configured; 503
 /// `overloaded` when `max_concurrent_requests` (or, for a long-poll,
 /// `max_waiting_requests`) are already being handled. A REST Proxy records read waits
 /// too, under the same limit, and is refused in the proxy's own shape.
@@ -260,14 +261,12 @@ fn admit(state: &AppState, req: &Request) -> Result<Pool, Refusal> {
         let given = req
             .headers()
             .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .unwrap_or("");
-        if !token_matches(token, given.as_bytes()) {
+            .map_or(&b""[..], |v| v.as_bytes());
+        if !authorization_matches(token, given) {
             return Err(ApiError::new(
                 StatusCode::UNAUTHORIZED,
                 "unauthorized",
-                "a valid bearer token is required",
+                "a valid bearer token (or basic auth with the token as password) is required",
             )
             .into());
         }

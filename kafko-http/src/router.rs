@@ -1,6 +1,9 @@
 //! [`app`]: every route under its full path, with the middleware stack (outermost first):
 //! CORS, then the [`Envelope`](crate::middleware::Envelope) (metrics, auth, concurrency
 //! limit, request timeout). Body limits are the `Body` extractor's, not a layer.
+//! [`app_with`] adds routes served by another crate (the schema registry) under the
+//! same stack; [`envelope`] puts that stack around routes served on a listener of
+//! their own.
 
 use axum::Router;
 use axum::http::{HeaderName, HeaderValue, Method};
@@ -13,6 +16,12 @@ use crate::v1::{admin, groups, health, records, topics, ui};
 
 /// The full application router.
 pub fn app(state: AppState) -> Router {
+    app_with(state, Router::new())
+}
+
+/// The full application router with `extra` routes beside the API's (their paths must
+/// not overlap; `extra` has no fallback of its own), under the same middleware.
+pub fn app_with(state: AppState, extra: Router) -> Router {
     // Every path is written out whole: a nested router (`nest("/v1", …)`) costs each
     // request a prefix strip, a path rewrite and two more service layers (allocations
     // counted with a uprobe on `malloc`).
@@ -72,11 +81,23 @@ pub fn app(state: AppState) -> Router {
         ))
         .fallback(crate::error::not_found)
         .method_not_allowed_fallback(crate::error::method_not_allowed)
+        .with_state(state.clone())
+        .merge(extra)
         .layer(middleware::EnvelopeLayer(state.clone()));
     if let Some(cors) = cors(&state.config.cors_origins) {
         router = router.layer(cors);
     }
-    router.with_state(state)
+    router
+}
+
+/// `routes` (with their own fallback) under the API's middleware: metrics, auth,
+/// concurrency limits, request timeout and CORS, as [`app`] serves its routes.
+pub fn envelope(state: &AppState, routes: Router) -> Router {
+    let mut router = routes.layer(middleware::EnvelopeLayer(state.clone()));
+    if let Some(cors) = cors(&state.config.cors_origins) {
+        router = router.layer(cors);
+    }
+    router
 }
 
 fn cors(origins: &[String]) -> Option<CorsLayer> {

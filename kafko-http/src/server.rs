@@ -56,6 +56,14 @@ impl From<&ServerConfig> for ServeOptions {
 /// the shutdown grace has passed. Shutting the log down is the caller's.
 pub async fn serve(listener: TcpListener, state: AppState) {
     let router = app(state.clone());
+    serve_app(listener, state, router).await;
+}
+
+/// Serves `router` as [`serve`] serves the API: the same accept loop, limits,
+/// connection metrics and shutdown signal of `state` (for a router built with
+/// [`app_with`](crate::app_with) or [`envelope`](crate::envelope)). Every listener
+/// served with one `state` shares its connection cap.
+pub async fn serve_app(listener: TcpListener, state: AppState, router: Router) {
     let options = ServeOptions::from(&state.config);
     let events = Events {
         shutdown: state.shutdown_signal(),

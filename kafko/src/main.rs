@@ -1,6 +1,7 @@
 //! The `kafko` binary: flags (each with a `KAFKO_*` environment twin), logging, binding
 //! the HTTP and Kafka listeners, opening the log, serving every front end until
 //! SIGTERM/SIGINT/`POST /v1/admin/shutdown`, then shutting the log down;
+//! the schema registry is served on its own listener and on the HTTP one;
 //! `--healthcheck` probes a running server instead (for container HEALTHCHECKs).
 //!
 //! - `start`: [`StartError`], why the server could not start or stop cleanly;
@@ -56,6 +57,47 @@ struct Args {
     /// Kafka): Kafka clients use this server as their broker.
     #[arg(long, env = "KAFKO_KAFKA_BIND", default_value = "127.0.0.1:9092")]
     kafka_bind: String,
+    /// Address of the schema registry (Confluent Schema Registry's API, also served on
+    /// --bind; port 0 picks a free port; `off` serves it on --bind only): the
+    /// serializers' `schema.registry.url`.
+    #[arg(
+        long,
+        env = "KAFKO_SCHEMA_REGISTRY_BIND",
+        default_value = "127.0.0.1:8081"
+    )]
+    schema_registry_bind: String,
+    /// Largest schema the registry accepts, bytes.
+    #[arg(long, env = "KAFKO_SCHEMA_REGISTRY_MAX_SCHEMA_BYTES", default_value_t = 1024 * 1024)]
+    schema_registry_max_schema_bytes: usize,
+    /// Most subjects the registry holds.
+    #[arg(
+        long,
+        env = "KAFKO_SCHEMA_REGISTRY_MAX_SUBJECTS",
+        default_value_t = 10_000
+    )]
+    schema_registry_max_subjects: usize,
+    /// Most versions of one subject.
+    #[arg(
+        long,
+        env = "KAFKO_SCHEMA_REGISTRY_MAX_VERSIONS",
+        default_value_t = 1_000
+    )]
+    schema_registry_max_versions: usize,
+    /// Most schemas one schema references, directly or not.
+    #[arg(
+        long,
+        env = "KAFKO_SCHEMA_REGISTRY_MAX_REFERENCES",
+        default_value_t = 100
+    )]
+    schema_registry_max_references: usize,
+    /// Most schema bytes one compatibility check compares (the new schema and each
+    /// version it is checked against, summed).
+    #[arg(
+        long,
+        env = "KAFKO_SCHEMA_REGISTRY_MAX_COMPATIBILITY_BYTES",
+        default_value_t = 64 * 1024 * 1024
+    )]
+    schema_registry_max_compatibility_bytes: usize,
     /// The host:port Kafka clients are told to connect to (Metadata) [default: the
     /// --kafka-bind address as bound, 127.0.0.1 for an unspecified IP].
     #[arg(long, env = "KAFKO_KAFKA_ADVERTISED_ADDR")]
@@ -248,6 +290,17 @@ struct Args {
 }
 
 impl Args {
+    fn registry_limits(&self) -> kafko_registry::Limits {
+        kafko_registry::Limits {
+            max_schema_bytes: self.schema_registry_max_schema_bytes.max(1),
+            max_subjects: self.schema_registry_max_subjects,
+            max_versions_per_subject: self.schema_registry_max_versions,
+            max_references: self.schema_registry_max_references,
+            max_compatibility_bytes: self.schema_registry_max_compatibility_bytes,
+            ..kafko_registry::Limits::default()
+        }
+    }
+
     fn server_config(&self) -> Result<ServerConfig, String> {
         let fsync = match self.default_fsync.as_str() {
             "never" => FsyncPolicy::Never,
@@ -342,6 +395,10 @@ async fn run(args: Args) -> Result<(), StartError> {
         "" | "off" => None,
         addr => Some(bind(addr, "--kafka-bind").await?),
     };
+    let schema_registry = match args.schema_registry_bind.as_str() {
+        "" | "off" => None,
+        addr => Some(bind(addr, "--schema-registry-bind").await?),
+    };
     let open_segment_files = args
         .max_open_segment_files
         .unwrap_or_else(kafko_service::descriptors::default_max_open_segment_files);
@@ -366,6 +423,8 @@ async fn run(args: Args) -> Result<(), StartError> {
         .open()
         .await
         .map_err(StartError::Open)?;
+    let registry = kafko_registry::Registry::open(&kafko, args.registry_limits())
+        .map_err(StartError::Registry)?;
     let service = Service::new(kafko, config);
     if let Some(listener) = kafka {
         let advertised = advertised(&listener, args.kafka_advertised_addr.as_deref())?;
@@ -374,10 +433,36 @@ async fn run(args: Args) -> Result<(), StartError> {
         tokio::spawn(kafko_kafka::serve(listener, advertised, service.clone()));
     }
     let data = std::fs::canonicalize(&args.data_dir).unwrap_or_else(|_| args.data_dir.clone());
+    let state = AppState::new(service.clone());
+    let registry_routes = kafko_registry::http::routes(registry);
+    let mut registry_task = None;
+    if let Some(listener) = schema_registry {
+        // Before the HTTP line, which tells scripts the server is up.
+        println!(
+            "schema registry listening on http://{}",
+            listener.local_addr()?
+        );
+        let router = kafko_http::envelope(
+            &state,
+            registry_routes
+                .clone()
+                .fallback(kafko_registry::http::not_found),
+        );
+        registry_task = Some(tokio::spawn(kafko_http::server::serve_app(
+            listener,
+            state.clone(),
+            router,
+        )));
+    }
     println!("listening on http://{}", http.local_addr()?);
     println!("data directory {}", data.display());
     tokio::spawn(signals::shutdown_on_signals(service.clone()));
-    kafko_http::server::serve(http, AppState::new(service.clone())).await;
+    let app = kafko_http::app_with(state.clone(), registry_routes);
+    kafko_http::server::serve_app(http, state, app).await;
+    if let Some(task) = registry_task {
+        // Shutdown has begun: its connections finish within the same grace.
+        let _ = task.await;
+    }
     service
         .kafko
         .shutdown()

@@ -23,6 +23,9 @@ pub(crate) enum StartError {
     /// The log could not be opened.
     #[error("opening the data directory: {0}")]
     Open(#[source] OpenError),
+    /// The schema registry could not open or replay its `_schemas` topic.
+    #[error("opening the schema registry: {0}")]
+    Registry(#[source] kafko_registry::RegistryError),
     /// The log's shutdown failed (it could not drain, fsync or mark the directory
     /// clean); the next open recovers as after a crash.
     #[error("shutting down the data directory: {0}")]

@@ -17,7 +17,8 @@ use serde_json::json;
 /// Runs the binary on `data`, which must refuse to start; returns its stderr.
 async fn refuses_to_start(data: &Path) -> String {
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_kafko"))
-        .args(["--bind", "127.0.0.1:0", "--kafka-bind", "off", "--data-dir"])
+        .args(["--bind", "127.0.0.1:0", "--kafka-bind", "off"])
+        .args(["--schema-registry-bind", "off", "--data-dir"])
         .arg(data)
         .env_remove("KAFKO_AUTH_TOKEN")
         .stdout(Stdio::piped())

@@ -1,6 +1,7 @@
 //! The documents' curl sessions, run as written: README.md's and kafko-http/README.md's
-//! "A curl session" code blocks, and kafko-http/README.md's REST Proxy session, are taken
-//! from the files, `B=…` pointed at the real
+//! "A curl session" code blocks, kafko-http/README.md's REST Proxy session and
+//! docs/schema-registry.md's session are taken from the files, `B=…` (and the
+//! registry's `R=…`) pointed at the real
 //! binary on an ephemeral port with a fresh data directory, and every command run by `sh`
 //! (curl for the requests; a `.curlrc` in `CURL_HOME` only adds `--silent --show-error`
 //! and writes the status code after the body), in a scratch directory. Each step must do
@@ -18,6 +19,8 @@ use tokio::process::Command;
 
 /// The address both sessions are written against.
 const DOC_BASE: &str = "B=http://127.0.0.1:8080";
+/// The schema registry's address in its session.
+const DOC_REGISTRY: &str = "R=http://127.0.0.1:8081";
 
 /// The commands of the first ```sh block of a document's section `heading`: comment and
 /// blank lines dropped, a line ending in `\` kept together with the next.
@@ -89,14 +92,19 @@ impl Session {
 
     /// [`Session::start`] for the session under another `heading`.
     async fn start_section(doc: &'static str, heading: &str, count: usize) -> Session {
+        Session::start_with(doc, heading, count, &[]).await
+    }
+
+    /// [`Session::start_section`] for a server started with `flags`.
+    async fn start_with(doc: &'static str, heading: &str, count: usize, flags: &[&str]) -> Session {
         let commands = session_commands(doc, heading);
         assert_eq!(
             commands.len(),
             count,
             "{doc}'s curl session changed; update this check to what its text now says:\n{commands:#?}"
         );
-        assert_eq!(
-            commands[0], DOC_BASE,
+        assert!(
+            commands[0] == DOC_BASE || (commands[0] == DOC_REGISTRY && commands[1] == DOC_BASE),
             "{doc}'s session starts by naming its server"
         );
         let tmp = tempfile::tempdir().unwrap();
@@ -107,7 +115,7 @@ impl Session {
             "silent\nshow-error\nwrite-out = \"\\n%{http_code}\"\n",
         )
         .unwrap();
-        let server = Server::start(&tmp.path().join("data"), &[]).await;
+        let server = Server::start(&tmp.path().join("data"), flags).await;
         Session {
             doc,
             commands,
@@ -139,6 +147,7 @@ impl Session {
             .arg("-c")
             .arg(command)
             .env("B", &self.server.base)
+            .env("R", self.server.registry.as_deref().unwrap_or_default())
             .env("CURL_HOME", &self.dir)
             .current_dir(&self.dir)
             .stdout(Stdio::piped())
@@ -386,4 +395,80 @@ async fn the_kafko_http_readme_rest_proxy_session_runs_verbatim_and_does_what_it
     assert_eq!(o.json()["topics"][0]["total_lag"], 0, "{o:?}");
     s.expect(9, "-X DELETE $B/consumers/web/instances/c1", 204)
         .await;
+}
+
+#[tokio::test]
+async fn the_schema_registry_session_runs_verbatim_and_does_what_it_says() {
+    let flags = ["--schema-registry-bind", "127.0.0.1:0"];
+    let s = Session::start_with("docs/schema-registry.md", "## A curl session", 16, &flags).await;
+    let o = s
+        .expect(2, "-X POST $R/subjects/orders-value/versions", 200)
+        .await;
+    assert_eq!(o.json(), serde_json::json!({"id": 1}));
+    let o = s.expect(3, r#"\"type\": \"record\""#, 200).await;
+    assert_eq!(
+        o.json(),
+        serde_json::json!({"id": 1}),
+        "the same schema, the same id"
+    );
+    let o = s.expect(4, "curl $R/schemas/ids/1", 200).await;
+    assert!(
+        o.json()["schema"].as_str().unwrap().contains("Order"),
+        "{o:?}"
+    );
+    let o = s.expect(5, r#"\"default\":0"#, 200).await;
+    assert_eq!(o.json(), serde_json::json!({"id": 2}));
+    let o = s.expect(6, r#"\"shop\""#, 409).await;
+    assert_eq!(o.json()["error_code"], 409);
+    let o = s.expect(7, "verbose=true", 200).await;
+    assert_eq!(o.json()["is_compatible"], false);
+    assert!(
+        !o.json()["messages"].as_array().unwrap().is_empty(),
+        "{o:?}"
+    );
+    let o = s
+        .expect(8, "curl $R/subjects/orders-value/versions", 200)
+        .await;
+    assert_eq!(o.json(), serde_json::json!([1, 2]));
+    let o = s.expect(9, "versions/latest", 200).await;
+    assert_eq!(
+        (o.json()["version"].clone(), o.json()["id"].clone()),
+        (2.into(), 2.into())
+    );
+    let o = s.expect(10, "-X PUT $R/config/orders-value", 200).await;
+    assert_eq!(o.json(), serde_json::json!({"compatibility": "FULL"}));
+    let o = s.expect(11, "curl $R/config", 200).await;
+    assert_eq!(
+        o.json(),
+        serde_json::json!({"compatibilityLevel": "BACKWARD"})
+    );
+    let o = s
+        .expect(12, "-X DELETE $R/subjects/orders-value/versions/1", 200)
+        .await;
+    assert_eq!(o.json(), 1);
+    let o = s.expect(13, "permanent=true", 200).await;
+    assert_eq!(o.json(), 1);
+    let o = s.expect(14, "/v1/topics/_schemas/records", 200).await;
+    let body = o.json();
+    let keys: Vec<Value> = body["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| serde_json::from_str(r["key"].as_str().unwrap()).unwrap())
+        .collect();
+    assert_eq!(
+        keys.len(),
+        5,
+        "two versions, a config, a soft and a permanent delete: {body}"
+    );
+    assert_eq!(keys[0]["keytype"], "SCHEMA");
+    assert_eq!(
+        keys[2],
+        serde_json::json!({"keytype":"CONFIG","subject":"orders-value","magic":0})
+    );
+    assert!(
+        body["records"][4]["value"].is_null(),
+        "the permanent delete is a tombstone"
+    );
+    s.expect(15, "-X POST $B/v1/admin/shutdown", 202).await;
 }

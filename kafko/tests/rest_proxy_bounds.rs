@@ -435,7 +435,8 @@ async fn answer_urls_come_from_the_public_url_or_a_valid_host_only() {
 
     // A public URL that is not one does not start the server.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_kafko"))
-        .args(["--bind", "127.0.0.1:0", "--kafka-bind", "off", "--data-dir"])
+        .args(["--bind", "127.0.0.1:0", "--kafka-bind", "off"])
+        .args(["--schema-registry-bind", "off", "--data-dir"])
         .arg(tmp.path().join("other"))
         .args(["--public-url", "http://h/x?y"])
         .output()

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The workspace's layering, read from cargo's dependency graph (normal dependencies):
 # the Kafka front end uses no HTTP stack, the HTTP front ends do not know the Kafka one,
-# and the service under both knows neither front end nor either protocol's stack.
+# the schema registry knows neither front end, and the service under them all knows
+# neither front end nor either protocol's stack.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -24,6 +25,7 @@ forbid() {
 }
 
 forbid kafko-kafka axum hyper hyper-util utoipa tower-http kafko-http
-forbid kafko-http kafko-kafka kafka-protocol
-forbid kafko-service axum hyper hyper-util utoipa tower-http kafka-protocol kafko-http kafko-kafka
-forbid kafko-core axum hyper utoipa kafka-protocol kafko-service kafko-http kafko-kafka
+forbid kafko-http kafko-kafka kafka-protocol kafko-registry
+forbid kafko-registry kafko-http kafko-kafka kafka-protocol kafko-service
+forbid kafko-service axum hyper hyper-util utoipa tower-http kafka-protocol kafko-http kafko-kafka kafko-registry
+forbid kafko-core axum hyper utoipa kafka-protocol kafko-service kafko-http kafko-kafka kafko-registry

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # README.md's first command as written: the binary with no flags, from a scratch
-# directory, serves HTTP on 127.0.0.1:8080 and Kafka on 127.0.0.1:9092 with its data in
-# ./kafko-data. Against it: `curl .../healthz`, then the README's kcat and Python sessions
+# directory, serves HTTP on 127.0.0.1:8080, Kafka on 127.0.0.1:9092 and the schema
+# registry on 127.0.0.1:8081 with its data in ./kafko-data. Against it: `curl .../healthz`, then the README's kcat and Python sessions
 # (the "Kafka clients" section) run verbatim, and the text's claims about their output
-# hold. Needs both default ports free.
+# hold. Needs the default ports free.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -13,7 +13,7 @@ install_pins "$VENV" confluent-kafka==2.16.1
 source scripts/lib/debian-tools.sh
 install_missing_tools kcat:kcat
 
-for port in 8080 9092; do
+for port in 8080 9092 8081; do
     if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
         echo "127.0.0.1:$port is taken on this machine: the defaults cannot be checked"; exit 1
     fi
@@ -24,9 +24,10 @@ launch_as_is "$WORK"
 SERVER_PID=$LAUNCHED_PID
 grep -qx "listening on http://127.0.0.1:8080" "$WORK/stdout"
 grep -qx "kafka listening on 127.0.0.1:9092" "$WORK/stdout"
+grep -qx "schema registry listening on http://127.0.0.1:8081" "$WORK/stdout"
 grep -qx "data directory $(cd "$WORK" && pwd -P)/kafko-data" "$WORK/stdout"
 curl -fsS http://127.0.0.1:8080/healthz >/dev/null
-echo "  ok  no flags: HTTP on 127.0.0.1:8080, Kafka on 127.0.0.1:9092, data in ./kafko-data"
+echo "  ok  no flags: HTTP on 127.0.0.1:8080, Kafka on 127.0.0.1:9092, registry on 127.0.0.1:8081, data in ./kafko-data"
 
 # The first ```sh block after the "Kafka clients" heading, as written.
 awk '/^## Kafka clients/ { s = 1 } s && /^```sh$/ { b = 1; next } b && /^```$/ { exit } b' README.md \

@@ -48,7 +48,7 @@ class Server:
         # A directory of its own: WORK may hold another server's (locked) data.
         work = os.path.join(work, "group-restart")
         os.makedirs(work, exist_ok=True)
-        self.args = [binary, "--bind", "127.0.0.1:0", "--kafka-bind", f"127.0.0.1:{self.port}",
+        self.args = [binary, "--bind", "127.0.0.1:0", "--schema-registry-bind", "off", "--kafka-bind", f"127.0.0.1:{self.port}",
                      "--data-dir", os.path.join(work, "data")]
         self.log = open(os.path.join(work, "server.log"), "ab")
         self.proc = None

@@ -16,15 +16,16 @@ cleanup() {
 trap cleanup EXIT
 
 # launch DIR [FLAG...]: builds kafko and starts it with the flags on an ephemeral HTTP port
-# (Kafka off unless a flag asks for it), its data, stdout and server.log in DIR; returns
+# (Kafka and the schema registry's own listener off unless a flag asks for them), its data, stdout and server.log in DIR; returns
 # once it says it listens (at most 10 s), with its pid in LAUNCHED_PID.
 launch() {
     local dir=$1
     shift
     # Kafka's default port stays free unless a check asks for the listener.
-    local kafka=(--kafka-bind off)
+    local kafka=(--kafka-bind off) registry=(--schema-registry-bind off)
     [[ " $* " == *" --kafka-bind "* ]] && kafka=()
-    launch_as_is "$dir" --bind 127.0.0.1:0 "${kafka[@]}" --data-dir "$dir/data" "$@"
+    [[ " $* " == *" --schema-registry-bind "* ]] && registry=()
+    launch_as_is "$dir" --bind 127.0.0.1:0 "${kafka[@]}" "${registry[@]}" --data-dir "$dir/data" "$@"
 }
 
 # launch_as_is DIR [FLAG...]: as `launch`, with only the given flags (the binary's own

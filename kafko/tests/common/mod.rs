@@ -29,6 +29,9 @@ pub struct Server {
     pub addr: String,
     /// The Kafka listener's `127.0.0.1:PORT`, when started with `--kafka-bind`.
     pub kafka: Option<String>,
+    /// The schema registry's own listener, `http://127.0.0.1:PORT`, when started with
+    /// `--schema-registry-bind`.
+    pub registry: Option<String>,
     pub dir: PathBuf,
 }
 
@@ -78,6 +81,13 @@ impl Server {
         if !extra.iter().any(|a| a.starts_with("--kafka-bind")) {
             command.args(["--kafka-bind", "off"]);
         }
+        // Nor the schema registry's.
+        if !extra
+            .iter()
+            .any(|a| a.starts_with("--schema-registry-bind"))
+        {
+            command.args(["--schema-registry-bind", "off"]);
+        }
         let mut child = command
             .arg("--bind")
             .arg("127.0.0.1:0")
@@ -94,14 +104,17 @@ impl Server {
             .expect("spawn kafko");
         let stdout = child.stdout.take().expect("stdout");
         let mut lines = BufReader::new(stdout).lines();
-        let (addr, kafka) = tokio::time::timeout(Duration::from_secs(30), async {
-            let mut kafka = None;
+        let (addr, kafka, registry) = tokio::time::timeout(Duration::from_secs(30), async {
+            let (mut kafka, mut registry) = (None, None);
             while let Some(line) = lines.next_line().await.expect("read stdout") {
                 if let Some(addr) = line.strip_prefix("kafka listening on ") {
                     kafka = Some(addr.to_owned());
                 }
+                if let Some(url) = line.strip_prefix("schema registry listening on ") {
+                    registry = Some(url.to_owned());
+                }
                 if let Some(url) = line.strip_prefix("listening on http://") {
-                    return (url.to_owned(), kafka);
+                    return (url.to_owned(), kafka, registry);
                 }
             }
             panic!(
@@ -118,6 +131,7 @@ impl Server {
             base: format!("http://{addr}"),
             addr,
             kafka,
+            registry,
             dir: dir.to_path_buf(),
         }
     }

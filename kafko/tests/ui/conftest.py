@@ -47,7 +47,7 @@ class Server:
         self.start()
 
     def start(self):
-        args = [BIN, "--bind", f"127.0.0.1:{self.port}", "--kafka-bind", "off", "--data-dir", str(self.data_dir), *self.extra]
+        args = [BIN, "--bind", f"127.0.0.1:{self.port}", "--kafka-bind", "off", "--schema-registry-bind", "off", "--data-dir", str(self.data_dir), *self.extra]
         if self.token:
             args += ["--auth-token", self.token]
         env = {k: v for k, v in os.environ.items() if k != "KAFKO_AUTH_TOKEN"}

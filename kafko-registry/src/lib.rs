@@ -1,0 +1,48 @@
+//! # kafko-registry
+//!
+//! A schema registry that speaks Confluent Schema Registry's REST API, kept in the
+//! log's compacted, single-partition `_schemas` topic in Confluent's own record
+//! format, so that serializers (`schema.registry.url`) and registries that read that
+//! topic (Confluent's, Karapace) work with it unchanged.
+//!
+//! ## Modules (each owns one concept)
+//! - [`error`]: [`RegistryError`], with Confluent's error codes and HTTP statuses;
+//! - [`limits`]: [`Limits`], the bounds every call runs under;
+//! - [`level`]: compatibility levels and modes;
+//! - [`version`]: a version as a path names it;
+//! - [`record`]: the `_schemas` key and value formats;
+//! - `state`: what the registry knows, rebuilt from the records;
+//! - `store`: the `_schemas` topic (replay, durable appends);
+//! - [`schema`]: schema types (Avro, JSON Schema), identity, normalization and
+//!   compatibility of two schemas;
+//! - `compat`: which versions a check covers, references, the cost bound;
+//! - [`registry`]: [`Registry`], the operations;
+//! - [`http`]: the REST API as an axum router.
+//!
+//! ## Durability and ids
+//! A write is appended with an fsync and applied to the state by reading it back
+//! from the log; only then is it answered. Ids are one past the largest id the topic
+//! ever showed, and the same schema keeps its id across subjects.
+
+// Bad input and I/O failures answer with a typed error, never a panic (tests may
+// unwrap: clippy.toml).
+#![deny(clippy::unwrap_used, clippy::expect_used)]
+#![deny(missing_docs)]
+
+mod compat;
+pub mod error;
+pub mod http;
+pub mod level;
+pub mod limits;
+pub mod record;
+pub mod registry;
+pub mod schema;
+mod state;
+mod store;
+pub mod version;
+
+pub use error::RegistryError;
+pub use limits::Limits;
+pub use registry::Registry;
+pub use state::StoredSchema;
+pub use store::TOPIC;
