@@ -55,13 +55,13 @@ fn with_reused<S: 'static, R>(
 pub(crate) const MAX_UNCOMPRESSED: usize = 64 * 1024 * 1024;
 
 impl Compression {
-    /// The codec id of a format 1 batch's attributes.
+    /// The codec id of a format 1 batch's attributes (format 1 had no other codecs).
     #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn v1_id(self) -> u8 {
         match self {
-            Compression::None => 0,
             Compression::Lz4 => 1,
             Compression::Zstd => 2,
+            _ => 0,
         }
     }
 
@@ -75,12 +75,27 @@ impl Compression {
         }
     }
 
-    /// Kafka's codec id (bits 0–2 of a record batch's attributes).
+    /// Kafka's codec id (bits 0–2 of a record batch's attributes) of what kafko's own
+    /// encoder writes (`Producer`: uncompressed).
     pub(crate) fn kafka_id(self) -> u16 {
         match self {
-            Compression::None => 0,
-            Compression::Lz4 => 3,
-            Compression::Zstd => 4,
+            Compression::Producer | Compression::None => KAFKA_NONE,
+            Compression::Gzip => KAFKA_GZIP,
+            Compression::Snappy => KAFKA_SNAPPY,
+            Compression::Lz4 => KAFKA_LZ4,
+            Compression::Zstd => KAFKA_ZSTD,
+        }
+    }
+
+    /// The codec of Kafka's codec id.
+    pub(crate) fn from_kafka_id(id: u16) -> Option<Self> {
+        match id {
+            KAFKA_NONE => Some(Compression::None),
+            KAFKA_GZIP => Some(Compression::Gzip),
+            KAFKA_SNAPPY => Some(Compression::Snappy),
+            KAFKA_LZ4 => Some(Compression::Lz4),
+            KAFKA_ZSTD => Some(Compression::Zstd),
+            _ => None,
         }
     }
 }
@@ -96,10 +111,43 @@ pub(crate) const KAFKA_ZSTD: u16 = 4;
 /// (Kafka's lz4), a zstd frame. `None` copies.
 pub(crate) fn compress(codec: Compression, raw: &[u8]) -> Result<Vec<u8>, String> {
     match codec {
-        Compression::None => Ok(raw.to_vec()),
+        Compression::Producer | Compression::None => Ok(raw.to_vec()),
+        Compression::Gzip => gzip_compress(raw).map_err(|e| e.to_string()),
+        Compression::Snappy => snappy_java_compress(raw).map_err(|e| e.to_string()),
         Compression::Lz4 => lz4_frame_compress(raw).map_err(|e| e.to_string()),
         Compression::Zstd => zstd_compress(raw).map_err(|e| e.to_string()),
     }
+}
+
+fn gzip_compress(raw: &[u8]) -> std::io::Result<Vec<u8>> {
+    use std::io::Write;
+    let mut encoder = flate2::write::GzEncoder::new(
+        Vec::with_capacity(raw.len() / 2 + 64),
+        flate2::Compression::default(),
+    );
+    encoder.write_all(raw)?;
+    encoder.finish()
+}
+
+/// Block size of snappy-java's framing (its default).
+const SNAPPY_BLOCK: usize = 32 * 1024;
+
+/// snappy-java's framing, as Kafka's Java producer writes it: the magic header (magic,
+/// version 1, compatible version 1), then each block of at most 32 KiB as a big-endian
+/// length and a raw snappy block.
+fn snappy_java_compress(raw: &[u8]) -> Result<Vec<u8>, snap::Error> {
+    let mut out = Vec::with_capacity(raw.len() / 2 + 64);
+    out.extend_from_slice(SNAPPY_JAVA_MAGIC);
+    out.extend_from_slice(&1u32.to_be_bytes());
+    out.extend_from_slice(&1u32.to_be_bytes());
+    let mut encoder = snap::raw::Encoder::new();
+    for block in raw.chunks(SNAPPY_BLOCK) {
+        let packed = encoder.compress_vec(block)?;
+        #[allow(clippy::cast_possible_truncation)] // a block of 32 KiB compresses below 4 GiB
+        out.extend_from_slice(&(packed.len() as u32).to_be_bytes());
+        out.extend_from_slice(&packed);
+    }
+    Ok(out)
 }
 
 /// Compresses as format 1 did (an lz4 block, a zstd frame): what its batches hold. Kept
@@ -107,9 +155,9 @@ pub(crate) fn compress(codec: Compression, raw: &[u8]) -> Result<Vec<u8>, String
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) fn compress_v1(codec: Compression, raw: &[u8]) -> Result<Vec<u8>, String> {
     match codec {
-        Compression::None => Ok(raw.to_vec()),
         Compression::Lz4 => Ok(lz4_compress(raw)),
         Compression::Zstd => zstd_compress(raw).map_err(|e| e.to_string()),
+        _ => Ok(raw.to_vec()),
     }
 }
 
@@ -307,11 +355,12 @@ pub(crate) fn decompress_v1(
         ));
     }
     let out = match codec {
-        Compression::None => data.to_vec(),
         Compression::Lz4 => {
             lz4_flex::block::decompress(data, expected_len).map_err(|e| e.to_string())?
         }
         Compression::Zstd => zstd_decompress(data, expected_len).map_err(|e| e.to_string())?,
+        // Format 1 had no other codec: `from_v1_id` gives none of them.
+        _ => data.to_vec(),
     };
     if out.len() != expected_len {
         return Err(format!(
@@ -426,7 +475,7 @@ mod tests {
     proptest! {
         #[test]
         fn every_format_2_codec_round_trips(data in proptest::collection::vec(any::<u8>(), 0..4096)) {
-            for codec in [Compression::None, Compression::Lz4, Compression::Zstd] {
+            for codec in [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd] {
                 let packed = compress(codec, &data).unwrap();
                 prop_assert_eq!(inflate(codec.kafka_id(), &packed, data.len()).unwrap(), data.clone());
             }

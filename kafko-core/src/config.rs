@@ -8,13 +8,21 @@ use std::time::Duration;
 
 use crate::error::{KafkoError, Result};
 
-/// Codec applied to each batch's record area.
+/// Codec applied to each batch's record area: Kafka's `compression.type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Compression {
-    /// Stored as is.
+    /// Kafka's `producer`: a Kafka producer's batch is stored with the codec it was sent
+    /// with; records kafko encodes itself (`/v1`, the REST Proxy, the library) are
+    /// stored uncompressed.
     #[default]
+    Producer,
+    /// Stored uncompressed.
     None,
-    /// LZ4 block format (`lz4_flex`).
+    /// gzip.
+    Gzip,
+    /// snappy (snappy-java's framing, as Kafka's producers write it).
+    Snappy,
+    /// LZ4 frames.
     Lz4,
     /// Zstandard, level 1.
     Zstd,

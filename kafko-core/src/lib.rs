@@ -85,6 +85,7 @@ mod convert;
 mod disk;
 mod partition;
 mod partition_list;
+mod produced;
 mod segment;
 mod state_file;
 mod topic;
@@ -115,6 +116,7 @@ pub use group::{
 pub use handle::{Offsets, PartitionReader, TopicHandle};
 pub use partition::command::RetentionOutcome;
 pub use partition::{FetchedBatches, FetchedRecords};
+pub use produced::{BatchBudget, BatchError, ProducedBatch};
 pub use producer::Producer;
 pub use record::{Header, ProducerRecord, Record, RecordMetadata};
 pub use send::{

@@ -34,7 +34,7 @@ pub fn decode_request(frame: &[u8]) -> Result<(), String> {
         kafko_service::config::DEFAULT_MAX_TAGGED_FIELDS,
     )?;
     if let Request::Produce(request) = apis::decode(key, version, &mut body)? {
-        let mut budget = crate::records::Budget {
+        let mut budget = kafko_core::BatchBudget {
             inflate: 16 << 20,
             records: 1_000_000,
             max_record_bytes: 1 << 20,
@@ -42,11 +42,8 @@ pub fn decode_request(frame: &[u8]) -> Result<(), String> {
         for topic in request.topic_data {
             for partition in topic.partition_data {
                 if let Some(records) = partition.records {
-                    let batches = crate::records::decode_batches(records, &mut budget)
+                    kafko_core::ProducedBatch::check(records, &mut budget)
                         .map_err(|e| e.to_string())?;
-                    for record in batches.iter().flat_map(|b| b.records()) {
-                        record.map_err(|e| e.to_string())?;
-                    }
                 }
             }
         }

@@ -28,8 +28,7 @@
 //!   assignments read defensively in `consumer_protocol`), `sasl`.
 //! - `guard`: bounds on a request body's arrays before the codec decodes it, walking
 //!   the body layouts of `layouts`.
-//! - `records`: the record-batch codec (compressed areas inflated by the log's bounded
-//!   inflater); `errors`: Kafka error codes.
+//! - `errors`: Kafka error codes; `records` (tests only): producers' batches.
 
 // Bad input and I/O failures answer with a Kafka error, never a panic (tests may
 // unwrap: clippy.toml).
@@ -64,6 +63,7 @@ mod log_admin;
 mod metadata;
 mod offsets;
 mod produce;
+#[cfg(test)]
 mod records;
 mod refusals;
 mod request_limit;

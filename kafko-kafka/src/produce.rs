@@ -1,14 +1,15 @@
-//! Produce: each partition's record batch is checked (`records`: its declared count
-//! against what the request may still hold, `--max-records-per-request` →
-//! RECORD_LIST_TOO_LARGE, before its area is inflated within the request's bound,
-//! `--max-body-bytes` → MESSAGE_TOO_LARGE), checked for its producer's id and sequence
-//! (`idempotence`) and appended, its records decoded one at a time, through the same
-//! produce policy as `/v1` (`--max-record-bytes` → MESSAGE_TOO_LARGE, the topic's own
-//! rules, auto-create, a full write queue refused at once). Keys, values,
-//! headers (duplicates kept) and CreateTime timestamps are stored as sent; a batch with
-//! LogAppendTime gets the append time. The partitions of a request are appended
-//! concurrently (a bounded number at a time), each all or nothing, and answered each
-//! with its own error code.
+//! Produce: each partition's record batch is checked by the log (`ProducedBatch::check`:
+//! one batch, its CRC-32C, its declared count against what the request may still hold,
+//! `--max-records-per-request` → RECORD_LIST_TOO_LARGE, before its area is inflated
+//! within the request's bound, `--max-body-bytes` → MESSAGE_TOO_LARGE, every record
+//! whole and in order), checked for its producer's id and sequence (`idempotence`) and
+//! appended as sent, through the topic's rules (`--max-record-bytes` and the topic's
+//! largest record → MESSAGE_TOO_LARGE, keys on a compacted topic, auto-create, a full
+//! write queue refused at once). The log stores the producer's bytes: keys, values,
+//! headers (duplicates and null values kept), timestamps and codec as sent, unless the
+//! topic's `compression.type` names another codec; a batch with LogAppendTime gets the
+//! append time. The partitions of a request are appended concurrently (a bounded number
+//! at a time), each all or nothing, and answered each with its own error code.
 //!
 //! acks: 0 gets no answer at all (a refused partition closes the connection, as Kafka
 //! does); 1 and -1 (all: this node is every replica) are
@@ -23,13 +24,12 @@ use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProdu
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use kafka_protocol::protocol::StrBytes;
-use kafko_core::{Producer, RecordRef};
+use kafko_core::{BatchBudget, BatchError, ProducedBatch, Producer, SendOptions};
 
 use crate::idempotence::{Check, Limits};
-use crate::records::{self, BatchError, Budget, DecodedBatch};
 use crate::{ListenerState, errors};
 use kafko_service::failure::Failure;
-use kafko_service::produce::{self as service, Policy, Produce};
+use kafko_service::produce as service;
 
 /// Topics of one request handled at once, and partitions of each topic: enough to
 /// overlap their appends, few enough that a request naming 100,000 partitions holds the
@@ -145,7 +145,7 @@ async fn produce_topic(
     broker: &ListenerState,
     topic: TopicProduceData,
     refuse_all: Option<(i16, &'static str)>,
-    budget: &Mutex<Budget>,
+    budget: &Mutex<BatchBudget>,
 ) -> TopicAnswer {
     let name = topic.name.clone();
     let all = |code: i16, message: &str| -> TopicAnswer {
@@ -187,7 +187,7 @@ async fn produce_partition(
     broker: &ListenerState,
     producer: &Producer,
     data: PartitionProduceData,
-    budget: &Mutex<Budget>,
+    budget: &Mutex<BatchBudget>,
 ) -> (i32, Answer) {
     let index = data.index;
     let partition = match u32::try_from(index) {
@@ -207,8 +207,8 @@ async fn produce_partition(
         let limits = Limits::of(&broker.service.config);
         let sequences = match broker.producers.partition(
             limits,
-            batch.producer_id,
-            batch.producer_epoch,
+            batch.producer_id(),
+            batch.producer_epoch(),
             producer.topic_id(),
             index,
         ) {
@@ -216,8 +216,8 @@ async fn produce_partition(
             Err(code) => return (index, Answer::error(code, "producer id or epoch refused")),
         };
         let mut sequences = sequences.lock().await;
-        let (first, last) = (batch.base_sequence, batch.last_sequence());
-        match sequences.check(batch.producer_epoch, first, last) {
+        let (first, last) = (batch.base_sequence(), batch.last_sequence());
+        match sequences.check(batch.producer_epoch(), first, last) {
             Check::Refuse(code) => Answer::error(code, "sequence or epoch refused"),
             Check::Duplicate(base_offset) => Answer {
                 code: errors::NONE,
@@ -226,7 +226,7 @@ async fn produce_partition(
                 message: None,
             },
             Check::Write => {
-                let (epoch, timestamp) = (batch.producer_epoch, batch.max_timestamp);
+                let (epoch, timestamp) = (batch.producer_epoch(), batch.max_timestamp());
                 let answer = append(broker, producer, partition, batch).await;
                 if answer.code == errors::NONE {
                     sequences.written(epoch, (first, last), answer.base_offset, timestamp);
@@ -250,8 +250,8 @@ async fn produce_partition(
 /// What the batches of one request may take together: the records of
 /// `--max-records-per-request`, and inflated, no more bytes than the request could carry
 /// uncompressed (`--max-body-bytes`, the frame limit, at least 1 MiB).
-fn budget(config: &kafko_service::config::ServerConfig) -> Budget {
-    Budget {
+fn budget(config: &kafko_service::config::ServerConfig) -> BatchBudget {
+    BatchBudget {
         inflate: config.max_body_bytes.max(1024 * 1024),
         records: config.max_records_per_request,
         max_record_bytes: config.max_record_bytes,
@@ -272,30 +272,26 @@ fn batch_code(e: &BatchError) -> i16 {
 
 /// The one batch of a partition's records, checked within what the request may still
 /// take (`budget`, reduced by it).
-fn decode(records: Option<Bytes>, budget: &Mutex<Budget>) -> Result<DecodedBatch, (i16, String)> {
+fn decode(
+    records: Option<Bytes>,
+    budget: &Mutex<BatchBudget>,
+) -> Result<ProducedBatch, (i16, String)> {
     let Some(data) = records else {
         return Err((errors::INVALID_RECORD, "no records".into()));
     };
-    // Held for the decode alone, which never waits: the request's partitions take turns.
-    let decoded = {
+    // Held for the check alone, which never waits: the request's partitions take turns.
+    let batch = {
         let mut left = budget.lock().unwrap_or_else(PoisonError::into_inner);
-        records::decode_batches(data, &mut left)
-    };
-    let mut batches = decoded.map_err(|e| (batch_code(&e), e.to_string()))?;
-    if batches.len() != 1 {
-        return Err((
-            errors::INVALID_RECORD,
-            "a produce carries exactly one record batch per partition".into(),
-        ));
+        ProducedBatch::check(data, &mut left)
     }
-    let batch = batches.swap_remove(0);
-    if batch.transactional {
+    .map_err(|e| (batch_code(&e), e.to_string()))?;
+    if batch.is_transactional() {
         return Err((
             errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
             "transactions are not supported".into(),
         ));
     }
-    if batch.control {
+    if batch.is_control() {
         return Err((
             errors::INVALID_RECORD,
             "control batches are not accepted".into(),
@@ -304,49 +300,30 @@ fn decode(records: Option<Bytes>, budget: &Mutex<Budget>) -> Result<DecodedBatch
     Ok(batch)
 }
 
-/// Appends one partition's batch through the produce policy.
+/// Appends one partition's batch as sent, under the topic's rules.
 async fn append(
     broker: &ListenerState,
     producer: &Producer,
     partition: u32,
-    batch: DecodedBatch,
+    batch: ProducedBatch,
 ) -> Answer {
-    let policy = Policy::of(&broker.service.config);
-    let mut produce = Produce::new(producer, policy);
-    // Decoded one at a time: what a record holds (its headers) is freed before the next.
-    for r in batch.records() {
-        let r = match r {
-            Ok(r) => r,
-            Err(e) => return Answer::error(batch_code(&e), e.to_string()),
-        };
-        let record = RecordRef {
-            key: r.key.as_deref(),
-            value: r.value.as_deref(),
-            headers: &r.headers,
-            timestamp: (!batch.log_append_time && r.timestamp >= 0).then_some(r.timestamp),
-            partition: Some(partition),
-        };
-        if let Err(e) = produce.push(record) {
-            return Answer::failure(&Failure::from(e));
-        }
-    }
-    if produce.is_empty() {
-        return Answer::error(errors::INVALID_RECORD, "a batch with no records");
-    }
-    match produce.send().await {
-        Ok(receipt) => match receipt.sent.partitions().first() {
-            Some(append) => {
-                let metrics = &broker.service.metrics;
-                metrics.produced(producer.topic(), receipt.records, receipt.bytes);
-                Answer {
-                    code: errors::NONE,
-                    base_offset: i64::try_from(append.base_offset).unwrap_or(i64::MAX),
-                    log_start: i64::try_from(append.log_start).unwrap_or(i64::MAX),
-                    message: None,
-                }
+    let (records, bytes) = (batch.record_count(), batch.len());
+    // A full write queue is refused at once: the client retries, nothing waits here.
+    let options = SendOptions {
+        sync: false,
+        no_wait: true,
+    };
+    match producer.append_batch(partition, batch, options).await {
+        Ok(append) => {
+            let metrics = &broker.service.metrics;
+            metrics.produced(producer.topic(), records as usize, bytes);
+            Answer {
+                code: errors::NONE,
+                base_offset: i64::try_from(append.base_offset).unwrap_or(i64::MAX),
+                log_start: i64::try_from(append.log_start).unwrap_or(i64::MAX),
+                message: None,
             }
-            None => Answer::error(errors::UNKNOWN_SERVER_ERROR, "nothing appended"),
-        },
+        }
         Err(e) => Answer::failure(&Failure::from(e)),
     }
 }

@@ -14,6 +14,18 @@ use kafko_core::{CleanupPolicy, Compression, FsyncPolicy, TopicConfig};
 
 use crate::topic_config_catalog::{self as catalog, ConfigType, Handling, KafkaTopicConfig};
 
+/// Kafka's name of a codec (`compression.type`).
+pub fn compression_name(c: Compression) -> &'static str {
+    match c {
+        Compression::Producer => "producer",
+        Compression::None => "uncompressed",
+        Compression::Gzip => "gzip",
+        Compression::Snappy => "snappy",
+        Compression::Lz4 => "lz4",
+        Compression::Zstd => "zstd",
+    }
+}
+
 /// A topic's configuration under Kafka's names, values as strings (as Kafka reports
 /// them): an unbounded retention is `-1`.
 pub fn kafka_configs(c: &TopicConfig) -> BTreeMap<&'static str, String> {
@@ -25,12 +37,7 @@ pub fn kafka_configs(c: &TopicConfig) -> BTreeMap<&'static str, String> {
         ),
         (
             "compression.type",
-            match c.compression {
-                Compression::None => "uncompressed",
-                Compression::Lz4 => "lz4",
-                Compression::Zstd => "zstd",
-            }
-            .to_owned(),
+            compression_name(c.compression).to_owned(),
         ),
         ("delete.retention.ms", c.delete_retention_ms.to_string()),
         ("max.message.bytes", c.max_record_bytes.to_string()),
@@ -106,12 +113,15 @@ fn apply_honoured(config: &mut TopicConfig, name: &str, raw: &str) -> Result<(),
         }
         "compression.type" => {
             config.compression = match value {
-                "uncompressed" | "producer" | "none" => Compression::None,
+                "producer" => Compression::Producer,
+                "uncompressed" | "none" => Compression::None,
+                "gzip" => Compression::Gzip,
+                "snappy" => Compression::Snappy,
                 "lz4" => Compression::Lz4,
                 "zstd" => Compression::Zstd,
                 _ => {
                     return Err(invalid(
-                        "kafko stores uncompressed (none, producer), lz4 or zstd",
+                        "one of producer, uncompressed, gzip, snappy, lz4 and zstd",
                     ));
                 }
             }

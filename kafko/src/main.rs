@@ -40,7 +40,10 @@ enum LogFormat {
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum CompressionArg {
+    Producer,
     None,
+    Gzip,
+    Snappy,
     Lz4,
     Zstd,
 }
@@ -239,7 +242,7 @@ struct Args {
         long,
         env = "KAFKO_DEFAULT_COMPRESSION",
         value_enum,
-        default_value = "none"
+        default_value = "producer"
     )]
     default_compression: CompressionArg,
     /// fsync policy of auto-created topics: `never`, `always`, or an interval in ms.
@@ -314,7 +317,10 @@ impl Args {
         let topic = TopicConfig {
             partitions: self.default_partitions,
             compression: match self.default_compression {
+                CompressionArg::Producer => Compression::Producer,
                 CompressionArg::None => Compression::None,
+                CompressionArg::Gzip => Compression::Gzip,
+                CompressionArg::Snappy => Compression::Snappy,
                 CompressionArg::Lz4 => Compression::Lz4,
                 CompressionArg::Zstd => Compression::Zstd,
             },

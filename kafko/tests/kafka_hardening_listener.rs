@@ -516,7 +516,8 @@ async fn unread_fetch_answers_book_the_bytes_they_hold() {
     );
     assert_eq!(answer.throttle_time_ms, 0, "the reader was throttled");
     assert!(rss < base + 32 + 64, "RSS {rss} MiB from {base} MiB");
-    assert!(records >= (8 << 20) - 64 * 1024, "{records} record bytes");
+    // Whole stored batches of 1 MiB: seven of the eight fit the 8 MiB read.
+    assert!(records >= 7 << 20, "{records} record bytes");
     drop(silent);
     assert_bystanders_served(&server).await;
 }

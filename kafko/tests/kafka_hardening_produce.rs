@@ -21,9 +21,24 @@ const MESSAGE_TOO_LARGE: i16 = 10;
 /// offset deltas 0, null key, null value, no headers).
 const MINIMAL_RECORD: [u8; 7] = [0x0c, 0, 0, 0, 1, 1, 0];
 
-/// `count` minimal records, back to back: a record area.
+/// `count` minimal records, back to back, at offset deltas 0, 1, 2… as Kafka requires:
+/// a record area (7 bytes a record while the delta fits one varint byte, 8 after).
 fn minimal_records(count: usize) -> Vec<u8> {
-    MINIMAL_RECORD.repeat(count)
+    let mut area = Vec::with_capacity(count * 8);
+    for i in 0..count {
+        let mut delta = Vec::new();
+        let mut z = (i as u64) << 1;
+        while z >= 0x80 {
+            delta.push((z as u8 & 0x7f) | 0x80);
+            z >>= 7;
+        }
+        delta.push(z as u8);
+        let length = (5 + delta.len()) as u8;
+        area.extend_from_slice(&[length << 1, 0, 0]);
+        area.extend_from_slice(&delta);
+        area.extend_from_slice(&MINIMAL_RECORD[4..]);
+    }
+    area
 }
 
 /// `area` compressed the way producers do for Kafka codec `codec`: gzip (1), snappy in

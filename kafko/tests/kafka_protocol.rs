@@ -715,7 +715,7 @@ async fn create_and_delete_topics_answer_kafka_errors() {
         40
     );
     assert_eq!(
-        create_topic(&mut k, "codec", 1, &[("compression.type", "snappy")]).await,
+        create_topic(&mut k, "codec", 1, &[("compression.type", "brotli")]).await,
         40
     );
     let delete = |names: &[&str]| {

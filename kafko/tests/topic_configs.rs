@@ -102,7 +102,7 @@ async fn v3_and_kafka_create_refuse_the_same_invalid_values() {
         ("delete.retention.ms", Some("-1")),
         ("min.compaction.lag.ms", Some("soon")),
         ("segment.bytes", None),
-        ("compression.type", Some("snappy")),
+        ("compression.type", Some("brotli")),
         ("flush.messages", Some("1000")),
     ];
     for (i, config) in refused.iter().enumerate() {

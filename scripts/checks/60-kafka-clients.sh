@@ -10,7 +10,10 @@
 # delete the topic. The Python clients run scripts/clients/kafka_flow.py; kafkajs runs
 # scripts/clients/kafka/flow.mjs and compares records through /v1 (it consumes only in a
 # group); kcat runs below, its topic made through /v1 (it has no admin API). Then: a
-# transactional producer is refused at once; a group of three static members survives a
+# transactional producer is refused at once; compressed topics written by one client
+# (zstd and lz4 by confluent, gzip by kafka-python) are stored as sent and read by every
+# other client, whole and from inside a batch (scripts/clients/cross_codecs.py, and
+# scripts/clients/kafka/cross.mjs for kafkajs); a group of three static members survives a
 # SIGKILL of the server (scripts/clients/group_restart.py); confluent-kafka over
 # SASL/PLAIN against a second server run with --auth-token. (README.md's sessions: 15-readme-defaults.sh.)
 # Pinned clients, installed here on first use: PyPI into .venv-test/ (confluent-kafka,
@@ -20,7 +23,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 VENV=.venv-test
-PINS=(confluent-kafka==2.16.1 kafka-python==3.0.12 aiokafka==0.14.0)
+# The codecs the Python clients need to read zstd, lz4 and snappy batches.
+PINS=(confluent-kafka==2.16.1 kafka-python==3.0.12 aiokafka==0.14.0
+      lz4==4.4.5 zstandard==0.25.0 cramjam==2.14.0 python-snappy==0.7.3)
 JS=scripts/clients/kafka
 
 source scripts/lib/python-pins.sh
@@ -45,6 +50,9 @@ for client in confluent kafka-python aiokafka; do
 done
 (cd "$JS" && timeout 300 node flow.mjs "$KAFKA" "$URL")
 timeout 60 "$VENV/bin/python" scripts/clients/kafka_flow.py transactions "$KAFKA"
+echo "--- compressed batches across clients"
+timeout 300 "$VENV/bin/python" scripts/clients/cross_codecs.py "$KAFKA" "$WORK/data"
+(cd "$JS" && timeout 120 node cross.mjs "$KAFKA")
 
 echo "--- kcat"
 T=flow-kcat

@@ -53,13 +53,27 @@ impl Default for TopicConfigFileV1 {
     }
 }
 
-#[derive(Debug, Default, Clone, Copy, Serialize, Deserialize)]
+/// Version 1's codecs, and (version 5) `producer`, `gzip` and `snappy`.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 enum CompressionV1 {
     #[default]
     None,
     Lz4,
     Zstd,
+    Producer,
+    Gzip,
+    Snappy,
+}
+
+impl CompressionV1 {
+    /// Whether a version 1 to 4 file can hold it.
+    fn before_v5(self) -> bool {
+        matches!(
+            self,
+            CompressionV1::None | CompressionV1::Lz4 | CompressionV1::Zstd
+        )
+    }
 }
 
 #[derive(Debug, Default, Clone, Copy, Serialize, Deserialize)]
@@ -90,6 +104,9 @@ impl From<&TopicConfig> for TopicConfigFileV1 {
                 Compression::None => CompressionV1::None,
                 Compression::Lz4 => CompressionV1::Lz4,
                 Compression::Zstd => CompressionV1::Zstd,
+                Compression::Producer => CompressionV1::Producer,
+                Compression::Gzip => CompressionV1::Gzip,
+                Compression::Snappy => CompressionV1::Snappy,
             },
             retention_ms: c.retention_ms,
             retention_bytes: c.retention_bytes,
@@ -119,6 +136,9 @@ impl From<TopicConfigFileV1> for TopicConfig {
                 CompressionV1::None => Compression::None,
                 CompressionV1::Lz4 => Compression::Lz4,
                 CompressionV1::Zstd => Compression::Zstd,
+                CompressionV1::Producer => Compression::Producer,
+                CompressionV1::Gzip => Compression::Gzip,
+                CompressionV1::Snappy => Compression::Snappy,
             },
             retention_ms: f.retention_ms,
             retention_bytes: f.retention_bytes,
@@ -154,15 +174,19 @@ const CLIENT_STORED: &str = "client_stored";
 /// Version 4 is version 3 plus `segment_ms`. A topic with the default (7 days) is
 /// written as version 3 or 2, which older builds read.
 const SEGMENT_MS: &str = "segment_ms";
+/// Version 5 is version 4 with `segment_ms` optional (absent: the default), and the
+/// codecs `producer`, `gzip` and `snappy`; only a topic with one of those is written
+/// as version 5.
+const LATEST: u32 = 5;
 
-/// Decodes a body of version 1 to 4 into the config and, from version 2, the id.
+/// Decodes a body of version 1 to 5 into the config and, from version 2, the id.
 fn decode(
     version: u32,
     body: Value,
 ) -> std::result::Result<(TopicConfig, Option<TopicId>), String> {
     let mut segment_ms = DEFAULT_SEGMENT_MS;
     let (body, id, client) = match (version, body) {
-        (2..=4, Value::Object(mut members)) => {
+        (2..=LATEST, Value::Object(mut members)) => {
             let id = match members.remove(ID) {
                 Some(Value::String(id)) => id.parse::<TopicId>()?,
                 other => {
@@ -176,24 +200,32 @@ fn decode(
             } else {
                 ClientConfigs::default()
             };
-            if version == 4 {
+            if version >= 4 {
                 segment_ms = match members.remove(SEGMENT_MS) {
                     Some(Value::Number(n)) if n.as_u64().is_some_and(|ms| ms > 0) => {
                         n.as_u64().unwrap_or(DEFAULT_SEGMENT_MS)
                     }
+                    None if version == LATEST => DEFAULT_SEGMENT_MS,
                     other => {
                         return Err(format!(
-                            "{FILE} version 4 needs a positive {SEGMENT_MS}, got {other:?}"
+                            "{FILE} version {version} needs a positive {SEGMENT_MS}, got {other:?}"
                         ));
                     }
                 };
             }
             (Value::Object(members), Some(id), client)
         }
-        (2..=4, other) => return Err(format!("{FILE} is not a JSON object: {other}")),
+        (2..=LATEST, other) => return Err(format!("{FILE} is not a JSON object: {other}")),
         (version, body) => (body, version_one(version)?, ClientConfigs::default()),
     };
-    decode_v1::<TopicConfigFileV1>(FILE, 1, body).map(|f| {
+    let file = decode_v1::<TopicConfigFileV1>(FILE, 1, body)?;
+    if version < LATEST && !file.compression.before_v5() {
+        return Err(format!(
+            "{FILE} version {version} cannot hold compression {:?}",
+            file.compression
+        ));
+    }
+    Ok(file).map(|f| {
         let mut config = TopicConfig::from(f);
         config.client = client;
         config.segment_ms = segment_ms;
@@ -226,7 +258,7 @@ fn version_one(version: u32) -> std::result::Result<Option<TopicId>, String> {
         Ok(None)
     } else {
         Err(format!(
-            "{FILE} version {version} is not one this build reads (1 to 4); was it written by a newer kafko?"
+            "{FILE} version {version} is not one this build reads (1 to {LATEST}); was it written by a newer kafko?"
         ))
     }
 }
@@ -247,7 +279,8 @@ pub(crate) fn read_topic_config(
 
 /// Replaces a topic's `topic.json` (atomically) with the topic's id: as version 2,
 /// version 3 when the topic has client configs, version 4 when its `segment_ms` is not
-/// the default (the lowest version that holds it, so older builds read what they can).
+/// the default, version 5 when its codec is one version 5 added (the lowest version
+/// that holds it, so older builds read what they can).
 pub(crate) fn write_topic_config(
     storage: &dyn Storage,
     path: &Path,
@@ -261,7 +294,9 @@ pub(crate) fn write_topic_config(
         client_stored: &config.client.stored,
         segment_ms: (config.segment_ms != DEFAULT_SEGMENT_MS).then_some(config.segment_ms),
     };
-    let version = if config.segment_ms != DEFAULT_SEGMENT_MS {
+    let version = if !body.config.compression.before_v5() {
+        LATEST
+    } else if config.segment_ms != DEFAULT_SEGMENT_MS {
         4
     } else if config.client != ClientConfigs::default() {
         3

@@ -397,7 +397,7 @@ pub(crate) struct BatchHeader {
     pub(crate) framed: u32,
     pub(crate) crc: u32,
     pub(crate) codec: Compression,
-    /// Kafka's codec id (format 2 batches may hold producers' gzip and snappy).
+    /// Kafka's codec id.
     pub(crate) codec_id: u16,
     /// Kafka's attributes (format 1: its codec only).
     pub(crate) attributes: u16,
@@ -498,12 +498,8 @@ fn parse_v2(buf: &[u8]) -> Result<BatchHeader, HeaderError> {
         return invalid(format!("unknown attributes {attributes:#x}"));
     }
     let codec_id = attributes & ATTR_CODEC;
-    let codec = match codec_id {
-        compression::KAFKA_NONE => Compression::None,
-        compression::KAFKA_LZ4 => Compression::Lz4,
-        compression::KAFKA_ZSTD => Compression::Zstd,
-        compression::KAFKA_GZIP | compression::KAFKA_SNAPPY => Compression::None,
-        other => return invalid(format!("unknown codec {other}")),
+    let Some(codec) = Compression::from_kafka_id(codec_id) else {
+        return invalid(format!("unknown codec {codec_id}"));
     };
     let base_offset = be_i64(buf, 0);
     let last_offset_delta = be_i32(buf, 23);

@@ -11,13 +11,20 @@ pub(crate) struct TopicList {
     pub(crate) topics: Vec<String>,
 }
 
-/// Batch codec.
+/// Batch codec (Kafka's `compression.type`): `producer` stores a Kafka producer's batch
+/// with the codec it was sent with, and records sent over HTTP uncompressed.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum Compression {
-    /// Stored as is.
+    /// Kafka producers' codecs as sent; uncompressed otherwise.
+    Producer,
+    /// Stored uncompressed.
     None,
-    /// LZ4 block format.
+    /// gzip.
+    Gzip,
+    /// snappy.
+    Snappy,
+    /// LZ4 frames.
     Lz4,
     /// Zstandard, level 1.
     Zstd,
@@ -157,7 +164,10 @@ pub(crate) struct TopicDescription {
 impl From<kafko_core::Compression> for Compression {
     fn from(c: kafko_core::Compression) -> Self {
         match c {
+            kafko_core::Compression::Producer => Compression::Producer,
             kafko_core::Compression::None => Compression::None,
+            kafko_core::Compression::Gzip => Compression::Gzip,
+            kafko_core::Compression::Snappy => Compression::Snappy,
             kafko_core::Compression::Lz4 => Compression::Lz4,
             kafko_core::Compression::Zstd => Compression::Zstd,
         }
@@ -167,7 +177,10 @@ impl From<kafko_core::Compression> for Compression {
 impl From<Compression> for kafko_core::Compression {
     fn from(c: Compression) -> Self {
         match c {
+            Compression::Producer => kafko_core::Compression::Producer,
             Compression::None => kafko_core::Compression::None,
+            Compression::Gzip => kafko_core::Compression::Gzip,
+            Compression::Snappy => kafko_core::Compression::Snappy,
             Compression::Lz4 => kafko_core::Compression::Lz4,
             Compression::Zstd => kafko_core::Compression::Zstd,
         }

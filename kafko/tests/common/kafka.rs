@@ -296,8 +296,8 @@ pub struct FetchedBatch {
     pub records: Vec<Got>,
 }
 
-/// Decodes fetched batches (as the log stores them: uncompressed, lz4 or zstd), checking
-/// each CRC.
+/// Decodes fetched batches (as the log stores them, with any of Kafka's codecs),
+/// checking each CRC.
 pub fn fetched_batches(mut data: Bytes) -> Vec<FetchedBatch> {
     let mut out = Vec::new();
     while !data.is_empty() {
@@ -314,6 +314,13 @@ pub fn fetched_batches(mut data: Bytes) -> Vec<FetchedBatch> {
         let count = batch.get_i32();
         let mut area = match codec {
             0 => batch,
+            1 => {
+                let mut raw = Vec::new();
+                std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&batch[..]), &mut raw)
+                    .unwrap();
+                Bytes::from(raw)
+            }
+            2 => Bytes::from(snappy_java(&batch)),
             3 => {
                 let mut raw = Vec::new();
                 std::io::Read::read_to_end(
@@ -324,7 +331,7 @@ pub fn fetched_batches(mut data: Bytes) -> Vec<FetchedBatch> {
                 Bytes::from(raw)
             }
             4 => Bytes::from(zstd::decode_all(&batch[..]).unwrap()),
-            other => panic!("codec {other} is not one kafko stores"),
+            other => panic!("codec {other} is not Kafka's"),
         };
         let mut records = Vec::new();
         for _ in 0..count {
@@ -354,6 +361,23 @@ pub fn fetched_batches(mut data: Bytes) -> Vec<FetchedBatch> {
             codec,
             records,
         });
+    }
+    out
+}
+
+/// A snappy-java framed area (magic, versions, then length-prefixed raw blocks), or a
+/// bare snappy block.
+fn snappy_java(data: &[u8]) -> Vec<u8> {
+    let mut decoder = snap::raw::Decoder::new();
+    if !data.starts_with(b"\x82SNAPPY\x00") {
+        return decoder.decompress_vec(data).unwrap();
+    }
+    let mut rest = &data[16..];
+    let mut out = Vec::new();
+    while !rest.is_empty() {
+        let n = u32::from_be_bytes(rest[..4].try_into().unwrap()) as usize;
+        out.extend(decoder.decompress_vec(&rest[4..4 + n]).unwrap());
+        rest = &rest[4 + n..];
     }
     out
 }
