@@ -4,27 +4,16 @@
 mod common;
 
 use common::Server;
-use common::kafka::{Kafka, Rec, batch, create_topic, fetched_batches, name, produce_batch};
+use common::kafka::{
+    Kafka, Rec, batch, create_topic, fetch_request, fetched_batches, produce_batch,
+};
 use kafka_protocol::messages::FetchRequest;
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 
+/// A Fetch of partition 0 from `offset`, with the partition's and the answer's limits.
 fn fetch_at(topic: &str, offset: i64, partition_max: i32, max: i32) -> FetchRequest {
-    FetchRequest::default()
-        .with_replica_id((-1).into())
-        .with_max_wait_ms(0)
-        .with_min_bytes(1)
-        .with_max_bytes(max)
-        .with_session_epoch(-1)
-        .with_topics(vec![
-            FetchTopic::default()
-                .with_topic(name(topic))
-                .with_partitions(vec![
-                    FetchPartition::default()
-                        .with_partition(0)
-                        .with_fetch_offset(offset)
-                        .with_partition_max_bytes(partition_max),
-                ]),
-        ])
+    let mut request = fetch_request(topic, 0, offset, 0).with_max_bytes(max);
+    request.topics[0].partitions[0].partition_max_bytes = partition_max;
+    request
 }
 
 fn five() -> Vec<Rec> {

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes, BytesMut};
 use common::kafka::{
-    Got, Kafka, Rec, batch, from_offset, init_producer_id, list_offsets_request, name,
-    produce_batch, produce_request, read_batches,
+    Got, Kafka, Rec, batch, fetch_request, from_offset, init_producer_id, list_offsets_request,
+    name, produce_batch, produce_request, read_batches,
 };
 use common::{Server, client, get_json, metric, produce};
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
@@ -32,25 +32,6 @@ async fn start(dir: &std::path::Path, extra: &[&str]) -> Server {
     let mut args = vec!["--kafka-bind", "127.0.0.1:0"];
     args.extend_from_slice(extra);
     Server::start(dir, &args).await
-}
-
-fn fetch_request(topic: &str, partition: i32, offset: i64, max_wait_ms: i32) -> FetchRequest {
-    FetchRequest::default()
-        .with_replica_id((-1).into())
-        .with_max_wait_ms(max_wait_ms)
-        .with_min_bytes(1)
-        .with_max_bytes(50 * 1024 * 1024)
-        .with_session_epoch(-1)
-        .with_topics(vec![
-            FetchTopic::default()
-                .with_topic(name(topic))
-                .with_partitions(vec![
-                    FetchPartition::default()
-                        .with_partition(partition)
-                        .with_fetch_offset(offset)
-                        .with_partition_max_bytes(1024 * 1024),
-                ]),
-        ])
 }
 
 /// Fetches (v12) once: (error, high watermark, log start, records).

@@ -190,13 +190,26 @@ impl PartitionLog {
         max_records: usize,
         max_bytes: usize,
     ) -> Result<FetchedRecords> {
+        self.retried(|| self.read_once(offset, max_records, max_bytes))
+    }
+
+    /// Runs `read` once more when it failed while retention or compaction replaced the
+    /// segment list under it.
+    fn retried<T>(&self, read: impl Fn() -> Result<T>) -> Result<T> {
         let before = self.segments();
-        match self.read_once(offset, max_records, max_bytes) {
-            Err(_) if !Arc::ptr_eq(&before, &self.segments()) => {
-                self.read_once(offset, max_records, max_bytes)
-            }
+        match read() {
+            Err(_) if !Arc::ptr_eq(&before, &self.segments()) => read(),
             read => read,
         }
+    }
+
+    /// The segments, and the index of the one holding `offset` (or the first).
+    fn segments_from(&self, offset: u64) -> (Arc<Vec<Arc<Segment>>>, usize) {
+        let segments = self.segments();
+        let first = segments
+            .partition_point(|s| s.base_offset <= offset)
+            .saturating_sub(1);
+        (segments, first)
     }
 
     /// Whole stored batches from the one holding `offset`, up to `max_bytes` (the first
@@ -209,13 +222,7 @@ impl PartitionLog {
         max_bytes: usize,
         at_least_one: bool,
     ) -> Result<FetchedBatches> {
-        let before = self.segments();
-        match self.read_batches_once(offset, max_bytes, at_least_one) {
-            Err(_) if !Arc::ptr_eq(&before, &self.segments()) => {
-                self.read_batches_once(offset, max_bytes, at_least_one)
-            }
-            read => read,
-        }
+        self.retried(|| self.read_batches_once(offset, max_bytes, at_least_one))
     }
 
     fn read_batches_once(
@@ -236,10 +243,7 @@ impl PartitionLog {
             ..FetchedBatches::default()
         };
         let mut buf = BytesMut::new();
-        let segments = self.segments();
-        let first = segments
-            .partition_point(|s| s.base_offset <= offset)
-            .saturating_sub(1);
+        let (segments, first) = self.segments_from(offset);
         let mut decoded = Vec::new();
         'segments: for seg in &segments[first..] {
             if out.next_offset >= hw {
@@ -248,16 +252,7 @@ impl PartitionLog {
             if seg.next_offset() <= out.next_offset {
                 continue;
             }
-            let entry = if out.next_offset > seg.base_offset {
-                let rel = u32::try_from(out.next_offset - seg.base_offset).unwrap_or(u32::MAX);
-                seg.index
-                    .read()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .entry_for(rel)
-            } else {
-                (0, 0)
-            };
-            for batch in seg.batches_from(entry) {
+            for batch in seg.batches_holding(out.next_offset) {
                 let batch = batch?;
                 let h = batch.header;
                 if h.next_offset() <= out.next_offset {
@@ -314,10 +309,7 @@ impl PartitionLog {
         if offset == hw || max_records == 0 {
             return Ok(out);
         }
-        let segments = self.segments();
-        let first = segments
-            .partition_point(|s| s.base_offset <= offset)
-            .saturating_sub(1);
+        let (segments, first) = self.segments_from(offset);
         let mut cursor = offset;
         let mut bytes = 0usize;
         let mut decoded = Vec::new();
@@ -328,16 +320,7 @@ impl PartitionLog {
             if seg.next_offset() <= cursor {
                 continue;
             }
-            let entry = if cursor > seg.base_offset {
-                let rel = u32::try_from(cursor - seg.base_offset).unwrap_or(u32::MAX);
-                seg.index
-                    .read()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .entry_for(rel)
-            } else {
-                (0, 0)
-            };
-            for batch in seg.batches_from(entry) {
+            for batch in seg.batches_holding(cursor) {
                 let batch = batch?;
                 let h = batch.header;
                 if h.next_offset() <= cursor {

@@ -650,6 +650,11 @@ fn decode_v2(
         });
         decoded += 1;
     }
+    check_count(header, decoded)
+}
+
+/// Checks that a batch held the records its header counts.
+pub(crate) fn check_count(header: &BatchHeader, decoded: u32) -> Result<(), String> {
     if decoded != header.record_count {
         return Err(format!(
             "header says {} records, found {decoded}",

@@ -4,7 +4,7 @@
 
 use bytes::Bytes;
 
-use super::batch::{BatchHeader, Format, HeaderError, ProducerFields};
+use super::batch::{BatchHeader, Format, HeaderError, ProducerFields, check_count};
 use super::varint::Cursor;
 use crate::compression;
 use crate::compression::MAX_UNCOMPRESSED;
@@ -169,13 +169,7 @@ pub(crate) fn decode_records(
         });
         decoded += 1;
     }
-    if decoded != header.record_count {
-        return Err(format!(
-            "header says {} records, found {decoded}",
-            header.record_count
-        ));
-    }
-    Ok(())
+    check_count(header, decoded)
 }
 
 /// Writes format 1 batches: only tests and the fuzzer do, to build format 1 segments.

@@ -194,6 +194,23 @@ impl Segment {
         self.batches_from((0, 0))
     }
 
+    /// The verified batches from the one holding `offset` (found through the sparse
+    /// index; the first batch when `offset` is at or before the segment's base).
+    pub(crate) fn batches_holding(
+        &self,
+        offset: u64,
+    ) -> impl Iterator<Item = Result<FramedBatch>> + '_ {
+        let entry = match offset.checked_sub(self.base_offset) {
+            Some(rel) if rel > 0 => self
+                .index
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .entry_for(u32::try_from(rel).unwrap_or(u32::MAX)),
+            _ => (0, 0),
+        };
+        self.batches_from(entry)
+    }
+
     /// The verified batches from the batch an index entry names (`(relative offset,
     /// byte position)`, see [`SparseIndex::entry_for`]). Each batch of a format 2
     /// segment must start where the one before it ended, the first at the entry's
