@@ -72,10 +72,12 @@ def start(system: str, binary: str, work: str) -> tuple[subprocess.Popen, str]:
     log = open(os.path.join(work, f"{system}.log"), "w")
     if system == "kafko":
         cmd = [binary, "--data-dir", os.path.join(work, "data"), "--bind", "127.0.0.1:0",
-               "--kafka-bind", f"127.0.0.1:{port}"]
+               "--kafka-bind", f"127.0.0.1:{port}", "--schema-registry-bind", "off"]
     else:
         url = f"tcp://127.0.0.1:{port}"
         cmd = [binary, "broker", "--listener-url", url, "--advertised-listener-url", url]
+    # The binary path as given, from the caller's directory: the server runs in `work`.
+    cmd[0] = os.path.abspath(cmd[0])
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=work)
     wait_for_port(port, proc, system)
     return proc, f"127.0.0.1:{port}"
