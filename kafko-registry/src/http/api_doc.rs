@@ -108,7 +108,7 @@ pub(crate) struct CheckQuery {
         subjects::register, subjects::version, subjects::delete_version,
         subjects::version_schema, subjects::referenced_by,
         schemas::list, schemas::types, schemas::by_id, schemas::by_id_raw,
-        schemas::id_subjects, schemas::id_versions,
+        schemas::id_subjects, schemas::id_versions, schemas::decode,
         settings::get_global, settings::put_global, settings::delete_global,
         settings::get_subject, settings::put_subject, settings::delete_subject,
         settings::get_mode, settings::put_mode,

@@ -51,6 +51,12 @@ pub fn routes(registry: Registry) -> Router {
         )
         .route("/schemas", get(schemas::list))
         .route("/schemas/types", get(schemas::types))
+        .route(
+            "/schemas/decode",
+            post(schemas::decode).layer(DefaultBodyLimit::max(
+                crate::registry::MAX_DECODE_BYTES.saturating_add(1),
+            )),
+        )
         .route("/schemas/ids/{id}", get(schemas::by_id))
         .route("/schemas/ids/{id}/schema", get(schemas::by_id_raw))
         .route("/schemas/ids/{id}/subjects", get(schemas::id_subjects))

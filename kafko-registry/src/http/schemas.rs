@@ -144,6 +144,50 @@ pub(crate) async fn list(State(r): State<Registry>, q: Params) -> Result<Respons
     Ok(wire::json(&page))
 }
 
+/// A record decoded by its schema id.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = DecodedRecord)]
+struct DecodedBody {
+    /// The schema id the record carries.
+    id: u32,
+    /// `AVRO`, `JSON` or `PROTOBUF`.
+    #[serde(rename = "schemaType")]
+    schema_type: &'static str,
+    /// For Protobuf: the full name of the message the record's indexes name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(required = false)]
+    message: Option<String>,
+    /// The record as JSON: Avro as `apache-avro` converts it (bytes as arrays of
+    /// numbers), Protobuf as proto3's JSON mapping (64-bit integers as strings, bytes as
+    /// base64), JSON Schema as sent.
+    #[schema(value_type = Value)]
+    value: serde_json::Value,
+}
+
+/// Decodes a record (a key or value in Confluent's wire format: magic byte 0, the
+/// schema id as 4 big-endian bytes, the payload) with the schema its id names
+/// (`POST /schemas/decode`; kafko's own, not Confluent's).
+#[utoipa::path(post, path = "/schemas/decode", operation_id = "registry_decode_record", tag = TAG,
+    request_body(content = Vec<u8>, content_type = "application/octet-stream",
+        description = "The record's key or value, as stored (at most 1 MiB)"),
+    responses(
+        (status = 200, description = "The record decoded", body = DecodedBody, content_type = MEDIA_TYPE),
+        (status = 404, description = "error_code 40403: no schema with the record's id", body = ErrorBody, content_type = MEDIA_TYPE),
+        (status = 422, description = "error_code 422: not in the wire format, or the schema does not read it", body = ErrorBody, content_type = MEDIA_TYPE),
+    ))]
+pub(crate) async fn decode(
+    State(r): State<Registry>,
+    body: axum::body::Bytes,
+) -> Result<Response, RegistryError> {
+    let d = r.decode(&body)?;
+    Ok(wire::json(&DecodedBody {
+        id: d.id,
+        schema_type: d.schema_type.as_str(),
+        message: d.message,
+        value: d.value,
+    }))
+}
+
 /// Lists the schema types served (`GET /schemas/types`).
 #[utoipa::path(get, path = "/schemas/types", operation_id = "registry_list_schema_types", tag = TAG,
     responses(
