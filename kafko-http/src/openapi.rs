@@ -1,5 +1,7 @@
-//! The OpenAPI 3.1 document, generated from the handlers' `#[utoipa::path]` attributes.
-//! `openapi/openapi.json` is this document, committed; a test keeps them equal.
+//! The OpenAPI 3.1 document, generated from the handlers' `#[utoipa::path]` attributes,
+//! with the document of routes another crate serves under this crate's middleware (the
+//! schema registry) merged in: [`document_with`]. `openapi/openapi.json` is the binary's
+//! document, committed; a test keeps them equal.
 
 use crate::doc_parts::{content_of, operations};
 use utoipa::OpenApi;
@@ -196,28 +198,51 @@ fn without_null(
     }
 }
 
-/// The document as a value.
-pub fn document() -> utoipa::openapi::OpenApi {
+/// This crate's document with `extra` merged in: the operations of routes served
+/// beside this crate's, under its middleware ([`app_with`](crate::app_with)). Their
+/// `default` answers gain the middleware's own refusals (auth, overload, timeouts) as
+/// problems. A path or component name `extra` shares with this crate's is not merged.
+pub fn document_with(mut extra: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
     let mut doc = ApiDoc::openapi();
     doc.info.version = env!("CARGO_PKG_VERSION").to_owned();
+    for item in extra.paths.paths.values_mut() {
+        for op in operations(item) {
+            let Some(utoipa::openapi::RefOr::T(default)) =
+                op.responses.responses.get_mut("default")
+            else {
+                continue;
+            };
+            default
+                .content
+                .entry(crate::error::PROBLEM_JSON.to_owned())
+                .or_insert_with(|| content_of("Problem"));
+        }
+    }
+    doc.merge(extra);
     doc
 }
 
-/// The document as pretty JSON with a trailing newline (the committed file's form).
-pub fn json() -> String {
-    let mut text = document()
+/// [`document_with`] as pretty JSON with a trailing newline (the committed file's form).
+pub fn json_with(extra: utoipa::openapi::OpenApi) -> String {
+    let mut text = document_with(extra)
         .to_pretty_json()
         .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
     text.push('\n');
     text
 }
 
+/// The served document's text, built once with the router.
+#[derive(Clone)]
+pub(crate) struct SpecText(pub(crate) std::sync::Arc<str>);
+
 /// This server's OpenAPI 3.1 document.
 #[utoipa::path(get, path = "/openapi.json", operation_id = "get_openapi", tag = "operations",
     responses((status = 200, description = "The OpenAPI document", body = Object)))]
-pub(crate) async fn spec() -> impl axum::response::IntoResponse {
+pub(crate) async fn spec(
+    axum::Extension(SpecText(text)): axum::Extension<SpecText>,
+) -> impl axum::response::IntoResponse {
     (
         [(axum::http::header::CONTENT_TYPE, "application/json")],
-        json(),
+        text.to_string(),
     )
 }

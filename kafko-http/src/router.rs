@@ -2,8 +2,8 @@
 //! CORS, then the [`Envelope`](crate::middleware::Envelope) (metrics, auth, concurrency
 //! limit, request timeout). Body limits are the `Body` extractor's, not a layer.
 //! [`app_with`] adds routes served by another crate (the schema registry) under the
-//! same stack; [`envelope`] puts that stack around routes served on a listener of
-//! their own.
+//! same stack, and their OpenAPI document to the served one; [`envelope`] puts that
+//! stack around routes served on a listener of their own.
 
 use axum::Router;
 use axum::http::{HeaderName, HeaderValue, Method};
@@ -16,12 +16,15 @@ use crate::v1::{admin, groups, health, records, topics, ui};
 
 /// The full application router.
 pub fn app(state: AppState) -> Router {
-    app_with(state, Router::new())
+    app_with(state, Router::new(), utoipa::openapi::OpenApi::default())
 }
 
 /// The full application router with `extra` routes beside the API's (their paths must
-/// not overlap; `extra` has no fallback of its own), under the same middleware.
-pub fn app_with(state: AppState, extra: Router) -> Router {
+/// not overlap; `extra` has no fallback of its own), under the same middleware;
+/// `extra_doc` describes them in the served `/openapi.json`
+/// ([`document_with`](crate::openapi::document_with)).
+pub fn app_with(state: AppState, extra: Router, extra_doc: utoipa::openapi::OpenApi) -> Router {
+    let spec = crate::openapi::SpecText(crate::openapi::json_with(extra_doc).into());
     // Every path is written out whole: a nested router (`nest("/v1", …)`) costs each
     // request a prefix strip, a path rewrite and two more service layers (allocations
     // counted with a uprobe on `malloc`).
@@ -71,7 +74,10 @@ pub fn app_with(state: AppState, extra: Router) -> Router {
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))
-        .route("/openapi.json", get(crate::openapi::spec))
+        .route(
+            "/openapi.json",
+            get(crate::openapi::spec).layer(axum::Extension(spec)),
+        )
         .route("/", any(ui::root))
         .route("/ui", get(ui::index))
         .route("/ui/", get(ui::index))

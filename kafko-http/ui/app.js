@@ -1,11 +1,12 @@
-// The console's shell: hash routes to pages, the server's health and version in the
-// header, and the bearer-token prompt.
+// The console's shell: hash routes to pages (topics, groups, schemas), the server's
+// health and version in the header, and the bearer-token prompt.
 
 import { get, setTokenPrompt, hasToken, forgetToken, onTokenChange } from './api.js';
 import { h, fill, every } from './dom.js';
 import * as overview from './overview.js';
 import * as topicPage from './topic.js';
 import * as groupsPage from './groups.js';
+import * as schemasPage from './schemas.js';
 
 const main = document.getElementById('main');
 
@@ -32,6 +33,8 @@ function route() {
     case 'topic': mounted = topicPage.mount(main, params, arg); break;
     case 'groups': mounted = groupsPage.mountList(main, params); break;
     case 'group': mounted = groupsPage.mountGroup(main, params, arg); break;
+    case 'schemas': mounted = schemasPage.mountList(main, params); break;
+    case 'subject': mounted = schemasPage.mountSubject(main, params, arg); break;
     case 'overview': mounted = overview.mount(main, params); break;
     default:
       fill(main, h('h1', {}, 'Not found'), h('p', {}, h('a', { href: '#/' }, 'Back to the topics')));
@@ -39,7 +42,8 @@ function route() {
   }
   current = typeof mounted === 'function' ? { key, stop: mounted } : { key, ...mounted };
   document.querySelectorAll('[data-nav]').forEach((a) => {
-    const on = a.dataset.nav === (page === 'group' ? 'groups' : page === 'topic' ? 'overview' : page);
+    const section = { group: 'groups', topic: 'overview', subject: 'schemas' }[page] || page;
+    const on = a.dataset.nav === section;
     if (on) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
   });
   document.title = `${arg ? arg + ' · ' : ''}kafko console`;

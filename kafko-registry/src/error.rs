@@ -86,6 +86,10 @@ pub enum RegistryError {
         /// The version.
         version: u32,
     },
+    /// A record that is not in Confluent's wire format, or does not decode with the
+    /// schema its id names.
+    #[error("{0}")]
+    NotDecodable(String),
     /// A request body or parameter that is not what the API takes.
     #[error("{0}")]
     BadRequest(String),
@@ -122,6 +126,7 @@ impl RegistryError {
             RegistryError::ReferenceExists { .. } => 42206,
             RegistryError::LimitExceeded(_) => 42205,
             RegistryError::BadRequest(_) => 400,
+            RegistryError::NotDecodable(_) => 422,
             RegistryError::Store(_) => 50001,
             RegistryError::Timeout(_) => 50002,
         }
@@ -132,6 +137,7 @@ impl RegistryError {
         match self.error_code() {
             400 => StatusCode::BAD_REQUEST,
             409 => StatusCode::CONFLICT,
+            422 => StatusCode::UNPROCESSABLE_ENTITY,
             c if (40400..40500).contains(&c) => StatusCode::NOT_FOUND,
             c if (42200..42300).contains(&c) => StatusCode::UNPROCESSABLE_ENTITY,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
@@ -158,6 +164,7 @@ mod tests {
             ),
             (RegistryError::Store("io".into()), 50001, 500),
             (RegistryError::BadRequest("x".into()), 400, 400),
+            (RegistryError::NotDecodable("x".into()), 422, 422),
         ];
         for (e, code, status) in cases {
             assert_eq!(e.error_code(), code, "{e}");

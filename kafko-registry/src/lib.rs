@@ -13,11 +13,12 @@
 //! - [`record`]: the `_schemas` key and value formats;
 //! - `state`: what the registry knows, rebuilt from the records;
 //! - `store`: the `_schemas` topic (replay, durable appends);
-//! - [`schema`]: schema types (Avro, JSON Schema), identity, normalization and
-//!   compatibility of two schemas;
+//! - [`schema`]: schema types (Avro, JSON Schema, Protobuf), identity, normalization,
+//!   compatibility of two schemas, and decoding a record's payload;
 //! - `compat`: which versions a check covers, references, the cost bound;
-//! - [`registry`]: [`Registry`], the operations;
-//! - [`http`]: the REST API as an axum router.
+//! - [`registry`]: [`Registry`], the operations (and decoding a record in Confluent's
+//!   wire format by its schema id);
+//! - [`http`]: the REST API as an axum router, and its OpenAPI document.
 //!
 //! ## Durability and ids
 //! A write is appended with an fsync and applied to the state by reading it back

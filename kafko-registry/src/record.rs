@@ -16,14 +16,28 @@
 use serde::{Deserialize, Serialize};
 
 /// A schema's reference to another subject's version, named as its schema imports it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = SchemaReference)]
 pub struct Reference {
     /// The name the referring schema uses (an Avro full name, a `.proto` path, a URL).
     pub name: String,
     /// The referenced subject.
     pub subject: String,
     /// The referenced version.
+    #[serde(deserialize_with = "whole_number")]
     pub version: i64,
+}
+
+/// An integer, also when written with a zero fraction (`3.0`), as JSON Schema reads it.
+fn whole_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
+    let n = serde_json::Number::deserialize(d)?;
+    n.as_i64()
+        .or_else(|| {
+            n.as_f64()
+                .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15)
+                .map(|f| f as i64)
+        })
+        .ok_or_else(|| serde::de::Error::custom(format!("{n} is not an integer")))
 }
 
 /// The key of a `_schemas` record.

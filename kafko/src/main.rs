@@ -463,7 +463,11 @@ async fn run(args: Args) -> Result<(), StartError> {
     println!("listening on http://{}", http.local_addr()?);
     println!("data directory {}", data.display());
     tokio::spawn(signals::shutdown_on_signals(service.clone()));
-    let app = kafko_http::app_with(state.clone(), registry_routes);
+    let app = kafko_http::app_with(
+        state.clone(),
+        registry_routes,
+        kafko_registry::http::openapi(),
+    );
     kafko_http::server::serve_app(http, state, app).await;
     if let Some(task) = registry_task {
         // Shutdown has begun: its connections finish within the same grace.
@@ -514,7 +518,10 @@ fn advertised(
 async fn main() -> ExitCode {
     let args = Args::parse();
     if args.print_openapi {
-        print!("{}", kafko_http::openapi::json());
+        print!(
+            "{}",
+            kafko_http::openapi::json_with(kafko_registry::http::openapi())
+        );
         return ExitCode::SUCCESS;
     }
     if args.healthcheck {

@@ -1,11 +1,17 @@
-//! `openapi/openapi.json` must equal the document the server generates. Regenerate with
+//! `openapi/openapi.json` must equal the document the server generates (kafko-http's
+//! with the schema registry's merged in). Regenerate with
 //! `KAFKO_UPDATE_OPENAPI=1 cargo test -p kafko --test openapi_committed` or
 //! `cargo run -p kafko -- --print-openapi > openapi/openapi.json`.
+
+/// The binary's document, as `--print-openapi` writes it and `/openapi.json` serves it.
+fn generated() -> String {
+    kafko_http::openapi::json_with(kafko_registry::http::openapi())
+}
 
 #[test]
 fn committed_openapi_matches_generated() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../openapi/openapi.json");
-    let generated = kafko_http::openapi::json();
+    let generated = generated();
     if std::env::var_os("KAFKO_UPDATE_OPENAPI").is_some() {
         std::fs::write(&path, &generated).unwrap();
     }
@@ -35,6 +41,12 @@ fn committed_openapi_matches_generated() {
         "/readyz",
         "/metrics",
         "/openapi.json",
+        "/subjects",
+        "/subjects/{subject}/versions",
+        "/subjects/{subject}/versions/{version}",
+        "/schemas/ids/{id}",
+        "/config/{subject}",
+        "/compatibility/subjects/{subject}/versions/{version}",
     ] {
         assert!(doc["paths"][p].is_object(), "{p} missing from the spec");
     }
@@ -44,7 +56,7 @@ fn committed_openapi_matches_generated() {
 /// and optional bodies as a plain schema with `required: false` (not `oneOf` null).
 #[test]
 fn every_operation_is_one_a_generator_can_name_and_call() {
-    let doc: serde_json::Value = serde_json::from_str(&kafko_http::openapi::json()).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&generated()).unwrap();
     let mut ids = std::collections::BTreeSet::new();
     for (path, item) in doc["paths"].as_object().unwrap() {
         for (method, op) in item.as_object().unwrap() {
@@ -90,7 +102,7 @@ fn no_answer_schema_demands_a_non_empty_list() {
             _ => {}
         }
     }
-    let doc: Value = serde_json::from_str(&kafko_http::openapi::json()).unwrap();
+    let doc: Value = serde_json::from_str(&generated()).unwrap();
     let schemas = &doc["components"]["schemas"];
     let mut todo = Vec::new();
     for item in doc["paths"].as_object().unwrap().values() {
@@ -111,4 +123,41 @@ fn no_answer_schema_demands_a_non_empty_list() {
         refs(schema, &mut todo);
     }
     assert!(seen.len() > 20, "walked {} answer schemas", seen.len());
+}
+
+/// The registry's operations are all merged, none lost to a name kafko-http already
+/// uses: each of its paths and component schemas is in the document as the registry
+/// wrote it, and its errors are its own shape or, from the middleware, a problem.
+#[test]
+fn the_registry_is_merged_whole() {
+    let registry = serde_json::to_value(kafko_registry::http::openapi()).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&generated()).unwrap();
+    let paths = registry["paths"].as_object().unwrap();
+    assert!(paths.len() >= 18, "{} registry paths", paths.len());
+    for (path, item) in paths {
+        for (method, op) in item.as_object().unwrap() {
+            let merged = &doc["paths"][path][method];
+            assert_eq!(
+                merged["operationId"], op["operationId"],
+                "{method} {path} is not the registry's"
+            );
+            assert_eq!(merged["tags"], serde_json::json!(["schema-registry"]));
+            let default = &merged["responses"]["default"]["content"];
+            assert_eq!(
+                default["application/vnd.schemaregistry.v1+json"]["schema"]["$ref"],
+                "#/components/schemas/RegistryErrorBody",
+                "{method} {path}"
+            );
+        }
+    }
+    for (name, schema) in registry["components"]["schemas"].as_object().unwrap() {
+        assert_eq!(
+            &doc["components"]["schemas"][name], schema,
+            "component {name} is not the registry's"
+        );
+    }
+    assert_eq!(
+        doc["components"]["securitySchemes"]["basic"]["scheme"],
+        "basic"
+    );
 }

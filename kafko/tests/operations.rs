@@ -38,5 +38,8 @@ async fn probes_metrics_and_openapi() {
         assert!(text.contains(line), "missing {line:?} in\n{text}");
     }
     let served = get(&c, &s, "/openapi.json").await.text().await.unwrap();
-    assert_eq!(served, kafko_http::openapi::json());
+    assert_eq!(
+        served,
+        kafko_http::openapi::json_with(kafko_registry::http::openapi())
+    );
 }

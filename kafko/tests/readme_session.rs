@@ -58,8 +58,9 @@ fn session_commands(doc: &str, heading: &str) -> Vec<String> {
     commands
 }
 
-/// What one command printed: for curl, the status code it wrote out and the body before
-/// it (other commands: status 0, all of stdout); and the exit code.
+/// What one command printed: for curl (also at the end of a pipe), the status code it
+/// wrote out and the body before it (other commands: status 0, all of stdout); and the
+/// exit code.
 #[derive(Debug)]
 struct Outcome {
     status: u16,
@@ -160,7 +161,7 @@ impl Session {
             .unwrap_or_else(|_| panic!("{} command still running after 20 s: {command}", self.doc))
             .expect("wait for sh");
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        let (body, status) = if command.starts_with("curl ") {
+        let (body, status) = if command.starts_with("curl ") || command.contains("| curl ") {
             let (body, status) = stdout
                 .rsplit_once('\n')
                 .unwrap_or_else(|| panic!("no status written out by: {command}\n{stdout}"));
@@ -400,7 +401,7 @@ async fn the_kafko_http_readme_rest_proxy_session_runs_verbatim_and_does_what_it
 #[tokio::test]
 async fn the_schema_registry_session_runs_verbatim_and_does_what_it_says() {
     let flags = ["--schema-registry-bind", "127.0.0.1:0"];
-    let s = Session::start_with("docs/schema-registry.md", "## A curl session", 16, &flags).await;
+    let s = Session::start_with("docs/schema-registry.md", "## A curl session", 17, &flags).await;
     let o = s
         .expect(2, "-X POST $R/subjects/orders-value/versions", 200)
         .await;
@@ -448,7 +449,13 @@ async fn the_schema_registry_session_runs_verbatim_and_does_what_it_says() {
     assert_eq!(o.json(), 1);
     let o = s.expect(13, "permanent=true", 200).await;
     assert_eq!(o.json(), 1);
-    let o = s.expect(14, "/v1/topics/_schemas/records", 200).await;
+    let o = s.expect(14, "$R/schemas/decode", 200).await;
+    assert_eq!(
+        o.json(),
+        serde_json::json!({"id": 2, "schemaType": "AVRO",
+                           "value": {"amount": 2.0, "id": "o-1"}})
+    );
+    let o = s.expect(15, "/v1/topics/_schemas/records", 200).await;
     let body = o.json();
     let keys: Vec<Value> = body["records"]
         .as_array()
@@ -470,5 +477,5 @@ async fn the_schema_registry_session_runs_verbatim_and_does_what_it_says() {
         body["records"][4]["value"].is_null(),
         "the permanent delete is a tombstone"
     );
-    s.expect(15, "-X POST $B/v1/admin/shutdown", 202).await;
+    s.expect(16, "-X POST $B/v1/admin/shutdown", 202).await;
 }

@@ -4,7 +4,8 @@
 # - openapi-spec-validator accepts openapi/openapi.json;
 # - openapi-python-client generates a client with no warning but the streaming request
 #   body it does not support (application/x-ndjson), and scripts/clients/smoke.py drives
-#   it against the real debug server;
+#   it against the real debug server (/v1, then the schema registry: register a schema,
+#   read it by id and version);
 # - openapi-typescript generates types, `tsc --strict` checks scripts/clients/smoke.ts
 #   (openapi-fetch) with 0 errors, and node runs it against the same server.
 set -euo pipefail

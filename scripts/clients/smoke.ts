@@ -1,15 +1,22 @@
 // A client from openapi-typescript + openapi-fetch, generated from openapi/openapi.json
 // and used unedited, driving a running server: create a topic, produce a JSON batch,
-// fetch, poll a group, commit, describe, and errors typed as Problems. Type-checked with
-// `tsc --strict`, then run with node. Exits non-zero on the first surprise.
+// fetch, poll a group, commit, describe, and errors typed as Problems; then the schema
+// registry: register a schema, read it by id and as its subject's latest version, and a
+// registry error typed as its {error_code, message}. Type-checked with `tsc --strict`,
+// then run with node. Exits non-zero on the first surprise.
 // Usage: node generated/out/smoke.js <base URL>
 import createClient from "openapi-fetch";
 import type { components, paths } from "./generated/kafko.js";
 
 type Problem = components["schemas"]["Problem"];
+type RegistryErrorBody = components["schemas"]["RegistryErrorBody"];
 
 // JSON bodies and problems; the streams (NDJSON, SSE) are other media types.
 const client = createClient<paths, "application/json" | "application/problem+json">({
+  baseUrl: process.argv[2],
+});
+// The schema registry answers in its own media type.
+const registry = createClient<paths, "application/vnd.schemaregistry.v1+json">({
   baseUrl: process.argv[2],
 });
 
@@ -80,3 +87,26 @@ check(end === 3 && range.log_start_offset === 0, "problem members", range);
 const deleted = await client.DELETE("/v1/topics/{topic}", { params: { path: { topic: "ts-smoke-defaults" } } });
 check(deleted.response.status === 204, "delete", deleted.error);
 console.log("typescript client: create, produce, fetch, poll, commit, describe and problems ok");
+
+// The schema registry: register, read by id and as the latest version, an error.
+const subject = "ts-smoke-value";
+const avro = '{"type":"record","name":"Smoke","fields":[{"name":"id","type":"string"}]}';
+const registered = await registry.POST("/subjects/{subject}/versions", {
+  params: { path: { subject } },
+  body: { schema: avro },
+});
+check(registered.data !== undefined, "register", registered.error);
+const id: number = registered.data.id;
+const byId = await registry.GET("/schemas/ids/{id}", { params: { path: { id } } });
+check(byId.data?.schema === avro, "schema by id", byId);
+const latest = await registry.GET("/subjects/{subject}/versions/{version}", {
+  params: { path: { subject, version: "latest" } },
+});
+check(latest.data !== undefined, "latest version", latest.error);
+check(latest.data.version === 1 && latest.data.id === id, "latest version", latest.data);
+const absent = await registry.GET("/subjects/{subject}/versions/{version}", {
+  params: { path: { subject: "ts-smoke-missing", version: "1" } },
+});
+const registryError: RegistryErrorBody | undefined = absent.error;
+check(registryError?.error_code === 40401, "missing subject", absent.error);
+console.log("typescript client: schema registry register, read by id and version, errors ok");

@@ -1,7 +1,8 @@
 //! The built-in web console: its static files (`kafko-http/ui/`, embedded in the binary
 //! at build time, so it works offline and needs no toolchain beyond cargo), served under
 //! `/ui`, and `/`'s redirect there for a browser. The console itself talks to the server
-//! only through the public `/v1` API, like any other client.
+//! only through its public APIs, like any other client: `/v1`, and the schema registry's
+//! (subjects, versions, and decoding records by schema id).
 //!
 //! The files carry no data, so they are served without the bearer token (the console asks
 //! for it and sends it on its API calls); `middleware` lets these paths through.
@@ -47,6 +48,7 @@ const ASSETS: &[Asset] = &[
     asset!("overview.js", JS),
     asset!("topic.js", JS),
     asset!("groups.js", JS),
+    asset!("schemas.js", JS),
 ];
 
 /// The page, with the server's version in a `<meta>` (there is no version endpoint).

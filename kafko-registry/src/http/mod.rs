@@ -3,8 +3,10 @@
 //! listener of its own.
 //!
 //! - `wire`: media type, JSON answers, errors, bodies, query flags;
-//! - `subjects`, `schemas`, `settings`: the handlers by path prefix.
+//! - `subjects`, `schemas`, `settings`: the handlers by path prefix;
+//! - `api_doc`: their OpenAPI description ([`openapi`]).
 
+mod api_doc;
 mod schemas;
 mod settings;
 mod subjects;
@@ -49,6 +51,12 @@ pub fn routes(registry: Registry) -> Router {
         )
         .route("/schemas", get(schemas::list))
         .route("/schemas/types", get(schemas::types))
+        .route(
+            "/schemas/decode",
+            post(schemas::decode).layer(DefaultBodyLimit::max(
+                crate::registry::MAX_DECODE_BYTES.saturating_add(1),
+            )),
+        )
         .route("/schemas/ids/{id}", get(schemas::by_id))
         .route("/schemas/ids/{id}/schema", get(schemas::by_id_raw))
         .route("/schemas/ids/{id}/subjects", get(schemas::id_subjects))
@@ -82,6 +90,11 @@ pub fn routes(registry: Registry) -> Router {
         )
         .layer(DefaultBodyLimit::max(body_limit))
         .with_state(registry)
+}
+
+/// The registry's routes as an OpenAPI document, to merge into the server's.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    api_doc::document()
 }
 
 /// The registry's answer to a path it does not serve: `{"error_code":404,…}`.

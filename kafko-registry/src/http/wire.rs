@@ -39,18 +39,22 @@ pub(crate) fn raw(text: &str) -> Response {
         .into_response()
 }
 
-#[derive(Serialize)]
-struct ErrorBody<'a> {
+/// An error answer: Confluent's `error_code` and a message.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = RegistryErrorBody)]
+pub(crate) struct ErrorBody {
+    /// Confluent's error code (40401 subject not found, 409 incompatible, 42201 invalid
+    /// schema, …), or the HTTP status.
     error_code: u32,
-    message: &'a str,
+    /// What went wrong.
+    message: String,
 }
 
 impl IntoResponse for RegistryError {
     fn into_response(self) -> Response {
-        let message = self.to_string();
         let body = ErrorBody {
             error_code: self.error_code(),
-            message: &message,
+            message: self.to_string(),
         };
         let bytes = serde_json::to_vec(&body).unwrap_or_default();
         (self.status(), [(header::CONTENT_TYPE, MEDIA_TYPE)], bytes).into_response()
@@ -61,7 +65,7 @@ impl IntoResponse for RegistryError {
 pub(crate) async fn not_found() -> Response {
     let body = ErrorBody {
         error_code: 404,
-        message: "HTTP 404 Not Found",
+        message: "HTTP 404 Not Found".to_owned(),
     };
     (
         StatusCode::NOT_FOUND,
@@ -112,17 +116,29 @@ impl Params {
 }
 
 /// The body of a register, lookup or compatibility request.
-#[derive(serde::Deserialize)]
+#[derive(serde::Deserialize, utoipa::ToSchema)]
 pub(crate) struct SchemaRequest {
+    /// The schema's text: Avro or JSON Schema as JSON text, Protobuf as `.proto` text or
+    /// a base64 `FileDescriptorProto`.
     schema: String,
+    /// `AVRO` (when left out), `JSON` or `PROTOBUF`.
     #[serde(rename = "schemaType")]
     schema_type: Option<String>,
+    /// The subjects' versions the schema imports.
     references: Option<Vec<Reference>>,
+    /// Data contracts are not served: null, empty, or left out.
+    #[schema(value_type = Option<Object>)]
     metadata: Option<Value>,
+    /// Data contracts are not served: null, empty, or left out.
     #[serde(rename = "ruleSet")]
+    #[schema(value_type = Option<Object>)]
     rule_set: Option<Value>,
-    id: Option<i64>,
-    version: Option<i64>,
+    /// In IMPORT mode: the id to register the schema under (0 or -1: none).
+    #[schema(value_type = Option<i64>, minimum = -1, maximum = 2147483647)]
+    id: Option<serde_json::Number>,
+    /// In IMPORT mode: the version to register the schema as (0 or -1: none).
+    #[schema(value_type = Option<i64>, minimum = -1, maximum = 2147483647)]
+    version: Option<serde_json::Number>,
 }
 
 impl SchemaRequest {
@@ -140,37 +156,52 @@ impl SchemaRequest {
                 )));
             }
         }
-        let positive = |n: Option<i64>, what: &str| -> Result<Option<u32>, RegistryError> {
-            match n {
-                None | Some(-1) | Some(0) => Ok(None),
-                Some(n) => u32::try_from(n)
-                    .ok()
-                    .filter(|n| *n <= i32::MAX as u32)
-                    .map(Some)
-                    .ok_or_else(|| RegistryError::BadRequest(format!("invalid {what} {n}"))),
-            }
-        };
         Ok(NewSchema {
             schema_type: SchemaType::parse(self.schema_type.as_deref())?,
             text: self.schema,
             references: self.references.unwrap_or_default(),
             normalize,
-            id: positive(self.id, "id")?,
-            version: positive(self.version, "version")?,
+            id: positive(self.id.as_ref(), "id")?,
+            version: positive(self.version.as_ref(), "version")?,
         })
     }
 }
 
+/// An id or version a body may give: none for 0, -1 or absent, else 1..=2^31-1. A
+/// JSON number with a zero fraction (`58.0`) is that integer, as JSON Schema reads it.
+fn positive(n: Option<&serde_json::Number>, what: &str) -> Result<Option<u32>, RegistryError> {
+    let Some(n) = n else { return Ok(None) };
+    let whole = n.as_i64().or_else(|| {
+        n.as_f64()
+            .filter(|f| f.fract() == 0.0 && f.abs() <= 2_147_483_648.0)
+            .map(|f| f as i64)
+    });
+    match whole {
+        Some(-1 | 0) => Ok(None),
+        Some(w) if (1..=i64::from(i32::MAX)).contains(&w) => Ok(u32::try_from(w).ok()),
+        _ => Err(RegistryError::BadRequest(format!("invalid {what} {n}"))),
+    }
+}
+
 /// A subject's version as answered.
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = SubjectVersionSchema)]
 pub(crate) struct VersionBody<'a> {
+    /// The subject.
     subject: &'a str,
+    /// The version under the subject.
     version: u32,
+    /// The schema's id.
     id: u32,
+    /// `JSON` or `PROTOBUF`; left out for Avro.
     #[serde(rename = "schemaType", skip_serializing_if = "Option::is_none")]
+    #[schema(required = false)]
     schema_type: Option<&'static str>,
+    /// The schemas it imports; left out when none.
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    #[schema(required = false)]
     references: &'a [Reference],
+    /// The schema's text.
     schema: &'a str,
 }
 
@@ -184,6 +215,83 @@ impl<'a> From<&'a SubjectVersion> for VersionBody<'a> {
                 .then(|| v.schema.schema_type.as_str()),
             references: &v.schema.references,
             schema: &v.schema.text,
+        }
+    }
+}
+
+/// A registration's answer: the schema's id.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct Registered {
+    /// The schema's id (the same for the same schema under any subject).
+    pub(crate) id: u32,
+}
+
+/// A subject and version that hold a schema.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct SubjectVersionRef {
+    /// The subject.
+    pub(crate) subject: String,
+    /// The version.
+    pub(crate) version: u32,
+}
+
+/// A compatibility level as read (or the one a delete removed).
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct LevelBody {
+    /// `BACKWARD`, `BACKWARD_TRANSITIVE`, `FORWARD`, `FORWARD_TRANSITIVE`, `FULL`,
+    /// `FULL_TRANSITIVE` or `NONE`.
+    #[serde(rename = "compatibilityLevel")]
+    pub(crate) compatibility_level: &'static str,
+}
+
+/// A compatibility level as set.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct LevelSet {
+    /// The level now in force.
+    pub(crate) compatibility: &'static str,
+}
+
+/// A mode: `READWRITE`, `READONLY`, `READONLY_OVERRIDE` or `IMPORT`.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct ModeBody {
+    /// The mode.
+    pub(crate) mode: &'static str,
+}
+
+/// A compatibility check's answer.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct CompatibilityAnswer {
+    /// Whether the schema passes the check.
+    pub(crate) is_compatible: bool,
+    /// With `verbose=true`: why not, one line each (empty when compatible).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(required = false)]
+    pub(crate) messages: Option<Vec<String>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::positive;
+
+    #[test]
+    fn ids_and_versions_in_a_body() {
+        let read = |text: &str| positive(Some(&serde_json::from_str(text).unwrap()), "id");
+        assert_eq!(positive(None, "id").unwrap(), None);
+        for none in ["0", "-1", "0.0", "-1.0"] {
+            assert_eq!(read(none).unwrap(), None, "{none}");
+        }
+        assert_eq!(read("58").unwrap(), Some(58));
+        assert_eq!(read("58.0").unwrap(), Some(58));
+        assert_eq!(read("2147483647").unwrap(), Some(2_147_483_647));
+        for bad in [
+            "-2",
+            "58.5",
+            "2147483648",
+            "2147483648.0",
+            "1e300",
+            "-6324082969214848",
+        ] {
+            assert!(read(bad).is_err(), "{bad}");
         }
     }
 }

@@ -5,9 +5,10 @@
 //!
 //! This module holds the registry, its catching up and the checks its operations
 //! share; the operations are in `reads` (subjects, versions, ids), `settings`
-//! (compatibility levels and modes), `schemas` (register, compatibility checks) and
-//! `deletes`.
+//! (compatibility levels and modes), `schemas` (register, compatibility checks),
+//! `deletes`, and `decode` (a record read with the schema its id names).
 
+mod decode;
 mod deletes;
 mod reads;
 mod schemas;
@@ -25,12 +26,14 @@ use crate::record::Reference;
 use crate::schema::SchemaType;
 use crate::state::{State, StoredSchema};
 use crate::store::{Store, Write};
+
 use crate::version::VersionSpec;
+pub use decode::{Decoded, MAX_DECODE_BYTES};
 
 /// The level of a registry where none was set.
 pub const DEFAULT_LEVEL: CompatibilityLevel = CompatibilityLevel::Backward;
-/// Longest subject name, bytes.
-pub const MAX_SUBJECT_BYTES: usize = 255;
+/// Longest subject name, characters.
+pub const MAX_SUBJECT_CHARS: usize = 255;
 
 /// The schema registry over one log. Cheap to clone.
 #[derive(Clone)]
@@ -204,11 +207,11 @@ pub(super) fn resolve(
 
 pub(super) fn check_subject(subject: &str) -> Result<(), RegistryError> {
     if subject.is_empty()
-        || subject.len() > MAX_SUBJECT_BYTES
+        || subject.chars().count() > MAX_SUBJECT_CHARS
         || subject.chars().any(char::is_control)
     {
         return Err(RegistryError::BadRequest(format!(
-            "a subject name is 1 to {MAX_SUBJECT_BYTES} bytes without control characters"
+            "a subject name is 1 to {MAX_SUBJECT_CHARS} characters, none a control character"
         )));
     }
     Ok(())

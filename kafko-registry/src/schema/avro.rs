@@ -52,6 +52,126 @@ pub(crate) fn normalized(parsed: &AvroSchema) -> Result<String, RegistryError> {
     serde_json::to_string(&parsed.schema).map_err(|e| RegistryError::InvalidSchema(e.to_string()))
 }
 
+/// Most items (and bytes) one Avro collection or value may claim while a record is
+/// decoded: the decoder allocates what a length says before it reads the items.
+const MAX_DECODE_ALLOCATION: usize = 1 << 20;
+
+/// Decodes one Avro datum (the payload of a record in Confluent's wire format) into
+/// JSON, as `apache-avro` converts its values (bytes and fixed as arrays of numbers,
+/// logical types as their underlying numbers). Every byte must belong to the datum,
+/// and the datum must fit the schema.
+/// A schema with an array of items that take no bytes (`null`, empty records) is not
+/// decoded: its item count alone would bound the work.
+pub(crate) fn decode(parsed: &AvroSchema, bytes: &[u8]) -> Result<serde_json::Value, String> {
+    apache_avro::util::max_allocation_bytes(MAX_DECODE_ALLOCATION);
+    let mut names = HashMap::new();
+    for s in parsed
+        .references
+        .iter()
+        .chain(std::iter::once(&parsed.schema))
+    {
+        collect_names(s, &mut names);
+    }
+    if has_zero_width_array(&parsed.schema, &names, &mut Vec::new()) {
+        return Err("the schema has an array of items that take no bytes".to_owned());
+    }
+    let mut rest = bytes;
+    let value = apache_avro::from_avro_datum_schemata(
+        &parsed.schema,
+        parsed.references.iter().collect(),
+        &mut rest,
+        None,
+    )
+    .map_err(|e| e.to_string())?;
+    if !rest.is_empty() {
+        return Err(format!("{} bytes follow the datum", rest.len()));
+    }
+    // `apache-avro` reads a string, bytes or union cut short by the end of the input as
+    // null: such a value does not fit its schema.
+    let schemata: Vec<&Schema> = std::iter::once(&parsed.schema)
+        .chain(&parsed.references)
+        .collect();
+    if !value.validate_schemata(schemata) {
+        return Err("the record ends inside the datum".to_owned());
+    }
+    serde_json::Value::try_from(value).map_err(|e| e.to_string())
+}
+
+/// Every named type in `schema`, by full name.
+fn collect_names<'a>(schema: &'a Schema, names: &mut HashMap<Name, &'a Schema>) {
+    match schema {
+        Schema::Record(r) => {
+            names.insert(r.name.clone(), schema);
+            for f in &r.fields {
+                collect_names(&f.schema, names);
+            }
+        }
+        Schema::Fixed(f) => {
+            names.insert(f.name.clone(), schema);
+        }
+        Schema::Array(a) => collect_names(&a.items, names),
+        Schema::Map(m) => collect_names(&m.types, names),
+        Schema::Union(u) => u.variants().iter().for_each(|v| collect_names(v, names)),
+        _ => {}
+    }
+}
+
+/// Whether a value of `schema` may take no bytes at all.
+fn zero_width(schema: &Schema, names: &HashMap<Name, &Schema>, seen: &mut Vec<Name>) -> bool {
+    match schema {
+        Schema::Null => true,
+        Schema::Fixed(f) => f.size == 0,
+        Schema::Record(r) => {
+            if seen.contains(&r.name) {
+                return false;
+            }
+            seen.push(r.name.clone());
+            let all = r.fields.iter().all(|f| zero_width(&f.schema, names, seen));
+            seen.pop();
+            all
+        }
+        Schema::Ref { name } => names
+            .get(name)
+            .is_some_and(|s| !seen.contains(name) && zero_width(s, names, seen)),
+        _ => false,
+    }
+}
+
+/// Whether `schema` holds, at any depth, an array whose items may take no bytes.
+fn has_zero_width_array(
+    schema: &Schema,
+    names: &HashMap<Name, &Schema>,
+    seen: &mut Vec<Name>,
+) -> bool {
+    match schema {
+        Schema::Array(a) => {
+            zero_width(&a.items, names, &mut Vec::new())
+                || has_zero_width_array(&a.items, names, seen)
+        }
+        Schema::Map(m) => has_zero_width_array(&m.types, names, seen),
+        Schema::Union(u) => u
+            .variants()
+            .iter()
+            .any(|v| has_zero_width_array(v, names, seen)),
+        Schema::Record(r) => {
+            if seen.contains(&r.name) {
+                return false;
+            }
+            seen.push(r.name.clone());
+            let any = r
+                .fields
+                .iter()
+                .any(|f| has_zero_width_array(&f.schema, names, seen));
+            seen.pop();
+            any
+        }
+        Schema::Ref { name } => names
+            .get(name)
+            .is_some_and(|s| !seen.contains(name) && has_zero_width_array(s, names, seen)),
+        _ => false,
+    }
+}
+
 /// Why `reader` cannot read data written with `writer` (empty when it can).
 pub(crate) fn incompatibilities(writer: &AvroSchema, reader: &AvroSchema) -> Vec<String> {
     let writer = inline(writer);
@@ -153,5 +273,38 @@ mod tests {
         for text in ["{", r#"{"type":"record"}"#, r#""nosuchtype""#, "[]x"] {
             assert!(parse(text, &[]).is_err(), "{text}");
         }
+    }
+}
+
+#[cfg(test)]
+mod decode_tests {
+    use super::{decode, parse};
+
+    #[test]
+    fn a_datum_decodes_whole_or_not_at_all() {
+        let schema = parse(
+            r#"{"type":"record","name":"R","fields":[{"name":"a","type":"int"},{"name":"n","type":["null","string"]}]}"#,
+            &[],
+        )
+        .unwrap();
+        assert_eq!(
+            decode(&schema, &[4, 0]).unwrap(),
+            serde_json::json!({"a": 2, "n": null})
+        );
+        assert!(
+            decode(&schema, &[4, 0, 7]).is_err(),
+            "a byte past the datum"
+        );
+        let plain = parse(
+            r#"{"type":"record","name":"S","fields":[{"name":"s","type":"string"}]}"#,
+            &[],
+        )
+        .unwrap();
+        assert_eq!(
+            decode(&plain, &[2, b'x']).unwrap(),
+            serde_json::json!({"s": "x"})
+        );
+        let cut = decode(&plain, &[4, b'x']);
+        assert!(cut.is_err(), "a datum cut short: {cut:?}");
     }
 }

@@ -5,6 +5,9 @@
 //! - `avro`: Avro, by `apache-avro` (parse, normalized form, compatibility).
 //! - `json`: JSON Schema (validity, a stated subset of compatibility).
 //! - `protobuf`: `.proto` text (syntax, imports, a stated subset of compatibility).
+//!
+//! `decode` reads a record's payload with a parsed schema (Confluent's wire format,
+//! after the magic byte and the id).
 
 mod avro;
 mod json;
@@ -115,6 +118,23 @@ pub(crate) fn incompatibilities(writer: &Parsed, reader: &Parsed) -> Vec<String>
         (Parsed::Json(w), Parsed::Json(r)) => json::incompatibilities(w, r),
         (Parsed::Protobuf(w), Parsed::Protobuf(r)) => protobuf::incompatibilities(w, r),
         _ => vec!["the schema type changed".to_owned()],
+    }
+}
+
+/// A payload decoded with its schema: the value as JSON, and for Protobuf the full name
+/// of the message its indexes named.
+pub(crate) fn decode(parsed: &Parsed, payload: &[u8]) -> Result<(Value, Option<String>), String> {
+    match parsed {
+        Parsed::Avro(a) => avro::decode(a, payload).map(|v| (v, None)),
+        Parsed::Json(_) => serde_json::from_slice(payload)
+            .map(|v| (v, None))
+            .map_err(|e| format!("the payload is not JSON: {e}")),
+        Parsed::Protobuf(file) => {
+            let (indexes, rest) = protobuf::decode::message_indexes(payload)?;
+            let name = protobuf::decode::message_of(file, &indexes)?;
+            let value = protobuf::decode::decode(file, name, rest)?;
+            Ok((value, Some(name.to_owned())))
+        }
     }
 }
 

@@ -1,5 +1,6 @@
 """The web console end to end: headless Chromium against the real server binary."""
 
+import base64
 import datetime
 import json
 import os
@@ -348,3 +349,73 @@ def test_docs_screenshot(tmp_path, page):
         for t in threads:
             t.join()
         server.stop()
+
+
+def zigzag(n):
+    """Avro's long: zig-zag, then a varint."""
+    z = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while z >= 0x80:
+        out.append((z & 0x7F) | 0x80)
+        z >>= 7
+    out.append(z)
+    return bytes(out)
+
+
+def framed(schema_id, payload):
+    """Confluent's wire format: magic byte 0, the id in 4 big-endian bytes, the payload."""
+    return b"\x00" + schema_id.to_bytes(4, "big") + payload
+
+
+def register(server, subject, body):
+    status, answer = server.request("POST", f"/subjects/{subject}/versions", body)
+    assert status == 200, answer
+    return answer["id"]
+
+
+def test_schemas_and_records_decoded_by_their_schema_id(server, page):
+    order = {"type": "record", "name": "Order", "fields": [{"name": "id", "type": "string"}, {"name": "qty", "type": "int"}]}
+    v1 = register(server, "ui-orders-value", {"schema": json.dumps(order)})
+    order["fields"].append({"name": "note", "type": "string", "default": ""})
+    v2 = register(server, "ui-orders-value", {"schema": json.dumps(order)})
+    person = register(server, "ui-people-value", {"schemaType": "JSON", "schema": json.dumps({"type": "object"})})
+    proto = 'syntax = "proto3";\npackage acme;\nmessage Reading { string sensor = 1; int32 level = 2; }\n'
+    reading = register(server, "ui-readings-value", {"schemaType": "PROTOBUF", "schema": proto})
+
+    # The subjects, each with its latest version; one subject's versions and schemas.
+    page.goto(server.base + "/ui#/schemas")
+    row = page.locator('#subjects tr[data-subject="ui-orders-value"]')
+    expect(row).to_contain_text("AVRO")
+    expect(row.locator("td").nth(1)).to_have_text("2")
+    expect(row.locator("td").nth(2)).to_have_text(str(v2))
+    expect(page.locator('#subjects tr[data-subject="ui-readings-value"]')).to_contain_text("PROTOBUF")
+    assert unlabelled_controls(page) == []
+    row.get_by_role("link", name="ui-orders-value").click()
+    expect(page.locator("#schema-meta")).to_have_text(re.compile(rf"^Version 2 · id {v2} · AVRO"))
+    expect(page.locator("#schema-text")).to_contain_text('"note"')
+    page.get_by_label("Version").select_option("1")
+    expect(page.locator("#schema-meta")).to_have_text(re.compile(rf"^Version 1 · id {v1} · AVRO"))
+    expect(page.locator("#schema-text")).not_to_contain_text('"note"')
+    page.goto(server.base + "/ui#/subject/ui-readings-value")
+    expect(page.locator("#schema-text")).to_contain_text("message Reading")
+    shot(page, "schema")
+
+    # Records in the wire format show decoded, with their schema's type and id.
+    avro = framed(v1, zigzag(3) + b"o-1" + zigzag(-4))
+    person_json = framed(person, b'{"name":"ada"}')
+    proto_bytes = framed(reading, b"\x00" + b"\x0a\x02s1" + b"\x10\x07")
+    records = [{"value": base64.b64encode(v).decode()} for v in (avro, person_json, proto_bytes, b"plain")]
+    create(server, "ui-encoded")
+    status, body = server.request("POST", "/v1/topics/ui-encoded/records?format=base64", {"records": records})
+    assert 200 <= status < 300, body
+    page.goto(server.base + "/ui#/topic/ui-encoded?p=0&o=0")
+    article = lambda offset: page.locator(f'#records article[data-offset="{offset}"] dd.value')
+    expect(article(0).locator(".schema-tag")).to_have_text(f"avro · schema {v1}")
+    assert json.loads(article(0).locator("pre.decoded").text_content()) == {"id": "o-1", "qty": -4}
+    expect(article(1).locator(".schema-tag")).to_have_text(f"json · schema {person}")
+    assert json.loads(article(1).locator("pre.decoded").text_content()) == {"name": "ada"}
+    expect(article(2).locator(".schema-tag")).to_have_text(f"protobuf · schema {reading} · acme.Reading")
+    assert json.loads(article(2).locator("pre.decoded").text_content()) == {"sensor": "s1", "level": 7}
+    expect(article(3)).to_have_text("plain")
+    expect(article(3).locator(".schema-tag")).to_have_count(0)
+    shot(page, "decoded-records")

@@ -111,7 +111,8 @@ pub(crate) fn parse(encoded: &str) -> Res<ProtoFile> {
     }
     let prefix = file.package.clone();
     for m in messages {
-        message(&mut file, &prefix, m, 1)?;
+        let full = message(&mut file, &prefix, m, 1)?;
+        file.top_level.push(full);
     }
     for e in enums {
         enumeration(&mut file, &prefix, e)?;
@@ -137,7 +138,8 @@ struct RawField {
     proto3_optional: bool,
 }
 
-fn message(file: &mut ProtoFile, prefix: &str, bytes: &[u8], depth: usize) -> Res<()> {
+/// Reads a `DescriptorProto` into `file`; its full name.
+fn message(file: &mut ProtoFile, prefix: &str, bytes: &[u8], depth: usize) -> Res<String> {
     if depth > MAX_DEPTH {
         return Err(format!("messages nest deeper than {MAX_DEPTH} levels"));
     }
@@ -186,7 +188,8 @@ fn message(file: &mut ProtoFile, prefix: &str, bytes: &[u8], depth: usize) -> Re
         add_field(&mut m, &full, f.name, f.number, label, ty, oneof)?;
     }
     for b in nested {
-        message(file, &full, b, depth + 1)?;
+        let name = message(file, &full, b, depth + 1)?;
+        m.nested.push(name);
     }
     for b in enums {
         enumeration(file, &full, b)?;
@@ -194,7 +197,7 @@ fn message(file: &mut ProtoFile, prefix: &str, bytes: &[u8], depth: usize) -> Re
     if file.messages.insert(full.clone(), m).is_some() {
         return Err(format!("message {full} is defined twice"));
     }
-    Ok(())
+    Ok(full)
 }
 
 fn field(bytes: &[u8]) -> Res<RawField> {

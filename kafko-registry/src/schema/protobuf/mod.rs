@@ -30,6 +30,7 @@
 //! Removed and added optional fields, renamed fields, enum values, options and
 //! services are not checked.
 
+pub(crate) mod decode;
 mod descriptor;
 mod lexer;
 mod parser;
@@ -70,6 +71,9 @@ pub(crate) struct Field {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Message {
     pub(crate) fields: BTreeMap<i64, Field>,
+    /// The full names of the messages declared inside it, in declaration order (the
+    /// message indexes of Confluent's wire format count them).
+    pub(crate) nested: Vec<String>,
 }
 
 /// What a `.proto` file defines.
@@ -80,6 +84,8 @@ pub(crate) struct ProtoFile {
     pub(crate) imports: Vec<String>,
     /// Messages by full name (package and enclosing messages).
     pub(crate) messages: BTreeMap<String, Message>,
+    /// The full names of the top-level messages, in declaration order.
+    pub(crate) top_level: Vec<String>,
     /// Enums by full name, with their values.
     pub(crate) enums: BTreeMap<String, Vec<(String, i64)>>,
 }

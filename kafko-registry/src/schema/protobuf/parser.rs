@@ -186,7 +186,8 @@ impl Parser {
                     "message" => {
                         self.at += 1;
                         let prefix = self.file.package.clone();
-                        self.message(&prefix, 1)?;
+                        let full = self.message(&prefix, 1)?;
+                        self.file.top_level.push(full);
                     }
                     "enum" => {
                         self.at += 1;
@@ -220,7 +221,8 @@ impl Parser {
         }
     }
 
-    fn message(&mut self, prefix: &str, depth: usize) -> Res<()> {
+    /// Reads a message; its full name.
+    fn message(&mut self, prefix: &str, depth: usize) -> Res<String> {
         if depth > MAX_DEPTH {
             return Err(format!("messages nest deeper than {MAX_DEPTH} levels"));
         }
@@ -232,7 +234,7 @@ impl Parser {
         if self.file.messages.insert(full.clone(), message).is_some() {
             return Err(format!("message {full} is defined twice"));
         }
-        Ok(())
+        Ok(full)
     }
 
     /// Reads fields and nested definitions up to the closing `}`.
@@ -249,7 +251,10 @@ impl Parser {
                 Token::Sym('}') => return Ok(()),
                 Token::Sym(';') => {}
                 Token::Ident(w) => match w.as_str() {
-                    "message" if oneof.is_none() => self.message(full, depth + 1)?,
+                    "message" if oneof.is_none() => {
+                        let nested = self.message(full, depth + 1)?;
+                        message.nested.push(nested);
+                    }
                     "enum" if oneof.is_none() => self.enumeration(full)?,
                     "extend" if oneof.is_none() => {
                         self.full_ident()?;
@@ -312,6 +317,7 @@ impl Parser {
                 return Err(format!("messages nest deeper than {MAX_DEPTH} levels"));
             }
             self.message_body(&nested, depth + 1, &mut group, None)?;
+            message.nested.push(nested.clone());
             self.file.messages.insert(nested, group);
             return add_field(
                 message,
