@@ -64,18 +64,30 @@ def stored_codec(data_dir, topic):
     return int.from_bytes(head[21:23], "big") & 7
 
 
+def collect(start, poll):
+    """What `poll()` yields, (offset, value) pairs, until the records from `start` on are
+    all in, or 30 s passed."""
+    got = []
+    deadline = time.time() + 30
+    while len(got) < COUNT - start and time.time() < deadline:
+        got.extend(poll())
+    return got
+
+
 def read_confluent(bootstrap, topic, start):
     from confluent_kafka import Consumer, TopicPartition
 
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "cross-unused",
                   "enable.auto.commit": False})
     c.assign([TopicPartition(topic, 0, start)])
-    got = []
-    deadline = time.time() + 30
-    while len(got) < COUNT - start and time.time() < deadline:
-        for m in c.consume(100, 1):
+
+    def poll():
+        messages = c.consume(100, 1)
+        for m in messages:
             check(m.error() is None, f"{topic}: {m.error()}")
-            got.append((m.offset(), m.value()))
+        return [(m.offset(), m.value()) for m in messages]
+
+    got = collect(start, poll)
     c.close()
     return got
 
@@ -87,11 +99,7 @@ def read_kafka_python(bootstrap, topic, start):
     tp = TopicPartition(topic, 0)
     c.assign([tp])
     c.seek(tp, start)
-    got = []
-    deadline = time.time() + 30
-    while len(got) < COUNT - start and time.time() < deadline:
-        for records in c.poll(1000).values():
-            got.extend((r.offset, r.value) for r in records)
+    got = collect(start, lambda: [(r.offset, r.value) for rs in c.poll(1000).values() for r in rs])
     c.close()
     return got
 

@@ -622,20 +622,13 @@ fn decode_v2(
         let mut headers = Vec::with_capacity(header_count);
         for _ in 0..header_count {
             let name = signed_bytes(&mut rc)?.ok_or("a header name is null")?;
-            let name = std::str::from_utf8(&area[base + name.start..base + name.end])
-                .map_err(|_| "header name is not UTF-8".to_string())?
-                .to_owned();
+            let name = header_name(&area[base + name.start..base + name.end])?;
             // Kafka allows a null header value; kafko's records hold bytes: it reads as empty.
             let value = signed_bytes(&mut rc)?
                 .map_or_else(Bytes::new, |v| area.slice(base + v.start..base + v.end));
             headers.push(Header { name, value });
         }
-        if !rc.is_empty() {
-            return Err(format!(
-                "{} trailing bytes in a record",
-                len - rc.position()
-            ));
-        }
+        no_trailing_bytes(&rc, len)?;
         out.push(Record {
             partition,
             offset: header.base_offset + offset_delta,
@@ -651,6 +644,24 @@ fn decode_v2(
         decoded += 1;
     }
     check_count(header, decoded)
+}
+
+/// A header name's bytes as text: UTF-8 or refused.
+pub(crate) fn header_name(bytes: &[u8]) -> Result<String, String> {
+    std::str::from_utf8(bytes)
+        .map(str::to_owned)
+        .map_err(|_| "header name is not UTF-8".to_string())
+}
+
+/// Refuses bytes left in a record (of `len` bytes) after its fields.
+pub(crate) fn no_trailing_bytes(rc: &Cursor<'_>, len: usize) -> Result<(), String> {
+    if rc.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "{} trailing bytes in a record",
+        len - rc.position()
+    ))
 }
 
 /// Checks that a batch held the records its header counts.

@@ -4,7 +4,9 @@
 
 use bytes::Bytes;
 
-use super::batch::{BatchHeader, Format, HeaderError, ProducerFields, check_count};
+use super::batch::{
+    BatchHeader, Format, HeaderError, ProducerFields, check_count, header_name, no_trailing_bytes,
+};
 use super::varint::Cursor;
 use crate::compression;
 use crate::compression::MAX_UNCOMPRESSED;
@@ -143,9 +145,7 @@ pub(crate) fn decode_records(
         for _ in 0..header_count {
             let name_len = rc.length()?;
             let name = rc.take(name_len)?;
-            let name = std::str::from_utf8(&area[base + name.start..base + name.end])
-                .map_err(|_| "header name is not UTF-8".to_string())?
-                .to_owned();
+            let name = header_name(&area[base + name.start..base + name.end])?;
             let value_len = rc.length()?;
             let v = rc.take(value_len)?;
             headers.push(Header {
@@ -153,12 +153,7 @@ pub(crate) fn decode_records(
                 value: area.slice(base + v.start..base + v.end),
             });
         }
-        if !rc.is_empty() {
-            return Err(format!(
-                "{} trailing bytes in a record",
-                len - rc.position()
-            ));
-        }
+        no_trailing_bytes(&rc, len)?;
         out.push(Record {
             partition,
             offset: header.base_offset + offset_delta,
