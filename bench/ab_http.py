@@ -98,7 +98,8 @@ def prefilled(name: str, argv: list[str], args, tmp: str) -> str:
     d = os.path.join(tmp, f"prefilled-{name}")
     if os.path.isdir(d):
         return d
-    srv = Server([*argv, "--data-dir", d, "--bind", "127.0.0.1:0", "--kafka-bind", "off"], d + ".log")
+    srv = Server([*argv, "--data-dir", d, "--bind", "127.0.0.1:0", "--kafka-bind", "off",
+                  "--schema-registry-bind", "off"], d + ".log")
     try:
         create_topic(srv, args)
         body = batch_body(1000, args.size)
@@ -117,7 +118,8 @@ def one_run(name: str, argv: list[str], is_kafko: bool, args, tmp: str) -> dict:
         if args.workload == "consume":
             shutil.copytree(prefilled(name, argv, args, tmp), os.path.join(data, "data"))
         # Kafka's port stays free: alternated runs start one server after another.
-        argv = [*argv, "--data-dir", os.path.join(data, "data"), "--kafka-bind", "off"]
+        argv = [*argv, "--data-dir", os.path.join(data, "data"), "--kafka-bind", "off",
+                "--schema-registry-bind", "off"]
     srv = Server([*argv, "--bind", "127.0.0.1:0"], os.path.join(data, "server.log"))
     try:
         if is_kafko and args.workload != "consume":

@@ -164,7 +164,8 @@ class Server:
                 if not chunk:
                     break
                 buf += chunk
-                m = re.search(rb"listening on http://(\S+)", buf)
+                # The HTTP listener's own line (the registry's says "schema registry ...").
+                m = re.search(rb"(?m)^listening on http://(\S+)", buf)
                 if m:
                     return m.group(1).decode()
             if self.proc.poll() is not None:
@@ -253,7 +254,8 @@ class Bench:
 
     def start_kafko(self, data_dir: str) -> Server:
         return Server(
-            [self.args.kafko, "--bind", "127.0.0.1:0", "--kafka-bind", "off", "--data-dir", data_dir],
+            [self.args.kafko, "--bind", "127.0.0.1:0", "--kafka-bind", "off",
+             "--schema-registry-bind", "off", "--data-dir", data_dir],
             data_dir + ".log",
         )
 

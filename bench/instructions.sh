@@ -18,11 +18,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 d=$(mktemp -d)
 trap '[ -n "${KEEP:-}" ] && cp "$d/cg.out" "$KEEP"; rm -rf "$d"' EXIT
 valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$d/cg.out" \
-  "$bin" --data-dir "$d/data" --bind 127.0.0.1:0 --kafka-bind 127.0.0.1:0 >"$d/out" 2>"$d/err" &
+  "$bin" --data-dir "$d/data" --bind 127.0.0.1:0 --kafka-bind 127.0.0.1:0 --schema-registry-bind off \
+  >"$d/out" 2>"$d/err" &
 pid=$!
 addr=
 for _ in $(seq 300); do
-  addr=$(grep -o 'listening on http://[^ ]*' "$d/out" | sed 's#listening on http://##' || true)
+  addr=$(sed -n 's#^listening on http://##p' "$d/out")
   [ -n "$addr" ] && break
   sleep 0.2
 done
