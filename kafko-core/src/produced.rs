@@ -22,12 +22,10 @@ use crate::error::{KafkoError, ProduceError};
 use crate::producer::Producer;
 use crate::record::now_ms;
 use crate::segment::batch::{self, ATTR_CONTINUED, ATTR_CONTROL, ATTR_LOG_APPEND_TIME};
-use crate::segment::batch::{ATTR_TRANSACTIONAL, EncodedBatch, HEADER_LEN};
+use crate::segment::batch::{ATTR_TRANSACTIONAL, CRC_START, EncodedBatch, HEADER_LEN};
 use crate::segment::varint::Cursor;
 use crate::send::{PartitionAppend, SendOptions, check_batch_size};
 
-/// Bytes of the header before the CRC-covered part.
-const CRC_START: usize = 21;
 /// The fewest bytes a record takes: its length, attributes, timestamp and offset deltas,
 /// null key, null value, no headers.
 const MIN_RECORD_BYTES: usize = 7;
@@ -125,13 +123,8 @@ impl ProducedBatch {
         if bytes.len() < HEADER_LEN {
             return Err(corrupt("truncated batch header"));
         }
-        let be_i32 =
-            |i: usize| i32::from_be_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
-        let be_i64 = |i: usize| {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(&bytes[i..i + 8]);
-            i64::from_be_bytes(b)
-        };
+        let be_i32 = |i: usize| batch::be_i32(&bytes, i);
+        let be_i64 = |i: usize| batch::be_i64(&bytes, i);
         let length = usize::try_from(be_i32(8)).map_err(|_| corrupt("negative batch length"))?;
         match length.checked_add(12) {
             Some(total) if total == bytes.len() => {}
@@ -391,14 +384,9 @@ fn walk_records(
     Ok(walk)
 }
 
-/// A zig-zag varint length: `None` for −1, corrupt for any other negative.
+/// A zig-zag varint length (`None` for −1), as the log's decoder reads it.
 fn length(cur: &mut Cursor<'_>) -> Result<Option<usize>, BatchError> {
-    match cur.varint().map_err(BatchError::Corrupt)? {
-        -1 => Ok(None),
-        n => usize::try_from(n)
-            .map(Some)
-            .map_err(|_| corrupt("negative length")),
-    }
+    batch::signed_length(cur).map_err(BatchError::Corrupt)
 }
 
 impl Producer {

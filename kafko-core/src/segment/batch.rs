@@ -22,7 +22,7 @@ pub(crate) const MAGIC: u8 = 2;
 /// The partition leader epoch every stored batch carries: one node, leader forever.
 pub(crate) const LEADER_EPOCH: i32 = 0;
 /// Where the CRC-32C-covered bytes begin (the attributes).
-const CRC_START: usize = 21;
+pub(crate) const CRC_START: usize = 21;
 /// Bytes of a header after the `length` field: what `length` counts besides records.
 const HEADER_AFTER_LENGTH: usize = HEADER_LEN - 12;
 
@@ -459,11 +459,11 @@ fn be_u16(b: &[u8], i: usize) -> u16 {
     u16::from_be_bytes([b[i], b[i + 1]])
 }
 
-fn be_i32(b: &[u8], i: usize) -> i32 {
+pub(crate) fn be_i32(b: &[u8], i: usize) -> i32 {
     i32::from_be_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]])
 }
 
-fn be_i64(b: &[u8], i: usize) -> i64 {
+pub(crate) fn be_i64(b: &[u8], i: usize) -> i64 {
     let mut a = [0u8; 8];
     a.copy_from_slice(&b[i..i + 8]);
     i64::from_be_bytes(a)
@@ -676,7 +676,7 @@ pub(crate) fn check_count(header: &BatchHeader, decoded: u32) -> Result<(), Stri
 }
 
 /// A zig-zag varint length: `None` for −1 (null), an error for any other negative.
-fn signed_length(cur: &mut Cursor<'_>) -> Result<Option<usize>, String> {
+pub(crate) fn signed_length(cur: &mut Cursor<'_>) -> Result<Option<usize>, String> {
     match cur.varint()? {
         -1 => Ok(None),
         n if n < 0 => Err(format!("negative length {n}")),
