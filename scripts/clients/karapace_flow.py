@@ -1,0 +1,266 @@
+"""Karapace (stock, built from its source) with kafko as its Kafka broker, and the
+`_schemas` topic shared by Karapace and kafko's own registry, read both ways.
+
+  karapace_flow.py first KAFKA KAFKO_REGISTRY WORKDIR
+      Karapace registers Avro schemas (two subjects, an evolution, one schema under
+      two subjects), sets a subject's compatibility and soft-deletes a version; it
+      serves them by id and by subject/version, also after its own restart. kafko's
+      registry serves what Karapace wrote; Karapace serves what kafko's registry
+      then registers, sets and deletes. The state both serve is saved in WORKDIR.
+  karapace_flow.py again KAFKA KAFKO_REGISTRY WORKDIR
+      After kafko's restart on the same data: kafko's registry (replaying `_schemas`)
+      and a fresh Karapace serve the saved state; a schema Karapace then registers
+      takes the next id, and kafko's registry serves it.
+
+Ids, subjects, versions, compatibility levels and schemas are compared: the text
+Karapace wrote is served by kafko byte for byte; Karapace serves every Avro schema in
+its own form (keys sorted, compact), so a schema kafko's registry wrote is compared as
+JSON.
+"""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+CT = "application/vnd.schemaregistry.v1+json"
+KARAPACE_START_S = 60
+PROPAGATE_S = 30
+
+
+def avro(name, *fields):
+    return json.dumps({"type": "record", "name": name, "namespace": "interop",
+                       "fields": [{"name": n, "type": t, **extra} for n, t, extra in fields]})
+
+
+PAYMENT_V1 = avro("Payment", ("id", "string", {}), ("amount", "double", {}))
+PAYMENT_V2 = avro("Payment", ("id", "string", {}), ("amount", "double", {}),
+                  ("currency", "string", {"default": "EUR"}))
+SCRATCH_V1 = avro("Scratch", ("a", "int", {}))
+SCRATCH_V2 = avro("Scratch", ("a", "int", {}), ("b", "int", {"default": 0}))
+USER_V1 = avro("User", ("name", "string", {}))
+USER_V2 = avro("User", ("name", "string", {}), ("email", ["null", "string"], {"default": None}))
+AUDIT_V1 = avro("Audit", ("at", "long", {}))
+LATE_V1 = avro("Late", ("n", "long", {}))
+
+
+def check(cond, what):
+    if not cond:
+        raise SystemExit(f"FAILED: {what}")
+    print(f"  ok  {what}", flush=True)
+
+
+def call(base, method, path, body=None, timeout=15):
+    """(status, decoded JSON) of one registry call."""
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(base + path, data=data, method=method,
+                                 headers={"Content-Type": CT, "Accept": CT})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, json.loads(r.read() or b"null")
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"null")
+
+
+def ok(base, method, path, body=None):
+    status, answer = call(base, method, path, body)
+    if status != 200:
+        raise SystemExit(f"FAILED: {method} {base}{path}: {status} {answer}")
+    return answer
+
+
+def register(base, subject, schema):
+    return ok(base, "POST", f"/subjects/{subject}/versions", {"schema": schema})["id"]
+
+
+def poll(what, fn, deadline_s):
+    """fn() until it answers something truthy, for at most deadline_s."""
+    deadline = time.monotonic() + deadline_s
+    while True:
+        try:
+            got = fn()
+        except (OSError, urllib.error.URLError):
+            got = None
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            raise SystemExit(f"FAILED: {what} within {deadline_s} s")
+        time.sleep(0.2)
+
+
+def state(base):
+    """What a registry serves: subject -> version -> (id, schema), id -> schema,
+    subject -> compatibility level (if set on the subject)."""
+    subjects, ids, configs = {}, {}, {}
+    for subject in sorted(ok(base, "GET", "/subjects")):
+        versions = {}
+        for v in ok(base, "GET", f"/subjects/{subject}/versions"):
+            got = ok(base, "GET", f"/subjects/{subject}/versions/{v}")
+            assert got["subject"] == subject and got["version"] == v, got
+            if got.get("schemaType", "AVRO") != "AVRO":
+                raise SystemExit(f"FAILED: {base}: {subject} v{v} is not Avro: {got}")
+            versions[v] = (got["id"], got["schema"])
+            ids[got["id"]] = ok(base, "GET", f"/schemas/ids/{got['id']}")["schema"]
+        subjects[subject] = versions
+        status, config = call(base, "GET", f"/config/{subject}")
+        if status == 200:
+            configs[subject] = config["compatibilityLevel"]
+    return {"subjects": subjects, "ids": ids, "configs": configs}
+
+
+def same_state(a, b, what):
+    """The two states are equal: ids, subjects, versions and levels exactly, schemas
+    as JSON."""
+    def shape(s):
+        return ({sub: {v: i for v, (i, _) in vs.items()} for sub, vs in s["subjects"].items()},
+                s["configs"], sorted(s["ids"]))
+
+    def schemas(s):
+        return ({(sub, v): json.loads(t) for sub, vs in s["subjects"].items() for v, (_, t) in vs.items()},
+                {i: json.loads(t) for i, t in s["ids"].items()})
+
+    if shape(a) != shape(b):
+        raise SystemExit(f"FAILED: {what}:\n  {shape(a)}\n  {shape(b)}")
+    check(schemas(a) == schemas(b), what)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Karapace:
+    """One Karapace registry process with kafko as its broker."""
+
+    def __init__(self, kafka, workdir, name):
+        port = free_port()
+        self.url = f"http://127.0.0.1:{port}"
+        config = {
+            "bootstrap_uri": kafka, "host": "127.0.0.1", "port": port,
+            "advertised_hostname": "127.0.0.1", "advertised_port": port,
+            "registry_host": "127.0.0.1", "registry_port": port,
+            "karapace_registry": True, "karapace_rest": False,
+            "topic_name": "_schemas", "group_id": "schema-registry",
+            "replication_factor": 1, "log_level": "INFO",
+        }
+        path = os.path.join(workdir, f"{name}.json")
+        with open(path, "w") as f:
+            json.dump(config, f)
+        self.log_path = os.path.join(workdir, f"{name}.log")
+        self.log = open(self.log_path, "w")
+        self.proc = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), "karapace"), path],
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+        t0 = time.monotonic()
+
+        def ready():
+            if self.proc.poll() is not None:
+                raise SystemExit(f"FAILED: Karapace exited with {self.proc.returncode}\n{self.tail()}")
+            status, health = call(self.url, "GET", "/_health", timeout=5)
+            return status == 200 and health["schema_registry_ready"] and health["schema_registry_is_primary"]
+        poll(f"Karapace ({name}) ready and primary", ready, KARAPACE_START_S)
+        print(f"  ok  Karapace ({name}) ready and primary in {time.monotonic() - t0:.1f} s", flush=True)
+
+    def tail(self):
+        with open(self.log_path) as f:
+            return "".join(f.readlines()[-40:])
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+            raise SystemExit("FAILED: Karapace did not stop within 30 s of SIGTERM")
+        self.log.close()
+        print("  ok  Karapace stopped by SIGTERM", flush=True)
+
+
+def first(kafka, kafko, workdir):
+    k = Karapace(kafka, workdir, "karapace1")
+    try:
+        p1 = register(k.url, "payments-value", PAYMENT_V1)
+        p2 = register(k.url, "payments-value", PAYMENT_V2)
+        again = register(k.url, "payments-copy-value", PAYMENT_V1)
+        s1 = register(k.url, "scratch-value", SCRATCH_V1)
+        s2 = register(k.url, "scratch-value", SCRATCH_V2)
+        check(len({p1, p2, s1, s2}) == 4 and again == p1,
+              f"Karapace registered ids {p1}, {p2}, {s1}, {s2}; the same schema under another subject keeps {p1}")
+        ok(k.url, "PUT", "/config/payments-value", {"compatibility": "FULL"})
+        check(ok(k.url, "DELETE", "/subjects/scratch-value/versions/1") == 1,
+              "Karapace soft-deleted scratch-value version 1")
+        byid = json.loads(ok(k.url, "GET", f"/schemas/ids/{p2}")["schema"])
+        check(byid == json.loads(PAYMENT_V2), f"Karapace serves id {p2} by id")
+        before = state(k.url)
+        k.stop()
+        k = Karapace(kafka, workdir, "karapace2")
+        check(state(k.url) == before, "after its restart Karapace serves the same ids, subjects, versions and schemas")
+
+        # (a) kafko's registry reads what Karapace wrote into `_schemas`.
+        ours = state(kafko)
+        check(ours == before and before["configs"] == {"payments-value": "FULL"} and len(before["ids"]) == 3,
+              "kafko's registry serves Karapace's schemas (same ids, subjects, versions, schema text byte for"
+              " byte), its level FULL and its soft delete")
+
+        # (b) Karapace reads what kafko's registry writes.
+        u1 = register(kafko, "users-value", USER_V1)
+        u2 = register(kafko, "users-value", USER_V2)
+        p3 = register(kafko, "payments-value", PAYMENT_V1)
+        check(p3 == p1, f"kafko's registry finds Karapace's id {p1} for the same schema")
+        check(len({p1, p2, s1, s2, u1, u2}) == 6, f"kafko's registry gave the new ids {u1}, {u2}")
+        ok(kafko, "PUT", "/config/users-value", {"compatibility": "NONE"})
+        ok(kafko, "DELETE", "/subjects/scratch-value/versions/2")
+        audit = register(kafko, "audit-value", AUDIT_V1)
+        poll("Karapace serving kafko's registrations",
+             lambda: call(k.url, "GET", "/subjects/audit-value/versions/1")[0] == 200, PROPAGATE_S)
+        want = state(kafko)
+        got = state(k.url)
+        same_state(want, got, "Karapace serves kafko's registrations (ids, subjects, versions, schemas as JSON),"
+                   " its level NONE and its soft delete")
+        check(audit in got["ids"] and "scratch-value" not in got["subjects"]
+              and got["configs"] == {"payments-value": "FULL", "users-value": "NONE"},
+              "both hide scratch-value, all of its versions soft-deleted; both show the two levels")
+        with open(os.path.join(workdir, "state.json"), "w") as f:
+            json.dump(want, f)
+    except BaseException:
+        print(f"--- Karapace log (tail) ---\n{k.tail()}", file=sys.stderr)
+        raise
+    finally:
+        if k.proc.poll() is None:
+            k.stop()
+
+
+def again(kafka, kafko, workdir):
+    with open(os.path.join(workdir, "state.json")) as f:
+        saved = json.load(f)
+
+    def norm(s):
+        return json.loads(json.dumps(s))
+
+    check(norm(state(kafko)) == saved, "after its restart kafko's registry serves the same state")
+    k = Karapace(kafka, workdir, "karapace3")
+    try:
+        same_state(saved, norm(state(k.url)), "Karapace against the restarted kafko serves the same state")
+        late = register(k.url, "late-value", LATE_V1)
+        top = max(int(i) for i in saved["ids"])
+        check(late == top + 1, f"Karapace's next id is {top + 1}")
+        got = ok(kafko, "GET", "/subjects/late-value/versions/1")
+        check(got["id"] == late and got["schema"] == ok(k.url, "GET", f"/schemas/ids/{late}")["schema"],
+              "kafko's registry serves it at once, same id and text")
+    except BaseException:
+        print(f"--- Karapace log (tail) ---\n{k.tail()}", file=sys.stderr)
+        raise
+    finally:
+        if k.proc.poll() is None:
+            k.stop()
+
+
+if __name__ == "__main__":
+    phase, kafka_addr, kafko_url, work = sys.argv[1:5]
+    {"first": first, "again": again}[phase](kafka_addr, kafko_url, work)
