@@ -86,6 +86,7 @@ mod disk;
 mod partition;
 mod partition_list;
 mod produced;
+mod producer_state;
 mod segment;
 mod state_file;
 mod topic;
@@ -116,8 +117,9 @@ pub use group::{
 pub use handle::{Offsets, PartitionReader, TopicHandle};
 pub use partition::command::RetentionOutcome;
 pub use partition::{FetchedBatches, FetchedRecords};
-pub use produced::{BatchBudget, BatchError, ProducedBatch};
+pub use produced::{AppendedBatch, BatchBudget, BatchError, ProducedBatch};
 pub use producer::Producer;
+pub use producer_state::{ProducerInfo, ProducerRejection, UnknownProducer};
 pub use record::{Header, ProducerRecord, Record, RecordMetadata};
 pub use send::{
     PartialSend, PartitionAppend, PartitionFailure, RecordRef, SendBatch, SendOptions, SendReceipt,

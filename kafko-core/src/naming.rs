@@ -98,7 +98,12 @@ pub(crate) fn segment_file(base_offset: u64, extension: &str) -> String {
 
 /// Parses `<20 digits>.log` back to its base offset.
 pub(crate) fn parse_segment_file(file_name: &str) -> Option<u64> {
-    let stem = file_name.strip_suffix(".log")?;
+    parse_offset_file(file_name, "log")
+}
+
+/// Parses `<20 digits>.<extension>` (a file named by an offset) back to its offset.
+pub(crate) fn parse_offset_file(file_name: &str, extension: &str) -> Option<u64> {
+    let stem = file_name.strip_suffix(extension)?.strip_suffix('.')?;
     if stem.len() != 20 || !stem.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }

@@ -20,6 +20,8 @@ use crate::compression;
 use crate::config::Compression;
 use crate::error::{KafkoError, ProduceError};
 use crate::producer::Producer;
+use crate::producer_state::table::Check;
+use crate::producer_state::{ProducerInfo, UnknownProducer};
 use crate::record::now_ms;
 use crate::segment::batch::{self, ATTR_CONTINUED, ATTR_CONTROL, ATTR_LOG_APPEND_TIME};
 use crate::segment::batch::{ATTR_TRANSACTIONAL, CRC_START, EncodedBatch, HEADER_LEN};
@@ -389,21 +391,52 @@ fn length(cur: &mut Cursor<'_>) -> Result<Option<usize>, BatchError> {
     batch::signed_length(cur).map_err(BatchError::Corrupt)
 }
 
+/// Where a producer's batch is in the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AppendedBatch {
+    /// Where it landed (a duplicate: where the first copy landed, and the log start now).
+    pub append: PartitionAppend,
+    /// A retry of a batch its idempotent producer wrote before: nothing was written.
+    pub duplicate: bool,
+}
+
 impl Producer {
     /// Appends a producer's checked batch to `partition`, stored as sent (see the module
     /// doc), and answers where it landed. The topic's rules apply as to any send: its
-    /// largest record, a key on every record of a compacted topic.
+    /// largest record, a key on every record of a compacted topic. A batch of an
+    /// idempotent producer meets the partition's producer state (FORMAT.md, "Producer
+    /// state"): a retry of one of its last five batches is answered with the first
+    /// copy's offset and not written again; a producer the partition does not know may
+    /// start with any sequence, as in Kafka.
     ///
     /// # Errors
-    /// `PartitionNotFound`, `RecordTooLarge`, `KeyRequired`, `InvalidBatch` (a control
-    /// batch, which only the log writes), `TopicDeleted`, `Backpressure` (with
-    /// `no_wait`), or the partition's write failure.
+    /// As [`append_batch_with`](Self::append_batch_with).
     pub async fn append_batch(
         &self,
         partition: u32,
         batch: ProducedBatch,
         options: SendOptions,
-    ) -> Result<PartitionAppend, ProduceError> {
+    ) -> Result<AppendedBatch, ProduceError> {
+        self.append_batch_with(partition, batch, options, UnknownProducer::Accept)
+            .await
+    }
+
+    /// [`append_batch`](Self::append_batch), saying whether an idempotent producer the
+    /// partition does not know may start there (a Kafka broker refuses an id it never
+    /// handed out).
+    ///
+    /// # Errors
+    /// `PartitionNotFound`, `RecordTooLarge`, `KeyRequired`, `InvalidBatch` (a control
+    /// batch, which only the log writes), `ProducerRejected` (an older epoch, a sequence
+    /// that does not follow, a refused unknown producer), `TopicDeleted`, `Backpressure`
+    /// (with `no_wait`), or the partition's write failure.
+    pub async fn append_batch_with(
+        &self,
+        partition: u32,
+        batch: ProducedBatch,
+        options: SendOptions,
+        unknown: UnknownProducer,
+    ) -> Result<AppendedBatch, ProduceError> {
         let topic = &self.topic;
         topic.check_live()?;
         let handle = topic.partition(partition)?;
@@ -427,6 +460,39 @@ impl Producer {
             });
         }
         let record_count = u64::from(batch.record_count);
+        let producers = &handle.log.producers;
+        // Held until the append is published, so the next batch of this producer is
+        // checked against it.
+        let _turn = match batch.is_idempotent() {
+            false => None,
+            true => {
+                let turn = producers.turn(batch.producer_id).await;
+                let sequences = (batch.base_sequence, batch.last_sequence());
+                match producers.check(batch.producer_id, batch.producer_epoch, sequences, unknown) {
+                    Ok(Check::Write) => Some(turn),
+                    Ok(Check::Duplicate(base_offset)) => {
+                        return Ok(AppendedBatch {
+                            append: PartitionAppend {
+                                partition,
+                                base_offset,
+                                record_count,
+                                log_start: handle.log.log_start(),
+                            },
+                            duplicate: true,
+                        });
+                    }
+                    Err(rejection) => {
+                        return Err(KafkoError::ProducerRejected {
+                            topic: topic.name.to_string(),
+                            partition,
+                            producer_id: batch.producer_id,
+                            rejection,
+                        }
+                        .into());
+                    }
+                }
+            }
+        };
         let stored = batch
             .into_stored(rules.compression, now_ms())
             .map_err(|reason| KafkoError::InvalidRequest { reason })
@@ -434,12 +500,22 @@ impl Producer {
         let base_offset = handle
             .append(stored, options.sync, !options.no_wait)
             .await?;
-        Ok(PartitionAppend {
-            partition,
-            base_offset,
-            record_count,
-            log_start: handle.log.log_start(),
+        Ok(AppendedBatch {
+            append: PartitionAppend {
+                partition,
+                base_offset,
+                record_count,
+                log_start: handle.log.log_start(),
+            },
+            duplicate: false,
         })
+    }
+
+    /// The idempotent producers `partition` knows, by id (`None` past the partition
+    /// count): Kafka's DescribeProducers.
+    pub fn producer_states(&self, partition: u32) -> Option<Vec<ProducerInfo>> {
+        let index = usize::try_from(partition).ok()?;
+        Some(self.topic.partitions.get(index)?.log.producers.describe())
     }
 }
 

@@ -126,6 +126,7 @@ impl From<Failure> for ApiError {
             ),
             Kind::RebalanceInProgress => (S::CONFLICT, "rebalance_in_progress", vec![]),
             Kind::FencedInstanceId => (S::CONFLICT, "fenced_instance_id", vec![]),
+            Kind::ProducerRejected(_) => (S::CONFLICT, "producer_rejected", vec![]),
             Kind::InconsistentGroupProtocol => (S::CONFLICT, "inconsistent_group_protocol", vec![]),
             Kind::Backpressure => (S::SERVICE_UNAVAILABLE, "backpressure", vec![]),
             Kind::ShuttingDown => (S::SERVICE_UNAVAILABLE, "shutting_down", vec![]),

@@ -274,7 +274,7 @@ apis! {
     };
     DescribeProducers 0..=0, DESCRIBE_PRODUCERS, Authenticated,
         DescribeProducersRequest => |cx, r| {
-        cx.answer(&idempotence::describe_producers(cx.broker, r).await)
+        cx.answer(&idempotence::describe_producers(cx.broker, r))
     };
     DescribeCluster 0..=2, DESCRIBE_CLUSTER, Authenticated, DescribeClusterRequest => |cx, r| {
         cx.answer(&cluster::describe_cluster(cx.broker, &r))

@@ -5,6 +5,7 @@
 //! are KAFKA_STORAGE_ERROR, as Kafka answers for a log directory that failed: clients
 //! retry it, where UNKNOWN_SERVER_ERROR is final.
 
+use kafko_core::ProducerRejection;
 use kafko_service::failure::{Failure, Kind};
 
 pub(crate) const NONE: i16 = 0;
@@ -80,6 +81,11 @@ pub(crate) fn code(failure: &Failure) -> i16 {
         Kind::GroupHasMembers { .. } => NON_EMPTY_GROUP,
         Kind::RebalanceInProgress => REBALANCE_IN_PROGRESS,
         Kind::FencedInstanceId => FENCED_INSTANCE_ID,
+        Kind::ProducerRejected(rejection) => match rejection {
+            ProducerRejection::EpochFenced { .. } => INVALID_PRODUCER_EPOCH,
+            ProducerRejection::OutOfOrder { .. } => OUT_OF_ORDER_SEQUENCE_NUMBER,
+            ProducerRejection::UnknownProducer => UNKNOWN_PRODUCER_ID,
+        },
         Kind::InconsistentGroupProtocol => INCONSISTENT_GROUP_PROTOCOL,
         // A full write queue stored nothing: retriable, as a timed-out request is.
         Kind::Backpressure => REQUEST_TIMED_OUT,

@@ -1,49 +1,36 @@
-//! Idempotent producers: InitProducerId hands out producer ids and epochs, and every
-//! produce from an idempotent producer is checked against the sequence numbers seen for
-//! its (producer id, topic id, partition): the next expected sequence is written, a retry
-//! of one of the last five batches is answered with its original offsets and not written
-//! again, any other sequence is OUT_OF_ORDER_SEQUENCE_NUMBER, an older epoch
-//! INVALID_PRODUCER_EPOCH. A partition's check and write run under one lock, so two
-//! copies of a batch never both write.
+//! Idempotent producers: InitProducerId hands out producer ids and epochs, and a batch
+//! of an idempotent producer is admitted here before the log checks its sequences
+//! against the partition's producer state (kept in the log: it survives restarts).
 //!
-//! Only producer ids this server issued are accepted: a batch with any other id is
-//! refused with UNKNOWN_PRODUCER_ID (nothing written, nothing remembered), on which a
-//! producer asks for a new id and starts its sequences again; a batch of an epoch older
-//! than the one InitProducerId last handed out for the id is INVALID_PRODUCER_EPOCH. A
-//! newer epoch is accepted, as Kafka does: Kafka's Java producer bumps its epoch itself
-//! after a batch failed with others in flight, and starts each partition's sequences
-//! again at 0 in it. Epochs are ordered per partition, as in Kafka: once a partition took
-//! a batch of the new epoch, the old one is INVALID_PRODUCER_EPOCH there, while a
-//! partition the bump has not reached yet still takes (and deduplicates) the old epoch's
-//! in-flight batches. The next InitProducerId for the id hands out an epoch past every
-//! one it used.
+//! Ids this server issued are admitted; an epoch older than the one InitProducerId last
+//! handed out for the id is INVALID_PRODUCER_EPOCH. A newer epoch passes, as in Kafka:
+//! Kafka's Java producer bumps its epoch itself after a failed batch and starts each
+//! partition's sequences again at 0; the partition orders epochs. An id this run did
+//! not issue is admitted only where the partition's state knows it (a producer of an
+//! earlier run, whose retries must still be answered as duplicates); elsewhere it is
+//! UNKNOWN_PRODUCER_ID, on which a producer asks for a new id. An id the partition knew
+//! is then adopted, so the producer may start on other partitions too.
 //!
-//! The table is bounded without a scan: an id unused for `--producer-id-expiration-ms`
-//! (Kafka's `producer.id.expiration.ms`, 1 day) is forgotten, oldest first, as each call
-//! passes; at `--max-producer-ids` a new id first evicts the oldest issued id that never
-//! produced (so a flood of InitProducerId cannot push out producers that write), then
-//! the least recently producing one if it has not produced for 5 minutes (it can no
-//! longer be retrying); when every id may still retry, InitProducerId answers
-//! COORDINATOR_LOAD_IN_PROGRESS, which clients retry. At 100,000 tracked partitions, a
-//! producer's new partition evicts other producers, least recently producing first. A
-//! batch of an evicted id is refused, never written twice.
+//! The table of issued ids is bounded without a scan: an id unused for
+//! `--producer-id-expiration-ms` (Kafka's `producer.id.expiration.ms`, 1 day) is
+//! forgotten, oldest first, as each call passes; at `--max-producer-ids` a new id first
+//! evicts the oldest issued id that never produced (so a flood of InitProducerId cannot
+//! push out producers that write), then the least recently producing one if it has not
+//! produced for 5 minutes (it can no longer be retrying); when every id may still retry,
+//! InitProducerId answers COORDINATOR_LOAD_IN_PROGRESS, which clients retry.
 //!
-//! What survives a restart: the records; not the producer table, which is in memory.
 //! Producer ids are drawn from the clock at start (milliseconds since the epoch, shifted
-//! left), so a restarted server does not hand out an id in use before; a producer of an
-//! earlier run gets UNKNOWN_PRODUCER_ID and a new id, so a batch it sent before the
-//! restart and retries after it is written again (as Kafka does once a producer's state
-//! expired).
+//! left), so a restarted server does not hand out an id of an earlier run.
 //!
 //! Transactional producers (a transactional id) are refused with
 //! TRANSACTIONAL_ID_AUTHORIZATION_FAILED: transactions are not served.
 //!
-//! DescribeProducers shows, per partition, the producers tracked here that wrote to it:
-//! id, the partition's epoch, last sequence and the last batch's largest timestamp.
+//! DescribeProducers shows, per partition, the producers its state holds: id, epoch,
+//! last sequence and the last batch's newest timestamp.
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::describe_producers_response::{
@@ -53,124 +40,12 @@ use kafka_protocol::messages::{
     DescribeProducersRequest, DescribeProducersResponse, InitProducerIdRequest,
     InitProducerIdResponse, ProducerId, TopicName,
 };
-use kafko_core::TopicId;
 
 use crate::{ListenerState, errors};
 
-/// Batches remembered per partition for retries (Kafka's `max.in.flight` for
-/// idempotence is at most 5).
-const REMEMBERED: usize = 5;
-/// Partitions tracked at most, all producers together.
-const MAX_TRACKED: usize = 100_000;
 /// How long after its last produce an id may still retry a batch, and is never evicted
 /// for a new id: longer than a producer's `delivery.timeout.ms` (2 minutes by default).
 const RETRY_WINDOW: Duration = Duration::from_secs(300);
-
-/// A batch already written: its sequence range and first offset.
-#[derive(Debug, Clone, Copy)]
-struct Written {
-    first: i32,
-    last: i32,
-    base_offset: i64,
-}
-
-/// The sequence state of one (producer id, topic, partition).
-#[derive(Debug, Default)]
-pub(crate) struct Sequences {
-    known: Option<Known>,
-}
-
-#[derive(Debug)]
-struct Known {
-    epoch: i16,
-    /// The sequence the next new batch must start with.
-    next: i32,
-    recent: VecDeque<Written>,
-    /// The largest timestamp of the last batch written.
-    last_timestamp: i64,
-}
-
-/// What to do with an idempotent batch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Check {
-    /// Write it, then [`Sequences::written`].
-    Write,
-    /// Already written at this base offset: answer that, write nothing.
-    Duplicate(i64),
-    /// Refuse it with this error code.
-    Refuse(i16),
-}
-
-impl Sequences {
-    /// Checks a batch of `epoch` with sequences `first..=last`.
-    pub(crate) fn check(&self, epoch: i16, first: i32, last: i32) -> Check {
-        let Some(known) = &self.known else {
-            return Check::Write;
-        };
-        if epoch < known.epoch {
-            return Check::Refuse(errors::INVALID_PRODUCER_EPOCH);
-        }
-        if epoch > known.epoch {
-            return if first == 0 {
-                Check::Write
-            } else {
-                Check::Refuse(errors::OUT_OF_ORDER_SEQUENCE_NUMBER)
-            };
-        }
-        if let Some(w) = known
-            .recent
-            .iter()
-            .find(|w| w.first == first && w.last == last)
-        {
-            return Check::Duplicate(w.base_offset);
-        }
-        if first == known.next {
-            Check::Write
-        } else {
-            Check::Refuse(errors::OUT_OF_ORDER_SEQUENCE_NUMBER)
-        }
-    }
-
-    /// The epoch, last sequence and last batch's timestamp, once a batch was written.
-    fn state(&self) -> Option<(i16, i32, i64)> {
-        let known = self.known.as_ref()?;
-        let last = known.recent.back()?;
-        Some((known.epoch, last.last, known.last_timestamp))
-    }
-
-    /// Records a written batch: its epoch, sequences `first..=last`, first offset and
-    /// largest timestamp.
-    pub(crate) fn written(
-        &mut self,
-        epoch: i16,
-        (first, last): (i32, i32),
-        base_offset: i64,
-        timestamp: i64,
-    ) {
-        let known = match &mut self.known {
-            Some(k) if k.epoch == epoch => k,
-            _ => self.known.insert(Known {
-                epoch,
-                next: 0,
-                recent: VecDeque::new(),
-                last_timestamp: -1,
-            }),
-        };
-        known.last_timestamp = timestamp;
-        known.next = if last == i32::MAX { 0 } else { last + 1 };
-        if known.recent.len() == REMEMBERED {
-            known.recent.pop_front();
-        }
-        known.recent.push_back(Written {
-            first,
-            last,
-            base_offset,
-        });
-    }
-}
-
-/// One partition's sequence state, behind the lock its check and write share.
-type Shared = Arc<tokio::sync::Mutex<Sequences>>;
 
 /// The server's limits on idempotent producers.
 #[derive(Debug, Clone, Copy)]
@@ -203,9 +78,6 @@ struct Issued {
     /// Its key in `Table::unused` (never produced) or `Table::used`.
     stamp: u64,
     produced: bool,
-    /// Sequence state by topic (the incarnation, not the name: a topic deleted and
-    /// created again starts afresh) and partition.
-    partitions: HashMap<(TopicId, i32), Shared>,
 }
 
 /// Every issued id, and the two orders evictions take them in.
@@ -217,8 +89,6 @@ struct Table {
     /// Ids that produced, least recently used first.
     used: BTreeMap<u64, i64>,
     next_stamp: u64,
-    /// Partitions tracked, all producers together.
-    tracked: usize,
 }
 
 impl Table {
@@ -235,7 +105,6 @@ impl Table {
                 &mut self.unused
             };
             order.remove(&p.stamp);
-            self.tracked -= p.partitions.len();
         }
     }
 
@@ -271,13 +140,6 @@ impl Table {
         victim.inspect(|id| self.remove(*id)).is_some()
     }
 
-    /// Evicts the least recently producing id other than `keep` (the ids that never
-    /// produced track no partition). False when there is none.
-    fn evict_producing(&mut self, keep: i64) -> bool {
-        let victim = self.used.values().find(|id| **id != keep).copied();
-        victim.inspect(|id| self.remove(*id)).is_some()
-    }
-
     /// Marks `id` used now (and, once it produced, moved to `used`).
     fn touch(&mut self, id: i64, now: Instant, produced: bool) {
         let stamp = self.stamp();
@@ -302,7 +164,16 @@ impl Table {
     }
 }
 
-/// Every idempotent producer's state.
+/// Whether this run issued a producer id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Admission {
+    /// Issued (or adopted): the partitions may start it.
+    Issued,
+    /// Not issued: only a partition whose state knows it takes its batches.
+    NotIssued,
+}
+
+/// The producer ids this run issued.
 pub(crate) struct Producers {
     next_id: AtomicI64,
     table: Mutex<Table>,
@@ -325,45 +196,55 @@ impl Producers {
         self.table.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The lock of one partition's sequence state for a batch of `producer_id` at
-    /// `epoch`.
+    /// Admits a batch of `producer_id` at `epoch`: whether this run issued the id.
     ///
     /// # Errors
-    /// UNKNOWN_PRODUCER_ID for an id this server did not issue (or forgot),
-    /// INVALID_PRODUCER_EPOCH for an epoch older than the id's (InitProducerId bumped
-    /// it). A newer epoch passes: the partition's [`Sequences`] order epochs.
-    pub(crate) fn partition(
+    /// INVALID_PRODUCER_EPOCH for an epoch older than the issued id's (InitProducerId
+    /// bumped it). A newer epoch passes: the partition's producer state orders epochs.
+    pub(crate) fn admit(
         &self,
         limits: Limits,
         producer_id: i64,
         epoch: i16,
-        topic: TopicId,
-        partition: i32,
-    ) -> Result<Shared, i16> {
+    ) -> Result<Admission, i16> {
         let mut table = self.table();
         // Taken under the lock, so the orders' stamps follow time.
         let now = Instant::now();
         table.expire(now, limits.expiration);
         match table.producers.get_mut(&producer_id) {
-            None => return Err(errors::UNKNOWN_PRODUCER_ID),
+            None => return Ok(Admission::NotIssued),
             Some(p) if epoch < p.epoch => return Err(errors::INVALID_PRODUCER_EPOCH),
             Some(p) => p.newest = p.newest.max(epoch),
         }
         table.touch(producer_id, now, true);
-        let key = (topic, partition);
-        let known = table
-            .producers
-            .get(&producer_id)
-            .is_some_and(|p| p.partitions.contains_key(&key));
-        if !known {
-            while table.tracked >= MAX_TRACKED && table.evict_producing(producer_id) {}
-            table.tracked += 1;
+        Ok(Admission::Issued)
+    }
+
+    /// Takes in an id of an earlier run that a partition's state knew, at `epoch`, so
+    /// that it is admitted everywhere. Nothing when the table has no room for it.
+    pub(crate) fn adopt(&self, limits: Limits, producer_id: i64, epoch: i16) {
+        let mut table = self.table();
+        let now = Instant::now();
+        if table.producers.contains_key(&producer_id) {
+            return;
         }
-        let p = table
-            .producers
-            .get_mut(&producer_id)
-            .ok_or(errors::UNKNOWN_PRODUCER_ID)?;
-        Ok(Arc::clone(p.partitions.entry(key).or_default()))
+        while table.producers.len() >= limits.max_ids {
+            if !table.evict_for_new(now) {
+                return;
+            }
+        }
+        let stamp = table.stamp();
+        table.used.insert(stamp, producer_id);
+        table.producers.insert(
+            producer_id,
+            Issued {
+                epoch,
+                newest: epoch,
+                last_used: now,
+                stamp,
+                produced: true,
+            },
+        );
     }
 
     /// A new producer id at epoch 0, or for `existing` (an id this server handed out, at
@@ -405,31 +286,9 @@ impl Producers {
                 last_used: now,
                 stamp,
                 produced: false,
-                partitions: HashMap::new(),
             },
         );
         Ok((id, 0))
-    }
-
-    /// The sequence states of the partitions of `wanted`, by producer id: one pass
-    /// over the partitions tracked (at most [`MAX_TRACKED`]), whatever was asked.
-    fn on_partitions(
-        &self,
-        wanted: &HashSet<(TopicId, i32)>,
-    ) -> HashMap<(TopicId, i32), Vec<(i64, Shared)>> {
-        let mut out: HashMap<(TopicId, i32), Vec<(i64, Shared)>> = HashMap::new();
-        if wanted.is_empty() {
-            return out;
-        }
-        let table = self.table();
-        for (&id, issued) in &table.producers {
-            for (key, shared) in &issued.partitions {
-                if wanted.contains(key) {
-                    out.entry(*key).or_default().push((id, Arc::clone(shared)));
-                }
-            }
-        }
-        out
     }
 
     /// Ids kept now.
@@ -469,30 +328,24 @@ pub(crate) fn init_producer_id(
     response
 }
 
-/// A topic DescribeProducers names: its partitions asked, and the live topic's id and
-/// partition count.
-type AskedTopic = (TopicName, Vec<i32>, Option<(TopicId, u32)>);
-
 /// Answers DescribeProducers: each partition asked (once) with the idempotent
-/// producers that wrote to it and are still tracked; UNKNOWN_TOPIC_OR_PARTITION for a
-/// partition that does not exist. Transactions are not served: no producer has a
-/// coordinator epoch or an open transaction.
-pub(crate) async fn describe_producers(
+/// producers its state holds; UNKNOWN_TOPIC_OR_PARTITION for a partition that does not
+/// exist. Transactions are not served: no producer has a coordinator epoch or an open
+/// transaction.
+pub(crate) fn describe_producers(
     broker: &ListenerState,
     request: DescribeProducersRequest,
 ) -> DescribeProducersResponse {
-    // Topics in the order first named, each partition once; each live topic's id and
-    // partition count.
-    let mut topics: Vec<AskedTopic> = Vec::new();
+    // Topics in the order first named, each partition once.
+    let mut topics: Vec<(TopicName, Vec<i32>, Option<kafko_core::Producer>)> = Vec::new();
     let mut slot: HashMap<TopicName, usize> = HashMap::new();
     let mut seen: HashSet<(usize, i32)> = HashSet::new();
-    let mut wanted: HashSet<(TopicId, i32)> = HashSet::new();
     for topic in request.topics {
         let t = match slot.get(&topic.name) {
             Some(&t) => t,
             None => {
                 let live = match broker.service.kafko.find_topic(topic.name.as_str()) {
-                    Ok(Some(h)) => Some((h.id(), h.partitions())),
+                    Ok(Some(h)) => Some(h.producer()),
                     _ => None,
                 };
                 topics.push((topic.name.clone(), Vec::new(), live));
@@ -503,37 +356,28 @@ pub(crate) async fn describe_producers(
         for p in topic.partition_indexes {
             if seen.insert((t, p)) {
                 topics[t].1.push(p);
-                if let Some((id, count)) = topics[t].2
-                    && u32::try_from(p).is_ok_and(|p| p < count)
-                {
-                    wanted.insert((id, p));
-                }
             }
         }
     }
-    let mut found = broker.producers.on_partitions(&wanted);
     let mut response = DescribeProducersResponse::default();
-    for (name, partitions, id) in topics {
+    for (name, partitions, producer) in topics {
         let mut answer = TopicResponse::default();
         for p in partitions {
             let mut row = PartitionResponse::default();
             row.partition_index = p;
-            match id.map(|(id, _)| id).filter(|id| wanted.contains(&(*id, p))) {
+            let states = producer
+                .as_ref()
+                .zip(u32::try_from(p).ok())
+                .and_then(|(producer, p)| producer.producer_states(p));
+            match states {
                 None => row.error_code = errors::UNKNOWN_TOPIC_OR_PARTITION,
-                Some(id) => {
-                    let mut producers = found.remove(&(id, p)).unwrap_or_default();
-                    producers.sort_by_key(|(producer, _)| *producer);
-                    for (producer, shared) in producers {
-                        let Some((epoch, last_sequence, last_timestamp)) =
-                            shared.lock().await.state()
-                        else {
-                            continue;
-                        };
+                Some(states) => {
+                    for info in states {
                         let mut state = ProducerState::default();
-                        state.producer_id = ProducerId(producer);
-                        state.producer_epoch = i32::from(epoch);
-                        state.last_sequence = last_sequence;
-                        state.last_timestamp = last_timestamp;
+                        state.producer_id = ProducerId(info.producer_id);
+                        state.producer_epoch = i32::from(info.epoch);
+                        state.last_sequence = info.last_sequence;
+                        state.last_timestamp = info.last_timestamp;
                         state.coordinator_epoch = -1;
                         state.current_txn_start_offset = -1;
                         row.active_producers.push(state);
@@ -552,10 +396,6 @@ pub(crate) async fn describe_producers(
 mod tests {
     use super::*;
 
-    fn topic() -> TopicId {
-        "0000000000000000000000000000002a".parse().unwrap()
-    }
-
     fn limits(max_ids: usize) -> Limits {
         Limits {
             expiration: Duration::from_secs(3600),
@@ -564,26 +404,33 @@ mod tests {
     }
 
     #[test]
-    fn only_issued_ids_at_their_epoch_or_a_newer_one_are_accepted() {
+    fn issued_ids_are_admitted_at_their_epoch_or_a_newer_one() {
         let p = Producers::new();
         let l = limits(10);
-        assert_eq!(
-            p.partition(l, 42, 0, topic(), 0).err(),
-            Some(errors::UNKNOWN_PRODUCER_ID)
-        );
+        assert_eq!(p.admit(l, 42, 0), Ok(Admission::NotIssued));
         assert_eq!(p.len(), 0, "a made-up id is not remembered");
         let (id, epoch) = p.init(l, None).unwrap();
-        assert!(p.partition(l, id, epoch, topic(), 0).is_ok());
-        // A producer's own bump: the partition's sequences decide.
-        assert!(p.partition(l, id, epoch + 1, topic(), 0).is_ok());
+        assert_eq!(p.admit(l, id, epoch), Ok(Admission::Issued));
+        // A producer's own bump: the partition's state decides.
+        assert_eq!(p.admit(l, id, epoch + 1), Ok(Admission::Issued));
         // InitProducerId goes past it, from the issued epoch or the bumped one.
         assert_eq!(p.init(l, Some((id, epoch))), Ok((id, 2)));
         assert_eq!(p.init(l, Some((id, 2))), Ok((id, 3)));
         assert_eq!(
-            p.partition(l, id, 0, topic(), 0).err(),
-            Some(errors::INVALID_PRODUCER_EPOCH),
+            p.admit(l, id, 0),
+            Err(errors::INVALID_PRODUCER_EPOCH),
             "the old epoch is fenced"
         );
+    }
+
+    #[test]
+    fn an_adopted_id_is_admitted_and_kept_like_an_issued_one() {
+        let p = Producers::new();
+        let l = limits(10);
+        p.adopt(l, 42, 3);
+        assert_eq!(p.admit(l, 42, 3), Ok(Admission::Issued));
+        assert_eq!(p.admit(l, 42, 2), Err(errors::INVALID_PRODUCER_EPOCH));
+        assert_eq!(p.init(l, Some((42, 3))), Ok((42, 4)));
     }
 
     #[test]
@@ -591,22 +438,14 @@ mod tests {
         let p = Producers::new();
         let l = limits(100);
         let (writer, epoch) = p.init(l, None).unwrap();
-        let seq = p.partition(l, writer, epoch, topic(), 0).unwrap();
-        seq.try_lock().unwrap().written(epoch, (0, 0), 7, 1);
+        p.admit(l, writer, epoch).unwrap();
         let (first_unused, _) = p.init(l, None).unwrap();
         for _ in 0..1000 {
             p.init(l, None).unwrap();
         }
         assert_eq!(p.len(), 100);
-        assert_eq!(
-            p.partition(l, first_unused, 0, topic(), 0).err(),
-            Some(errors::UNKNOWN_PRODUCER_ID)
-        );
-        let again = p.partition(l, writer, epoch, topic(), 0).unwrap();
-        assert_eq!(
-            again.try_lock().unwrap().check(epoch, 0, 0),
-            Check::Duplicate(7)
-        );
+        assert_eq!(p.admit(l, first_unused, 0), Ok(Admission::NotIssued));
+        assert_eq!(p.admit(l, writer, epoch), Ok(Admission::Issued));
     }
 
     #[test]
@@ -616,12 +455,12 @@ mod tests {
         let mut writers = Vec::new();
         for _ in 0..3 {
             let (id, epoch) = p.init(l, None).unwrap();
-            p.partition(l, id, epoch, topic(), 0).unwrap();
+            p.admit(l, id, epoch).unwrap();
             writers.push(id);
         }
         assert_eq!(p.init(l, None), Err(errors::COORDINATOR_LOAD_IN_PROGRESS));
         for id in writers {
-            assert!(p.partition(l, id, 0, topic(), 0).is_ok());
+            assert_eq!(p.admit(l, id, 0), Ok(Admission::Issued));
         }
     }
 
@@ -636,38 +475,9 @@ mod tests {
         let (busy, _) = p.init(l, None).unwrap();
         for _ in 0..3 {
             std::thread::sleep(Duration::from_millis(100));
-            assert!(p.partition(l, busy, 0, topic(), 0).is_ok());
+            assert_eq!(p.admit(l, busy, 0), Ok(Admission::Issued));
         }
-        assert_eq!(
-            p.partition(l, idle, 0, topic(), 0).err(),
-            Some(errors::UNKNOWN_PRODUCER_ID)
-        );
+        assert_eq!(p.admit(l, idle, 0), Ok(Admission::NotIssued));
         assert_eq!(p.len(), 1);
-    }
-
-    #[test]
-    fn sequences_accept_the_next_dedupe_a_retry_and_refuse_a_gap() {
-        let mut s = Sequences::default();
-        assert_eq!(s.check(0, 0, 9), Check::Write);
-        s.written(0, (0, 9), 100, 1);
-        assert_eq!(s.check(0, 0, 9), Check::Duplicate(100));
-        assert_eq!(s.check(0, 10, 14), Check::Write);
-        s.written(0, (10, 14), 110, 1);
-        assert_eq!(
-            s.check(0, 20, 24),
-            Check::Refuse(errors::OUT_OF_ORDER_SEQUENCE_NUMBER)
-        );
-        assert_eq!(s.check(0, 10, 14), Check::Duplicate(110));
-        // A new epoch starts again at 0; the old one is fenced.
-        assert_eq!(
-            s.check(1, 3, 4),
-            Check::Refuse(errors::OUT_OF_ORDER_SEQUENCE_NUMBER)
-        );
-        assert_eq!(s.check(1, 0, 4), Check::Write);
-        s.written(1, (0, 4), 115, 1);
-        assert_eq!(
-            s.check(0, 15, 16),
-            Check::Refuse(errors::INVALID_PRODUCER_EPOCH)
-        );
     }
 }

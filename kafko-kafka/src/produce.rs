@@ -24,9 +24,11 @@ use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProdu
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use kafka_protocol::protocol::StrBytes;
-use kafko_core::{BatchBudget, BatchError, ProducedBatch, Producer, SendOptions};
+use kafko_core::{
+    AppendedBatch, BatchBudget, BatchError, ProducedBatch, Producer, SendOptions, UnknownProducer,
+};
 
-use crate::idempotence::{Check, Limits};
+use crate::idempotence::{Admission, Limits};
 use crate::{ListenerState, errors};
 use kafko_service::failure::Failure;
 use kafko_service::produce as service;
@@ -203,47 +205,23 @@ async fn produce_partition(
         Ok(batch) => batch,
         Err((code, message)) => return (index, Answer::error(code, message)),
     };
-    let mut answer = if batch.is_idempotent() {
+    let answer = if batch.is_idempotent() {
         let limits = Limits::of(&broker.service.config);
-        let sequences = match broker.producers.partition(
-            limits,
-            batch.producer_id(),
-            batch.producer_epoch(),
-            producer.topic_id(),
-            index,
-        ) {
-            Ok(sequences) => sequences,
-            Err(code) => return (index, Answer::error(code, "producer id or epoch refused")),
+        let (id, epoch) = (batch.producer_id(), batch.producer_epoch());
+        let unknown = match broker.producers.admit(limits, id, epoch) {
+            Ok(Admission::Issued) => UnknownProducer::Accept,
+            Ok(Admission::NotIssued) => UnknownProducer::Refuse,
+            Err(code) => return (index, Answer::error(code, "producer epoch fenced")),
         };
-        let mut sequences = sequences.lock().await;
-        let (first, last) = (batch.base_sequence(), batch.last_sequence());
-        match sequences.check(batch.producer_epoch(), first, last) {
-            Check::Refuse(code) => Answer::error(code, "sequence or epoch refused"),
-            Check::Duplicate(base_offset) => Answer {
-                code: errors::NONE,
-                base_offset,
-                log_start: -1,
-                message: None,
-            },
-            Check::Write => {
-                let (epoch, timestamp) = (batch.producer_epoch(), batch.max_timestamp());
-                let answer = append(broker, producer, partition, batch).await;
-                if answer.code == errors::NONE {
-                    sequences.written(epoch, (first, last), answer.base_offset, timestamp);
-                }
-                answer
-            }
+        let answer = append(broker, producer, partition, batch, unknown).await;
+        if answer.code == errors::NONE && unknown == UnknownProducer::Refuse {
+            // A producer of an earlier run that this partition knew.
+            broker.producers.adopt(limits, id, epoch);
         }
+        answer
     } else {
-        append(broker, producer, partition, batch).await
+        append(broker, producer, partition, batch, UnknownProducer::Accept).await
     };
-    if answer.code == errors::NONE
-        && answer.log_start < 0
-        && let Some(log_start) = producer.log_start(partition)
-    {
-        // A duplicate's answer: the log start as it is now.
-        answer.log_start = i64::try_from(log_start).unwrap_or(i64::MAX);
-    }
     (index, answer)
 }
 
@@ -300,12 +278,15 @@ fn decode(
     Ok(batch)
 }
 
-/// Appends one partition's batch as sent, under the topic's rules.
+/// Appends one partition's batch as sent, under the topic's rules and, for an
+/// idempotent producer, the partition's producer state (`unknown`: whether a producer it
+/// does not know may start).
 async fn append(
     broker: &ListenerState,
     producer: &Producer,
     partition: u32,
     batch: ProducedBatch,
+    unknown: UnknownProducer,
 ) -> Answer {
     let (records, bytes) = (batch.record_count(), batch.len());
     // A full write queue is refused at once: the client retries, nothing waits here.
@@ -313,10 +294,15 @@ async fn append(
         sync: false,
         no_wait: true,
     };
-    match producer.append_batch(partition, batch, options).await {
-        Ok(append) => {
-            let metrics = &broker.service.metrics;
-            metrics.produced(producer.topic(), records as usize, bytes);
+    match producer
+        .append_batch_with(partition, batch, options, unknown)
+        .await
+    {
+        Ok(AppendedBatch { append, duplicate }) => {
+            if !duplicate {
+                let metrics = &broker.service.metrics;
+                metrics.produced(producer.topic(), records as usize, bytes);
+            }
             Answer {
                 code: errors::NONE,
                 base_offset: i64::try_from(append.base_offset).unwrap_or(i64::MAX),

@@ -85,6 +85,8 @@ pub enum Kind {
     RebalanceInProgress,
     /// A newer instance with the same static membership id replaced the caller.
     FencedInstanceId,
+    /// An idempotent producer's batch breaks the partition's producer state.
+    ProducerRejected(kafko_core::ProducerRejection),
     /// The caller's kind of membership does not fit the group's members.
     InconsistentGroupProtocol,
     /// A partition's write queue is full: nothing stored, retry.
@@ -208,6 +210,9 @@ impl From<KafkoError> for Failure {
             KafkoError::FencedInstanceId { .. } => client(Kind::FencedInstanceId),
             KafkoError::InconsistentGroupProtocol { .. } => client(Kind::InconsistentGroupProtocol),
             KafkoError::Backpressure { .. } => client(Kind::Backpressure).retry(1),
+            KafkoError::ProducerRejected { rejection, .. } => {
+                client(Kind::ProducerRejected(rejection))
+            }
             KafkoError::ShuttingDown => client(Kind::ShuttingDown).retry(5),
             // A send some of whose partitions appended, where the front end answers for
             // the whole request: the first failed partition's failure.

@@ -259,8 +259,9 @@ struct Args {
         default_value_t = 300_000
     )]
     consumer_instance_timeout_ms: u64,
-    /// How long an idempotent producer's id is kept with no produce (Kafka's
-    /// `producer.id.expiration.ms`), ms.
+    /// How long a partition keeps an idempotent producer's state after its last batch's
+    /// timestamp, and an issued id with no produce (Kafka's `producer.id.expiration.ms`),
+    /// ms.
     #[arg(
         long,
         env = "KAFKO_PRODUCER_ID_EXPIRATION_MS",
@@ -426,6 +427,7 @@ async fn run(args: Args) -> Result<(), StartError> {
         )
         .max_groups(args.max_groups)
         .group_limits(args.groups.limits())
+        .producer_id_expiration(Duration::from_millis(args.producer_id_expiration_ms.max(1)))
         .open()
         .await
         .map_err(StartError::Open)?;

@@ -5,6 +5,7 @@
 //! for it.
 
 use kafko_core::KafkoError;
+use kafko_core::ProducerRejection as Rejection;
 
 /// Which variant of the union `e` is, by an exhaustive match.
 fn variant(e: &KafkoError) -> &'static str {
@@ -20,6 +21,7 @@ fn variant(e: &KafkoError) -> &'static str {
         KafkoError::RecordTooLarge { .. } => "RecordTooLarge",
         KafkoError::KeyRequired { .. } => "KeyRequired",
         KafkoError::InvalidRequest { .. } => "InvalidRequest",
+        KafkoError::ProducerRejected { .. } => "ProducerRejected",
         KafkoError::PartiallyAppended(_) => "PartiallyAppended",
         KafkoError::Backpressure { .. } => "Backpressure",
         KafkoError::PartitionReadOnly { .. } => "PartitionReadOnly",
@@ -63,6 +65,9 @@ const INCONSISTENT_GROUP_PROTOCOL: i16 = 23;
 const UNKNOWN_MEMBER_ID: i16 = 25;
 const REBALANCE_IN_PROGRESS: i16 = 27;
 const FENCED_INSTANCE_ID: i16 = 82;
+const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
+const INVALID_PRODUCER_EPOCH: i16 = 47;
+const UNKNOWN_PRODUCER_ID: i16 = 59;
 const TOPIC_ALREADY_EXISTS: i16 = 36;
 const INVALID_CONFIG: i16 = 40;
 const INVALID_REQUEST: i16 = 42;
@@ -113,6 +118,9 @@ fn answers() -> Vec<(KafkoError, V1, Proxy, i16)> {
         (K::GroupHasMembers { group: g(), topic: t(), members: 2 }, (409, "group_has_members", None), (409, 40903), NON_EMPTY_GROUP),
         (K::RebalanceInProgress { group: g() }, (409, "rebalance_in_progress", None), (409, 40903), REBALANCE_IN_PROGRESS),
         (K::FencedInstanceId { group: g(), instance: "i".into(), member: m() }, (409, "fenced_instance_id", None), (409, 40903), FENCED_INSTANCE_ID),
+        (K::ProducerRejected { topic: t(), partition: 0, producer_id: 1, rejection: Rejection::EpochFenced { epoch: 1, current: 2 } }, (409, "producer_rejected", None), (409, 40903), INVALID_PRODUCER_EPOCH),
+        (K::ProducerRejected { topic: t(), partition: 0, producer_id: 1, rejection: Rejection::OutOfOrder { first: 5, expected: 0 } }, (409, "producer_rejected", None), (409, 40903), OUT_OF_ORDER_SEQUENCE_NUMBER),
+        (K::ProducerRejected { topic: t(), partition: 0, producer_id: 1, rejection: Rejection::UnknownProducer }, (409, "producer_rejected", None), (409, 40903), UNKNOWN_PRODUCER_ID),
         (K::InconsistentGroupProtocol { group: g(), reason: "r".into() }, (409, "inconsistent_group_protocol", None), (409, 40903), INCONSISTENT_GROUP_PROTOCOL),
         (K::NoValidOffset { group: g(), topic: t(), partition: 0 }, (416, "no_valid_offset", None), (409, 40903), OFFSET_OUT_OF_RANGE),
     ]
@@ -141,6 +149,6 @@ fn every_core_failure_has_its_answer_in_each_front_end() {
     }
     assert!(wrong.is_empty(), "{wrong:#?}");
     // Every variant is in the table, but the partial send.
-    assert_eq!(seen.len(), 31, "{seen:?}");
+    assert_eq!(seen.len(), 32, "{seen:?}");
     assert!(!seen.contains("PartiallyAppended"));
 }

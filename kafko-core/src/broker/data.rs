@@ -74,7 +74,9 @@ impl Kafko {
         Ok(())
     }
 
-    /// Runs retention on every partition now.
+    /// Runs retention on every partition now, and forgets the idempotent producers
+    /// idle for the producer id expiration
+    /// ([`KafkoOptions::producer_id_expiration`](crate::KafkoOptions::producer_id_expiration)).
     ///
     /// # Errors
     /// The first partition whose retention failed to delete (storage), or whose writer
@@ -82,8 +84,11 @@ impl Kafko {
     pub async fn enforce_retention(&self) -> Result<RetentionOutcome, AdminError> {
         let mut total = RetentionOutcome::default();
         let now = now_ms();
+        let expiration =
+            i64::try_from(self.inner.producer_id_expiration.as_millis()).unwrap_or(i64::MAX);
         for t in self.all_topics() {
             for p in &t.partitions {
+                p.log.producers.expire(now, expiration);
                 let o = p.retention(now).await?;
                 total.segments_deleted += o.segments_deleted;
                 total.bytes_deleted += o.bytes_deleted;

@@ -52,6 +52,8 @@ pub(crate) struct Inner {
     pub(crate) files: Arc<crate::segment::files::FileCache>,
     /// Limits on topics and partitions, checked by topic creation.
     pub(crate) limits: open::Limits,
+    /// How long an idle idempotent producer's state is kept.
+    pub(crate) producer_id_expiration: std::time::Duration,
     topics: RwLock<HashMap<String, Arc<Topic>>>,
     /// The name of each live topic by its id: a lookup by id costs one probe, not a
     /// scan of every topic. Written under the admin lock, after `topics` on a create

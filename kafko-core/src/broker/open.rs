@@ -16,6 +16,9 @@ use crate::storage::{StdStorage, Storage, blocking};
 use super::recover::recover_directory;
 use super::{Inner, Kafko};
 
+/// Kafka's default `producer.id.expiration.ms`: one day.
+const DEFAULT_PRODUCER_ID_EXPIRATION: Duration = Duration::from_secs(24 * 3600);
+
 /// How to open a data directory.
 #[derive(Clone)]
 pub struct KafkoOptions {
@@ -27,6 +30,7 @@ pub struct KafkoOptions {
     max_open_segment_files: usize,
     limits: Limits,
     group_limits: crate::GroupLimits,
+    producer_id_expiration: Duration,
 }
 
 /// Limits on what a log may hold; `None` is unlimited.
@@ -52,7 +56,16 @@ impl KafkoOptions {
             max_open_segment_files: DEFAULT_MAX_OPEN_SEGMENT_FILES,
             limits: Limits::default(),
             group_limits: crate::GroupLimits::default(),
+            producer_id_expiration: DEFAULT_PRODUCER_ID_EXPIRATION,
         }
+    }
+
+    /// How long a partition keeps an idempotent producer's state after its last batch's
+    /// newest timestamp (Kafka's `producer.id.expiration.ms`; default 1 day). Checked
+    /// every retention check interval; an expired producer's retry is written as new.
+    pub fn producer_id_expiration(mut self, expiration: Duration) -> Self {
+        self.producer_id_expiration = expiration;
+        self
     }
 
     /// How long a group with no live member keeps a committed offset after its last
@@ -173,6 +186,7 @@ impl Kafko {
             storage: options.storage,
             files,
             limits: options.limits,
+            producer_id_expiration: options.producer_id_expiration,
             topics: RwLock::new(topics),
             topic_ids: RwLock::new(topic_ids),
             lock: Mutex::new(Some(recovered.lock)),

@@ -9,6 +9,6 @@ error_enum! {
         NotCompacted, LimitReached, PartitionReadOnly, PartitionPanicked, ShuttingDown, Storage, Internal,
         PartitionNotFound, OffsetOutOfRange, InvalidRequest,
     }
-    never: AlreadyOpen, RecordTooLarge, KeyRequired, PartiallyAppended, Backpressure, GroupNotFound, UnknownMember,
+    never: ProducerRejected, AlreadyOpen, RecordTooLarge, KeyRequired, PartiallyAppended, Backpressure, GroupNotFound, UnknownMember,
         StaleGeneration, NotAssigned, GroupHasMembers, NoValidOffset, RebalanceInProgress, FencedInstanceId, InconsistentGroupProtocol,
 }

@@ -168,6 +168,21 @@ catalog! { $
         /// What is wrong.
         reason: String,
     }
+    /// An idempotent producer's batch breaks the partition's producer state: an older
+    /// epoch, a sequence that does not follow, or a producer the caller may not start
+    /// here. Nothing was appended.
+    #[kind(Conflict)]
+    #[error("producer {producer_id} refused on {topic}-{partition}: {rejection}")]
+    ProducerRejected {
+        /// Topic name.
+        topic: String,
+        /// Partition.
+        partition: u32,
+        /// The batch's producer id.
+        producer_id: i64,
+        /// What the state says.
+        rejection: crate::producer_state::ProducerRejection,
+    }
 
     // A partition's write path.
     /// A partition's inbox is full (a send with `no_wait`): nothing was appended;

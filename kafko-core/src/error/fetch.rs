@@ -5,7 +5,7 @@ error_enum! {
     pub enum FetchError: operation "a read" {
         TopicDeleted, PartitionNotFound, OffsetOutOfRange, Storage, Internal,
     }
-    never: LimitReached, AlreadyOpen, TopicNotFound, TopicAlreadyExists, InvalidName, InvalidConfig,
+    never: ProducerRejected, LimitReached, AlreadyOpen, TopicNotFound, TopicAlreadyExists, InvalidName, InvalidConfig,
         RecordTooLarge, KeyRequired, InvalidRequest, NotCompacted, PartiallyAppended,
         Backpressure, PartitionReadOnly, PartitionPanicked, ShuttingDown, GroupNotFound,
         UnknownMember, StaleGeneration, NotAssigned, GroupHasMembers, NoValidOffset, RebalanceInProgress, FencedInstanceId, InconsistentGroupProtocol,

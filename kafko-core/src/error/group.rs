@@ -9,7 +9,7 @@ error_enum! {
         NotAssigned, GroupHasMembers, RebalanceInProgress, FencedInstanceId, InconsistentGroupProtocol, NoValidOffset, OffsetOutOfRange, TopicDeleted,
         PartitionNotFound, LimitReached, ShuttingDown, Storage, Internal,
     }
-    never: AlreadyOpen, TopicNotFound, TopicAlreadyExists, InvalidConfig, RecordTooLarge,
+    never: ProducerRejected, AlreadyOpen, TopicNotFound, TopicAlreadyExists, InvalidConfig, RecordTooLarge,
         KeyRequired, InvalidRequest, NotCompacted, PartiallyAppended, Backpressure,
         PartitionReadOnly, PartitionPanicked,
 }

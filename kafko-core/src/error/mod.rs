@@ -45,7 +45,7 @@ error_enum! {
     pub enum KafkoError: union {
         AlreadyOpen, TopicNotFound, TopicDeleted, TopicAlreadyExists, InvalidName,
         InvalidConfig, PartitionNotFound, OffsetOutOfRange, RecordTooLarge, KeyRequired,
-        InvalidRequest, PartiallyAppended, Backpressure, PartitionReadOnly, PartitionPanicked,
+        InvalidRequest, ProducerRejected, PartiallyAppended, Backpressure, PartitionReadOnly, PartitionPanicked,
         ShuttingDown, StorageFull, TooManyOpenFiles, Corruption, Io, NotCompacted, LimitReached, Internal,
         GroupNotFound, UnknownMember, StaleGeneration, NotAssigned, GroupHasMembers,
         RebalanceInProgress, FencedInstanceId, InconsistentGroupProtocol, NoValidOffset,

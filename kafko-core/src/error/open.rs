@@ -6,7 +6,7 @@ error_enum! {
     pub enum OpenError: operation "opening the data directory" {
         AlreadyOpen, Storage, Internal,
     }
-    never: LimitReached, TopicNotFound, TopicDeleted, TopicAlreadyExists, InvalidName, InvalidConfig,
+    never: ProducerRejected, LimitReached, TopicNotFound, TopicDeleted, TopicAlreadyExists, InvalidName, InvalidConfig,
         PartitionNotFound, OffsetOutOfRange, RecordTooLarge, KeyRequired, InvalidRequest,
         NotCompacted, PartiallyAppended, Backpressure, PartitionReadOnly, PartitionPanicked,
         ShuttingDown, GroupNotFound, UnknownMember, StaleGeneration, NotAssigned,

@@ -5,7 +5,7 @@ error_enum! {
     /// that partition was appended.
     pub enum ProduceError: operation "a send" {
         TopicDeleted, PartitionNotFound, RecordTooLarge, KeyRequired,
-        InvalidBatch = InvalidRequest, Backpressure, PartiallyAppended, PartitionReadOnly,
+        InvalidBatch = InvalidRequest, ProducerRejected, Backpressure, PartiallyAppended, PartitionReadOnly,
         PartitionPanicked, ShuttingDown, Storage, Internal,
     }
     never: LimitReached, AlreadyOpen, TopicNotFound, TopicAlreadyExists, InvalidName, InvalidConfig,

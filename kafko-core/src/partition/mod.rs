@@ -21,6 +21,8 @@ use tokio::sync::watch;
 use crate::activity::Activity;
 
 use crate::error::{KafkoError, Result};
+use crate::producer_state::ProducerStates;
+use crate::producer_state::table::ProducerTable;
 use crate::record::Record;
 use crate::segment::Segment;
 use crate::segment::batch::{self, Format};
@@ -85,6 +87,8 @@ pub(crate) struct PartitionLog {
     hw_watch: watch::Sender<u64>,
     /// Topic-wide wake-up for consumers spanning several partitions.
     activity: Arc<Activity>,
+    /// Idempotent producers' state: the fold of the readable log's batch headers.
+    pub(crate) producers: ProducerStates,
     /// Write groups written, and the appends they held.
     groups_written: AtomicU64,
     appends_written: AtomicU64,
@@ -96,6 +100,7 @@ impl PartitionLog {
         segments: Vec<Arc<Segment>>,
         log_start: u64,
         high_watermark: u64,
+        producers: ProducerTable,
     ) -> Self {
         let PartitionPlace {
             topic,
@@ -116,6 +121,7 @@ impl PartitionLog {
             log_start: AtomicU64::new(log_start),
             hw_watch: watch::Sender::new(high_watermark),
             activity,
+            producers: ProducerStates::new(producers),
             groups_written: AtomicU64::new(0),
             appends_written: AtomicU64::new(0),
         }

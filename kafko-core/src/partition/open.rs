@@ -14,6 +14,7 @@ use super::writer::{LOG_START_FILE, RECOVERY_POINT_FILE};
 use super::{PartitionLog, PartitionPlace};
 use crate::error::{KafkoError, Result};
 use crate::naming::{parse_segment_file, segment_file};
+use crate::producer_state;
 use crate::segment::files::FileCache;
 use crate::segment::index::{SegmentSummary, SparseIndex};
 use crate::segment::recovery::{read_format, scan};
@@ -93,7 +94,14 @@ pub(crate) fn open_partition(
         files: files.clone(),
         activity,
     };
-    let log = Arc::new(PartitionLog::new(place, segments, log_start.min(hw), hw));
+    let producers = producer_state::rebuild(s, &place.dir, &segments, hw)?;
+    let log = Arc::new(PartitionLog::new(
+        place,
+        segments,
+        log_start.min(hw),
+        hw,
+        producers,
+    ));
     Ok((log, active))
 }
 

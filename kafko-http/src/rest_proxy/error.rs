@@ -224,6 +224,7 @@ impl From<Failure> for ProxyError {
             | Kind::StaleGeneration { .. }
             | Kind::RebalanceInProgress
             | Kind::FencedInstanceId
+            | Kind::ProducerRejected(_)
             | Kind::InconsistentGroupProtocol
             | Kind::OffsetOutOfRange { .. }
             | Kind::NoValidOffset { .. } => Self::new(S::CONFLICT, ILLEGAL_STATE, message),

@@ -44,6 +44,8 @@ use super::command::Batches;
 use super::write_queue::Answer;
 use crate::config::{FsyncPolicy, TopicConfig};
 use crate::error::{KafkoError, Result};
+use crate::producer_state::table::ProducerBatch;
+use crate::producer_state::{producer_of, snapshot};
 use crate::segment::Segment;
 use crate::segment::batch::{self, Format};
 use crate::segment::index;
@@ -118,6 +120,8 @@ pub(crate) struct Observation {
     position: u32,
     framed_len: u64,
     max_timestamp: i64,
+    /// The batch's idempotent producer, folded into the producer state once published.
+    producer: Option<ProducerBatch>,
 }
 
 /// Where a written group ends: what publishing it makes visible.
@@ -340,6 +344,12 @@ impl Writer {
                 position: index::narrow(position),
                 framed_len: batch.framed_len() as u64,
                 max_timestamp: batch.max_timestamp,
+                producer: producer_of(
+                    &batch.bytes,
+                    offset,
+                    batch.last_offset_delta,
+                    batch.max_timestamp,
+                ),
             });
             batch::frame(&mut self.buf, offset, &batch);
             self.buffered_next = offset + u64::from(batch.last_offset_delta) + 1;
@@ -492,12 +502,18 @@ impl Writer {
         let active = self.active.clone();
         let storage = self.storage.clone();
         let recovery_point = self.recovery_point.clone();
+        let producers = self.log.producers.copy();
         blocking("writing the active segment's indexes", move || {
             if let Err(e) = active.write_indexes(&*storage) {
                 tracing::warn!(path = %active.log_path.display(), error = %e, "could not write the active segment's index files; the next open rebuilds them");
             }
             if let Err(e) = recovery_point.raise(active.next_offset()) {
                 tracing::warn!(path = %active.log_path.display(), error = %e, "could not raise the recovery point at shutdown");
+            }
+            // Everything is published and fsynced: the table is the fold of the whole log.
+            let dir = crate::storage::parent_of(&active.log_path);
+            if let Err(e) = snapshot::write(&*storage, dir, active.next_offset(), &producers) {
+                tracing::warn!(dir = %dir.display(), error = %e, "could not write the producer state at shutdown; the next open folds the log instead");
             }
             Ok(())
         })
@@ -520,6 +536,8 @@ fn publish(
             idx.observe(o.rel, o.position, o.framed_len, o.max_timestamp);
         }
     }
+    log.producers
+        .fold(observations.iter().filter_map(|o| o.producer.as_ref()));
     active.publish(end.len, end.next_offset, end.max_timestamp);
     log.publish_high_watermark(end.next_offset);
     for p in replies {

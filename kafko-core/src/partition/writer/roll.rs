@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::Writer;
 use crate::error::{KafkoError, Result};
+use crate::producer_state::snapshot;
 use crate::segment::Segment;
 use crate::storage::blocking;
 
@@ -68,8 +69,16 @@ impl Writer {
         let log_path = sealed.log_path.clone();
         let recovery_point = self.recovery_point.clone();
         let files = self.log.files.clone();
+        // Every group of the sealed segment is published, none of the new one: the table
+        // is the fold of the log up to the sealed segment's end.
+        let producers = self.log.producers.copy();
+        let dir = self.log.dir.clone();
         let task = tokio::task::spawn_blocking(move || {
             sealed.io_file()?.sync_data()?;
+            // A cache: without it the next open folds the batches from an older one.
+            if let Err(e) = snapshot::write(&*storage, &dir, sealed.next_offset(), &producers) {
+                tracing::warn!(dir = %dir.display(), error = %e, "could not write a producer state snapshot");
+            }
             // Without index files recovery rebuilds them by a scan: not worth failing for.
             if let Err(e) = sealed.write_indexes(&*storage) {
                 tracing::warn!(path = %sealed.log_path.display(), error = %e, "could not write the index files of a sealed segment");

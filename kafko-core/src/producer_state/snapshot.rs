@@ -1,0 +1,238 @@
+//! Producer state snapshots: `<offset>.producers`, the fold of every batch below
+//! `<offset>` as a state file (FORMAT.md, "Producer state"). Written at a roll and at a
+//! clean shutdown, so that an open folds only what came after; the two newest are kept.
+//! A snapshot is a cache: a damaged one is skipped, never fatal.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::table::{ProducerEntry, ProducerTable, WrittenBatch};
+use crate::error::{KafkoError, Result};
+use crate::naming::{parse_offset_file, segment_file};
+use crate::state_file;
+use crate::storage::Storage;
+
+/// The extension of a snapshot file.
+const EXTENSION: &str = "producers";
+/// Snapshots kept per partition.
+const KEPT: usize = 2;
+/// The body version written and read.
+const VERSION: u32 = 1;
+
+#[derive(Serialize, Deserialize)]
+struct Body {
+    version: u32,
+    producers: Vec<Entry>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Entry {
+    id: i64,
+    epoch: i16,
+    last_timestamp: i64,
+    /// `[first, last, base_offset]`, oldest first.
+    batches: Vec<(i32, i32, u64)>,
+}
+
+fn path_of(dir: &Path, offset: u64) -> PathBuf {
+    dir.join(segment_file(offset, EXTENSION))
+}
+
+/// The offsets of the snapshots in `dir`, oldest first.
+fn list(storage: &dyn Storage, dir: &Path) -> Result<Vec<u64>> {
+    let mut offsets: Vec<u64> = storage
+        .list_dir(dir)
+        .map_err(|e| KafkoError::io("listing", dir, e))?
+        .iter()
+        .filter_map(|p| parse_offset_file(p.file_name()?.to_str()?, EXTENSION))
+        .collect();
+    offsets.sort_unstable();
+    Ok(offsets)
+}
+
+fn remove(storage: &dyn Storage, path: &Path) -> Result<()> {
+    match storage.remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(KafkoError::io("removing", path, e))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Writes the snapshot of `table` at `offset` (atomically, durably), then removes all
+/// but the two newest.
+pub(crate) fn write(
+    storage: &dyn Storage,
+    dir: &Path,
+    offset: u64,
+    table: &ProducerTable,
+) -> Result<()> {
+    let mut producers: Vec<Entry> = table
+        .entries
+        .iter()
+        .map(|(&id, e)| Entry {
+            id,
+            epoch: e.epoch,
+            last_timestamp: e.last_timestamp,
+            batches: e
+                .batches
+                .iter()
+                .map(|b| (b.first, b.last, b.base_offset))
+                .collect(),
+        })
+        .collect();
+    producers.sort_by_key(|e| e.id);
+    let body = Body {
+        version: VERSION,
+        producers,
+    };
+    state_file::write(storage, &path_of(dir, offset), &body)?;
+    let offsets = list(storage, dir)?;
+    let stale = offsets.len().saturating_sub(KEPT);
+    let mut removed = false;
+    for &old in &offsets[..stale] {
+        remove(storage, &path_of(dir, old))?;
+        removed = true;
+    }
+    if removed {
+        storage
+            .sync_dir(dir)
+            .map_err(|e| KafkoError::io("fsyncing", dir, e))?;
+    }
+    Ok(())
+}
+
+/// The newest readable snapshot at or below `end` (the log's end), with its offset.
+/// Snapshots above `end` describe offsets the log no longer holds: they are removed. A
+/// damaged snapshot is logged and passed over for an older one.
+pub(crate) fn load_newest(
+    storage: &dyn Storage,
+    dir: &Path,
+    end: u64,
+) -> Result<Option<(u64, ProducerTable)>> {
+    let offsets = list(storage, dir)?;
+    let mut removed = false;
+    for &offset in offsets.iter().rev() {
+        let path = path_of(dir, offset);
+        if offset > end {
+            remove(storage, &path)?;
+            removed = true;
+            continue;
+        }
+        match read(storage, &path) {
+            Ok(Some(table)) => {
+                if removed {
+                    storage
+                        .sync_dir(dir)
+                        .map_err(|e| KafkoError::io("fsyncing", dir, e))?;
+                }
+                return Ok(Some((offset, table)));
+            }
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "skipping a damaged producer state snapshot");
+            }
+        }
+    }
+    if removed {
+        storage
+            .sync_dir(dir)
+            .map_err(|e| KafkoError::io("fsyncing", dir, e))?;
+    }
+    Ok(None)
+}
+
+fn read(storage: &dyn Storage, path: &Path) -> Result<Option<ProducerTable>> {
+    let Some(body) = state_file::read::<Body>(storage, path)? else {
+        return Ok(None);
+    };
+    if body.version != VERSION {
+        return Err(KafkoError::corruption(
+            path,
+            state_file::BODY_OFFSET,
+            format!("unknown producer state version {}", body.version),
+        ));
+    }
+    let mut table = ProducerTable::default();
+    for e in body.producers {
+        let batches: VecDeque<WrittenBatch> = e
+            .batches
+            .iter()
+            .map(|&(first, last, base_offset)| WrittenBatch {
+                first,
+                last,
+                base_offset,
+            })
+            .collect();
+        if batches.is_empty() {
+            continue;
+        }
+        table.entries.insert(
+            e.id,
+            ProducerEntry {
+                epoch: e.epoch,
+                batches,
+                last_timestamp: e.last_timestamp,
+            },
+        );
+    }
+    Ok(Some(table))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::table::ProducerBatch;
+    use super::*;
+    use crate::storage::StdStorage;
+
+    fn table_of(ids: &[i64]) -> ProducerTable {
+        let mut t = ProducerTable::default();
+        for (i, &id) in ids.iter().enumerate() {
+            let offset = u64::try_from(i).unwrap();
+            t.fold(&ProducerBatch {
+                id,
+                epoch: 2,
+                first: 0,
+                last: 9,
+                base_offset: offset * 10,
+                max_timestamp: 77,
+            });
+        }
+        t
+    }
+
+    #[test]
+    fn a_snapshot_round_trips_and_only_the_two_newest_stay() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = StdStorage;
+        for (offset, ids) in [(10, vec![1]), (20, vec![1, 2]), (30, vec![1, 2, 3])] {
+            write(&s, dir.path(), offset, &table_of(&ids)).unwrap();
+        }
+        assert_eq!(list(&s, dir.path()).unwrap(), vec![20, 30]);
+        let (offset, table) = load_newest(&s, dir.path(), 100).unwrap().unwrap();
+        assert_eq!((offset, table), (30, table_of(&[1, 2, 3])));
+    }
+
+    #[test]
+    fn snapshots_past_the_log_end_go_and_a_damaged_one_is_passed_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = StdStorage;
+        write(&s, dir.path(), 20, &table_of(&[1])).unwrap();
+        write(&s, dir.path(), 30, &table_of(&[1, 2])).unwrap();
+        // Past the end of a log cut back by recovery.
+        let (offset, _) = load_newest(&s, dir.path(), 25).unwrap().unwrap();
+        assert_eq!(offset, 20);
+        assert_eq!(list(&s, dir.path()).unwrap(), vec![20]);
+        write(&s, dir.path(), 25, &table_of(&[1, 2])).unwrap();
+        let newest = path_of(dir.path(), 25);
+        let mut bytes = std::fs::read(&newest).unwrap();
+        let last = bytes.len() - 2;
+        bytes[last] ^= 0xff;
+        std::fs::write(&newest, bytes).unwrap();
+        let (offset, table) = load_newest(&s, dir.path(), 25).unwrap().unwrap();
+        assert_eq!((offset, table), (20, table_of(&[1])));
+        assert!(load_newest(&s, dir.path(), 5).unwrap().is_none());
+    }
+}

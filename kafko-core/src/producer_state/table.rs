@@ -1,0 +1,370 @@
+//! One partition's idempotent producers, as Kafka keeps them: per producer id, its
+//! epoch, its last five batches' sequences and base offsets, and its last batch's newest
+//! timestamp. The table is a fold of batch headers in offset order (FORMAT.md, "Producer
+//! state"); [`ProducerTable::check`] holds the rules a producer's new batch meets.
+
+use std::collections::{HashMap, VecDeque};
+
+use serde::{Deserialize, Serialize};
+
+/// Batches remembered per producer for retries: Kafka's `max.in.flight` for an
+/// idempotent producer is at most 5.
+pub(crate) const REMEMBERED: usize = 5;
+/// Producers one partition keeps at most; past it the one whose last batch is oldest
+/// goes first. Far above what issued ids reach; it bounds memory against any caller.
+pub(crate) const MAX_PRODUCERS: usize = 100_000;
+
+/// A written batch's sequences and where it landed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct WrittenBatch {
+    pub(crate) first: i32,
+    pub(crate) last: i32,
+    pub(crate) base_offset: u64,
+}
+
+/// What the table keeps of one producer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ProducerEntry {
+    pub(crate) epoch: i16,
+    /// The last batches, oldest first; never empty.
+    pub(crate) batches: VecDeque<WrittenBatch>,
+    /// The newest timestamp of its last batch (expiry counts from it, as in Kafka).
+    pub(crate) last_timestamp: i64,
+}
+
+/// A producer's batch as its header says: what the fold takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ProducerBatch {
+    pub(crate) id: i64,
+    pub(crate) epoch: i16,
+    pub(crate) first: i32,
+    pub(crate) last: i32,
+    pub(crate) base_offset: u64,
+    pub(crate) max_timestamp: i64,
+}
+
+/// The last sequence of a batch of `records_minus_one + 1` records from `first`:
+/// sequences wrap from `i32::MAX` to 0, as Kafka's do.
+pub(crate) fn last_sequence(first: i32, last_offset_delta: u32) -> i32 {
+    let last = (i64::from(first) + i64::from(last_offset_delta)) % (i64::from(i32::MAX) + 1);
+    i32::try_from(last).unwrap_or(0)
+}
+
+/// The sequence after `last`.
+fn next_sequence(last: i32) -> i32 {
+    if last == i32::MAX { 0 } else { last + 1 }
+}
+
+/// Whether a producer the table does not know may write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UnknownProducer {
+    /// It may, with any sequence: Kafka's rule for a producer with no state (new, or
+    /// expired).
+    #[default]
+    Accept,
+    /// It is refused (`ProducerRejection::UnknownProducer`): the caller knows the id was
+    /// not handed out by it, and the producer must ask for a new one.
+    Refuse,
+}
+
+/// Why an idempotent producer's batch was refused. Nothing was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ProducerRejection {
+    /// The batch's epoch is older than the producer's (Kafka's INVALID_PRODUCER_EPOCH):
+    /// a newer instance of the producer took over.
+    #[error("producer epoch {epoch} is older than the current epoch {current}")]
+    EpochFenced {
+        /// The batch's epoch.
+        epoch: i16,
+        /// The producer's epoch on this partition.
+        current: i16,
+    },
+    /// The batch's first sequence does not follow the last batch written (Kafka's
+    /// OUT_OF_ORDER_SEQUENCE_NUMBER): batches between were lost.
+    #[error("sequence {first} where {expected} was expected")]
+    OutOfOrder {
+        /// The batch's first sequence.
+        first: i32,
+        /// The sequence that would have followed.
+        expected: i32,
+    },
+    /// The producer has no state here and may not start one (Kafka's
+    /// UNKNOWN_PRODUCER_ID): it must ask for a new id.
+    #[error("unknown producer id")]
+    UnknownProducer,
+}
+
+/// What to do with an idempotent producer's batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Check {
+    /// Write it.
+    Write,
+    /// A retry of a batch already written at this base offset: answer that, write
+    /// nothing.
+    Duplicate(u64),
+}
+
+/// A producer's state as DescribeProducers shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProducerInfo {
+    /// The producer id.
+    pub producer_id: i64,
+    /// Its epoch on the partition.
+    pub epoch: i16,
+    /// The last sequence it wrote.
+    pub last_sequence: i32,
+    /// The newest timestamp of its last batch.
+    pub last_timestamp: i64,
+}
+
+/// One partition's producers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct ProducerTable {
+    pub(crate) entries: HashMap<i64, ProducerEntry>,
+}
+
+impl ProducerTable {
+    /// Folds one batch in: the producer's epoch and last batches become what the batch
+    /// says.
+    pub(crate) fn fold(&mut self, batch: &ProducerBatch) {
+        if !self.entries.contains_key(&batch.id) && self.entries.len() >= MAX_PRODUCERS {
+            self.evict_oldest();
+        }
+        let entry = self
+            .entries
+            .entry(batch.id)
+            .or_insert_with(|| ProducerEntry {
+                epoch: batch.epoch,
+                batches: VecDeque::with_capacity(1),
+                last_timestamp: batch.max_timestamp,
+            });
+        if entry.epoch != batch.epoch {
+            entry.epoch = batch.epoch;
+            entry.batches.clear();
+        }
+        if entry.batches.len() == REMEMBERED {
+            entry.batches.pop_front();
+        }
+        entry.batches.push_back(WrittenBatch {
+            first: batch.first,
+            last: batch.last,
+            base_offset: batch.base_offset,
+        });
+        entry.last_timestamp = batch.max_timestamp;
+    }
+
+    /// Forgets the producer whose last batch is oldest.
+    fn evict_oldest(&mut self) {
+        let oldest = self
+            .entries
+            .iter()
+            .min_by_key(|(_, e)| e.last_timestamp)
+            .map(|(id, _)| *id);
+        if let Some(id) = oldest {
+            self.entries.remove(&id);
+        }
+    }
+
+    /// Checks a batch of producer `id` at `epoch` with sequences `first..=last`.
+    pub(crate) fn check(
+        &self,
+        id: i64,
+        epoch: i16,
+        (first, last): (i32, i32),
+        unknown: UnknownProducer,
+    ) -> Result<Check, ProducerRejection> {
+        let Some(entry) = self.entries.get(&id) else {
+            return match unknown {
+                UnknownProducer::Accept => Ok(Check::Write),
+                UnknownProducer::Refuse => Err(ProducerRejection::UnknownProducer),
+            };
+        };
+        if epoch < entry.epoch {
+            return Err(ProducerRejection::EpochFenced {
+                epoch,
+                current: entry.epoch,
+            });
+        }
+        if epoch > entry.epoch {
+            // A new epoch starts its sequences again.
+            return match first {
+                0 => Ok(Check::Write),
+                _ => Err(ProducerRejection::OutOfOrder { first, expected: 0 }),
+            };
+        }
+        if let Some(written) = entry
+            .batches
+            .iter()
+            .find(|b| b.first == first && b.last == last)
+        {
+            return Ok(Check::Duplicate(written.base_offset));
+        }
+        let expected = entry.batches.back().map_or(0, |b| next_sequence(b.last));
+        if first == expected {
+            Ok(Check::Write)
+        } else {
+            Err(ProducerRejection::OutOfOrder { first, expected })
+        }
+    }
+
+    /// Drops the producers whose last timestamp is `expiration_ms` or more before
+    /// `now_ms`; how many went.
+    pub(crate) fn expire(&mut self, now_ms: i64, expiration_ms: i64) -> usize {
+        let before = self.entries.len();
+        self.entries
+            .retain(|_, e| now_ms.saturating_sub(e.last_timestamp) < expiration_ms);
+        before - self.entries.len()
+    }
+
+    /// Every producer, by id.
+    pub(crate) fn describe(&self) -> Vec<ProducerInfo> {
+        let mut out: Vec<ProducerInfo> = self
+            .entries
+            .iter()
+            .filter_map(|(&producer_id, e)| {
+                Some(ProducerInfo {
+                    producer_id,
+                    epoch: e.epoch,
+                    last_sequence: e.batches.back()?.last,
+                    last_timestamp: e.last_timestamp,
+                })
+            })
+            .collect();
+        out.sort_by_key(|p| p.producer_id);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn batch(id: i64, epoch: i16, first: i32, last: i32, base_offset: u64) -> ProducerBatch {
+        ProducerBatch {
+            id,
+            epoch,
+            first,
+            last,
+            base_offset,
+            max_timestamp: 1_000 + i64::try_from(base_offset).unwrap(),
+        }
+    }
+
+    #[test]
+    fn the_next_sequence_is_written_a_retry_is_a_duplicate_and_a_gap_is_refused() {
+        let mut t = ProducerTable::default();
+        t.fold(&batch(7, 0, 0, 4, 100));
+        assert_eq!(
+            t.check(7, 0, (5, 9), UnknownProducer::Refuse),
+            Ok(Check::Write)
+        );
+        assert_eq!(
+            t.check(7, 0, (0, 4), UnknownProducer::Refuse),
+            Ok(Check::Duplicate(100))
+        );
+        assert_eq!(
+            t.check(7, 0, (6, 9), UnknownProducer::Refuse),
+            Err(ProducerRejection::OutOfOrder {
+                first: 6,
+                expected: 5
+            })
+        );
+        // Only the last five batches are remembered.
+        for i in 1..=5u64 {
+            let first = i32::try_from(i * 5).unwrap();
+            t.fold(&batch(7, 0, first, first + 4, 100 + i * 5));
+        }
+        assert!(matches!(
+            t.check(7, 0, (0, 4), UnknownProducer::Refuse),
+            Err(ProducerRejection::OutOfOrder { .. })
+        ));
+        assert_eq!(
+            t.check(7, 0, (5, 9), UnknownProducer::Refuse),
+            Ok(Check::Duplicate(105))
+        );
+    }
+
+    #[test]
+    fn epochs_fence_older_ones_and_a_new_epoch_starts_at_zero() {
+        let mut t = ProducerTable::default();
+        t.fold(&batch(7, 3, 0, 0, 0));
+        assert_eq!(
+            t.check(7, 2, (1, 1), UnknownProducer::Accept),
+            Err(ProducerRejection::EpochFenced {
+                epoch: 2,
+                current: 3
+            })
+        );
+        assert_eq!(
+            t.check(7, 4, (0, 0), UnknownProducer::Accept),
+            Ok(Check::Write)
+        );
+        assert_eq!(
+            t.check(7, 4, (1, 1), UnknownProducer::Accept),
+            Err(ProducerRejection::OutOfOrder {
+                first: 1,
+                expected: 0
+            })
+        );
+        t.fold(&batch(7, 4, 0, 0, 1));
+        assert_eq!(t.entries[&7].batches.len(), 1);
+    }
+
+    #[test]
+    fn an_unknown_producer_is_accepted_or_refused_as_the_caller_says() {
+        let t = ProducerTable::default();
+        assert_eq!(
+            t.check(1, 0, (42, 42), UnknownProducer::Accept),
+            Ok(Check::Write)
+        );
+        assert_eq!(
+            t.check(1, 0, (0, 0), UnknownProducer::Refuse),
+            Err(ProducerRejection::UnknownProducer)
+        );
+    }
+
+    #[test]
+    fn sequences_wrap_at_i32_max() {
+        assert_eq!(last_sequence(i32::MAX - 1, 3), 1);
+        assert_eq!(last_sequence(0, 0), 0);
+        let mut t = ProducerTable::default();
+        t.fold(&batch(1, 0, i32::MAX - 1, i32::MAX, 0));
+        assert_eq!(
+            t.check(1, 0, (0, 3), UnknownProducer::Refuse),
+            Ok(Check::Write)
+        );
+    }
+
+    #[test]
+    fn idle_producers_expire_one_by_one_and_busy_ones_stay() {
+        let mut t = ProducerTable::default();
+        t.fold(&batch(1, 0, 0, 0, 0)); // last timestamp 1000
+        t.fold(&batch(2, 0, 0, 0, 500)); // 1500
+        assert_eq!(t.expire(2_000, 1_000), 1);
+        assert_eq!(t.describe().len(), 1);
+        assert_eq!(t.describe()[0].producer_id, 2);
+    }
+
+    #[test]
+    fn a_full_table_evicts_the_producer_idle_longest() {
+        let mut t = ProducerTable::default();
+        for id in 0..i64::try_from(MAX_PRODUCERS).unwrap() {
+            t.entries.insert(
+                id,
+                ProducerEntry {
+                    epoch: 0,
+                    batches: VecDeque::from([WrittenBatch {
+                        first: 0,
+                        last: 0,
+                        base_offset: 0,
+                    }]),
+                    last_timestamp: 10 + id,
+                },
+            );
+        }
+        t.fold(&batch(1 << 40, 0, 0, 0, 0));
+        assert_eq!(t.entries.len(), MAX_PRODUCERS);
+        assert!(!t.entries.contains_key(&0));
+        assert!(t.entries.contains_key(&(1 << 40)));
+    }
+}
