@@ -14,7 +14,9 @@
 # (zstd and lz4 by confluent, gzip by kafka-python) are stored as sent and read by every
 # other client, whole and from inside a batch (scripts/clients/cross_codecs.py, and
 # scripts/clients/kafka/cross.mjs for kafkajs); a group of three static members survives a
-# SIGKILL of the server (scripts/clients/group_restart.py); confluent-kafka over
+# SIGKILL of the server (scripts/clients/group_restart.py); idempotent producers of
+# confluent-kafka, kafka-python and kafkajs lose nothing and write nothing twice across
+# 50 SIGKILLs (scripts/clients/idempotent_kills.py); confluent-kafka over
 # SASL/PLAIN against a second server run with --auth-token. (README.md's sessions: 15-readme-defaults.sh.)
 # Pinned clients, installed here on first use: PyPI into .venv-test/ (confluent-kafka,
 # kafka-python, aiokafka), npm into scripts/clients/kafka/node_modules from its lock
@@ -106,6 +108,8 @@ fail_on_panic
 # its own, then a static member's restart: nobody is revoked, nothing moves.
 cargo build --quiet -p kafko
 timeout 180 "$VENV/bin/python" scripts/clients/group_restart.py "$PWD/target/debug/kafko" "$WORK"
+echo "--- idempotent producers across 50 SIGKILLs"
+timeout 600 "$VENV/bin/python" scripts/clients/idempotent_kills.py "$PWD/target/debug/kafko" "$WORK" 50
 
 # SASL/PLAIN: a second server with a token.
 KAFKO_AUTH_TOKEN=flow-token launch "$WORK/sasl" --kafka-bind 127.0.0.1:0

@@ -13,16 +13,12 @@ takes its place. Each step checks that no consumer saw a revoke or a new assignm
 and that the replacement owns what its predecessor owned.
 """
 
-import os
-import signal
-import socket
-import subprocess
 import sys
 import time
-import urllib.request
 
 from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, NewTopic
+from kafko_server import Server
 
 TOPIC = "group-restart"
 GROUP = "survivors"
@@ -32,44 +28,6 @@ def check(cond, what):
     if not cond:
         print(f"  FAIL {what}")
         sys.exit(1)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
-    """kafko on a fixed Kafka port and data directory, started and SIGKILLed."""
-
-    def __init__(self, binary, work):
-        self.port = free_port()
-        # A directory of its own: WORK may hold another server's (locked) data.
-        work = os.path.join(work, "group-restart")
-        os.makedirs(work, exist_ok=True)
-        self.args = [binary, "--bind", "127.0.0.1:0", "--schema-registry-bind", "off", "--kafka-bind", f"127.0.0.1:{self.port}",
-                     "--data-dir", os.path.join(work, "data")]
-        self.log = open(os.path.join(work, "server.log"), "ab")
-        self.proc = None
-
-    def start(self):
-        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=self.log)
-        for line in self.proc.stdout:
-            if line.startswith(b"kafka listening on"):
-                return
-        self.log.flush()
-        with open(self.log.name, "rb") as log:
-            tail = log.read()[-2000:].decode(errors="replace")
-        sys.exit(f"  FAIL kafko did not start for the group restart:\n{tail}")
-
-    def kill(self):
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait()
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(timeout=30)
 
 
 class Member:
@@ -116,7 +74,7 @@ def poll_all(members, seconds, until=None):
 
 def main():
     binary, work = sys.argv[1:]
-    server = Server(binary, work)
+    server = Server(binary, work, "group-restart")
     server.start()
     bootstrap = f"127.0.0.1:{server.port}"
     admin = AdminClient({"bootstrap.servers": bootstrap})
