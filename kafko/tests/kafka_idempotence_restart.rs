@@ -38,6 +38,14 @@ async fn bump(k: &mut Kafka, id: i64, epoch: i16) -> (i64, i16) {
     (r.producer_id.0, r.producer_epoch)
 }
 
+/// The producer's last batch on each partition, sent (again): each answer.
+async fn last_batches(k: &mut Kafka, id: i64, epoch: i16) -> [(i16, i64); 2] {
+    [
+        produce_batch(k, "idem", 0, records(5, (id, epoch, 0))).await,
+        produce_batch(k, "idem", 1, records(3, (id, epoch, 0))).await,
+    ]
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sigkill_keeps_duplicates_fences_gaps_and_unknown_ids() {
     let tmp = tempfile::tempdir().unwrap();
@@ -55,12 +63,8 @@ async fn a_sigkill_keeps_duplicates_fences_gaps_and_unknown_ids() {
     let (_, epoch) = bump(&mut k, id, epoch0).await;
     assert!(epoch > epoch0);
     assert_eq!(
-        produce_batch(&mut k, "idem", 0, records(5, (id, epoch, 0))).await,
-        (NONE, 5)
-    );
-    assert_eq!(
-        produce_batch(&mut k, "idem", 1, records(3, (id, epoch, 0))).await,
-        (NONE, 0)
+        last_batches(&mut k, id, epoch).await,
+        [(NONE, 5), (NONE, 0)]
     );
     let (unused, unused_epoch) = init_producer_id(&mut k).await;
 
@@ -70,12 +74,8 @@ async fn a_sigkill_keeps_duplicates_fences_gaps_and_unknown_ids() {
     let mut k = Kafka::connect(&s).await;
     // The last batch's retry on each partition: its first offset, nothing written.
     assert_eq!(
-        produce_batch(&mut k, "idem", 0, records(5, (id, epoch, 0))).await,
-        (NONE, 5)
-    );
-    assert_eq!(
-        produce_batch(&mut k, "idem", 1, records(3, (id, epoch, 0))).await,
-        (NONE, 0)
+        last_batches(&mut k, id, epoch).await,
+        [(NONE, 5), (NONE, 0)]
     );
     assert_eq!(high_watermarks(&c, &s, "idem").await, vec![10, 3]);
     // The epoch before the bump is fenced; a gap is out of order.

@@ -18,6 +18,7 @@ its own form (keys sorted, compact), so a schema kafko's registry wrote is compa
 JSON.
 """
 
+import contextlib
 import json
 import os
 import signal
@@ -182,9 +183,24 @@ class Karapace:
         print("  ok  Karapace stopped by SIGTERM", flush=True)
 
 
-def first(kafka, kafko, workdir):
-    k = Karapace(kafka, workdir, "karapace1")
+@contextlib.contextmanager
+def session(kafka, workdir, name):
+    """A Karapace for the block, in a one-slot list (the block may replace it): its log's
+    tail shown if the block fails, stopped at the end either way."""
+    running = [Karapace(kafka, workdir, name)]
     try:
+        yield running
+    except BaseException:
+        print(f"--- Karapace log (tail) ---\n{running[0].tail()}", file=sys.stderr)
+        raise
+    finally:
+        if running[0].proc.poll() is None:
+            running[0].stop()
+
+
+def first(kafka, kafko, workdir):
+    with session(kafka, workdir, "karapace1") as running:
+        k = running[0]
         p1 = register(k.url, "payments-value", PAYMENT_V1)
         p2 = register(k.url, "payments-value", PAYMENT_V2)
         again = register(k.url, "payments-copy-value", PAYMENT_V1)
@@ -199,7 +215,7 @@ def first(kafka, kafko, workdir):
         check(byid == json.loads(PAYMENT_V2), f"Karapace serves id {p2} by id")
         before = state(k.url)
         k.stop()
-        k = Karapace(kafka, workdir, "karapace2")
+        k = running[0] = Karapace(kafka, workdir, "karapace2")
         check(state(k.url) == before, "after its restart Karapace serves the same ids, subjects, versions and schemas")
 
         # (a) kafko's registry reads what Karapace wrote into `_schemas`.
@@ -228,12 +244,6 @@ def first(kafka, kafko, workdir):
               "both hide scratch-value, all of its versions soft-deleted; both show the two levels")
         with open(os.path.join(workdir, "state.json"), "w") as f:
             json.dump(want, f)
-    except BaseException:
-        print(f"--- Karapace log (tail) ---\n{k.tail()}", file=sys.stderr)
-        raise
-    finally:
-        if k.proc.poll() is None:
-            k.stop()
 
 
 def again(kafka, kafko, workdir):
@@ -244,8 +254,8 @@ def again(kafka, kafko, workdir):
         return json.loads(json.dumps(s))
 
     check(norm(state(kafko)) == saved, "after its restart kafko's registry serves the same state")
-    k = Karapace(kafka, workdir, "karapace3")
-    try:
+    with session(kafka, workdir, "karapace3") as running:
+        k = running[0]
         same_state(saved, norm(state(k.url)), "Karapace against the restarted kafko serves the same state")
         late = register(k.url, "late-value", LATE_V1)
         top = max(int(i) for i in saved["ids"])
@@ -253,12 +263,6 @@ def again(kafka, kafko, workdir):
         got = ok(kafko, "GET", "/subjects/late-value/versions/1")
         check(got["id"] == late and got["schema"] == ok(k.url, "GET", f"/schemas/ids/{late}")["schema"],
               "kafko's registry serves it at once, same id and text")
-    except BaseException:
-        print(f"--- Karapace log (tail) ---\n{k.tail()}", file=sys.stderr)
-        raise
-    finally:
-        if k.proc.poll() is None:
-            k.stop()
 
 
 if __name__ == "__main__":
