@@ -248,14 +248,32 @@ impl PartitionLog {
             log_start_offset: start,
             ..FetchedBatches::default()
         };
-        let mut buf = BytesMut::new();
+        // Usually one segment's slice, as read; crossing into the next segment copies.
+        let mut parts: Vec<Bytes> = Vec::new();
+        let mut taken = 0usize;
         let (segments, first) = self.segments_from(offset);
         let mut decoded = Vec::new();
         'segments: for seg in &segments[first..] {
-            if out.next_offset >= hw {
+            if out.next_offset >= hw || taken >= max_bytes && !parts.is_empty() {
                 break;
             }
             if seg.next_offset() <= out.next_offset {
+                continue;
+            }
+            if seg.format == Format::V2 {
+                let first_one = at_least_one && parts.is_empty();
+                let range = seg.stored_range(out.next_offset, hw, max_bytes - taken, first_one)?;
+                if range.bytes.is_empty() {
+                    break;
+                }
+                taken += range.bytes.len();
+                out.records += range.records;
+                out.next_offset = range.next_offset;
+                parts.push(range.bytes);
+                if out.next_offset < seg.next_offset() {
+                    // The segment had more than the budget took.
+                    break;
+                }
                 continue;
             }
             for batch in seg.batches_holding(out.next_offset) {
@@ -267,23 +285,17 @@ impl PartitionLog {
                 if h.base_offset >= hw {
                     break 'segments;
                 }
-                let kafka = match h.format {
-                    Format::V2 => batch.bytes,
-                    Format::V1 => {
-                        seg.decode(&batch, self.partition, &mut decoded)?;
-                        let rebuilt = batch::rebuild(&decoded, &h).map_err(|why| {
-                            KafkoError::corruption(&seg.log_path, batch.position, why)
-                        })?;
-                        let mut framed = Vec::with_capacity(rebuilt.framed_len());
-                        batch::frame(&mut framed, h.base_offset, &rebuilt);
-                        Bytes::from(framed)
-                    }
-                };
-                let fits = buf.len() + kafka.len() <= max_bytes;
-                if !(fits || buf.is_empty() && at_least_one) {
+                seg.decode(&batch, self.partition, &mut decoded)?;
+                let rebuilt = batch::rebuild(&decoded, &h)
+                    .map_err(|why| KafkoError::corruption(&seg.log_path, batch.position, why))?;
+                let mut framed = Vec::with_capacity(rebuilt.framed_len());
+                batch::frame(&mut framed, h.base_offset, &rebuilt);
+                let fits = taken + framed.len() <= max_bytes;
+                if !(fits || parts.is_empty() && at_least_one) {
                     break 'segments;
                 }
-                buf.extend_from_slice(&kafka);
+                taken += framed.len();
+                parts.push(Bytes::from(framed));
                 out.records += u64::from(h.record_count);
                 out.next_offset = h.next_offset();
                 if !fits {
@@ -291,7 +303,17 @@ impl PartitionLog {
                 }
             }
         }
-        out.bytes = buf.freeze();
+        out.bytes = match parts.len() {
+            0 => Bytes::new(),
+            1 => parts.pop().unwrap_or_default(),
+            _ => {
+                let mut all = BytesMut::with_capacity(taken);
+                for part in &parts {
+                    all.extend_from_slice(part);
+                }
+                all.freeze()
+            }
+        };
         Ok(out)
     }
 

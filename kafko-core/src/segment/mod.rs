@@ -2,7 +2,8 @@
 //! in-memory [`Segment`] shared by the writer and readers; `batch` the byte codec
 //! (`batch_v1` the first format's reader),
 //! `files` the descriptors (pinned, or in the bounded cache of sealed segments),
-//! `index` the sparse indexes, `reader` batch iteration, `recovery` the open-time scan.
+//! `index` the sparse indexes, `reader` batch iteration, `stored_range` a fetch's batches
+//! as one slice of one read, `recovery` the open-time scan.
 
 pub(crate) mod batch;
 pub(crate) mod batch_v1;
@@ -10,6 +11,7 @@ pub(crate) mod files;
 pub(crate) mod index;
 pub(crate) mod reader;
 pub(crate) mod recovery;
+pub(crate) mod stored_range;
 pub(crate) mod varint;
 
 use std::path::{Path, PathBuf};
