@@ -231,18 +231,38 @@ pub fn json_with(extra: utoipa::openapi::OpenApi) -> String {
     text
 }
 
-/// The served document's text, built once with the router.
+/// The served document: its text, built at the first request for it (building it costs
+/// megabytes an idle server need not hold), from this crate's document and `extra`'s.
 #[derive(Clone)]
-pub(crate) struct SpecText(pub(crate) std::sync::Arc<str>);
+pub(crate) struct SpecText {
+    text: std::sync::Arc<std::sync::OnceLock<bytes::Bytes>>,
+    extra: fn() -> utoipa::openapi::OpenApi,
+}
+
+impl SpecText {
+    /// The document with `extra`'s paths and schemas merged in, once asked for.
+    pub(crate) fn new(extra: fn() -> utoipa::openapi::OpenApi) -> Self {
+        SpecText {
+            text: std::sync::Arc::default(),
+            extra,
+        }
+    }
+
+    fn text(&self) -> bytes::Bytes {
+        self.text
+            .get_or_init(|| bytes::Bytes::from(json_with((self.extra)())))
+            .clone()
+    }
+}
 
 /// This server's OpenAPI 3.1 document.
 #[utoipa::path(get, path = "/openapi.json", operation_id = "get_openapi", tag = "operations",
     responses((status = 200, description = "The OpenAPI document", body = Object)))]
 pub(crate) async fn spec(
-    axum::Extension(SpecText(text)): axum::Extension<SpecText>,
+    axum::Extension(spec): axum::Extension<SpecText>,
 ) -> impl axum::response::IntoResponse {
     (
         [(axum::http::header::CONTENT_TYPE, "application/json")],
-        text.to_string(),
+        spec.text(),
     )
 }

@@ -16,15 +16,19 @@ use crate::v1::{admin, groups, health, records, topics, ui};
 
 /// The full application router.
 pub fn app(state: AppState) -> Router {
-    app_with(state, Router::new(), utoipa::openapi::OpenApi::default())
+    app_with(state, Router::new(), utoipa::openapi::OpenApi::default)
 }
 
 /// The full application router with `extra` routes beside the API's (their paths must
 /// not overlap; `extra` has no fallback of its own), under the same middleware;
 /// `extra_doc` describes them in the served `/openapi.json`
 /// ([`document_with`](crate::openapi::document_with)).
-pub fn app_with(state: AppState, extra: Router, extra_doc: utoipa::openapi::OpenApi) -> Router {
-    let spec = crate::openapi::SpecText(crate::openapi::json_with(extra_doc).into());
+pub fn app_with(
+    state: AppState,
+    extra: Router,
+    extra_doc: fn() -> utoipa::openapi::OpenApi,
+) -> Router {
+    let spec = crate::openapi::SpecText::new(extra_doc);
     // Every path is written out whole: a nested router (`nest("/v1", …)`) costs each
     // request a prefix strip, a path rewrite and two more service layers (allocations
     // counted with a uprobe on `malloc`).

@@ -468,7 +468,7 @@ async fn run(args: Args) -> Result<(), StartError> {
     let app = kafko_http::app_with(
         state.clone(),
         registry_routes,
-        kafko_registry::http::openapi(),
+        kafko_registry::http::openapi,
     );
     kafko_http::server::serve_app(http, state, app).await;
     if let Some(task) = registry_task {
