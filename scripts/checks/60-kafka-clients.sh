@@ -11,9 +11,9 @@
 # scripts/clients/kafka/flow.mjs and compares records through /v1 (it consumes only in a
 # group); kcat runs below, its topic made through /v1 (it has no admin API). Then: a
 # transactional producer is refused at once; compressed topics written by one client
-# (zstd and lz4 by confluent, gzip by kafka-python) are stored as sent and read by every
-# other client, whole and from inside a batch (scripts/clients/cross_codecs.py, and
-# scripts/clients/kafka/cross.mjs for kafkajs); a group of three static members survives a
+# (zstd and lz4 by confluent, gzip by kafka-python, lz4 by kafkajs) are stored as sent and
+# read by every other client, whole and from inside a batch
+# (scripts/clients/cross_codecs.py, and scripts/clients/kafka/cross.mjs for kafkajs); a group of three static members survives a
 # SIGKILL of the server (scripts/clients/group_restart.py); idempotent producers of
 # confluent-kafka, kafka-python and kafkajs lose nothing and write nothing twice across
 # 50 SIGKILLs (scripts/clients/idempotent_kills.py); confluent-kafka over
@@ -54,7 +54,9 @@ done
 timeout 60 "$VENV/bin/python" scripts/clients/kafka_flow.py transactions "$KAFKA"
 echo "--- compressed batches across clients"
 timeout 300 "$VENV/bin/python" scripts/clients/cross_codecs.py "$KAFKA" "$WORK/data"
-(cd "$JS" && timeout 120 node cross.mjs "$KAFKA")
+for topic in cross-gzip cross-lz4; do
+    (cd "$JS" && timeout 120 node cross.mjs "$KAFKA" read "$topic")
+done
 
 echo "--- kcat"
 T=flow-kcat

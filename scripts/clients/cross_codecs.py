@@ -2,26 +2,29 @@
 
 Usage: cross_codecs.py KAFKA_ADDR DATA_DIR
 
-confluent-kafka writes a zstd topic and an lz4 topic, kafka-python a gzip topic: 200
+confluent-kafka writes a zstd topic and an lz4 topic, kafka-python a gzip topic, kafkajs
+an lz4 topic (scripts/clients/kafka/cross.mjs, with an lz4 codec over lz4js): 200
 records each, in batches of about 50 (one partition, the topic's `compression.type`
 left at `producer`). The first batch of each segment must be stored with the producer's
 codec (read from the segment file: Kafka's record batch, codec in bits 0-2 of the
 attributes at byte 21). Then confluent-kafka, kafka-python and aiokafka read every topic
 from the beginning, and from offset 77, inside a batch: each client gets the whole batch
-and must hand its application the records from 77 on, as with Kafka. kafkajs, whose
-stock build reads gzip only, reads the gzip topic in scripts/clients/kafka/cross.mjs.
+and must hand its application the records from 77 on, as with Kafka. kafkajs reads the
+gzip topic and confluent-kafka's lz4 topic the same way (cross.mjs, run by the check).
 """
 
 import asyncio
 import glob
 import os
+import subprocess
 import sys
 import time
 
 COUNT = 200
 MID = 77
 TOPICS = {"cross-zstd": ("confluent", "zstd", 4), "cross-lz4": ("confluent", "lz4", 3),
-          "cross-gzip": ("kafka-python", "gzip", 1)}
+          "cross-gzip": ("kafka-python", "gzip", 1), "cross-lz4-kafkajs": ("kafkajs", "lz4", 3)}
+KAFKAJS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kafka")
 
 
 def check(cond, what):
@@ -52,6 +55,16 @@ def produce_kafka_python(bootstrap, topic, codec):
         p.send(topic, value(i), key=f"k{i}".encode(), partition=0)
     p.flush(30)
     p.close()
+
+
+def produce_kafkajs(bootstrap, topic, codec):
+    check(codec == "lz4", f"kafkajs writes lz4 here, not {codec}")
+    subprocess.run(["node", "cross.mjs", bootstrap, "write", topic], cwd=KAFKAJS, check=True,
+                   timeout=60)
+
+
+PRODUCERS = {"confluent": produce_confluent, "kafka-python": produce_kafka_python,
+             "kafkajs": produce_kafkajs}
 
 
 def stored_codec(data_dir, topic):
@@ -132,8 +145,7 @@ READERS = {"confluent": read_confluent, "kafka-python": read_kafka_python,
 
 def main(bootstrap, data_dir):
     for topic, (writer, codec, codec_id) in TOPICS.items():
-        produce = produce_confluent if writer == "confluent" else produce_kafka_python
-        produce(bootstrap, topic, codec)
+        PRODUCERS[writer](bootstrap, topic, codec)
         stored = stored_codec(data_dir, topic)
         check(stored == codec_id, f"{topic}: stored with codec {stored}, sent with {codec_id}")
         print(f"  ok  {writer} wrote {topic}, stored as sent ({codec})", flush=True)
