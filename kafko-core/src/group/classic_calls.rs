@@ -205,6 +205,13 @@ impl GroupHandle {
                     0,
                 ));
             }
+            if g.members.consumer.is_active() {
+                return Err(self.refused(
+                    &request.member_id,
+                    Refusal::Inconsistent("it is a consumer group with members".into()),
+                    0,
+                ));
+            }
             let now = Instant::now();
             let c = &mut g.members.classic;
             c.check_protocols(&request)
@@ -517,7 +524,9 @@ impl GroupHandle {
                     .classic
                     .check(who, generation, m.generation, Instant::now())
                     .map_err(|r| self.refused(who.member_id, r, generation)),
-                None if m.classic.is_active() => Err(self.refused("", Refusal::UnknownMember, 0)),
+                None if m.classic.is_active() || m.consumer.is_active() => {
+                    Err(self.refused("", Refusal::UnknownMember, 0))
+                }
                 None if m.count_on(&t.name) > 0 => Err(KafkoError::GroupHasMembers {
                     group: group.to_owned(),
                     topic: t.name.to_string(),

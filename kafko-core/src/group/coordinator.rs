@@ -565,7 +565,9 @@ pub(super) fn authorize(
 ) -> Result<(Vec<u32>, u64)> {
     match caller {
         Caller::Implicit => {
-            let live = members.count_on(topic) + members.classic.members.len();
+            let live = members.count_on(topic)
+                + members.classic.members.len()
+                + members.consumer.members.len();
             if live > 0 {
                 return Err(KafkoError::GroupHasMembers {
                     group: group.to_owned(),
