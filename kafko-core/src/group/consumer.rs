@@ -415,9 +415,11 @@ impl Consumer {
             m.rebalance_timeout = t;
         }
         if let Some(sub) = &request.subscription {
-            if m.topic_names != sub.topic_names || m.regex != sub.regex {
-                m.topic_names.clone_from(&sub.topic_names);
-                m.regex.clone_from(&sub.regex);
+            if let Some(names) = &sub.topic_names {
+                m.topic_names.clone_from(names);
+            }
+            if let Some(regex) = &sub.regex {
+                m.regex = Some(regex.clone()).filter(|r| !r.is_empty());
             }
         }
         let mut subscribed: Topics = m.topic_names.iter().cloned().collect();

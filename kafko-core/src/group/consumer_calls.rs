@@ -10,7 +10,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use tokio::time::Instant;
 
-use super::GroupConfig;
 use super::consumer::HeartbeatContext;
 use super::consumer_types::{
     ConsumerError, ConsumerGroupDescription, ConsumerHeartbeat, ConsumerHeartbeatAnswer,
@@ -19,6 +18,9 @@ use super::consumer_types::{
 use super::coordinator::GroupState;
 use super::handle::GroupHandle;
 use super::membership::new_member_id;
+use super::{CommitOffset, GroupConfig, PartitionOffset};
+use crate::error::GroupError;
+use crate::handle::TopicHandle;
 
 fn refused(refusal: ConsumerRefusal, message: impl Into<String>) -> ConsumerError {
     ConsumerError::new(refusal, message)
@@ -105,11 +107,12 @@ impl GroupHandle {
                 .and_then(|m| m.regex.clone());
             Ok((c.subscribed_topics(), regex))
         })?;
-        let regex = match &request.subscription {
-            Some(sub) => {
-                topics.extend(sub.topic_names.iter().cloned());
-                sub.regex.clone()
-            }
+        let sub = request.subscription.as_ref();
+        if let Some(names) = sub.and_then(|s| s.topic_names.as_ref()) {
+            topics.extend(names.iter().cloned());
+        }
+        let regex = match sub.and_then(|s| s.regex.as_ref()) {
+            Some(regex) => Some(regex.clone()).filter(|r| !r.is_empty()),
             None => stored_regex,
         };
         let regex_topics = regex.as_deref().and_then(&match_regex);
@@ -190,5 +193,53 @@ impl GroupHandle {
             }
             c.check_offsets_call(member_id, member_epoch, fetch)
         })
+    }
+
+    /// Kafka's OffsetCommit on one topic of a consumer group, from `member_id` at
+    /// `member_epoch` (see [`consumer_check_offsets`](Self::consumer_check_offsets)).
+    /// Durable before it returns; keeps each offset's metadata string.
+    ///
+    /// # Errors
+    /// `Err(Ok(refusal))` for the member-epoch check, `Err(Err(e))` for the commit
+    /// (`PartitionNotFound`, `TopicDeleted`, `ShuttingDown`, or the write's storage
+    /// failure: nothing changes).
+    pub async fn consumer_commit(
+        &self,
+        member_id: &str,
+        member_epoch: i32,
+        version: i16,
+        topic: &TopicHandle,
+        offsets: &[CommitOffset],
+    ) -> Result<(), Result<ConsumerError, GroupError>> {
+        self.check_not_closing().map_err(|e| Err(e.into()))?;
+        let t = topic.inner();
+        t.check_live().map_err(|e| Err(e.into()))?;
+        for o in offsets {
+            t.partition(o.partition).map_err(|e| Err(e.into()))?;
+        }
+        self.consumer_check_offsets(member_id, member_epoch, false, version)
+            .map_err(Ok)?;
+        let plain: Vec<PartitionOffset> = offsets
+            .iter()
+            .map(|o| PartitionOffset {
+                partition: o.partition,
+                offset: o.offset,
+            })
+            .collect();
+        let metadata = offsets
+            .iter()
+            .filter_map(|o| {
+                let text = o.metadata.as_ref().filter(|s| !s.is_empty())?;
+                Some((o.partition, text.clone()))
+            })
+            .collect();
+        self.coordinator()
+            .commit_with_metadata(&self.name, &t.name, &plain, metadata, |ts| {
+                for o in offsets {
+                    ts.set_committed(o.partition, o.offset);
+                }
+            })
+            .await
+            .map_err(|e| Err(e.into()))
     }
 }

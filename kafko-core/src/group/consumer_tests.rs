@@ -59,7 +59,7 @@ impl Harness {
             instance_id: instance.map(str::to_owned),
             rebalance_timeout: Some(Duration::from_secs(30)),
             subscription: Some(ConsumerSubscription {
-                topic_names: topics.iter().map(|t| (*t).to_owned()).collect(),
+                topic_names: Some(topics.iter().map(|t| (*t).to_owned()).collect()),
                 regex: None,
             }),
             owned: Some(Vec::new()),
@@ -268,7 +268,7 @@ fn a_static_member_comes_back_to_its_partitions() {
         member_epoch: 0,
         instance_id: Some("ia".into()),
         subscription: Some(ConsumerSubscription {
-            topic_names: vec!["t".into()],
+            topic_names: Some(vec!["t".into()]),
             regex: None,
         }),
         owned: Some(Vec::new()),
@@ -301,7 +301,7 @@ fn the_range_assignor_is_chosen_when_members_ask_for_it() {
         member_epoch: 0,
         server_assignor: Some("range".into()),
         subscription: Some(ConsumerSubscription {
-            topic_names: vec!["t".into()],
+            topic_names: Some(vec!["t".into()]),
             regex: None,
         }),
         owned: Some(Vec::new()),

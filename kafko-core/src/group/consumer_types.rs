@@ -5,13 +5,14 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-/// A member's subscription as its heartbeat sends it.
+/// A member's subscription as its heartbeat sends it; each part `None` when unchanged.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ConsumerSubscription {
     /// Topic names, as given.
-    pub topic_names: Vec<String>,
-    /// A regular expression (v1) whose matching topics are subscribed too; the
-    /// caller resolves it (see [`GroupHandle::consumer_heartbeat`](super::GroupHandle::consumer_heartbeat)).
+    pub topic_names: Option<Vec<String>>,
+    /// A regular expression (v1) whose matching topics are subscribed too (empty: no
+    /// more regex); the caller resolves it (see
+    /// [`GroupHandle::consumer_heartbeat`](super::GroupHandle::consumer_heartbeat)).
     pub regex: Option<String>,
 }
 
