@@ -289,7 +289,7 @@ apis! {
             id: &cx.header.client_id,
             host: &cx.session.peer,
         };
-        cx.answer(&consumer_groups::heartbeat(cx.broker, &client, r, cx.version()))
+        cx.answer(&consumer_groups::heartbeat(cx.broker, &client, r, cx.version()).await)
     };
     ConsumerGroupDescribe 0..=1, CONSUMER_GROUP_DESCRIBE, Authenticated,
         ConsumerGroupDescribeRequest => |cx, r| {

@@ -127,7 +127,7 @@ fn invalid(request: &ConsumerGroupHeartbeatRequest, version: i16) -> Option<&'st
 }
 
 /// Answers ConsumerGroupHeartbeat.
-pub(crate) fn heartbeat(
+pub(crate) async fn heartbeat(
     broker: &ListenerState,
     client: &Client<'_>,
     request: ConsumerGroupHeartbeatRequest,
@@ -225,7 +225,7 @@ pub(crate) fn heartbeat(
                 .collect(),
         )
     };
-    match g.consumer_heartbeat(&call, matching) {
+    match g.consumer_heartbeat(&call, matching).await {
         Ok(answer) => {
             response.member_id = Some(str(&answer.member_id));
             response.member_epoch = answer.member_epoch;

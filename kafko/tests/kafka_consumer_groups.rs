@@ -297,3 +297,40 @@ async fn commit(k: &mut Kafka, group: &str, member: &str, epoch: i32) -> i16 {
     request.topics = vec![t];
     k.call(&request, 9).await.topics[0].partitions[0].error_code
 }
+
+/// A stable group, then a SIGKILL: after the restart each member heartbeats on at its
+/// epoch with its partitions, and the group epoch has not moved.
+#[tokio::test]
+async fn a_consumer_group_survives_sigkill_with_no_reassignment() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = start(dir.path()).await;
+    create_topic(
+        &client(),
+        &server,
+        "events",
+        json!({"partitions": PARTITIONS}),
+    )
+    .await;
+    let group = "kept";
+    let mut k = Kafka::connect(&server).await;
+    let mut members = vec![Member::new("member-a"), Member::new("member-b")];
+    settle(&mut k, group, &mut members, balanced).await;
+    let before = members.clone();
+    let mut describe = ConsumerGroupDescribeRequest::default();
+    describe.group_ids = vec![GroupId(s(group))];
+    let epoch = k.call(&describe, 0).await.groups[0].group_epoch;
+
+    server.sigkill().await;
+    let server = start(dir.path()).await;
+    let mut k = Kafka::connect(&server).await;
+    for m in &mut members {
+        let answer = beat(&mut k, group, m).await;
+        assert_eq!(answer.error_code, 0, "{:?}", answer.error_message);
+    }
+    for (m, b) in members.iter().zip(&before) {
+        assert_eq!((m.epoch, &m.owned), (b.epoch, &b.owned), "{}", m.id);
+    }
+    let described = k.call(&describe, 0).await;
+    assert_eq!(described.groups[0].group_epoch, epoch);
+    assert_eq!(described.groups[0].group_state.as_str(), "Stable");
+}

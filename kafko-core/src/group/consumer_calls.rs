@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use tokio::time::Instant;
 
 use super::consumer::HeartbeatContext;
+use super::consumer_store::persist_consumer;
 use super::consumer_types::{
     ConsumerError, ConsumerGroupDescription, ConsumerHeartbeat, ConsumerHeartbeatAnswer,
     ConsumerRefusal,
@@ -26,7 +27,9 @@ fn refused(refusal: ConsumerRefusal, message: impl Into<String>) -> ConsumerErro
     ConsumerError::new(refusal, message)
 }
 
-/// Refuses a group whose live members speak another protocol.
+/// Refuses a group whose live members speak another protocol. The members'
+/// `consumer.json` is written (`consumer_store`) after each heartbeat that changed
+/// the group, before its answer.
 fn check_type(g: &GroupState) -> Result<(), ConsumerError> {
     if g.members.classic.is_active() {
         return Err(refused(
@@ -88,7 +91,7 @@ impl GroupHandle {
     ///
     /// # Errors
     /// A [`ConsumerError`] whose refusal is the Kafka error to answer.
-    pub fn consumer_heartbeat(
+    pub async fn consumer_heartbeat(
         &self,
         request: &ConsumerHeartbeat,
         match_regex: impl Fn(&str) -> Option<BTreeSet<String>>,
@@ -140,6 +143,13 @@ impl GroupHandle {
             };
             g.members.consumer.heartbeat(request, &cx)
         })?;
+        // Durable before the member learns it.
+        let c = self.coordinator();
+        if let Err(e) =
+            persist_consumer(c.store.clone(), c.groups.clone(), self.name.to_string()).await
+        {
+            tracing::warn!(group = %self.name, error = %e, "writing consumer group members failed");
+        }
         Ok(answer)
     }
 

@@ -282,6 +282,11 @@ impl Coordinator {
                 g.members.generation = members.generation;
                 g.members.classic = Classic::restore(members, Instant::now());
             }
+            if let Some(consumer) = stored.consumer
+                && !g.members.classic.is_active()
+            {
+                g.members.consumer = super::consumer_store::restore(consumer, Instant::now());
+            }
             let opened_at = crate::record::now_ms();
             for (topic, stored) in stored.topics {
                 // Files from before commit times were kept count from this open.

@@ -49,6 +49,7 @@ mod classic_calls;
 mod classic_types;
 mod consumer;
 mod consumer_calls;
+mod consumer_store;
 mod consumer_types;
 mod coordinator;
 mod delivery;
