@@ -592,7 +592,13 @@ impl GroupHandle {
                     reads_topic(&c.protocol_type, metadata)
                 })
                 .count();
-            let readers = m.count_on(topic) + classic;
+            let consumers = m
+                .consumer
+                .members
+                .values()
+                .filter(|member| member.subscribed.contains(topic))
+                .count();
+            let readers = m.count_on(topic) + classic + consumers;
             if readers > 0 {
                 return Err(KafkoError::GroupHasMembers {
                     group: group.to_owned(),

@@ -523,7 +523,7 @@ impl Consumer {
         // At most: release confirmed, then one step towards the target.
         for _ in 0..3 {
             if m.state == MemberState::UnrevokedPartitions {
-                if !owned.is_some_and(|o| !intersects(o, &m.revoking)) {
+                if owned.is_none_or(|o| intersects(o, &m.revoking)) {
                     break;
                 }
                 m.revoking.clear();
