@@ -334,3 +334,50 @@ async fn a_consumer_group_survives_sigkill_with_no_reassignment() {
     assert_eq!(described.groups[0].group_epoch, epoch);
     assert_eq!(described.groups[0].group_state.as_str(), "Stable");
 }
+
+/// A subscription by regular expression (v1) takes in the topics it matches, those
+/// created later too; a bad expression is refused.
+#[tokio::test]
+async fn a_regex_subscription_takes_in_new_topics() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path()).await;
+    let c = client();
+    create_topic(&c, &server, "logs-a", json!({"partitions": 2})).await;
+    create_topic(&c, &server, "other", json!({"partitions": 2})).await;
+    let mut k = Kafka::connect(&server).await;
+    let group = "by-regex";
+    let mut m = Member::new("member-r");
+    let mut join = m.request(group);
+    join.subscribed_topic_names = None;
+    join.subscribed_topic_regex = Some(s("("));
+    assert_eq!(
+        k.call(&join, 1).await.error_code,
+        128,
+        "INVALID_REGULAR_EXPRESSION"
+    );
+    join.subscribed_topic_regex = Some(s("logs-.*"));
+    let answer = k.call(&join, 1).await;
+    m.apply(&answer);
+    assert_eq!(m.count(), 2);
+
+    create_topic(&c, &server, "logs-b", json!({"partitions": 3})).await;
+    let mut ms = vec![m];
+    settle(&mut k, group, &mut ms, |m| m[0].count() == 5).await;
+    assert_eq!(ms[0].owned.len(), 2, "two topics");
+    let mut describe = ConsumerGroupDescribeRequest::default();
+    describe.group_ids = vec![GroupId(s(group))];
+    let described = k.call(&describe, 0).await;
+    let member = &described.groups[0].members[0];
+    assert_eq!(
+        member.subscribed_topic_regex.as_ref().map(|r| r.as_str()),
+        Some("logs-.*")
+    );
+    let mut topics: Vec<&str> = member
+        .assignment
+        .topic_partitions
+        .iter()
+        .map(|t| t.topic_name.as_str())
+        .collect();
+    topics.sort_unstable();
+    assert_eq!(topics, ["logs-a", "logs-b"]);
+}
