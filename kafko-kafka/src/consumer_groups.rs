@@ -6,8 +6,8 @@
 //!
 //! From v1 the client makes its member id (a v1 heartbeat without one is
 //! `INVALID_REQUEST`); v0 joins with an empty id and gets one. A regular expression
-//! (v1) is matched whole against the live topic names (internal topics excepted) on
-//! each heartbeat of its member, so topics created later join the subscription.
+//! (v1) is matched whole against the live topic names on each heartbeat of its member,
+//! so topics created later join the subscription.
 
 use std::collections::{BTreeSet, HashSet};
 use std::time::Duration;
@@ -221,7 +221,7 @@ pub(crate) async fn heartbeat(
             kafko
                 .list_topics()
                 .into_iter()
-                .filter(|t| !t.starts_with("__") && re.is_match(t))
+                .filter(|t| re.is_match(t))
                 .collect(),
         )
     };

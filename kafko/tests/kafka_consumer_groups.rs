@@ -274,6 +274,26 @@ async fn members_join_leave_and_expire_and_never_share_a_partition() {
     // c falls silent: past its session, a gets everything.
     let mut a = vec![members.remove(0)];
     settle(&mut k, group, &mut a, |m| m[0].count() == PARTITIONS).await;
+    // a leaves: the empty group becomes a classic one on a JoinGroup, offsets kept.
+    let mut leave = a[0].request(group);
+    leave.member_epoch = -1;
+    assert_eq!(k.call(&leave, 1).await.error_code, 0);
+    let join = k.call(&join_group_request(group, "", range()), 3).await;
+    assert_eq!(join.error_code, 0);
+    let mut list = ListGroupsRequest::default();
+    list.types_filter = vec![s("classic")];
+    let listed = k.call(&list, 5).await;
+    assert!(listed.groups.iter().any(|l| l.group_id.as_str() == group));
+    let mut fetch = OffsetFetchRequest::default();
+    let mut asked = OffsetFetchRequestGroup::default();
+    asked.group_id = GroupId(s(group));
+    asked.topics = None;
+    fetch.groups = vec![asked];
+    let fetched = k.call(&fetch, 9).await;
+    assert_eq!(
+        fetched.groups[0].topics[0].partitions[0].committed_offset,
+        7
+    );
 
     // A classic group with members refuses consumer-protocol members.
     let classic = k.call(&join_group_request("classic", "", range()), 3).await;

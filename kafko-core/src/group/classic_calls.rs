@@ -212,6 +212,8 @@ impl GroupHandle {
                     0,
                 ));
             }
+            // An empty consumer group becomes a classic one.
+            super::consumer_store::convert_to_classic(&mut g.members.consumer);
             let now = Instant::now();
             let c = &mut g.members.classic;
             c.check_protocols(&request)
@@ -298,6 +300,7 @@ impl GroupHandle {
             tracing::info!(group, member = %id, "member joining (Kafka protocol)");
             Ok(Ok((id, generation)))
         })?;
+        self.forget_consumer_group().await?;
         let (id, joined_in) = match admitted {
             Ok(waiting) => waiting,
             Err(answered) => {

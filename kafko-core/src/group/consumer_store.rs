@@ -118,6 +118,26 @@ pub(super) fn restore(stored: StoredConsumer, now: Instant) -> Consumer {
     c
 }
 
+/// Forgets an empty consumer group's epochs when the group becomes a classic one; its
+/// `consumer.json` goes with the next [`persist_consumer`].
+pub(super) fn convert_to_classic(c: &mut Consumer) {
+    if !c.is_active() && c.group_epoch > 0 {
+        *c = Consumer {
+            dirty: true,
+            ..Consumer::default()
+        };
+    }
+}
+
+impl super::handle::GroupHandle {
+    /// Removes the `consumer.json` of a group that was a consumer group, if it changed
+    /// (see [`convert_to_classic`]).
+    pub(super) async fn forget_consumer_group(&self) -> Result<()> {
+        let c = self.coordinator();
+        persist_consumer(c.store.clone(), c.groups.clone(), self.name.to_string()).await
+    }
+}
+
 /// Writes `group`'s consumer members to `consumer.json` if they changed since the
 /// last write. Under the group's write lock, with the state taken under that lock, so
 /// the last write is always the newest state; a failed write leaves the group marked
@@ -127,7 +147,11 @@ pub(super) async fn persist_consumer(
     groups: Arc<Mutex<Groups>>,
     group: String,
 ) -> Result<()> {
-    let Some(persist) = lock(&groups).get(&group).map(|g| g.persist.clone()) else {
+    let Some(persist) = lock(&groups)
+        .get(&group)
+        .filter(|g| g.members.consumer.dirty)
+        .map(|g| g.persist.clone())
+    else {
         return Ok(());
     };
     let _writing = persist.lock.lock().await;
