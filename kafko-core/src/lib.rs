@@ -108,11 +108,13 @@ pub use error::{
 };
 pub use group::{
     ClassicGroupDescription, ClassicMemberDescription, ClassicMemberId, CommitOffset,
-    CommittedOffset, DEFAULT_OFFSETS_RETENTION, Delivery, GroupConfig, GroupDescription,
-    GroupHandle, GroupLag, GroupLagPage, GroupLimits, GroupListing, GroupMemberDescription,
-    GroupMembership, GroupPartitionDescription, GroupPoll, GroupPollOptions, GroupProtocol,
-    GroupTopicDescription, JoinGroupAnswer, JoinGroupOutcome, JoinGroupRequest, JoinedMember,
-    LeaveOutcome, MemberAssignment, MemberRef, Membership, OffsetReset, PartitionOffset,
+    CommittedOffset, ConsumerError, ConsumerGroupDescription, ConsumerHeartbeat,
+    ConsumerHeartbeatAnswer, ConsumerMemberDescription, ConsumerRefusal, ConsumerSubscription,
+    DEFAULT_OFFSETS_RETENTION, Delivery, GroupConfig, GroupDescription, GroupHandle, GroupLag,
+    GroupLagPage, GroupLimits, GroupListing, GroupMemberDescription, GroupMembership,
+    GroupPartitionDescription, GroupPoll, GroupPollOptions, GroupProtocol, GroupTopicDescription,
+    JoinGroupAnswer, JoinGroupOutcome, JoinGroupRequest, JoinedMember, LeaveOutcome,
+    MemberAssignment, MemberRef, Membership, OffsetReset, PartitionOffset,
 };
 pub use handle::{Offsets, PartitionReader, TopicHandle};
 pub use partition::command::RetentionOutcome;

@@ -7,7 +7,8 @@
 
 use bytes::Bytes;
 use kafka_protocol::messages::{
-    AlterConfigsRequest, ApiKey, ApiVersionsRequest, CreatePartitionsRequest, CreateTopicsRequest,
+    AlterConfigsRequest, ApiKey, ApiVersionsRequest, ConsumerGroupDescribeRequest,
+    ConsumerGroupHeartbeatRequest, CreatePartitionsRequest, CreateTopicsRequest,
     DeleteGroupsRequest, DeleteRecordsRequest, DeleteTopicsRequest, DescribeAclsRequest,
     DescribeClusterRequest, DescribeConfigsRequest, DescribeGroupsRequest, DescribeLogDirsRequest,
     DescribeProducersRequest, FetchRequest, FindCoordinatorRequest, HeartbeatRequest,
@@ -21,8 +22,8 @@ use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
 use crate::dispatch::{Header, Outcome, Session, api_versions, encode};
 use crate::layouts::{self, Field};
 use crate::{
-    ListenerState, admin, cluster, configs, errors, fetch, groups, idempotence, legacy, log_admin,
-    metadata, offsets, produce, sasl,
+    ListenerState, admin, cluster, configs, consumer_groups, errors, fetch, groups, idempotence,
+    legacy, log_admin, metadata, offsets, produce, sasl,
 };
 
 /// Who may call an API on a connection of a server that requires SASL.
@@ -281,6 +282,18 @@ apis! {
     };
     DescribeAcls 1..=3, DESCRIBE_ACLS, Authenticated, DescribeAclsRequest => |cx, _r| {
         cx.answer(&cluster::describe_acls(cx.broker))
+    };
+    ConsumerGroupHeartbeat 0..=1, CONSUMER_GROUP_HEARTBEAT, Authenticated,
+        ConsumerGroupHeartbeatRequest => |cx, r| {
+        let client = groups::Client {
+            id: &cx.header.client_id,
+            host: &cx.session.peer,
+        };
+        cx.answer(&consumer_groups::heartbeat(cx.broker, &client, r, cx.version()).await)
+    };
+    ConsumerGroupDescribe 0..=1, CONSUMER_GROUP_DESCRIBE, Authenticated,
+        ConsumerGroupDescribeRequest => |cx, r| {
+        cx.answer(&consumer_groups::describe(cx.broker, r))
     };
     SaslHandshake 1..=1, SASL_HANDSHAKE, Sasl, SaslHandshakeRequest => |cx, r| {
         let mut response = sasl::handshake(cx.session, &r);

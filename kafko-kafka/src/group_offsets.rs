@@ -28,6 +28,7 @@ use kafko_core::{
     ClassicMemberId, CommitOffset, CommittedOffset, GroupError, GroupHandle, TopicHandle,
 };
 
+use crate::consumer_groups::refusal_code;
 use crate::groups::{code, group};
 use crate::metadata::str;
 use crate::{ListenerState, errors};
@@ -44,10 +45,19 @@ const LATEST: i64 = -1;
 pub(crate) async fn offset_commit(
     broker: &ListenerState,
     request: OffsetCommitRequest,
-    _version: i16,
+    version: i16,
 ) -> OffsetCommitResponse {
     let mut response = OffsetCommitResponse::default();
     let g = group(broker, request.group_id.as_str());
+    // A consumer group (KIP-848) checks the member epoch instead of a generation.
+    let consumer = g
+        .as_ref()
+        .is_ok_and(GroupHandle::is_consumer_group)
+        .then(|| ConsumerCommit {
+            member_id: request.member_id.to_string(),
+            member_epoch: request.generation_id_or_member_epoch,
+            version,
+        });
     let member = u64::try_from(request.generation_id_or_member_epoch)
         .ok()
         .map(|generation| {
@@ -55,7 +65,7 @@ pub(crate) async fn offset_commit(
             (request.member_id.to_string(), instance, generation)
         });
     for topic in request.topics {
-        let codes = commit_topic(broker, &g, member.as_ref(), &topic).await;
+        let codes = commit_topic(broker, &g, member.as_ref(), consumer.as_ref(), &topic).await;
         let mut answer = OffsetCommitResponseTopic::default();
         answer.partitions = topic
             .partitions
@@ -74,11 +84,19 @@ pub(crate) async fn offset_commit(
     response
 }
 
+/// The member of a consumer group (KIP-848) committing, as its OffsetCommit names it.
+struct ConsumerCommit {
+    member_id: String,
+    member_epoch: i32,
+    version: i16,
+}
+
 /// Commits one topic's offsets; the error code of each partition, in request order.
 async fn commit_topic(
     broker: &ListenerState,
     group: &Result<GroupHandle, i16>,
     member: Option<&(String, Option<String>, u64)>,
+    consumer: Option<&ConsumerCommit>,
     topic: &OffsetCommitRequestTopic,
 ) -> Vec<i16> {
     let every = |code| vec![code; topic.partitions.len()];
@@ -127,8 +145,20 @@ async fn commit_topic(
         };
         (who, *generation)
     });
-    if let Err(e) = g.classic_commit(member, &handle, &offsets).await {
-        let failed = code(e);
+    let done = match consumer {
+        Some(c) => g
+            .consumer_commit(&c.member_id, c.member_epoch, c.version, &handle, &offsets)
+            .await
+            .map_err(|e| match e {
+                Ok(refused) => refusal_code(refused.refusal),
+                Err(e) => code(e),
+            }),
+        None => g
+            .classic_commit(member, &handle, &offsets)
+            .await
+            .map_err(code),
+    };
+    if let Err(failed) = done {
         for i in committing {
             codes[i] = failed;
         }
@@ -291,6 +321,23 @@ pub(crate) fn offset_fetch(
                 continue;
             }
             let mut answer = OffsetFetchResponseGroup::default();
+            // v9 names the member of a consumer group (KIP-848): its epoch is checked.
+            if version >= 9
+                && (asked.member_epoch >= 0 || asked.member_id.is_some())
+                && let Ok(g) = group(broker, asked.group_id.as_str())
+                && g.is_consumer_group()
+                && let Err(e) = g.consumer_check_offsets(
+                    asked.member_id.as_deref().unwrap_or(""),
+                    asked.member_epoch,
+                    true,
+                    version,
+                )
+            {
+                answer.error_code = refusal_code(e.refusal);
+                answer.group_id = asked.group_id;
+                response.groups.push(answer);
+                continue;
+            }
             let topics = asked_topics(asked.topics, |t| (t.name.to_string(), t.partition_indexes));
             match committed(broker, asked.group_id.as_str(), topics) {
                 Ok(rows) => {

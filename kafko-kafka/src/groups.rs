@@ -312,7 +312,18 @@ pub(crate) fn describe_groups(
         }
         let mut described = DescribedGroup::default();
         described.authorized_operations = i32::MIN;
-        match group(broker, id.as_str()).map(|g| g.describe()) {
+        // A consumer group (KIP-848) is described by ConsumerGroupDescribe: here, as
+        // in Kafka, it is no classic group.
+        let described_group = group(broker, id.as_str()).map(|g| {
+            if g.consumer_describe().is_ok() {
+                Err(kafko_core::GroupError::GroupNotFound {
+                    group: id.to_string(),
+                })
+            } else {
+                g.describe()
+            }
+        });
+        match described_group {
             Err(code) => described.error_code = code,
             // From v6 an unknown group is an error, not a dead group.
             Ok(Err(_)) if version >= 6 => {
@@ -393,11 +404,16 @@ pub(crate) fn list_groups(
                 .states_filter
                 .iter()
                 .any(|s| s.as_str().eq_ignore_ascii_case(state));
+        let group_type = if listing.consumer_protocol {
+            "consumer"
+        } else {
+            "classic"
+        };
         let type_ok = request.types_filter.is_empty()
             || request
                 .types_filter
                 .iter()
-                .any(|t| t.as_str().eq_ignore_ascii_case("classic"));
+                .any(|t| t.as_str().eq_ignore_ascii_case(group_type));
         if !(state_ok && type_ok) {
             continue;
         }
@@ -405,7 +421,7 @@ pub(crate) fn list_groups(
         listed.group_id = GroupId(str(&group_id_for_name(&listing.group)));
         listed.protocol_type = str(&protocol_type);
         listed.group_state = str(state);
-        listed.group_type = str("classic");
+        listed.group_type = str(group_type);
         response.groups.push(listed);
     }
     response

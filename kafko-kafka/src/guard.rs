@@ -567,6 +567,24 @@ mod tests {
         covers(&mut seen, ApiKey::SaslAuthenticate, |_| {
             SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from_static(b"\0u\0p"))
         });
+        covers(&mut seen, ApiKey::ConsumerGroupHeartbeat, |v| {
+            ConsumerGroupHeartbeatRequest::default()
+                .with_group_id(GroupId(s("g")))
+                .with_member_id(s("m"))
+                .with_instance_id(Some(s("i")))
+                .with_subscribed_topic_names(Some(vec![t("a"), t("b")]))
+                .with_subscribed_topic_regex((v >= 1).then(|| s("a.*")))
+                .with_server_assignor(Some(s("uniform")))
+                .with_topic_partitions(Some(vec![
+                    consumer_group_heartbeat_request::TopicPartitions::default()
+                        .with_partitions(vec![0, 1]),
+                ]))
+        });
+        covers(&mut seen, ApiKey::ConsumerGroupDescribe, |_| {
+            ConsumerGroupDescribeRequest::default()
+                .with_group_ids(vec![GroupId(s("g")), GroupId(s("h"))])
+                .with_include_authorized_operations(true)
+        });
         let served: std::collections::BTreeSet<i16> =
             apis::APIS.iter().map(|api| api.key as i16).collect();
         assert_eq!(seen, served, "every served API's layout is checked");

@@ -191,6 +191,20 @@ pub(super) const LEAVE_GROUP: &[Field] = &[
 
 pub(super) const DESCRIBE_GROUPS: &[Field] = &[all(Ty::Strs), since(3, BOOL)];
 pub(super) const LIST_GROUPS: &[Field] = &[since(4, Ty::Strs), since(5, Ty::Strs)];
+const CGH_TOPIC: &[Field] = &[all(UUID), all(Ty::Fixeds(4))];
+pub(super) const CONSUMER_GROUP_HEARTBEAT: &[Field] = &[
+    all(Ty::Str),
+    all(Ty::Str),
+    all(I32),
+    all(Ty::Str),
+    all(Ty::Str),
+    all(I32),
+    all(Ty::Strs),
+    since(1, Ty::Str),
+    all(Ty::Str),
+    all(Ty::Array(CGH_TOPIC)),
+];
+pub(super) const CONSUMER_GROUP_DESCRIBE: &[Field] = &[all(Ty::Strs), all(BOOL)];
 pub(super) const API_VERSIONS: &[Field] = &[since(3, Ty::Str), since(3, Ty::Str)];
 
 const CREATE_ASSIGNMENT: &[Field] = &[all(I32), all(Ty::Fixeds(4))];

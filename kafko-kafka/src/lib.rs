@@ -45,6 +45,7 @@ mod apis;
 mod broker_configs;
 mod cluster;
 mod configs;
+mod consumer_groups;
 mod consumer_protocol;
 mod dispatch;
 mod errors;

@@ -249,6 +249,25 @@ pub struct GroupFlags {
     /// recently used are forgotten before --idle-group-timeout-ms.
     #[arg(long, env = "KAFKO_IDLE_GROUPS_MAX_BYTES", default_value_t = 64 * 1024 * 1024)]
     pub idle_groups_max_bytes: usize,
+    /// How long a member of a consumer group of Kafka's consumer protocol (KIP-848)
+    /// may be silent before it is removed (Kafka's
+    /// `group.consumer.session.timeout.ms`).
+    #[arg(
+        long,
+        env = "KAFKO_GROUP_CONSUMER_SESSION_TIMEOUT_MS",
+        default_value_t = 45_000,
+        value_parser = clap::value_parser!(u64).range(1..=1_800_000)
+    )]
+    pub group_consumer_session_timeout_ms: u64,
+    /// How often members of such groups heartbeat (Kafka's
+    /// `group.consumer.heartbeat.interval.ms`).
+    #[arg(
+        long,
+        env = "KAFKO_GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS",
+        default_value_t = 5_000,
+        value_parser = clap::value_parser!(u64).range(1..=1_800_000)
+    )]
+    pub group_consumer_heartbeat_interval_ms: u64,
 }
 
 impl GroupFlags {
@@ -265,6 +284,10 @@ impl GroupFlags {
             max_pending_member_ids: self.groups_max_pending_members,
             offset_metadata_max_bytes: self.offset_metadata_max_bytes,
             max_idle_group_bytes: self.idle_groups_max_bytes,
+            consumer_session_timeout: Duration::from_millis(self.group_consumer_session_timeout_ms),
+            consumer_heartbeat_interval: Duration::from_millis(
+                self.group_consumer_heartbeat_interval_ms,
+            ),
         }
     }
 }

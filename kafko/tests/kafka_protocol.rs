@@ -1536,6 +1536,40 @@ async fn every_advertised_version_of_every_api_is_answered() {
     {
         assert_eq!(r.responses[0].error_code, 0, "DeleteTopics v{v}");
     }
+    for (v, r) in every_version(&mut k, &mut seen, |v| {
+        use kafka_protocol::messages::{ConsumerGroupHeartbeatRequest, GroupId, TopicName};
+        // From v1 the client makes the member id.
+        ConsumerGroupHeartbeatRequest::default()
+            .with_group_id(GroupId(common::kafka::s(&format!("cg-v{v}"))))
+            .with_member_id(common::kafka::s(if v >= 1 { "member-1" } else { "" }))
+            .with_rebalance_timeout_ms(30_000)
+            .with_subscribed_topic_names(Some(vec![TopicName(common::kafka::s("t"))]))
+            .with_topic_partitions(Some(vec![]))
+    })
+    .await
+    {
+        assert_eq!(
+            r.error_code, 0,
+            "ConsumerGroupHeartbeat v{v}: {:?}",
+            r.error_message
+        );
+        assert_eq!(r.member_epoch, 1, "ConsumerGroupHeartbeat v{v}");
+        assert!(r.member_id.is_some_and(|m| !m.is_empty()));
+    }
+    for (v, r) in every_version(&mut k, &mut seen, |v| {
+        use kafka_protocol::messages::{ConsumerGroupDescribeRequest, GroupId};
+        ConsumerGroupDescribeRequest::default()
+            .with_group_ids(vec![GroupId(common::kafka::s(&format!("cg-v{v}")))])
+    })
+    .await
+    {
+        let g = &r.groups[0];
+        assert_eq!(
+            (g.error_code, g.members.len()),
+            (0, 1),
+            "ConsumerGroupDescribe v{v}"
+        );
+    }
     // Every API the table serves without a token was driven above.
     let served: std::collections::BTreeSet<i16> = kafko_kafka::served_apis()
         .iter()

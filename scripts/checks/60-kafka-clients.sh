@@ -13,7 +13,10 @@
 # transactional producer is refused at once; compressed topics written by one client
 # (zstd and lz4 by confluent, gzip by kafka-python, lz4 by kafkajs) are stored as sent and
 # read by every other client, whole and from inside a batch
-# (scripts/clients/cross_codecs.py, and scripts/clients/kafka/cross.mjs for kafkajs); a group of three static members survives a
+# (scripts/clients/cross_codecs.py, and scripts/clients/kafka/cross.mjs for kafkajs); two
+# confluent-kafka consumers of one group with group.protocol=consumer (KIP-848) share a
+# topic, hand it over on a leave and resume at their commits
+# (scripts/clients/consumer_protocol.py); a group of three static members survives a
 # SIGKILL of the server (scripts/clients/group_restart.py); idempotent producers of
 # confluent-kafka, kafka-python and kafkajs lose nothing and write nothing twice across
 # 50 SIGKILLs (scripts/clients/idempotent_kills.py); confluent-kafka over
@@ -52,6 +55,8 @@ for client in confluent kafka-python aiokafka; do
 done
 (cd "$JS" && timeout 300 node flow.mjs "$KAFKA" "$URL")
 timeout 60 "$VENV/bin/python" scripts/clients/kafka_flow.py transactions "$KAFKA"
+echo "--- confluent-kafka with group.protocol=consumer (KIP-848)"
+timeout 180 "$VENV/bin/python" scripts/clients/consumer_protocol.py "$KAFKA"
 echo "--- compressed batches across clients"
 timeout 300 "$VENV/bin/python" scripts/clients/cross_codecs.py "$KAFKA" "$WORK/data"
 for topic in cross-gzip cross-lz4; do

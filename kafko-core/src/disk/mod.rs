@@ -1,5 +1,5 @@
 //! The JSON bodies of the state files (`topic.json`, `group.json`, `<topic>.offsets`,
-//! `members.json`):
+//! `members.json`, `consumer.json`):
 //! private to this crate, versioned, and converted to and from the library's types here
 //! and nowhere else. Renaming a library field or a REST member therefore never changes
 //! what a data directory holds, nor whether an existing one opens.
@@ -7,6 +7,7 @@
 //! Every body is a JSON object with a `version` member. Bodies written before that
 //! member existed have none and are version 1, the shape they still have.
 
+mod consumer;
 mod group;
 mod members;
 mod topic;
@@ -21,6 +22,9 @@ use crate::error::{KafkoError, Result};
 use crate::state_file;
 use crate::storage::Storage;
 
+pub(crate) use consumer::{
+    StoredAssignment, StoredConsumer, StoredConsumerMember, read_consumer, write_consumer,
+};
 pub(crate) use group::{
     StoredOffsets, read_group_config, read_offsets, write_group_config, write_offsets,
 };

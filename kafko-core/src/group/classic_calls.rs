@@ -205,6 +205,15 @@ impl GroupHandle {
                     0,
                 ));
             }
+            if g.members.consumer.is_active() {
+                return Err(self.refused(
+                    &request.member_id,
+                    Refusal::Inconsistent("it is a consumer group with members".into()),
+                    0,
+                ));
+            }
+            // An empty consumer group becomes a classic one.
+            super::consumer_store::convert_to_classic(&mut g.members.consumer);
             let now = Instant::now();
             let c = &mut g.members.classic;
             c.check_protocols(&request)
@@ -291,6 +300,7 @@ impl GroupHandle {
             tracing::info!(group, member = %id, "member joining (Kafka protocol)");
             Ok(Ok((id, generation)))
         })?;
+        self.forget_consumer_group().await?;
         let (id, joined_in) = match admitted {
             Ok(waiting) => waiting,
             Err(answered) => {
@@ -517,7 +527,9 @@ impl GroupHandle {
                     .classic
                     .check(who, generation, m.generation, Instant::now())
                     .map_err(|r| self.refused(who.member_id, r, generation)),
-                None if m.classic.is_active() => Err(self.refused("", Refusal::UnknownMember, 0)),
+                None if m.classic.is_active() || m.consumer.is_active() => {
+                    Err(self.refused("", Refusal::UnknownMember, 0))
+                }
                 None if m.count_on(&t.name) > 0 => Err(KafkoError::GroupHasMembers {
                     group: group.to_owned(),
                     topic: t.name.to_string(),
@@ -583,7 +595,13 @@ impl GroupHandle {
                     reads_topic(&c.protocol_type, metadata)
                 })
                 .count();
-            let readers = m.count_on(topic) + classic;
+            let consumers = m
+                .consumer
+                .members
+                .values()
+                .filter(|member| member.subscribed.contains(topic))
+                .count();
+            let readers = m.count_on(topic) + classic + consumers;
             if readers > 0 {
                 return Err(KafkoError::GroupHasMembers {
                     group: group.to_owned(),

@@ -282,6 +282,11 @@ impl Coordinator {
                 g.members.generation = members.generation;
                 g.members.classic = Classic::restore(members, Instant::now());
             }
+            if let Some(consumer) = stored.consumer
+                && !g.members.classic.is_active()
+            {
+                g.members.consumer = super::consumer_store::restore(consumer, Instant::now());
+            }
             let opened_at = crate::record::now_ms();
             for (topic, stored) in stored.topics {
                 // Files from before commit times were kept count from this open.
@@ -565,7 +570,9 @@ pub(super) fn authorize(
 ) -> Result<(Vec<u32>, u64)> {
     match caller {
         Caller::Implicit => {
-            let live = members.count_on(topic) + members.classic.members.len();
+            let live = members.count_on(topic)
+                + members.classic.members.len()
+                + members.consumer.members.len();
             if live > 0 {
                 return Err(KafkoError::GroupHasMembers {
                     group: group.to_owned(),

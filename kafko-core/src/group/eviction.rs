@@ -37,6 +37,7 @@ impl GroupState {
     fn is_unused(&self, now: Instant) -> bool {
         Arc::strong_count(&self.persist) == 1
             && !self.members.classic.is_active()
+            && !self.members.consumer.is_active()
             && self.members.members.values().all(|m| m.expired(now))
             && self.topics.values().all(|ts| ts.leases.is_empty())
     }

@@ -108,12 +108,30 @@ impl Kafko {
             .groups
             .lock()
             .iter()
-            .map(|(name, g)| GroupListing {
-                group: name.clone(),
-                topics: g.topics.keys().cloned().collect(),
-                members: g.members.members.len() + g.members.classic.members.len(),
-                protocol_type: g.members.classic.protocol_type.clone(),
-                state: g.members.classic.phase.name(),
+            .map(|(name, g)| {
+                let (classic, consumer) = (&g.members.classic, &g.members.consumer);
+                let modern = consumer.is_active()
+                    || consumer.group_epoch > 0
+                        && !classic.is_active()
+                        && g.members.members.is_empty();
+                GroupListing {
+                    group: name.clone(),
+                    topics: g.topics.keys().cloned().collect(),
+                    members: g.members.members.len()
+                        + classic.members.len()
+                        + consumer.members.len(),
+                    protocol_type: if modern {
+                        "consumer".to_owned()
+                    } else {
+                        classic.protocol_type.clone()
+                    },
+                    state: if modern {
+                        consumer.state()
+                    } else {
+                        classic.phase.name()
+                    },
+                    consumer_protocol: modern,
+                }
             })
             .collect()
     }
@@ -589,7 +607,9 @@ impl GroupHandle {
             let now = Instant::now();
             g.expire(now);
             g.members.classic.expire(now, &mut g.members.generation);
-            let live = g.members.members.len() + g.members.classic.members.len();
+            let live = g.members.members.len()
+                + g.members.classic.members.len()
+                + g.members.consumer.members.len();
             if live > 0 {
                 let topic = g
                     .members

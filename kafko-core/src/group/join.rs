@@ -122,7 +122,7 @@ impl GroupHandle {
             .sum();
         let group = &*self.name;
         let joined = self.with_group(Some(usize_saturating(entries)), |g| {
-            if g.members.classic.is_active() {
+            if g.members.classic.is_active() || g.members.consumer.is_active() {
                 return Err(KafkoError::InconsistentGroupProtocol {
                     group: group.to_owned(),
                     reason: "its members are Kafka clients".into(),

@@ -39,6 +39,12 @@ pub struct GroupLimits {
     /// in progress, the groups themselves); past it the least recently used unused ones
     /// are forgotten before their idle timeout.
     pub max_idle_group_bytes: usize,
+    /// How long a member of a consumer group (KIP-848) may be silent before it is
+    /// removed (Kafka's `group.consumer.session.timeout.ms`, 45 s).
+    pub consumer_session_timeout: Duration,
+    /// How often consumer group members heartbeat (Kafka's
+    /// `group.consumer.heartbeat.interval.ms`, 5 s).
+    pub consumer_heartbeat_interval: Duration,
 }
 
 impl Default for GroupLimits {
@@ -54,6 +60,8 @@ impl Default for GroupLimits {
             max_pending_member_ids: 100_000,
             offset_metadata_max_bytes: 4096,
             max_idle_group_bytes: 64 * 1024 * 1024,
+            consumer_session_timeout: Duration::from_secs(45),
+            consumer_heartbeat_interval: Duration::from_secs(5),
         }
     }
 }

@@ -50,6 +50,9 @@ pub(crate) struct Members {
     /// The members that speak Kafka's classic protocol (a group has these or the
     /// server-assigned ones, never both).
     pub(crate) classic: Classic,
+    /// The members that speak Kafka's consumer protocol (KIP-848); a group has these
+    /// or the others, never both.
+    pub(crate) consumer: super::consumer::Consumer,
 }
 
 /// Makes member ids unique within this process (with the time, across restarts).

@@ -43,9 +43,14 @@
 //! members.
 
 mod acknowledge;
+mod assignor;
 mod classic;
 mod classic_calls;
 mod classic_types;
+mod consumer;
+mod consumer_calls;
+mod consumer_store;
+mod consumer_types;
 mod coordinator;
 mod delivery;
 mod eviction;
@@ -67,6 +72,10 @@ pub use classic::{
     MemberAssignment,
 };
 pub use classic_calls::{CommitOffset, CommittedOffset};
+pub use consumer_types::{
+    ConsumerError, ConsumerGroupDescription, ConsumerHeartbeat, ConsumerHeartbeatAnswer,
+    ConsumerMemberDescription, ConsumerRefusal, ConsumerSubscription,
+};
 pub(crate) use coordinator::Coordinator;
 pub use delivery::{Delivery, GroupPoll};
 pub(crate) use eviction::DEFAULT_IDLE_GROUP_TIMEOUT;
@@ -263,4 +272,7 @@ pub struct GroupListing {
     pub protocol_type: String,
     /// Kafka's state name for a group of Kafka clients ("Empty" otherwise).
     pub state: &'static str,
+    /// Whether it is a consumer group of Kafka's consumer protocol (KIP-848): one with
+    /// members of that protocol, or emptied and never used otherwise since.
+    pub consumer_protocol: bool,
 }

@@ -21,7 +21,7 @@ impl GroupState {
         if m.classic.expire(now, &mut m.generation) {
             self.changed.notify_waiters();
         }
-        m.classic.is_active() || !m.members.is_empty()
+        m.classic.is_active() || m.consumer.is_active() || !m.members.is_empty()
     }
 }
 

@@ -2,7 +2,8 @@
 //! offsets; topics over 200 characters use a shortened file name and keep the full name
 //! in the body), `<data>/groups/<group>/group.json` (options) and
 //! `<data>/groups/<group>/members.json` (the Kafka members of its last stable
-//! generation), all CRC-framed state files replaced atomically (write temp, fsync,
+//! generation) and `<data>/groups/<group>/consumer.json` (its consumer-protocol members,
+//! epochs and assignments), all CRC-framed state files replaced atomically (write temp, fsync,
 //! rename, fsync directory), read back on open.
 
 use std::collections::BTreeMap;
@@ -17,6 +18,7 @@ use crate::storage::{self, Storage};
 
 const CONFIG_FILE: &str = "group.json";
 const MEMBERS_FILE: &str = "members.json";
+const CONSUMER_FILE: &str = "consumer.json";
 const OFFSETS_EXT: &str = ".offsets";
 
 /// Longest topic name used verbatim in a file name: `<topic>.offsets.tmp` must fit the
@@ -43,6 +45,8 @@ pub(crate) struct StoredGroup {
     pub(crate) topics: BTreeMap<String, disk::StoredOffsets>,
     /// Its Kafka members as of their last stable generation.
     pub(crate) members: Option<disk::StoredClassic>,
+    /// Its members of Kafka's consumer protocol (KIP-848), epochs and assignments.
+    pub(crate) consumer: Option<disk::StoredConsumer>,
 }
 
 /// Reads and writes group files under `<data>/groups`.
@@ -84,6 +88,7 @@ impl OffsetStore {
             let mut stored = StoredGroup {
                 config: disk::read_group_config(s, &dir.join(CONFIG_FILE))?.unwrap_or_default(),
                 members: disk::read_members(s, &dir.join(MEMBERS_FILE))?,
+                consumer: disk::read_consumer(s, &dir.join(CONSUMER_FILE))?,
                 ..Default::default()
             };
             for path in s
@@ -164,6 +169,21 @@ impl OffsetStore {
                 disk::write_members(&*self.storage, &dir.join(MEMBERS_FILE), members)
             }
             None => self.remove_file(group, MEMBERS_FILE),
+        }
+    }
+
+    /// Replaces the group's `consumer.json` with `consumer`, or removes it (`None`).
+    pub(crate) fn write_consumer(
+        &self,
+        group: &str,
+        consumer: Option<&disk::StoredConsumer>,
+    ) -> Result<()> {
+        match consumer {
+            Some(consumer) => {
+                let dir = self.ensure_dir(group)?;
+                disk::write_consumer(&*self.storage, &dir.join(CONSUMER_FILE), consumer)
+            }
+            None => self.remove_file(group, CONSUMER_FILE),
         }
     }
 
