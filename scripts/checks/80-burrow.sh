@@ -5,7 +5,8 @@
 # go to a topic through /v1, a kafka-python group joins, reads 4 and commits offset 4
 # (scripts/clients/burrow_group.py), and Burrow's HTTP API must report a lag of 6 for
 # it. Burrow 1.2 needs a ZooKeeper for its coordinator: Debian's, standalone on a
-# loopback port. Installed here on first use: Debian's burrow and zookeeper, kafka-python
+# loopback port. It decodes group metadata values up to v1 only, so it logs the v3 ones
+# (what Kafka writes since 2.3, and kafko too) as undecodable; lag needs only commits. Installed here on first use: Debian's burrow and zookeeper, kafka-python
 # into .venv-test/.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
