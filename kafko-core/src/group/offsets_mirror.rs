@@ -209,7 +209,10 @@ async fn follow(
     };
     let current = latest.get(name);
     let want = expected(name, stored.as_ref(), current);
-    let partition = rec::partition_for(&group_id_for_name(name), topic.partitions.len() as u32);
+    let partition = rec::partition_for(
+        &group_id_for_name(name),
+        u32::try_from(topic.partitions.len()).unwrap_or(u32::MAX),
+    );
     let mut records = Vec::new();
     for (key, value) in &want {
         if current.and_then(|c| c.get(key)) != Some(value) {

@@ -30,9 +30,9 @@ pub(crate) fn partition_for(id: &str, partitions: u32) -> u32 {
 fn put_str(out: &mut BytesMut, s: &str) {
     // Kafka's strings are at most i16::MAX bytes; group ids, topics and members are far
     // shorter (names ≤ 249, member strings bounded by the group limits), metadata ≤ 4 KiB.
-    let len = s.len().min(i16::MAX as usize);
-    out.put_i16(len as i16);
-    out.put_slice(&s.as_bytes()[..len]);
+    let len = i16::try_from(s.len()).unwrap_or(i16::MAX);
+    out.put_i16(len);
+    out.put_slice(&s.as_bytes()[..usize::from(len.unsigned_abs())]);
 }
 
 fn put_nullable_str(out: &mut BytesMut, s: Option<&str>) {
