@@ -53,13 +53,15 @@ dataDir=$WORK/zk/data
 clientPort=$ZK_PORT
 clientPortAddress=127.0.0.1
 admin.enableServer=false
-4lw.commands.whitelist=ruok
+4lw.commands.whitelist=srvr
 EOF
 java -cp "/etc/zookeeper/conf:$ZK_JAR" org.apache.zookeeper.server.ZooKeeperServerMain \
     "$WORK/zk/zoo.cfg" >"$WORK/zk/log" 2>&1 &
 LAUNCHED_PIDS+=($!)
+# Serving sessions (`ruok` answers before the server is).
 zk_ok() {
-    [[ $(timeout 1 bash -c "exec 3<>/dev/tcp/127.0.0.1/$ZK_PORT; printf ruok >&3; cat <&3" 2>/dev/null) == imok ]]
+    timeout 1 bash -c "exec 3<>/dev/tcp/127.0.0.1/$ZK_PORT; printf srvr >&3; cat <&3" 2>/dev/null \
+        | grep -q "^Mode: standalone"
 }
 until_ok 30 "ZooKeeper" zk_ok
 
@@ -142,4 +144,9 @@ sys.exit(not (status["totallag"] == 6 and len(parts) == 1 and parts[0]["end"]["o
 until_ok 60 "Burrow to report a lag of 6" lag_is_6
 echo "  ok  Burrow reports the group's commit at 4 and a lag of 6 (from __consumer_offsets)"
 stop_burrow
+if grep -q "refused a Kafka request version" "$WORK/server.log"; then
+    echo "kafko refused a request version Burrow or kafka-python sent:"
+    grep "refused a Kafka request version" "$WORK/server.log"; exit 1
+fi
+echo "  ok  every request version they sent was served"
 fail_on_panic
