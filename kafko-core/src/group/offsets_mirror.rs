@@ -24,7 +24,7 @@ use crate::topic::Topic;
 
 /// Records read at once while loading the log at open.
 const LOAD_BATCH: usize = 4096;
-/// How long a failed append waits before the group is tried again.
+/// How long a failed load or append waits before it is tried again.
 const RETRY_AFTER: Duration = Duration::from_secs(1);
 
 /// Groups whose files changed since the mirror last read them.
@@ -81,23 +81,28 @@ pub(crate) fn spawn(
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
         let handle = TopicHandle::new(topic.clone());
-        let loaded = {
-            let (handle, store) = (handle.clone(), store.clone());
-            crate::storage::blocking("loading __consumer_offsets", move || {
-                Ok((load(&handle)?, store.group_names()?))
-            })
-            .await
-        };
-        let mut latest = match loaded {
-            Ok((latest, names)) => {
-                for name in names.iter().chain(latest.keys()) {
-                    store.changed().mark(name);
+        let mut latest = loop {
+            let loaded = {
+                let (handle, store) = (handle.clone(), store.clone());
+                crate::storage::blocking("loading __consumer_offsets", move || {
+                    Ok((load(&handle)?, store.group_names()?))
+                })
+                .await
+            };
+            match loaded {
+                Ok((latest, names)) => {
+                    for name in names.iter().chain(latest.keys()) {
+                        store.changed().mark(name);
+                    }
+                    break latest;
                 }
-                latest
+                Err(e) => {
+                    tracing::warn!(error = %e, "__consumer_offsets could not be loaded; retrying");
+                }
             }
-            Err(e) => {
-                tracing::error!(error = %e, "__consumer_offsets could not be loaded; it is not updated in this run");
-                return;
+            tokio::select! {
+                () = tokio::time::sleep(RETRY_AFTER) => {}
+                _ = stop.changed() => return,
             }
         };
         loop {
