@@ -132,7 +132,9 @@ impl Kafko {
 pub(crate) async fn compact_all(kafko: &Kafko) -> Result<CompactionOutcome> {
     let mut total = CompactionOutcome::default();
     let mut idle = kafko.inner.cleaner.idle.lock().await;
-    for t in kafko.all_topics() {
+    let mut topics = kafko.all_topics();
+    topics.push(kafko.inner.offsets_topic.clone());
+    for t in topics {
         if !t.config().cleanup_policy.compacts() || t.check_live().is_err() {
             continue;
         }

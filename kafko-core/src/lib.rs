@@ -93,7 +93,7 @@ mod topic;
 mod topic_id;
 
 pub use activity::{Activity, ActivityWatch};
-pub use broker::{CreateOutcome, Kafko, KafkoOptions};
+pub use broker::{CreateOutcome, Kafko, KafkoOptions, OFFSETS_TOPIC, OFFSETS_TOPIC_PARTITIONS};
 pub use bytes::Bytes;
 pub use compaction::CompactionOutcome;
 pub use compression::{InflateError, inflate};

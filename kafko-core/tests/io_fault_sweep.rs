@@ -202,15 +202,53 @@ fn context(h: &FaultHit) -> String {
     format!("{:?} on {kind}", h.op)
 }
 
+/// The contexts every sweep must inject a fault in.
+const NEEDED: [&str; 7] = [
+    "Rename on log start checkpoint (retention)",
+    "Rename on compaction output",
+    "Rename on compaction swap",
+    "Rename on topic config",
+    "Open on segment",
+    "Sync on segment",
+    "Append on segment",
+];
+
+/// What the sweep found so far.
+#[derive(Default)]
+struct Sweep {
+    injected: u64,
+    runs: u64,
+    read_only_checks: u64,
+    contexts: BTreeMap<String, u64>,
+    failures: Vec<(u64, Fault)>,
+}
+
+impl Sweep {
+    /// Runs workload `w` with `fault`; returns the context it hit, if any.
+    fn run(&mut self, w: u64, fault: Fault) -> Option<String> {
+        self.runs += 1;
+        match block_on(run(w, Some(fault))) {
+            Ok((o, _)) => {
+                self.read_only_checks += u64::from(o.read_only_checked);
+                let hit = o.hit.as_ref().map(context)?;
+                self.injected += 1;
+                *self.contexts.entry(hit.clone()).or_default() += 1;
+                Some(hit)
+            }
+            Err(e) => {
+                eprintln!("workload {w}, {fault:?}: {e}");
+                self.failures.push((w, fault));
+                None
+            }
+        }
+    }
+}
+
 #[test]
 fn injected_io_errors_never_lose_acknowledged_records() {
     let long = std::env::var("KAFKO_LONG").is_ok_and(|v| v == "1");
     let workloads: Vec<u64> = if long { (1..=12).collect() } else { vec![1, 2] };
-    let mut injected = 0u64;
-    let mut runs = 0u64;
-    let mut read_only_checks = 0u64;
-    let mut contexts: BTreeMap<String, u64> = BTreeMap::new();
-    let mut failures = Vec::new();
+    let mut sweep = Sweep::default();
     if let Ok(one) = std::env::var("KAFKO_SWEEP_TRACE") {
         // `workload:Op:nth`, e.g. `1:Rename:27`: replays one run with a trace.
         let parts: Vec<&str> = one.split(':').collect();
@@ -226,10 +264,12 @@ fn injected_io_errors_never_lose_acknowledged_records() {
         block_on(run(parts[0].parse().unwrap(), Some(fault))).unwrap();
         return;
     }
+    let mut totals = Vec::new();
     for &w in &workloads {
         let (_, counts) = block_on(run(w, None)).unwrap_or_else(|e| panic!("fault-free: {e}"));
         for op in KINDS {
             let total = counts.get(&op).copied().unwrap_or(0);
+            totals.push((w, op, total));
             // Every N in long mode; in the default run a stride that still spans the
             // whole workload with at most ~60 runs per kind.
             let stride = if long { 1 } else { total.div_ceil(60).max(1) };
@@ -242,25 +282,45 @@ fn injected_io_errors_never_lose_acknowledged_records() {
                     _ => vec![0],
                 };
                 for partial in partials {
-                    runs += 1;
-                    let fault = Fault { op, nth, partial };
-                    match block_on(run(w, Some(fault))) {
-                        Ok((o, _)) => {
-                            if let Some(h) = &o.hit {
-                                injected += 1;
-                                *contexts.entry(context(h)).or_default() += 1;
-                            }
-                            read_only_checks += u64::from(o.read_only_checked);
-                        }
-                        Err(e) => {
-                            eprintln!("workload {w}, {fault:?}: {e}");
-                            failures.push((w, fault));
-                        }
-                    }
+                    sweep.run(w, Fault { op, nth, partial });
                 }
             }
         }
     }
+    // A needed context the stride stepped over: the first N of its kind that hits it.
+    for needed in NEEDED {
+        if sweep.contexts.contains_key(needed) {
+            continue;
+        }
+        'search: for &(w, op, total) in &totals {
+            if !needed.starts_with(&format!("{op:?} on ")) {
+                continue;
+            }
+            for nth in 1..=total {
+                if sweep
+                    .run(
+                        w,
+                        Fault {
+                            op,
+                            nth,
+                            partial: 0,
+                        },
+                    )
+                    .as_deref()
+                    == Some(needed)
+                {
+                    break 'search;
+                }
+            }
+        }
+    }
+    let Sweep {
+        injected,
+        runs,
+        read_only_checks,
+        contexts,
+        failures,
+    } = sweep;
     eprintln!(
         "fault sweep: {runs} runs, {injected} faults injected, {read_only_checks} read-only checks"
     );
@@ -272,15 +332,7 @@ fn injected_io_errors_never_lose_acknowledged_records() {
         "{} failing runs: {failures:?}",
         failures.len()
     );
-    for needed in [
-        "Rename on log start checkpoint (retention)",
-        "Rename on compaction output",
-        "Rename on compaction swap",
-        "Rename on topic config",
-        "Open on segment",
-        "Sync on segment",
-        "Append on segment",
-    ] {
+    for needed in NEEDED {
         assert!(contexts.contains_key(needed), "no fault hit: {needed}");
     }
     assert!(read_only_checks > 0);

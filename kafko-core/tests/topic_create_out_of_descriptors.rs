@@ -11,7 +11,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use common::interposed::Hook;
 use kafko_core::{AdminError, ErrorKind, StorageError, TopicConfig};
 
-/// Fails every open of a segment of partition 3 or above with EMFILE while armed.
+/// Fails every open of a segment of an ordinary topic's partition 3 or above with EMFILE
+/// while armed (the internal `__consumer_offsets` opens as usual).
 struct OutOfDescriptors(Arc<AtomicBool>);
 
 impl Hook for OutOfDescriptors {
@@ -21,7 +22,12 @@ impl Hook for OutOfDescriptors {
             .and_then(|p| p.file_name())
             .and_then(|n| n.to_str())
             .and_then(|n| n.parse::<u32>().ok());
-        if self.0.load(Ordering::SeqCst) && op == "open" && partition.is_some_and(|p| p >= 3) {
+        let ordinary = path.components().any(|c| c.as_os_str() == "topics");
+        if self.0.load(Ordering::SeqCst)
+            && op == "open"
+            && ordinary
+            && partition.is_some_and(|p| p >= 3)
+        {
             return Err(io::Error::from_raw_os_error(24)); // EMFILE
         }
         Ok(())

@@ -221,6 +221,15 @@ pub(crate) async fn delete_topics(
         }
         match name {
             None => result.error_code = errors::UNKNOWN_TOPIC_ID,
+            Some(name) if name == kafko_core::OFFSETS_TOPIC => {
+                result.name = Some(TopicName(StrBytes::from_string(name)));
+                result.error_code = errors::INVALID_TOPIC_EXCEPTION;
+                if version >= 5 {
+                    result.error_message = Some(StrBytes::from_string(
+                        "__consumer_offsets is kept by the group coordinator".into(),
+                    ));
+                }
+            }
             Some(name) => {
                 result.name = Some(TopicName(StrBytes::from_string(name.clone())));
                 let deleted = kafko.delete_topic(&name).await;

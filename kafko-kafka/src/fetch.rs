@@ -92,7 +92,9 @@ pub(crate) async fn answer(
                 };
                 return (named, handle, t.partitions);
             }
-            let handle = kafko.find_topic(t.topic.as_str()).ok().flatten();
+            let handle = crate::metadata::readable_topic(kafko, t.topic.as_str())
+                .ok()
+                .flatten();
             let named = Named {
                 name: t.topic,
                 id: uuid::Uuid::nil(),

@@ -3,7 +3,9 @@
 //! coordinator of every group. A Metadata request for unknown topics creates them when
 //! both the client allows it and the server auto-creates topics (`--auto-create`, with
 //! the server's default topic configuration), as Kafka's `auto.create.topics.enable`;
-//! Kafka's internal topic names never are. A topic named (or identified) more than once
+//! Kafka's internal topic names never are. `__consumer_offsets` is listed, as internal,
+//! when all topics or it by name are asked for (kafko keeps it; see
+//! `kafko_core::OFFSETS_TOPIC`). A topic named (or identified) more than once
 //! is answered once, as Kafka answers the set of names, so the answer is bounded by the
 //! distinct names and the server's topics. Metadata v0 has no null list: an empty one
 //! asks for every topic. FindCoordinator from v4 answers a batch of keys, each distinct
@@ -35,7 +37,26 @@ pub(crate) fn topic_uuid(topic: &TopicHandle) -> uuid::Uuid {
 /// The live topic whose Kafka topic id is `id`, found through the log's id map.
 pub(crate) fn topic_by_uuid(broker: &ListenerState, id: uuid::Uuid) -> Option<TopicHandle> {
     let id: TopicId = format!("{:032x}", id.as_u128()).parse().ok()?;
-    broker.service.kafko.topic_by_id(id).ok().flatten()
+    let kafko = &broker.service.kafko;
+    match kafko.offsets_topic() {
+        Ok(internal) if internal.id() == id => Some(internal),
+        _ => kafko.topic_by_id(id).ok().flatten(),
+    }
+}
+
+/// The topic a Kafka client may read under `name`: an ordinary topic, or
+/// `__consumer_offsets`.
+///
+/// # Errors
+/// `ShuttingDown` once shutdown began.
+pub(crate) fn readable_topic(
+    kafko: &kafko_core::Kafko,
+    name: &str,
+) -> Result<Option<TopicHandle>, kafko_core::AdminError> {
+    if name == kafko_core::OFFSETS_TOPIC {
+        return kafko.offsets_topic().map(Some);
+    }
+    kafko.find_topic(name)
 }
 
 pub(crate) fn str(s: &str) -> StrBytes {
@@ -60,7 +81,12 @@ pub(crate) async fn handle(
         Some(topics) => version == 0 && topics.is_empty(),
     };
     let names: Vec<Result<String, uuid::Uuid>> = match &request.topics {
-        _ if all => kafko.list_topics().into_iter().map(Ok).collect(),
+        _ if all => kafko
+            .list_topics()
+            .into_iter()
+            .chain([kafko_core::OFFSETS_TOPIC.to_owned()])
+            .map(Ok)
+            .collect(),
         None => Vec::new(),
         Some(topics) => topics
             .iter()
@@ -113,7 +139,8 @@ async fn describe(
     let kafko = &broker.service.kafko;
     let mut topic = MetadataResponseTopic::default();
     topic.name = Some(TopicName(str(name)));
-    let found = match kafko.find_topic(name) {
+    topic.is_internal = name == kafko_core::OFFSETS_TOPIC;
+    let found = match readable_topic(kafko, name) {
         Ok(Some(handle)) => Ok(handle),
         Ok(None) if may_create => {
             topics::auto_create(kafko, &broker.service.config.auto_create, name)

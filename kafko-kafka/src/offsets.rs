@@ -49,7 +49,9 @@ pub(crate) fn handle(
         .topics
         .iter()
         .map(|topic| {
-            let handle = kafko.find_topic(topic.name.as_str()).ok().flatten();
+            let handle = crate::metadata::readable_topic(kafko, topic.name.as_str())
+                .ok()
+                .flatten();
             let mut t = ListOffsetsTopicResponse::default();
             t.partitions = topic
                 .partitions

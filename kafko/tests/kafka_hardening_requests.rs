@@ -108,7 +108,9 @@ async fn lookups_by_topic_id_cost_one_probe_per_distinct_id() {
     let all = k
         .call(&MetadataRequest::default().with_topics(None), 12)
         .await;
-    assert_eq!(all.topics.len(), 500);
+    // Every topic, and the internal `__consumer_offsets` after them.
+    assert_eq!(all.topics.len(), 501);
+    assert!(all.topics[500].is_internal);
     let known = all.topics[7].topic_id;
     let known_name = all.topics[7].name.clone();
     let unknown = |i: u128| uuid::Uuid::from_u128(0x5eed_0000_0000 + i);
@@ -171,7 +173,7 @@ async fn lookups_by_topic_id_cost_one_probe_per_distinct_id() {
     let all = k
         .call(&MetadataRequest::default().with_topics(None), 12)
         .await;
-    assert_eq!(all.topics.len(), 499);
+    assert_eq!(all.topics.len(), 499 + 1);
     assert!(metadata_cpu < 0.5, "{metadata_cpu} s of CPU");
     assert!(delete_cpu < 0.5, "{delete_cpu} s of CPU");
     assert_bystanders_served(&s).await;
@@ -337,12 +339,14 @@ fn topic_dirs(s: &Server) -> usize {
 }
 
 /// Topics the server lists.
+/// The ordinary topics Metadata lists (not the internal `__consumer_offsets`).
 async fn listed_topics(k: &mut Kafka) -> Vec<String> {
     let all = k
         .call(&MetadataRequest::default().with_topics(None), 1)
         .await;
     all.topics
         .iter()
+        .filter(|t| !t.is_internal)
         .filter_map(|t| t.name.as_ref().map(|n| n.to_string()))
         .collect()
 }
@@ -359,8 +363,8 @@ async fn delete_topics(k: &mut Kafka, names: &[String]) {
 /// new topic server-wide. `--max-topics` and `--max-partitions` now default to the
 /// descriptors kept for the log (at 512: 128, less 64 cached segments and 32), so the
 /// flood stops at the limit (POLICY_VIOLATION, Kafka's policy refusal) with descriptors
-/// to spare; a delete makes room again. `__consumer_offsets` is never auto-created, and
-/// a create of or a produce to it is INVALID_TOPIC_EXCEPTION.
+/// to spare; a delete makes room again. `__consumer_offsets` is the internal topic, never
+/// an ordinary one: a create of or a produce to it is INVALID_TOPIC_EXCEPTION.
 #[tokio::test]
 async fn auto_creation_stops_at_limits_derived_from_the_descriptors() {
     let tmp = tempfile::tempdir().unwrap();
@@ -397,7 +401,8 @@ async fn auto_creation_stops_at_limits_derived_from_the_descriptors() {
     let request = MetadataRequest::default().with_topics(Some(vec![
         MetadataRequestTopic::default().with_name(Some(name("__consumer_offsets"))),
     ]));
-    assert_eq!(k.call(&request, 1).await.topics[0].error_code, 3);
+    let internal = &k.call(&request, 1).await.topics[0];
+    assert_eq!((internal.error_code, internal.is_internal), (0, true));
     assert!(!s.dir.join("topics/__consumer_offsets").exists());
     let request = CreateTopicsRequest::default()
         .with_timeout_ms(10_000)

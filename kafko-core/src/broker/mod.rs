@@ -8,6 +8,7 @@
 //! - `shutdown`: the graceful stop and its `Drop` fallback.
 
 mod data;
+mod internal;
 mod open;
 mod recover;
 mod shutdown;
@@ -27,6 +28,7 @@ use crate::storage::Storage;
 use crate::topic::Topic;
 use crate::topic_id::TopicId;
 
+pub use internal::{OFFSETS_TOPIC, OFFSETS_TOPIC_PARTITIONS};
 pub use open::KafkoOptions;
 
 const LOCK_FILE: &str = "kafko.lock";
@@ -55,6 +57,8 @@ pub(crate) struct Inner {
     /// How long an idle idempotent producer's state is kept.
     pub(crate) producer_id_expiration: std::time::Duration,
     topics: RwLock<HashMap<String, Arc<Topic>>>,
+    /// `__consumer_offsets`, outside the registry (see `internal`).
+    pub(crate) offsets_topic: Arc<Topic>,
     /// The name of each live topic by its id: a lookup by id costs one probe, not a
     /// scan of every topic. Written under the admin lock, after `topics` on a create
     /// and before it on a delete.

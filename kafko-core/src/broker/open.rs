@@ -176,6 +176,7 @@ impl Kafko {
             .map(|t| (t.name.to_string(), Arc::new(t.start())))
             .collect();
         let topic_ids = topics.iter().map(|(n, t)| (t.id, n.clone())).collect();
+        let offsets_topic = Arc::new(recovered.offsets_topic.start());
         let mut groups = recovered.groups;
         groups.set_idle_timeout(options.idle_group_timeout);
         groups.set_offsets_retention(options.offsets_retention);
@@ -188,6 +189,7 @@ impl Kafko {
             limits: options.limits,
             producer_id_expiration: options.producer_id_expiration,
             topics: RwLock::new(topics),
+            offsets_topic,
             topic_ids: RwLock::new(topic_ids),
             lock: Mutex::new(Some(recovered.lock)),
             closing: AtomicBool::new(false),
@@ -204,6 +206,16 @@ impl Kafko {
         let kafko = Kafko { inner };
         kafko.spawn_maintenance(options.retention_check_interval);
         kafko.spawn_group_eviction(options.idle_group_timeout);
+        let mirror = kafko.inner.groups.spawn_offsets_mirror(
+            kafko.inner.offsets_topic.clone(),
+            kafko.inner.stop.subscribe(),
+        );
+        kafko
+            .inner
+            .background
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(mirror);
         Ok(kafko)
     }
 

@@ -35,6 +35,8 @@ pub(crate) struct Recovered {
     /// Whether the previous shutdown left its marker.
     pub(crate) clean: bool,
     pub(crate) topics: Vec<RecoveredTopic>,
+    /// `__consumer_offsets` (see `internal`).
+    pub(crate) offsets_topic: RecoveredTopic,
     pub(crate) groups: Coordinator,
 }
 
@@ -122,6 +124,7 @@ pub(crate) fn recover_directory(
             clean,
         )?);
     }
+    let offsets_topic = super::internal::recover_offsets_topic((storage, files), dir, clean)?;
     let groups = Coordinator::open(dir, storage.clone())?;
     // Only once nothing can refuse the open any more: a refused open leaves the marker
     // and the trash as they were.
@@ -148,6 +151,7 @@ pub(crate) fn recover_directory(
         lock,
         clean,
         topics,
+        offsets_topic,
         groups,
     })
 }
@@ -174,7 +178,7 @@ fn lock_directory(s: &dyn Storage, dir: &Path) -> Result<Box<dyn Any + Send + Sy
 /// A topic's persisted config and id (absent in files written before topics had ids);
 /// `None` when `topic.json` does not exist. One that does not decode or validate is
 /// corruption naming the file.
-fn read_topic_config(
+pub(super) fn read_topic_config(
     s: &dyn Storage,
     topic_dir: &Path,
 ) -> Result<Option<(TopicConfig, Option<TopicId>)>> {

@@ -51,13 +51,14 @@ async fn shutdown_inner(inner: &Inner) -> Result<()> {
     for t in tasks {
         let _ = t.await;
     }
-    let topics: Vec<_> = inner
+    let mut topics: Vec<_> = inner
         .topics
         .read()
         .unwrap_or_else(|p| p.into_inner())
         .values()
         .cloned()
         .collect();
+    topics.push(inner.offsets_topic.clone());
     let mut first_error = None;
     for t in &topics {
         for p in &t.partitions {

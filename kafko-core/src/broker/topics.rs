@@ -431,7 +431,7 @@ impl Kafko {
 /// Creates the directory of a new topic and its partitions, then `topic.json`, its commit
 /// point. On failure nothing is left half-made: the directory (which holds no record
 /// yet) is removed again; if even that fails, the next open or create removes it.
-fn make_topic_dir(
+pub(super) fn make_topic_dir(
     (storage, files): (&Arc<dyn Storage>, &Arc<FileCache>),
     dir: &Path,
     name: &str,

@@ -272,6 +272,16 @@ pub(super) fn lock(groups: &Mutex<Groups>) -> MutexGuard<'_, Groups> {
 
 impl Coordinator {
     /// Loads every group's options and committed offsets.
+    /// Starts the task that keeps `topic` (`__consumer_offsets`) following the groups'
+    /// files (see `offsets_mirror`); it ends when `stop` changes.
+    pub(crate) fn spawn_offsets_mirror(
+        &self,
+        topic: Arc<crate::topic::Topic>,
+        stop: tokio::sync::watch::Receiver<bool>,
+    ) -> tokio::task::JoinHandle<()> {
+        super::offsets_mirror::spawn(self.store.clone(), topic, stop)
+    }
+
     pub(crate) fn open(data_dir: &std::path::Path, storage: Arc<dyn Storage>) -> Result<Self> {
         let store = OffsetStore::new(data_dir, storage);
         let mut groups = BTreeMap::new();

@@ -62,6 +62,8 @@ mod limits;
 mod membership;
 mod offset_expiry;
 mod offsets;
+mod offsets_mirror;
+mod offsets_records;
 mod pending;
 
 use std::time::Duration;

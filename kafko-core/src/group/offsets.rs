@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::GroupConfig;
+use super::offsets_mirror::ChangedGroups;
 use crate::disk;
 use crate::error::{KafkoError, Result};
 use crate::naming::{validate_group_name, validate_name};
@@ -53,6 +54,9 @@ pub(crate) struct StoredGroup {
 pub(crate) struct OffsetStore {
     root: PathBuf,
     storage: Arc<dyn Storage>,
+    /// Told of every group whose files a write or removal touched (`__consumer_offsets`
+    /// follows them).
+    changed: Arc<ChangedGroups>,
 }
 
 impl OffsetStore {
@@ -60,7 +64,36 @@ impl OffsetStore {
         OffsetStore {
             root: data_dir.join("groups"),
             storage,
+            changed: Arc::new(ChangedGroups::default()),
         }
+    }
+
+    /// The groups whose files changed, for `__consumer_offsets` to follow.
+    pub(crate) fn changed(&self) -> &Arc<ChangedGroups> {
+        &self.changed
+    }
+
+    /// Names of the groups on disk (valid names only).
+    pub(crate) fn group_names(&self) -> Result<Vec<String>> {
+        let s = &*self.storage;
+        if !s.exists(&self.root) {
+            return Ok(Vec::new());
+        }
+        Ok(s.list_dir(&self.root)
+            .map_err(|e| KafkoError::io("listing", &self.root, e))?
+            .iter()
+            .filter_map(|dir| file_name(dir))
+            .filter(|g| validate_group_name(g).is_ok())
+            .collect())
+    }
+
+    /// Loads one group; `None` when it has no directory.
+    pub(crate) fn load_group(&self, group: &str) -> Result<Option<StoredGroup>> {
+        let dir = self.group_dir(group);
+        if !self.storage.exists(&dir) {
+            return Ok(None);
+        }
+        self.load_dir(&dir, false).map(Some)
     }
 
     fn group_dir(&self, group: &str) -> PathBuf {
@@ -85,42 +118,52 @@ impl OffsetStore {
             if validate_group_name(&group).is_err() {
                 continue;
             }
-            let mut stored = StoredGroup {
-                config: disk::read_group_config(s, &dir.join(CONFIG_FILE))?.unwrap_or_default(),
-                members: disk::read_members(s, &dir.join(MEMBERS_FILE))?,
-                consumer: disk::read_consumer(s, &dir.join(CONSUMER_FILE))?,
-                ..Default::default()
-            };
-            for path in s
-                .list_dir(&dir)
-                .map_err(|e| KafkoError::io("listing", &dir, e))?
-            {
-                let Some(name) = file_name(&path) else {
-                    continue;
-                };
-                if name.ends_with(".tmp") {
-                    match s.remove_file(&path) {
-                        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                            return Err(KafkoError::io("removing", &path, e));
-                        }
-                        _ => {}
-                    }
-                    continue;
-                }
-                let Some(stem) = name.strip_suffix(OFFSETS_EXT) else {
-                    continue;
-                };
-                if let Some(offsets) = disk::read_offsets(s, &path)? {
-                    let topic = offsets.topic.clone().unwrap_or_else(|| stem.to_owned());
-                    if validate_name(&topic).is_err() || offsets_file_name(&topic) != name {
-                        continue;
-                    }
-                    stored.topics.insert(topic, offsets);
-                }
-            }
-            out.insert(group, stored);
+            out.insert(group, self.load_dir(&dir, true)?);
         }
         Ok(out)
+    }
+
+    /// Reads one group directory; `sweep` (at open, when no write runs) removes the
+    /// leftover `.tmp` files of interrupted replaces, which are otherwise skipped.
+    fn load_dir(&self, dir: &Path, sweep: bool) -> Result<StoredGroup> {
+        let s = &*self.storage;
+        let mut stored = StoredGroup {
+            config: disk::read_group_config(s, &dir.join(CONFIG_FILE))?.unwrap_or_default(),
+            members: disk::read_members(s, &dir.join(MEMBERS_FILE))?,
+            consumer: disk::read_consumer(s, &dir.join(CONSUMER_FILE))?,
+            ..Default::default()
+        };
+        for path in s
+            .list_dir(dir)
+            .map_err(|e| KafkoError::io("listing", dir, e))?
+        {
+            let Some(name) = file_name(&path) else {
+                continue;
+            };
+            if name.ends_with(".tmp") {
+                if !sweep {
+                    continue;
+                }
+                match s.remove_file(&path) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                        return Err(KafkoError::io("removing", &path, e));
+                    }
+                    _ => {}
+                }
+                continue;
+            }
+            let Some(stem) = name.strip_suffix(OFFSETS_EXT) else {
+                continue;
+            };
+            if let Some(offsets) = disk::read_offsets(s, &path)? {
+                let topic = offsets.topic.clone().unwrap_or_else(|| stem.to_owned());
+                if validate_name(&topic).is_err() || offsets_file_name(&topic) != name {
+                    continue;
+                }
+                stored.topics.insert(topic, offsets);
+            }
+        }
+        Ok(stored)
     }
 
     /// Creates the group's directory durably if it is missing.
@@ -142,6 +185,7 @@ impl OffsetStore {
         if offsets.offsets.is_empty() {
             return self.remove_offsets(group, topic);
         }
+        let _mark = self.changed.mark_on_drop(group);
         let dir = self.ensure_dir(group)?;
         let path = dir.join(offsets_file_name(topic));
         let stored = disk::StoredOffsets {
@@ -163,6 +207,7 @@ impl OffsetStore {
         group: &str,
         members: Option<&disk::StoredClassic>,
     ) -> Result<()> {
+        let _mark = self.changed.mark_on_drop(group);
         match members {
             Some(members) => {
                 let dir = self.ensure_dir(group)?;
@@ -189,6 +234,7 @@ impl OffsetStore {
 
     /// Removes the offsets of `group` on `topic` (absent is fine).
     pub(crate) fn remove_offsets(&self, group: &str, topic: &str) -> Result<()> {
+        let _mark = self.changed.mark_on_drop(group);
         self.remove_file(group, &offsets_file_name(topic))
     }
 
@@ -208,6 +254,7 @@ impl OffsetStore {
 
     /// Removes the whole group directory (absent is fine).
     pub(crate) fn remove_group(&self, group: &str) -> Result<()> {
+        let _mark = self.changed.mark_on_drop(group);
         let s = &*self.storage;
         let dir = self.group_dir(group);
         if !s.exists(&dir) {
