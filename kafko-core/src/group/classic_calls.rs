@@ -20,6 +20,7 @@ use bytes::Bytes;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use super::GroupConfig;
 use super::classic::{
     ClassicMemberId, JoinGroupOutcome, JoinGroupRequest, LeaveOutcome, MemberAssignment, Phase,
     Refusal, assignment_bytes, join_bytes,
@@ -27,7 +28,6 @@ use super::classic::{
 use super::coordinator::{GroupState, group_not_found, persist_classic};
 use super::handle::GroupHandle;
 use super::membership::new_member_id;
-use super::{GroupConfig, PartitionOffset};
 use crate::error::{GroupError, KafkoError, Result};
 use crate::handle::TopicHandle;
 
@@ -538,26 +538,8 @@ impl GroupHandle {
                 None => Ok(()),
             }
         })?;
-        let plain: Vec<PartitionOffset> = offsets
-            .iter()
-            .map(|o| PartitionOffset {
-                partition: o.partition,
-                offset: o.offset,
-            })
-            .collect();
-        let metadata = offsets
-            .iter()
-            .filter_map(|o| {
-                let text = o.metadata.as_ref().filter(|s| !s.is_empty())?;
-                Some((o.partition, text.clone()))
-            })
-            .collect();
         self.coordinator()
-            .commit_with_metadata(group, &t.name, &plain, metadata, |ts| {
-                for o in offsets {
-                    ts.set_committed(o.partition, o.offset);
-                }
-            })
+            .commit_kafka_offsets(group, &t.name, offsets)
             .await?;
         Ok(())
     }

@@ -19,7 +19,7 @@ use super::consumer_types::{
 use super::coordinator::GroupState;
 use super::handle::GroupHandle;
 use super::membership::new_member_id;
-use super::{CommitOffset, GroupConfig, PartitionOffset};
+use super::{CommitOffset, GroupConfig};
 use crate::error::GroupError;
 use crate::handle::TopicHandle;
 
@@ -229,26 +229,8 @@ impl GroupHandle {
         }
         self.consumer_check_offsets(member_id, member_epoch, false, version)
             .map_err(Ok)?;
-        let plain: Vec<PartitionOffset> = offsets
-            .iter()
-            .map(|o| PartitionOffset {
-                partition: o.partition,
-                offset: o.offset,
-            })
-            .collect();
-        let metadata = offsets
-            .iter()
-            .filter_map(|o| {
-                let text = o.metadata.as_ref().filter(|s| !s.is_empty())?;
-                Some((o.partition, text.clone()))
-            })
-            .collect();
         self.coordinator()
-            .commit_with_metadata(&self.name, &t.name, &plain, metadata, |ts| {
-                for o in offsets {
-                    ts.set_committed(o.partition, o.offset);
-                }
-            })
+            .commit_kafka_offsets(&self.name, &t.name, offsets)
             .await
             .map_err(|e| Err(e.into()))
     }

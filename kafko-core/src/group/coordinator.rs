@@ -360,6 +360,37 @@ impl Coordinator {
             .await
     }
 
+    /// A Kafka client's OffsetCommit of `offsets` of `topic` for `group`: the offsets
+    /// and their non-empty metadata strings, durably, then published to the group's
+    /// positions.
+    pub(super) async fn commit_kafka_offsets(
+        &self,
+        group: &str,
+        topic: &str,
+        offsets: &[super::CommitOffset],
+    ) -> Result<()> {
+        let plain: Vec<PartitionOffset> = offsets
+            .iter()
+            .map(|o| PartitionOffset {
+                partition: o.partition,
+                offset: o.offset,
+            })
+            .collect();
+        let metadata = offsets
+            .iter()
+            .filter_map(|o| {
+                let text = o.metadata.as_ref().filter(|s| !s.is_empty())?;
+                Some((o.partition, text.clone()))
+            })
+            .collect();
+        self.commit_with_metadata(group, topic, &plain, metadata, |ts| {
+            for o in offsets {
+                ts.set_committed(o.partition, o.offset);
+            }
+        })
+        .await
+    }
+
     /// [`commit`](Self::commit) with the commit's metadata strings (partition → text):
     /// each committed partition's string is replaced by the one given, or cleared, as a
     /// Kafka commit replaces offset and metadata together.

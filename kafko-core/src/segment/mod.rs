@@ -202,15 +202,21 @@ impl Segment {
         &self,
         offset: u64,
     ) -> impl Iterator<Item = Result<FramedBatch>> + '_ {
-        let entry = match offset.checked_sub(self.base_offset) {
+        self.batches_from(self.index_entry(offset))
+    }
+
+    /// The sparse index's entry at or before `offset`, `(relative offset, position)`:
+    /// where a scan for it starts (the first batch when `offset` is at or before the
+    /// segment's base).
+    pub(crate) fn index_entry(&self, offset: u64) -> (u32, u32) {
+        match offset.checked_sub(self.base_offset) {
             Some(rel) if rel > 0 => self
                 .index
                 .read()
                 .unwrap_or_else(|p| p.into_inner())
                 .entry_for(u32::try_from(rel).unwrap_or(u32::MAX)),
             _ => (0, 0),
-        };
-        self.batches_from(entry)
+        }
     }
 
     /// The verified batches from the batch an index entry names (`(relative offset,

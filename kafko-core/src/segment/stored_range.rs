@@ -56,14 +56,7 @@ impl Segment {
         at_least_one: bool,
     ) -> Result<StoredRange> {
         debug_assert_eq!(self.format, Format::V2);
-        let (rel, entry) = match offset.checked_sub(self.base_offset) {
-            Some(rel) if rel > 0 => self
-                .index
-                .read()
-                .unwrap_or_else(|p| p.into_inner())
-                .entry_for(u32::try_from(rel).unwrap_or(u32::MAX)),
-            _ => (0, 0),
-        };
+        let (rel, entry) = self.index_entry(offset);
         let end = self.len();
         let file = self.file()?;
         let mut out = StoredRange {
