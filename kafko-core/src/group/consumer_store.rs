@@ -5,14 +5,13 @@
 //! it owns, the ones it was releasing, and the target assignment: members carry on
 //! without a reassignment, each session starting afresh.
 
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use tokio::time::Instant;
 
 use super::assignor::{Assignment, Assignor};
 use super::consumer::{Consumer, ConsumerMember, MemberState, to_list};
-use super::coordinator::{Groups, lock};
+use super::coordinator::{Groups, persist_members};
 use super::offsets::OffsetStore;
 use crate::disk::{StoredAssignment, StoredConsumer, StoredConsumerMember};
 use crate::error::Result;
@@ -147,41 +146,20 @@ pub(super) async fn persist_consumer(
     groups: Arc<Mutex<Groups>>,
     group: String,
 ) -> Result<()> {
-    let Some(persist) = lock(&groups)
-        .get(&group)
-        .filter(|g| g.members.consumer.dirty)
-        .map(|g| g.persist.clone())
-    else {
-        return Ok(());
-    };
-    let _writing = persist.lock.lock().await;
-    if persist.deleted.load(Ordering::Acquire) {
-        return Ok(());
-    }
-    let snapshot = {
-        let mut all = lock(&groups);
-        let Some(g) = all.get_mut(&group) else {
-            return Ok(());
-        };
-        if !g.members.consumer.dirty {
-            return Ok(());
-        }
-        g.members.consumer.dirty = false;
-        let snapshot = snapshot(&g.members.consumer);
-        g.durable |= snapshot.is_some();
-        snapshot
-    };
-    let name = group.clone();
-    let written = crate::storage::blocking("writing consumer group members", move || {
-        store.write_consumer(&name, snapshot.as_ref())
-    })
-    .await;
-    if written.is_err()
-        && let Some(g) = lock(&groups).get_mut(&group)
-    {
-        g.members.consumer.dirty = true;
-    }
-    written
+    persist_members(
+        (store, groups, group),
+        "writing consumer group members",
+        |g| {
+            if !g.members.consumer.dirty {
+                return None;
+            }
+            g.members.consumer.dirty = false;
+            Some(snapshot(&g.members.consumer))
+        },
+        |store, name, snapshot| store.write_consumer(name, snapshot.as_ref()),
+        |g| g.members.consumer.dirty = true,
+    )
+    .await
 }
 
 #[cfg(test)]

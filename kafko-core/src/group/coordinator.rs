@@ -557,6 +557,35 @@ pub(super) async fn persist_classic(
     groups: Arc<Mutex<Groups>>,
     group: String,
 ) -> Result<()> {
+    persist_members(
+        (store, groups, group),
+        "writing group members",
+        |g| {
+            let m = &mut g.members;
+            if !m.classic.dirty {
+                return None;
+            }
+            let snapshot = m.classic.snapshot(m.generation).ok()?;
+            m.classic.dirty = false;
+            Some(snapshot)
+        },
+        |store, name, snapshot| store.write_members(name, snapshot.as_ref()),
+        |g| g.members.classic.dirty = true,
+    )
+    .await
+}
+
+/// Writes one of `group`'s member files: under the group's write lock (nothing once the
+/// group is deleted), `take` decides under the groups' lock what to write (`None`:
+/// nothing, the state is clean) and marks it clean; `write` runs on a blocking thread;
+/// a failed write marks the state dirty again (`redirty`) for the next attempt.
+pub(super) async fn persist_members<T: Send + 'static>(
+    (store, groups, group): (Arc<OffsetStore>, Arc<Mutex<Groups>>, String),
+    what: &'static str,
+    take: impl FnOnce(&mut GroupState) -> Option<Option<T>>,
+    write: impl FnOnce(&OffsetStore, &str, Option<T>) -> Result<()> + Send + 'static,
+    redirty: impl FnOnce(&mut GroupState),
+) -> Result<()> {
     let Some(persist) = lock(&groups).get(&group).map(|g| g.persist.clone()) else {
         return Ok(());
     };
@@ -569,26 +598,18 @@ pub(super) async fn persist_classic(
         let Some(g) = all.get_mut(&group) else {
             return Ok(());
         };
-        let m = &mut g.members;
-        if !m.classic.dirty {
-            return Ok(());
-        }
-        let Ok(snapshot) = m.classic.snapshot(m.generation) else {
+        let Some(snapshot) = take(g) else {
             return Ok(());
         };
-        m.classic.dirty = false;
         g.durable |= snapshot.is_some();
         snapshot
     };
     let name = group.clone();
-    let written = crate::storage::blocking("writing group members", move || {
-        store.write_members(&name, snapshot.as_ref())
-    })
-    .await;
+    let written = crate::storage::blocking(what, move || write(&store, &name, snapshot)).await;
     if written.is_err()
         && let Some(g) = lock(&groups).get_mut(&group)
     {
-        g.members.classic.dirty = true;
+        redirty(g);
     }
     written
 }

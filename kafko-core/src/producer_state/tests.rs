@@ -286,7 +286,14 @@ fn copy_dir(from: &Path, to: &Path) {
             std::fs::create_dir_all(&target).unwrap();
             copy_dir(&entry.path(), &target);
         } else {
-            std::fs::copy(entry.path(), target).unwrap();
+            // A file the live log renamed away meanwhile (a state file's `.tmp`): what a
+            // kill at that moment leaves too.
+            match std::fs::copy(entry.path(), target) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                other => {
+                    other.unwrap();
+                }
+            }
         }
     }
 }
