@@ -135,6 +135,8 @@ async fn settle(
             return;
         }
         assert!(Instant::now() < deadline, "not settled: {members:#?}");
+        // Members heartbeat at an interval, as clients do; each round's answers are the
+        // signal checked above, not the pause.
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
