@@ -1,14 +1,16 @@
 //! Producer state snapshots: `<offset>.producers`, the fold of every batch below
 //! `<offset>` as a state file (FORMAT.md, "Producer state"). Written at a roll and at a
 //! clean shutdown, so that an open folds only what came after; the two newest are kept.
-//! A snapshot is a cache: a damaged one is skipped, never fatal.
+//! A snapshot is a cache: a damaged one is skipped, never fatal. Version 2 adds each
+//! producer's open transaction and the partition's aborted transactions; a version 1
+//! snapshot (written before transactions) has neither.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::table::{ProducerEntry, ProducerTable, WrittenBatch};
+use super::table::{AbortedTransaction, ProducerEntry, ProducerTable, WrittenBatch};
 use crate::error::{KafkoError, Result};
 use crate::naming::{parse_offset_file, segment_file};
 use crate::state_file;
@@ -18,13 +20,16 @@ use crate::storage::Storage;
 const EXTENSION: &str = "producers";
 /// Snapshots kept per partition.
 const KEPT: usize = 2;
-/// The body version written and read.
-const VERSION: u32 = 1;
+/// The body version written; 1 is read too.
+const VERSION: u32 = 2;
 
 #[derive(Serialize, Deserialize)]
 struct Body {
     version: u32,
     producers: Vec<Entry>,
+    /// `[producer_id, first_offset, last_offset]`, by ascending last offset.
+    #[serde(default)]
+    aborted: Vec<(i64, u64, u64)>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -34,6 +39,9 @@ struct Entry {
     last_timestamp: i64,
     /// `[first, last, base_offset]`, oldest first.
     batches: Vec<(i32, i32, u64)>,
+    /// The first offset of its open transaction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    txn_first: Option<u64>,
 }
 
 fn path_of(dir: &Path, offset: u64) -> PathBuf {
@@ -81,12 +89,18 @@ pub(crate) fn write(
                 .iter()
                 .map(|b| (b.first, b.last, b.base_offset))
                 .collect(),
+            txn_first: e.txn_first,
         })
         .collect();
     producers.sort_by_key(|e| e.id);
     let body = Body {
         version: VERSION,
         producers,
+        aborted: table
+            .aborted
+            .iter()
+            .map(|a| (a.producer_id, a.first_offset, a.last_offset))
+            .collect(),
     };
     state_file::write(storage, &path_of(dir, offset), &body)?;
     let offsets = list(storage, dir)?;
@@ -148,7 +162,7 @@ fn read(storage: &dyn Storage, path: &Path) -> Result<Option<ProducerTable>> {
     let Some(body) = state_file::read::<Body>(storage, path)? else {
         return Ok(None);
     };
-    if body.version != VERSION {
+    if body.version != 1 && body.version != VERSION {
         return Err(KafkoError::corruption(
             path,
             state_file::BODY_OFFSET,
@@ -166,24 +180,32 @@ fn read(storage: &dyn Storage, path: &Path) -> Result<Option<ProducerTable>> {
                 base_offset,
             })
             .collect();
-        if batches.is_empty() {
-            continue;
-        }
         table.entries.insert(
             e.id,
             ProducerEntry {
                 epoch: e.epoch,
                 batches,
                 last_timestamp: e.last_timestamp,
+                txn_first: e.txn_first,
             },
         );
     }
+    table.index_open();
+    table.aborted = body
+        .aborted
+        .iter()
+        .map(|&(producer_id, first_offset, last_offset)| AbortedTransaction {
+            producer_id,
+            first_offset,
+            last_offset,
+        })
+        .collect();
     Ok(Some(table))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::table::ProducerBatch;
+    use super::super::table::{BatchKind, ProducerBatch};
     use super::*;
     use crate::storage::StdStorage;
 
@@ -198,6 +220,9 @@ mod tests {
                 last: 9,
                 base_offset: offset * 10,
                 max_timestamp: 77,
+                kind: BatchKind::Data {
+                    transactional: false,
+                },
             });
         }
         t
