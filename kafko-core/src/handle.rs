@@ -91,6 +91,31 @@ impl TopicHandle {
         self.topic.waiting_readers()
     }
 
+    /// Writes a transaction marker (COMMIT when `commit`, else ABORT) for producer
+    /// `producer_id` at `epoch` to `partition`, as the transaction coordinator does:
+    /// fsynced, under the producer's turn. For tests that need a decided transaction
+    /// without a coordinator; not a supported API.
+    ///
+    /// # Errors
+    /// `ProducerRejected` for an epoch older than the producer's, `PartitionNotFound`,
+    /// `TopicDeleted`, or the write's failure.
+    #[doc(hidden)]
+    pub async fn append_transaction_marker(
+        &self,
+        partition: u32,
+        producer_id: i64,
+        epoch: i16,
+        commit: bool,
+    ) -> Result<u64, ProduceError> {
+        let marker = crate::produced::Marker {
+            producer_id,
+            epoch,
+            commit,
+            coordinator_epoch: 0,
+        };
+        Ok(self.topic.append_marker(partition, marker).await?)
+    }
+
     /// Whether the topic this handle was resolved from has been deleted.
     pub fn is_deleted(&self) -> bool {
         self.topic.check_live().is_err()
@@ -286,8 +311,14 @@ impl PartitionReader {
         max_bytes: usize,
         wait: Duration,
     ) -> Result<FetchedRecords, FetchError> {
-        self.read_wait_with(offset, max_records, max_bytes, wait, Isolation::ReadCommitted)
-            .await
+        self.read_wait_with(
+            offset,
+            max_records,
+            max_bytes,
+            wait,
+            Isolation::ReadCommitted,
+        )
+        .await
     }
 
     /// [`read_with`](Self::read_with), waiting up to `wait` for a record at `offset`

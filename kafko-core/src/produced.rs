@@ -623,7 +623,6 @@ impl Topic {
     /// # Errors
     /// `ProducerRejected` (`EpochFenced`) for an epoch older than the producer's here;
     /// `TopicDeleted`, `PartitionNotFound`, `ShuttingDown`, or the write's failure.
-    #[allow(dead_code)] // the transaction coordinator's marker writer
     pub(crate) async fn append_marker(
         &self,
         partition: u32,

@@ -140,7 +140,12 @@ fn lookup(
                 .saturating_sub(window)
                 .max(offsets.log_start);
             let fetched = reader
-                .read_with(from, config.max_records_per_fetch, config.max_fetch_bytes, all)
+                .read_with(
+                    from,
+                    config.max_records_per_fetch,
+                    config.max_fetch_bytes,
+                    all,
+                )
                 .map_err(code)?;
             Ok(fetched
                 .records

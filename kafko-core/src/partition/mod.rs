@@ -23,7 +23,9 @@ use crate::activity::Activity;
 
 use crate::error::{KafkoError, Result};
 use crate::producer_state::table::ProducerTable;
-use crate::producer_state::{AbortedTransaction, ProducerStates, is_aborted, transactional_producer};
+use crate::producer_state::{
+    AbortedTransaction, ProducerStates, is_aborted, transactional_producer,
+};
 use crate::record::Record;
 use crate::segment::Segment;
 use crate::segment::batch::{self, Format};
@@ -424,7 +426,9 @@ impl PartitionLog {
         };
         // Records are read up to `hw`: the end this isolation may see.
         let (hw, aborted) = match isolation {
-            Isolation::ReadCommitted if offset < lso => (lso, self.producers.aborted_in(offset, lso)),
+            Isolation::ReadCommitted if offset < lso => {
+                (lso, self.producers.aborted_in(offset, lso))
+            }
             Isolation::ReadCommitted => (lso, Vec::new()),
             Isolation::ReadUncommitted => (high_watermark, Vec::new()),
         };

@@ -20,8 +20,8 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use self::table::{BatchKind, Check, ProducerBatch, ProducerTable};
 pub use self::table::{AbortedTransaction, ProducerInfo, ProducerRejection, UnknownProducer};
+use self::table::{BatchKind, Check, ProducerBatch, ProducerTable};
 use crate::error::Result;
 use crate::segment::Segment;
 use crate::segment::batch::{ATTR_CONTROL, ATTR_TRANSACTIONAL, Format};
@@ -145,9 +145,9 @@ impl ProducerStates {
 /// Whether the record at `offset` of a batch of `producer_id` belongs to one of
 /// `aborted` (a read's aborted transactions).
 pub(crate) fn is_aborted(aborted: &[AbortedTransaction], producer_id: i64, offset: u64) -> bool {
-    aborted
-        .iter()
-        .any(|a| a.producer_id == producer_id && a.first_offset <= offset && offset <= a.last_offset)
+    aborted.iter().any(|a| {
+        a.producer_id == producer_id && a.first_offset <= offset && offset <= a.last_offset
+    })
 }
 
 /// The producer id of a transactional data batch, from its Kafka header (at least the

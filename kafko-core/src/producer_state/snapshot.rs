@@ -194,11 +194,13 @@ fn read(storage: &dyn Storage, path: &Path) -> Result<Option<ProducerTable>> {
     table.aborted = body
         .aborted
         .iter()
-        .map(|&(producer_id, first_offset, last_offset)| AbortedTransaction {
-            producer_id,
-            first_offset,
-            last_offset,
-        })
+        .map(
+            |&(producer_id, first_offset, last_offset)| AbortedTransaction {
+                producer_id,
+                first_offset,
+                last_offset,
+            },
+        )
         .collect();
     Ok(Some(table))
 }
@@ -259,5 +261,56 @@ mod tests {
         let (offset, table) = load_newest(&s, dir.path(), 25).unwrap().unwrap();
         assert_eq!((offset, table), (20, table_of(&[1])));
         assert!(load_newest(&s, dir.path(), 5).unwrap().is_none());
+    }
+
+    #[test]
+    fn open_and_aborted_transactions_round_trip_and_a_version_1_snapshot_has_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = StdStorage;
+        let mut t = table_of(&[1]);
+        let data = |id, base_offset| ProducerBatch {
+            id,
+            epoch: 0,
+            first: 0,
+            last: 0,
+            base_offset,
+            max_timestamp: 5,
+            kind: BatchKind::Data {
+                transactional: true,
+            },
+        };
+        t.fold(&data(8, 10));
+        t.fold(&ProducerBatch {
+            first: -1,
+            last: -1,
+            kind: BatchKind::Marker { commit: false },
+            ..data(8, 12)
+        });
+        t.fold(&data(9, 13));
+        assert_eq!(t.first_open(), Some(13));
+        write(&s, dir.path(), 20, &t).unwrap();
+        let (_, read) = load_newest(&s, dir.path(), 20).unwrap().unwrap();
+        assert_eq!(read, t);
+        assert_eq!(read.first_open(), Some(13));
+        assert_eq!(read.aborted_in(0, 20).len(), 1);
+
+        // A snapshot written before transactions: no such members.
+        #[derive(Serialize)]
+        struct V1 {
+            version: u32,
+            producers: Vec<serde_json::Value>,
+        }
+        let v1 = V1 {
+            version: 1,
+            producers: vec![serde_json::json!({
+                "id": 4, "epoch": 2, "last_timestamp": 77, "batches": [[0, 9, 0]]
+            })],
+        };
+        state_file::write(&s, &path_of(dir.path(), 30), &v1).unwrap();
+        let (offset, read) = load_newest(&s, dir.path(), 30).unwrap().unwrap();
+        assert_eq!(offset, 30);
+        assert_eq!(read.entries[&4].txn_first, None);
+        assert_eq!(read.first_open(), None);
+        assert!(read.aborted.is_empty());
     }
 }

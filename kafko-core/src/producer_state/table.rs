@@ -484,4 +484,128 @@ mod tests {
         assert!(!t.entries.contains_key(&0));
         assert!(t.entries.contains_key(&(1 << 40)));
     }
+
+    fn txn(id: i64, epoch: i16, first: i32, last: i32, base_offset: u64) -> ProducerBatch {
+        ProducerBatch {
+            kind: BatchKind::Data {
+                transactional: true,
+            },
+            ..batch(id, epoch, first, last, base_offset)
+        }
+    }
+
+    fn marker(id: i64, epoch: i16, commit: bool, offset: u64) -> ProducerBatch {
+        ProducerBatch {
+            kind: BatchKind::Marker { commit },
+            ..batch(id, epoch, -1, -1, offset)
+        }
+    }
+
+    #[test]
+    fn a_transaction_opens_at_its_first_batch_and_its_marker_closes_it() {
+        let mut t = ProducerTable::default();
+        t.fold(&batch(1, 0, 0, 4, 0)); // not transactional: opens nothing
+        assert_eq!(t.first_open(), None);
+        t.fold(&txn(2, 0, 0, 1, 5));
+        t.fold(&txn(3, 0, 0, 1, 7));
+        t.fold(&txn(2, 0, 2, 3, 9)); // already open: stays at 5
+        assert_eq!(t.first_open(), Some(5));
+        assert_eq!(t.open_transactions(), vec![(2, 0, 5), (3, 0, 7)]);
+        t.fold(&marker(2, 0, true, 11)); // COMMIT: closed, not aborted
+        assert_eq!(t.first_open(), Some(7));
+        assert!(t.aborted.is_empty());
+        t.fold(&marker(3, 0, false, 12)); // ABORT: closed, aborted
+        assert_eq!(t.first_open(), None);
+        let abort = AbortedTransaction {
+            producer_id: 3,
+            first_offset: 7,
+            last_offset: 12,
+        };
+        assert_eq!(t.aborted, VecDeque::from([abort]));
+        // The next transaction of the same producer opens afresh.
+        t.fold(&txn(3, 0, 2, 2, 13));
+        assert_eq!(t.first_open(), Some(13));
+        // A marker carries no sequences: the last batch still answers a retry.
+        assert_eq!(
+            t.check(2, 0, (2, 3), UnknownProducer::Refuse),
+            Ok(Check::Duplicate(9))
+        );
+        assert_eq!(t.describe()[1].current_txn_start_offset, None);
+        assert_eq!(t.describe()[2].current_txn_start_offset, Some(13));
+    }
+
+    #[test]
+    fn a_marker_of_a_new_epoch_starts_the_producer_at_sequence_zero() {
+        let mut t = ProducerTable::default();
+        t.fold(&txn(2, 0, 0, 9, 0));
+        // The coordinator aborts with a bumped epoch (a timed-out transaction).
+        t.fold(&marker(2, 1, false, 10));
+        assert_eq!(t.entries[&2].epoch, 1);
+        assert!(t.entries[&2].batches.is_empty());
+        assert_eq!(
+            t.check(2, 0, (10, 10), UnknownProducer::Refuse),
+            Err(ProducerRejection::EpochFenced {
+                epoch: 0,
+                current: 1
+            })
+        );
+        assert_eq!(
+            t.check(2, 1, (10, 10), UnknownProducer::Refuse),
+            Err(ProducerRejection::OutOfOrder {
+                first: 10,
+                expected: 0
+            })
+        );
+        assert_eq!(
+            t.check(2, 1, (0, 0), UnknownProducer::Refuse),
+            Ok(Check::Write)
+        );
+        assert_eq!(t.describe()[0].last_sequence, -1);
+    }
+
+    #[test]
+    fn producers_with_an_open_transaction_never_expire_nor_are_evicted() {
+        let mut t = ProducerTable::default();
+        t.fold(&txn(1, 0, 0, 0, 0)); // last timestamp 1000, open
+        t.fold(&batch(2, 0, 0, 0, 1)); // 1001
+        assert_eq!(t.expire(10_000, 1_000), 1);
+        assert!(t.entries.contains_key(&1));
+        t.fold(&marker(1, 0, true, 2)); // 1002, closed
+        assert_eq!(t.expire(10_000, 1_000), 1);
+        assert!(t.entries.is_empty());
+        // A full table passes over the open transaction's producer, oldest as it is.
+        t.fold(&txn(7, 0, 0, 0, 0));
+        for id in 100..i64::try_from(MAX_PRODUCERS).unwrap() + 99 {
+            t.entries.insert(
+                id,
+                ProducerEntry {
+                    epoch: 0,
+                    batches: VecDeque::new(),
+                    last_timestamp: 5_000 + id,
+                    txn_first: None,
+                },
+            );
+        }
+        t.fold(&batch(1 << 40, 0, 0, 0, 0));
+        assert!(t.entries.contains_key(&7));
+        assert!(!t.entries.contains_key(&100));
+    }
+
+    #[test]
+    fn aborted_transactions_are_found_by_range_and_dropped_below_the_log_start() {
+        let mut t = ProducerTable::default();
+        for (id, first, last) in [(1, 0, 10), (2, 5, 20), (1, 30, 40)] {
+            t.fold(&txn(id, 0, 0, 0, first));
+            t.fold(&marker(id, 0, false, last));
+        }
+        let ids = |v: Vec<AbortedTransaction>| v.iter().map(|a| a.first_offset).collect::<Vec<_>>();
+        assert_eq!(ids(t.aborted_in(0, 100)), vec![0, 5, 30]);
+        assert_eq!(ids(t.aborted_in(11, 30)), vec![5]);
+        assert_eq!(ids(t.aborted_in(21, 31)), vec![30]);
+        assert_eq!(ids(t.aborted_in(41, 100)), Vec::<u64>::new());
+        t.drop_aborted_below(11);
+        assert_eq!(ids(t.aborted_in(0, 100)), vec![5, 30]);
+        t.drop_aborted_below(41);
+        assert!(t.aborted.is_empty());
+    }
 }

@@ -197,9 +197,7 @@ impl ReadSpec {
         let start = if let Some(EventId { offset: last, .. }) = resume {
             last.saturating_add(1)
         } else if let Some(ts) = q.timestamp {
-            reader
-                .offset_for_timestamp(ts)?
-                .unwrap_or(end)
+            reader.offset_for_timestamp(ts)?.unwrap_or(end)
         } else {
             match q.offset.as_deref() {
                 None | Some("earliest") => offsets.log_start,
