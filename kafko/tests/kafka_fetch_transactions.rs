@@ -65,7 +65,11 @@ async fn fetch_list_offsets_and_v1_reads_follow_the_isolation_level() {
     assert_eq!(aborted, vec![(B, 3)]);
     let batches = fetched_batches(p.records.clone().unwrap());
     let bases: Vec<i64> = batches.iter().map(|b| b.base_offset).collect();
-    assert_eq!(bases, vec![0, 1, 3, 5, 6, 7], "the markers too, not C's batch");
+    assert_eq!(
+        bases,
+        vec![0, 1, 3, 5, 6, 7],
+        "the markers too, not C's batch"
+    );
 
     // From the last stable offset there is nothing yet to read committed.
     let mut at_lso = fetch_request("t", 0, 8, 0);
@@ -92,7 +96,10 @@ async fn fetch_list_offsets_and_v1_reads_follow_the_isolation_level() {
         let mut request = list_offsets_request("t", 0, -1);
         request.isolation_level = isolation;
         let r = k.call(&request, 7).await;
-        assert_eq!(r.topics[0].partitions[0].offset, latest, "isolation {isolation}");
+        assert_eq!(
+            r.topics[0].partitions[0].offset, latest,
+            "isolation {isolation}"
+        );
     }
 
     // /v1: read committed by default; read_uncommitted on request.
