@@ -32,7 +32,14 @@
 //!
 //! The cleaner runs one partition at a time (a broker-wide lock), on a blocking thread,
 //! and remembers partitions that had nothing to do, so the background tick costs nothing
-//! until a segment is sealed or a tombstone or lag deadline passes.
+//! until a segment is sealed, the last stable offset moves, or a tombstone or lag
+//! deadline passes.
+//!
+//! **Transactions** (TRANSACTIONS.md, "In the partitions"): only segments wholly below
+//! the last stable offset are cleaned, so every transaction in them is decided. Records
+//! of aborted transactions are removed and never count as the latest of their key.
+//! Transaction markers (control batches) are always kept as they are: a batch with no
+//! record left is covered by an empty batch, but a marker is never one of those.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -44,6 +51,7 @@ use crate::error::{AdminError, KafkoError, Result};
 use crate::naming::segment_file;
 use crate::partition::command::{SegmentSwap, SwapOutcome};
 use crate::partition::handle::PartitionHandle;
+use crate::producer_state::{AbortedTransaction, is_aborted, transactional_producer};
 use crate::record::{Record, now_ms};
 use crate::segment::Segment;
 use crate::segment::batch::{self, BatchHeader, EncodedBatch, Format, ProducerFields};
@@ -101,7 +109,7 @@ pub(crate) struct Cleaner {
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct IdleState {
     /// `(base, length)` of every sealed segment when the pass ran.
-    signature: Vec<(u64, u64)>,
+    signature: Signature,
     /// When a tombstone expires or a segment passes the compaction lag (ms since epoch).
     wake_at: i64,
     /// The config the pass ran with.
@@ -199,20 +207,37 @@ async fn compact_topic(
     Ok(total)
 }
 
-fn sealed_signature(handle: &PartitionHandle) -> Vec<(u64, u64)> {
+/// What a pass depends on: the sealed segments (base offset, length), and the last
+/// stable offset (which bounds the cleanable range).
+type Signature = (Vec<(u64, u64)>, u64);
+
+fn sealed_signature(handle: &PartitionHandle) -> Signature {
     let segments = handle.log.segments();
-    segments[..segments.len().saturating_sub(1)]
+    let sealed = segments[..segments.len().saturating_sub(1)]
         .iter()
         .map(|s| (s.base_offset, s.len()))
-        .collect()
+        .collect();
+    (sealed, handle.log.last_stable_offset())
 }
 
 /// A plan for one partition: the cleanable segments grouped for rewriting, and the map.
 struct Plan {
     groups: Vec<Vec<Arc<Segment>>>,
     latest: HashMap<Box<[u8]>, u64>,
+    /// The aborted transactions that may have records in the range.
+    aborted: Vec<AbortedTransaction>,
     /// Earliest time (ms) at which a pass could find new work without new segments.
     wake_at: i64,
+}
+
+impl Plan {
+    /// Whether `r`, of the batch whose header is `header`, belongs to an aborted
+    /// transaction.
+    fn aborted(&self, header: &[u8], r: &Record) -> bool {
+        !self.aborted.is_empty()
+            && transactional_producer(header)
+                .is_some_and(|id| is_aborted(&self.aborted, id, r.offset))
+    }
 }
 
 /// Cleans one partition; returns what it did and when it could next have work.
@@ -224,8 +249,15 @@ async fn compact_partition(
 ) -> Result<(CompactionOutcome, i64)> {
     let segments = handle.log.segments();
     let log_start = handle.log.log_start();
+    let lso = handle.log.last_stable_offset();
+    let aborted = handle.log.producers.aborted_in(log_start, lso);
     let cfg = config.clone();
-    let plan = blocking(move || plan(&segments, &cfg, now, log_start)).await?;
+    let bounds = Bounds {
+        log_start,
+        lso,
+        aborted,
+    };
+    let plan = blocking(move || plan(&segments, &cfg, now, bounds)).await?;
     let plan = Arc::new(plan);
     let mut wake_at = plan.wake_at;
     let mut outcome = CompactionOutcome {
@@ -277,8 +309,22 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'sta
     crate::storage::blocking("compaction", f).await
 }
 
+/// The partition's state a plan starts from.
+struct Bounds {
+    log_start: u64,
+    /// The last stable offset: segments reaching it are not cleaned.
+    lso: u64,
+    /// The aborted transactions with records in `log_start..lso`.
+    aborted: Vec<AbortedTransaction>,
+}
+
 /// Chooses the cleanable range, builds the key map over it and groups its segments.
-fn plan(segments: &[Arc<Segment>], config: &TopicConfig, now: i64, log_start: u64) -> Result<Plan> {
+fn plan(segments: &[Arc<Segment>], config: &TopicConfig, now: i64, bounds: Bounds) -> Result<Plan> {
+    let Bounds {
+        log_start,
+        lso,
+        aborted,
+    } = bounds;
     let lag = i64::try_from(config.min_compaction_lag_ms).unwrap_or(i64::MAX);
     let horizon = now.saturating_sub(lag);
     let sealed = &segments[..segments.len().saturating_sub(1)];
@@ -289,6 +335,11 @@ fn plan(segments: &[Arc<Segment>], config: &TopicConfig, now: i64, log_start: u6
             // Wholly below the log start: retention is about to delete it.
             cleanable += 1;
             continue;
+        }
+        if seg.next_offset() > lso {
+            // An open transaction may have records here: cleaned once it is decided
+            // (the last stable offset is part of the idle signature).
+            break;
         }
         if seg.max_timestamp() > horizon {
             wake_at = wake_at.min(seg.max_timestamp().saturating_add(lag));
@@ -304,6 +355,12 @@ fn plan(segments: &[Arc<Segment>], config: &TopicConfig, now: i64, log_start: u6
         seg.batches().try_for_each(|batch| {
             let batch = batch?;
             seg.decode(&batch, 0, &mut records)?;
+            let txn = match aborted.is_empty() || seg.format != Format::V2 {
+                true => None,
+                false => transactional_producer(&batch.bytes),
+            };
+            // An aborted transaction's record never wins its key.
+            records.retain(|r| !txn.is_some_and(|id| is_aborted(&aborted, id, r.offset)));
             for r in &records {
                 if let Some(k) = &r.key {
                     if let Some(o) = latest.get_mut(&k[..]) {
@@ -328,6 +385,7 @@ fn plan(segments: &[Arc<Segment>], config: &TopicConfig, now: i64, log_start: u6
     Ok(Plan {
         groups: group_segments(range, config.segment_bytes),
         latest,
+        aborted,
         wake_at,
     })
 }
@@ -387,7 +445,11 @@ fn rewrite(
             let h = batch.header;
             seg.decode(&batch, 0, &mut records)?;
             let before = records.len();
-            records.retain(|r| keeps(plan, &mut tombstones, r, h.max_timestamp));
+            let v2 = seg.format == Format::V2;
+            records.retain(|r| {
+                !(v2 && plan.aborted(&batch.bytes, r))
+                    && keeps(plan, &mut tombstones, r, h.max_timestamp)
+            });
             removed += (before - records.len()) as u64;
             if records.is_empty() && !h.is_control() {
                 // Its offsets are covered by an empty batch before the next one kept.

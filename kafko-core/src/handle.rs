@@ -11,7 +11,7 @@ use crate::activity::Activity;
 
 use crate::consumer::Consumer;
 use crate::error::{AdminError, FetchError, ProduceError};
-use crate::partition::{FetchedBatches, FetchedRecords};
+use crate::partition::{FetchedBatches, FetchedRecords, Isolation};
 use crate::producer::Producer;
 use crate::record::{ProducerRecord, RecordMetadata};
 use crate::send::SendOptions;
@@ -40,6 +40,9 @@ pub struct Offsets {
     pub log_start: u64,
     /// One past the last readable offset: where the next record will land.
     pub high_watermark: u64,
+    /// The last stable offset: below it no transaction is open; a read-committed read
+    /// stops there. At most the high watermark.
+    pub last_stable_offset: u64,
 }
 
 impl Offsets {
@@ -86,6 +89,31 @@ impl TopicHandle {
     #[doc(hidden)]
     pub fn waiting_readers(&self) -> usize {
         self.topic.waiting_readers()
+    }
+
+    /// Writes a transaction marker (COMMIT when `commit`, else ABORT) for producer
+    /// `producer_id` at `epoch` to `partition`, as the transaction coordinator does:
+    /// fsynced, under the producer's turn. For tests that need a decided transaction
+    /// without a coordinator; not a supported API.
+    ///
+    /// # Errors
+    /// `ProducerRejected` for an epoch older than the producer's, `PartitionNotFound`,
+    /// `TopicDeleted`, or the write's failure.
+    #[doc(hidden)]
+    pub async fn append_transaction_marker(
+        &self,
+        partition: u32,
+        producer_id: i64,
+        epoch: i16,
+        commit: bool,
+    ) -> Result<u64, ProduceError> {
+        let marker = crate::produced::Marker {
+            producer_id,
+            epoch,
+            commit,
+            coordinator_epoch: 0,
+        };
+        Ok(self.topic.append_marker(partition, marker).await?)
     }
 
     /// Whether the topic this handle was resolved from has been deleted.
@@ -202,20 +230,23 @@ impl PartitionReader {
         Ok(&self.topic.partition(self.partition)?.log)
     }
 
-    /// The partition's log start offset and high watermark.
+    /// The partition's log start offset, high watermark and last stable offset.
     ///
     /// # Errors
     /// [`FetchError::TopicDeleted`].
     pub fn offsets(&self) -> Result<Offsets, FetchError> {
         let log = self.log()?;
+        let high_watermark = log.high_watermark();
         Ok(Offsets {
             log_start: log.log_start(),
-            high_watermark: log.high_watermark(),
+            high_watermark,
+            last_stable_offset: log.last_stable_offset().min(high_watermark),
         })
     }
 
-    /// Reads from `offset`: at most `max_records`, and at most `max_bytes` of keys,
-    /// values and headers (but at least one record when one exists).
+    /// Reads committed records from `offset`: at most `max_records`, and at most
+    /// `max_bytes` of keys, values and headers (but at least one record when one
+    /// exists). See [`read_with`](Self::read_with).
     ///
     /// # Errors
     /// [`FetchError::OffsetOutOfRange`] outside `log_start..=high_watermark`,
@@ -226,12 +257,32 @@ impl PartitionReader {
         max_records: usize,
         max_bytes: usize,
     ) -> Result<FetchedRecords, FetchError> {
-        Ok(self.log()?.read(offset, max_records, max_bytes)?)
+        self.read_with(offset, max_records, max_bytes, Isolation::ReadCommitted)
+    }
+
+    /// [`read`](Self::read) at `isolation`: read committed stops at the last stable
+    /// offset and leaves out the records of aborted transactions (its `next_offset`
+    /// moves past them); read uncommitted reads up to the high watermark.
+    ///
+    /// # Errors
+    /// As [`read`](Self::read).
+    pub fn read_with(
+        &self,
+        offset: u64,
+        max_records: usize,
+        max_bytes: usize,
+        isolation: Isolation,
+    ) -> Result<FetchedRecords, FetchError> {
+        Ok(self
+            .log()?
+            .read_with(offset, max_records, max_bytes, isolation)?)
     }
 
     /// Whole stored record batches (Kafka's magic 2) from the one holding `offset`, up to
     /// `max_bytes` (the first batch even past it when `at_least_one`): what a Kafka fetch
-    /// answers, served as stored. The first batch may begin before `offset`.
+    /// answers, served as stored. The first batch may begin before `offset`. Read
+    /// committed serves only batches below the last stable offset and names the aborted
+    /// transactions among them.
     ///
     /// # Errors
     /// [`FetchError::OffsetOutOfRange`] outside `log_start..=high_watermark`,
@@ -241,12 +292,15 @@ impl PartitionReader {
         offset: u64,
         max_bytes: usize,
         at_least_one: bool,
+        isolation: Isolation,
     ) -> Result<FetchedBatches, FetchError> {
-        Ok(self.log()?.read_batches(offset, max_bytes, at_least_one)?)
+        Ok(self
+            .log()?
+            .read_batches(offset, max_bytes, at_least_one, isolation)?)
     }
 
-    /// [`read`](Self::read), waiting up to `wait` for a record at `offset` when none is
-    /// there yet.
+    /// [`read`](Self::read) (read committed), waiting up to `wait` for a record at
+    /// `offset` when none is there yet.
     ///
     /// # Errors
     /// As [`read`](Self::read); `TopicDeleted` as soon as the topic is deleted.
@@ -257,28 +311,54 @@ impl PartitionReader {
         max_bytes: usize,
         wait: Duration,
     ) -> Result<FetchedRecords, FetchError> {
+        self.read_wait_with(
+            offset,
+            max_records,
+            max_bytes,
+            wait,
+            Isolation::ReadCommitted,
+        )
+        .await
+    }
+
+    /// [`read_with`](Self::read_with), waiting up to `wait` for a record at `offset`
+    /// when none is there yet: until the end `isolation` reads to (the last stable
+    /// offset, or the high watermark) moves past where the read stopped.
+    ///
+    /// # Errors
+    /// As [`read`](Self::read); `TopicDeleted` as soon as the topic is deleted.
+    pub async fn read_wait_with(
+        &self,
+        offset: u64,
+        max_records: usize,
+        max_bytes: usize,
+        wait: Duration,
+        isolation: Isolation,
+    ) -> Result<FetchedRecords, FetchError> {
         // Subscribed before the liveness check: a delete after it still wakes us.
         let mut rx = self.topic.partitions[self.partition as usize]
             .log
             .subscribe();
         rx.borrow_and_update();
         let log = self.log()?;
-        let fetched = log.read(offset, max_records, max_bytes)?;
+        let fetched = log.read_with(offset, max_records, max_bytes, isolation)?;
         if !fetched.records.is_empty() || wait.is_zero() {
             return Ok(fetched);
         }
         let caught_up = fetched.next_offset;
         let deadline = tokio::time::Instant::now() + wait;
         let waiting = self.topic.wait_begins();
-        // Wakes on every new high watermark and on the topic's deletion.
+        // Wakes on every new high watermark (the last stable offset moves only with
+        // it) and on the topic's deletion.
         while let Ok(Ok(())) = tokio::time::timeout_at(deadline, rx.changed()).await {
             self.topic.check_live()?;
-            if *rx.borrow_and_update() > caught_up {
+            rx.borrow_and_update();
+            if log.readable_end(isolation) > caught_up {
                 break;
             }
         }
         drop(waiting);
-        self.read(offset, max_records, max_bytes)
+        self.read_with(offset, max_records, max_bytes, isolation)
     }
 
     /// The largest record timestamp (ms) of the segments holding this partition's

@@ -118,10 +118,12 @@ pub use group::{
 };
 pub use handle::{Offsets, PartitionReader, TopicHandle};
 pub use partition::command::RetentionOutcome;
-pub use partition::{FetchedBatches, FetchedRecords};
+pub use partition::{FetchedBatches, FetchedRecords, Isolation};
+#[allow(unused_imports)] // the transaction coordinator writes markers
+pub(crate) use produced::Marker;
 pub use produced::{AppendedBatch, BatchBudget, BatchError, ProducedBatch};
 pub use producer::Producer;
-pub use producer_state::{ProducerInfo, ProducerRejection, UnknownProducer};
+pub use producer_state::{AbortedTransaction, ProducerInfo, ProducerRejection, UnknownProducer};
 pub use record::{Header, ProducerRecord, Record, RecordMetadata};
 pub use send::{
     PartialSend, PartitionAppend, PartitionFailure, RecordRef, SendBatch, SendOptions, SendReceipt,

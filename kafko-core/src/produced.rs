@@ -13,6 +13,12 @@
 //! log-append time, its newest timestamp (the CRC is computed again). A topic whose
 //! `compression.type` names a codec other than the batch's re-encodes the records with
 //! it, as Kafka does; `producer` keeps what was sent.
+//!
+//! A transactional producer's batches go through [`Producer::append_transactional`],
+//! which asks the caller (the transaction coordinator) under the producer's turn whether
+//! its transaction holds the partition; the transaction markers that end them are
+//! written by [`Topic::append_marker`] under the same turn (TRANSACTIONS.md, "In the
+//! partitions").
 
 use bytes::Bytes;
 
@@ -21,12 +27,13 @@ use crate::config::Compression;
 use crate::error::{KafkoError, ProduceError};
 use crate::producer::Producer;
 use crate::producer_state::table::Check;
-use crate::producer_state::{ProducerInfo, UnknownProducer};
+use crate::producer_state::{ProducerInfo, ProducerRejection, UnknownProducer};
 use crate::record::now_ms;
 use crate::segment::batch::{self, ATTR_CONTINUED, ATTR_CONTROL, ATTR_LOG_APPEND_TIME};
 use crate::segment::batch::{ATTR_TRANSACTIONAL, CRC_START, EncodedBatch, HEADER_LEN};
 use crate::segment::varint::Cursor;
 use crate::send::{PartitionAppend, SendOptions, check_batch_size};
+use crate::topic::Topic;
 
 /// The fewest bytes a record takes: its length, attributes, timestamp and offset deltas,
 /// null key, null value, no headers.
@@ -437,6 +444,52 @@ impl Producer {
         options: SendOptions,
         unknown: UnknownProducer,
     ) -> Result<AppendedBatch, ProduceError> {
+        if batch.is_transactional() {
+            return Err(ProduceError::InvalidBatch {
+                reason: "a transactional batch needs its producer's transaction".into(),
+            });
+        }
+        self.append_checked(partition, batch, options, unknown, || Ok(()))
+            .await
+    }
+
+    /// Appends a transactional producer's batch (the transactional bit set, a producer
+    /// id) to `partition`, as [`append_batch`](Self::append_batch) does an idempotent
+    /// one, after `verify` says, under the producer's turn, that its transaction at
+    /// this epoch holds the partition (so no transaction marker can land between that
+    /// answer and the append). The batch opens the producer's transaction in the
+    /// partition when none is open there; until its marker, the last stable offset
+    /// stays at or below its offset.
+    ///
+    /// # Errors
+    /// As [`append_batch_with`](Self::append_batch_with); `InvalidBatch` for a batch
+    /// that is not transactional; `ProducerRejected` with `verify`'s rejection.
+    pub async fn append_transactional(
+        &self,
+        partition: u32,
+        batch: ProducedBatch,
+        options: SendOptions,
+        verify: impl FnOnce() -> Result<(), ProducerRejection> + Send,
+    ) -> Result<AppendedBatch, ProduceError> {
+        if !batch.is_transactional() || !batch.is_idempotent() {
+            return Err(ProduceError::InvalidBatch {
+                reason: "not a transactional producer's batch".into(),
+            });
+        }
+        self.append_checked(partition, batch, options, UnknownProducer::Accept, verify)
+            .await
+    }
+
+    /// The append: the topic's rules, then, for an idempotent producer, its turn,
+    /// `verify` and the sequence check, then the write.
+    async fn append_checked(
+        &self,
+        partition: u32,
+        batch: ProducedBatch,
+        options: SendOptions,
+        unknown: UnknownProducer,
+        verify: impl FnOnce() -> Result<(), ProducerRejection> + Send,
+    ) -> Result<AppendedBatch, ProduceError> {
         let topic = &self.topic;
         topic.check_live()?;
         let handle = topic.partition(partition)?;
@@ -461,12 +514,22 @@ impl Producer {
         }
         let record_count = u64::from(batch.record_count);
         let producers = &handle.log.producers;
-        // Held until the append is published, so the next batch of this producer is
-        // checked against it.
+        let rejected = |rejection| -> ProduceError {
+            KafkoError::ProducerRejected {
+                topic: topic.name.to_string(),
+                partition,
+                producer_id: batch.producer_id,
+                rejection,
+            }
+            .into()
+        };
+        // Held until the append is published, so the next batch of this producer (or
+        // its transaction's marker) is checked against it.
         let _turn = match batch.is_idempotent() {
             false => None,
             true => {
                 let turn = producers.turn(batch.producer_id).await;
+                verify().map_err(rejected)?;
                 let sequences = (batch.base_sequence, batch.last_sequence());
                 match producers.check(batch.producer_id, batch.producer_epoch, sequences, unknown) {
                     Ok(Check::Write) => Some(turn),
@@ -481,15 +544,7 @@ impl Producer {
                             duplicate: true,
                         });
                     }
-                    Err(rejection) => {
-                        return Err(KafkoError::ProducerRejected {
-                            topic: topic.name.to_string(),
-                            partition,
-                            producer_id: batch.producer_id,
-                            rejection,
-                        }
-                        .into());
-                    }
+                    Err(rejection) => return Err(rejected(rejection)),
                 }
             }
         };
@@ -516,6 +571,85 @@ impl Producer {
     pub fn producer_states(&self, partition: u32) -> Option<Vec<ProducerInfo>> {
         let index = usize::try_from(partition).ok()?;
         Some(self.topic.partitions.get(index)?.log.producers.describe())
+    }
+}
+
+/// A transaction marker for one producer's transaction in one partition (Kafka's
+/// `WriteTxnMarkers` entry): COMMIT or ABORT, at the producer's epoch, from the
+/// coordinator at `coordinator_epoch`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Marker {
+    pub(crate) producer_id: i64,
+    pub(crate) epoch: i16,
+    pub(crate) commit: bool,
+    pub(crate) coordinator_epoch: i32,
+}
+
+impl Marker {
+    /// The control batch of this marker (Kafka's `EndTransactionMarker`): attributes
+    /// transactional and control, base sequence −1, one record with key (version 0,
+    /// type 0 ABORT or 1 COMMIT) and value (version 0, coordinator epoch), at `now`.
+    pub(crate) fn encode(&self, now: i64) -> Result<EncodedBatch, String> {
+        let key = [0, 0, 0, u8::from(self.commit)];
+        let mut value = [0u8; 6];
+        value[2..].copy_from_slice(&self.coordinator_epoch.to_be_bytes());
+        let record = batch::RecordFields {
+            offset_delta: 0,
+            timestamp: now,
+            key: Some(&key),
+            value: Some(&value),
+            headers: &[],
+        };
+        let mut encoded = batch::encode(Compression::None, std::iter::once(record))?;
+        batch::set_producer(
+            &mut encoded,
+            batch::ProducerFields {
+                id: self.producer_id,
+                epoch: self.epoch,
+                base_sequence: -1,
+            },
+        );
+        batch::add_attributes(&mut encoded, ATTR_TRANSACTIONAL | ATTR_CONTROL);
+        Ok(encoded)
+    }
+}
+
+impl Topic {
+    /// Writes `marker` to `partition` under its producer's turn, fsynced before it
+    /// returns whatever the topic's fsync policy, and answers its offset. Publishing it
+    /// closes the producer's transaction there (an ABORT joins the aborted list) and
+    /// moves the last stable offset.
+    ///
+    /// # Errors
+    /// `ProducerRejected` (`EpochFenced`) for an epoch older than the producer's here;
+    /// `TopicDeleted`, `PartitionNotFound`, `ShuttingDown`, or the write's failure.
+    pub(crate) async fn append_marker(
+        &self,
+        partition: u32,
+        marker: Marker,
+    ) -> crate::error::Result<u64> {
+        self.check_live()?;
+        let handle = self.partition(partition)?;
+        let producers = &handle.log.producers;
+        let _turn = producers.turn(marker.producer_id).await;
+        if let Some(current) = producers
+            .epoch_of(marker.producer_id)
+            .filter(|&current| marker.epoch < current)
+        {
+            return Err(KafkoError::ProducerRejected {
+                topic: self.name.to_string(),
+                partition,
+                producer_id: marker.producer_id,
+                rejection: ProducerRejection::EpochFenced {
+                    epoch: marker.epoch,
+                    current,
+                },
+            });
+        }
+        let encoded = marker
+            .encode(now_ms())
+            .map_err(|reason| KafkoError::InvalidRequest { reason })?;
+        handle.append(encoded, true, true).await
     }
 }
 

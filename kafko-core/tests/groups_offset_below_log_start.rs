@@ -64,6 +64,7 @@ async fn committed_offset_below_log_start_resumes_at_log_start() {
     let kafko_core::Offsets {
         log_start,
         high_watermark: hw,
+        ..
     } = gc_support::offsets(&k, "t", 0);
     assert!(
         log_start > 3,

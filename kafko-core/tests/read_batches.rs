@@ -4,7 +4,7 @@
 //! reads are cut; a damaged batch refused as corruption, not served.
 mod common;
 
-use kafko_core::{ErrorKind, Kafko, PartitionReader};
+use kafko_core::{ErrorKind, Isolation, Kafko, PartitionReader};
 
 /// 30 sends of 10 records each: 30 batches, offsets 10·i..10·i+9, in 4 KiB segments.
 async fn filled(dir: &std::path::Path) -> (Kafko, PartitionReader) {
@@ -48,22 +48,30 @@ async fn whole_batches_from_the_one_holding_the_offset_within_the_budget() {
     );
 
     // Everything, across every segment.
-    let all = r.read_batches(0, usize::MAX, true).unwrap();
+    let all = r
+        .read_batches(0, usize::MAX, true, Isolation::ReadUncommitted)
+        .unwrap();
     let found = batches(&all.bytes);
     assert_eq!((found.len(), all.records, all.next_offset), (30, 300, 300));
     assert!(contiguous(&found) && found[0].0 == 0);
 
     // From inside a batch: the whole batch holding it comes first.
-    let mid = r.read_batches(77, usize::MAX, true).unwrap();
+    let mid = r
+        .read_batches(77, usize::MAX, true, Isolation::ReadUncommitted)
+        .unwrap();
     assert_eq!(batches(&mid.bytes)[0].0, 70);
     assert_eq!(mid.next_offset, 300);
 
     // A budget below one batch: that batch only when asked for at least one.
     let one = batches(&all.bytes)[3].2;
-    let small = r.read_batches(30, one - 1, true).unwrap();
+    let small = r
+        .read_batches(30, one - 1, true, Isolation::ReadUncommitted)
+        .unwrap();
     assert_eq!(batches(&small.bytes), vec![(30, 10, one)]);
     assert_eq!(small.next_offset, 40);
-    let none = r.read_batches(30, one - 1, false).unwrap();
+    let none = r
+        .read_batches(30, one - 1, false, Isolation::ReadUncommitted)
+        .unwrap();
     assert!(none.bytes.is_empty());
     assert_eq!(none.next_offset, 30);
 
@@ -72,7 +80,9 @@ async fn whole_batches_from_the_one_holding_the_offset_within_the_budget() {
         let mut chained = Vec::new();
         let mut at = 0;
         while at < 300 {
-            let part = r.read_batches(at, budget, true).unwrap();
+            let part = r
+                .read_batches(at, budget, true, Isolation::ReadUncommitted)
+                .unwrap();
             let within = part.bytes.len() <= budget || batches(&part.bytes).len() == 1;
             assert!(within, "budget {budget}");
             assert!(part.next_offset > at);
@@ -82,7 +92,9 @@ async fn whole_batches_from_the_one_holding_the_offset_within_the_budget() {
         assert_eq!(chained, all.bytes.to_vec(), "budget {budget}");
     }
     // At the high watermark: nothing, no error.
-    let end = r.read_batches(300, 1 << 20, true).unwrap();
+    let end = r
+        .read_batches(300, 1 << 20, true, Isolation::ReadUncommitted)
+        .unwrap();
     assert_eq!((end.bytes.len(), end.next_offset), (0, 300));
     k.shutdown().await.unwrap();
 }
@@ -97,11 +109,15 @@ async fn a_damaged_batch_is_corruption_not_an_answer() {
     let second = batches(&bytes)[0].2;
     bytes[second + 70] ^= 0x55;
     std::fs::write(first, &bytes).unwrap();
-    let e = r.read_batches(0, usize::MAX, true).unwrap_err();
+    let e = r
+        .read_batches(0, usize::MAX, true, Isolation::ReadUncommitted)
+        .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Corruption, "{e}");
     assert!(e.to_string().contains(&format!("{}", second)), "{e}");
     // The batch before it is still served alone.
-    let before = r.read_batches(0, second, true).unwrap();
+    let before = r
+        .read_batches(0, second, true, Isolation::ReadUncommitted)
+        .unwrap();
     assert_eq!(batches(&before.bytes).len(), 1);
     k.shutdown().await.unwrap();
 }

@@ -72,6 +72,7 @@ async fn retention_by_age_uses_the_newest_timestamp_of_each_segment() {
     let kafko_core::Offsets {
         log_start: start,
         high_watermark: hw,
+        ..
     } = common::offsets(&k, "t", 0);
     assert_eq!(hw, 600);
     assert!(

@@ -222,6 +222,42 @@ pub(crate) struct FetchQuery {
     /// earlier fetch): if the topic was deleted and created again since, the read is
     /// refused with 404 `topic_deleted` instead of reading the new topic.
     pub(crate) topic_id: Option<String>,
+    /// Which records of transactions are read (default `read_committed`: up to the last
+    /// stable offset, without aborted transactions' records; `latest` is then the last
+    /// stable offset).
+    #[param(inline)]
+    pub(crate) isolation: Option<IsolationParam>,
+}
+
+/// Which records a read sees of Kafka transactions.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum IsolationParam {
+    /// Records below the last stable offset, without those of aborted transactions.
+    #[default]
+    ReadCommitted,
+    /// Every record below the high watermark, open and aborted transactions' too.
+    ReadUncommitted,
+}
+
+impl IsolationParam {
+    /// The core's isolation for an optional parameter (absent: read committed).
+    pub(crate) fn resolve(p: Option<IsolationParam>) -> kafko_core::Isolation {
+        match p.unwrap_or_default() {
+            IsolationParam::ReadCommitted => kafko_core::Isolation::ReadCommitted,
+            IsolationParam::ReadUncommitted => kafko_core::Isolation::ReadUncommitted,
+        }
+    }
+}
+
+/// Query of `GET /v1/topics/{topic}/partitions/{partition}/records/{offset}`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct RecordQuery {
+    /// Which records of transactions are read (default `read_committed`: a record at or
+    /// past the last stable offset, or of an aborted transaction, is not found).
+    #[param(inline)]
+    pub(crate) isolation: Option<IsolationParam>,
 }
 
 /// One record header as returned.
@@ -258,6 +294,8 @@ pub(crate) struct FetchResponse {
     /// Offset to pass as `offset` next time.
     pub(crate) next_offset: u64,
     pub(crate) high_watermark: u64,
+    /// Below it no transaction is open: a `read_committed` read stops there.
+    pub(crate) last_stable_offset: u64,
     pub(crate) log_start_offset: u64,
 }
 
@@ -275,6 +313,8 @@ pub(crate) struct OffsetsResponse {
     pub(crate) partition: u32,
     pub(crate) log_start_offset: u64,
     pub(crate) high_watermark: u64,
+    /// Below it no transaction is open: a `read_committed` read stops there.
+    pub(crate) last_stable_offset: u64,
     /// With `timestamp`: the first offset at or after it, or null when no record is that new.
     pub(crate) offset: Option<u64>,
 }

@@ -36,6 +36,7 @@ pub(crate) const UNSUPPORTED_FOR_MESSAGE_FORMAT: i16 = 43;
 pub(crate) const POLICY_VIOLATION: i16 = 44;
 pub(crate) const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
 pub(crate) const INVALID_PRODUCER_EPOCH: i16 = 47;
+pub(crate) const INVALID_TXN_STATE: i16 = 48;
 pub(crate) const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
 pub(crate) const KAFKA_STORAGE_ERROR: i16 = 56;
 pub(crate) const SASL_AUTHENTICATION_FAILED: i16 = 58;
@@ -85,6 +86,7 @@ pub(crate) fn code(failure: &Failure) -> i16 {
             ProducerRejection::EpochFenced { .. } => INVALID_PRODUCER_EPOCH,
             ProducerRejection::OutOfOrder { .. } => OUT_OF_ORDER_SEQUENCE_NUMBER,
             ProducerRejection::UnknownProducer => UNKNOWN_PRODUCER_ID,
+            ProducerRejection::NotInTransaction => INVALID_TXN_STATE,
         },
         Kind::InconsistentGroupProtocol => INCONSISTENT_GROUP_PROTOCOL,
         // A full write queue stored nothing: retriable, as a timed-out request is.

@@ -5,8 +5,10 @@
 //! whatever the limits, as Kafka does. While fewer than `min_bytes` are found it waits, up
 //! to `max_wait_ms` (capped by `--max-wait-ms`), woken by the topics' activity (any
 //! append to them), not by polling; a wake-up reads only the records appended since
-//! (`fetch_read`). Each partition reports its log start and high watermark; an offset
-//! outside `log_start..=high_watermark` is OFFSET_OUT_OF_RANGE. Fetch sessions are not
+//! (`fetch_read`). Each partition reports its log start, high watermark and last stable
+//! offset; an offset outside `log_start..=high_watermark` is OFFSET_OUT_OF_RANGE. From
+//! v4, isolation level 1 (read committed) serves batches below the last stable offset
+//! only, with the aborted transactions among them. Fetch sessions are not
 //! created: the answer's session id is 0, so clients send full fetches. From v13 topics
 //! are named by id (UNKNOWN_TOPIC_ID for an id no live topic has).
 //!
@@ -24,7 +26,7 @@ use bytes::Bytes;
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::{FetchRequest, FetchResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
-use kafko_core::{ActivityWatch, TopicHandle};
+use kafko_core::{ActivityWatch, Isolation, TopicHandle};
 
 use crate::fetch_read::{Asked, Named, empty, read_all};
 use crate::metadata::topic_by_uuid;
@@ -75,6 +77,10 @@ pub(crate) async fn answer(
         .min(config.max_fetch_bytes);
     // A fetch asking for 0 bytes answers at once, as in Kafka.
     let min_bytes = usize::try_from(request.min_bytes).unwrap_or(0);
+    let isolation = match request.isolation_level {
+        1 if version >= 4 => Isolation::ReadCommitted,
+        _ => Isolation::ReadUncommitted,
+    };
     let kafko = &broker.service.kafko;
     let topics: Vec<(Named, Option<TopicHandle>, _)> = request
         .topics
@@ -122,7 +128,7 @@ pub(crate) async fn answer(
             .filter_map(|(_, h, _)| h.as_ref().map(TopicHandle::activity)),
     );
     let (mut answer, bytes, mut failed, mut progress) =
-        read_all(broker, &topics, max_bytes, version);
+        read_all(broker, &topics, max_bytes, version, isolation);
     // Below min_bytes: wait, looking only at what each wake-up added, then read again.
     if bytes < min_bytes && !failed {
         drop(answer);
@@ -138,7 +144,7 @@ pub(crate) async fn answer(
                 break;
             }
         }
-        answer = read_all(broker, &topics, max_bytes, version).0;
+        answer = read_all(broker, &topics, max_bytes, version, isolation).0;
         drop(waiter);
     }
     response.responses = answer;

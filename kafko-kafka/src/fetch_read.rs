@@ -7,12 +7,18 @@
 //! reads only past that offset, and not at all once the partition (or the answer) is
 //! full. A waiting fetch so costs what the new records cost, not a re-read of
 //! everything it found before.
+//!
+//! At isolation level 1 (read committed) a partition serves only batches below its last
+//! stable offset, and names the aborted transactions whose records may lie in them (the
+//! client drops those records); a waiting fetch then looks for a last stable offset
+//! past its mark, not a high watermark.
 
-use kafka_protocol::messages::BrokerId;
-use kafka_protocol::messages::TopicName;
 use kafka_protocol::messages::fetch_request::FetchPartition;
-use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
-use kafko_core::TopicHandle;
+use kafka_protocol::messages::fetch_response::{
+    AbortedTransaction, FetchableTopicResponse, PartitionData,
+};
+use kafka_protocol::messages::{BrokerId, ProducerId, TopicName};
+use kafko_core::{Isolation, TopicHandle};
 
 use crate::{ListenerState, errors};
 use kafko_service::failure::Failure;
@@ -77,13 +83,17 @@ pub(crate) fn read_all(
     topics: &Asked,
     max_bytes: usize,
     version: i16,
+    isolation: Isolation,
 ) -> (Vec<FetchableTopicResponse>, usize, bool, Progress) {
     let mut used = 0usize;
     let mut failed = false;
     let mut marks = Vec::new();
     let answer = answer_each(topics, version, |handle, p, data| {
         let result = match handle {
-            Some(handle) => read_partition(broker, handle, p, max_bytes, &mut used, data),
+            Some(handle) => {
+                let limits = (max_bytes, isolation);
+                read_partition(broker, handle, p, limits, &mut used, data)
+            }
             None if version >= 13 => Err(errors::UNKNOWN_TOPIC_ID),
             None => Err(errors::UNKNOWN_TOPIC_OR_PARTITION),
         };
@@ -99,7 +109,11 @@ pub(crate) fn read_all(
             data.log_start_offset = -1;
         }
     });
-    let progress = Progress { marks, found: used };
+    let progress = Progress {
+        marks,
+        found: used,
+        isolation,
+    };
     (answer, used, failed, progress)
 }
 
@@ -120,7 +134,7 @@ fn read_partition(
     broker: &ListenerState,
     handle: &TopicHandle,
     p: &FetchPartition,
-    max_bytes: usize,
+    (max_bytes, isolation): (usize, Isolation),
     used: &mut usize,
     data: &mut PartitionData,
 ) -> Result<Mark, i16> {
@@ -129,8 +143,11 @@ fn read_partition(
     let reader = handle.partition(partition).map_err(fail)?;
     let offsets = reader.offsets().map_err(fail)?;
     data.high_watermark = to_i64(offsets.high_watermark);
-    data.last_stable_offset = to_i64(offsets.high_watermark);
+    data.last_stable_offset = to_i64(offsets.last_stable_offset);
     data.log_start_offset = to_i64(offsets.log_start);
+    if isolation == Isolation::ReadCommitted {
+        data.aborted_transactions = Some(Vec::new());
+    }
     let offset = u64::try_from(p.fetch_offset).map_err(|_| errors::OFFSET_OUT_OF_RANGE)?;
     if !offsets.contains(offset) {
         return Err(errors::OFFSET_OUT_OF_RANGE);
@@ -143,9 +160,9 @@ fn read_partition(
     let mut records = bytes::Bytes::new();
     // Past the first data, a partition with no room left is skipped; the first one
     // returns at least a batch, so a large batch is never stuck.
-    if offset < offsets.high_watermark && (limit > 0 || *used == 0) {
+    if offset < end_of(&offsets, isolation) && (limit > 0 || *used == 0) {
         let fetched = reader
-            .read_batches(offset, limit, *used == 0)
+            .read_batches(offset, limit, *used == 0, isolation)
             .map_err(fail)?;
         broker.service.metrics.consumed(
             handle.name(),
@@ -154,8 +171,22 @@ fn read_partition(
         );
         next = fetched.next_offset;
         data.high_watermark = to_i64(fetched.high_watermark);
-        data.last_stable_offset = to_i64(fetched.high_watermark);
+        data.last_stable_offset = to_i64(fetched.last_stable_offset);
         data.log_start_offset = to_i64(fetched.log_start_offset);
+        if isolation == Isolation::ReadCommitted {
+            data.aborted_transactions = Some(
+                fetched
+                    .aborted
+                    .iter()
+                    .map(|a| {
+                        let mut t = AbortedTransaction::default();
+                        t.producer_id = ProducerId(a.producer_id);
+                        t.first_offset = to_i64(a.first_offset);
+                        t
+                    })
+                    .collect(),
+            );
+        }
         records = fetched.bytes;
     }
     *used += records.len();
@@ -167,11 +198,21 @@ fn read_partition(
     Ok(mark)
 }
 
+/// The end a fetch at `isolation` reads to: the last stable offset, or the high
+/// watermark.
+fn end_of(offsets: &kafko_core::Offsets, isolation: Isolation) -> u64 {
+    match isolation {
+        Isolation::ReadCommitted => offsets.last_stable_offset,
+        Isolation::ReadUncommitted => offsets.high_watermark,
+    }
+}
+
 /// What a waiting fetch has found so far: per asked partition (in request order) where
 /// its read stopped, and the bytes found in all.
 pub(crate) struct Progress {
     marks: Vec<Mark>,
     found: usize,
+    isolation: Isolation,
 }
 
 impl Progress {
@@ -203,15 +244,21 @@ impl Progress {
                 let Ok(offsets) = reader.offsets() else {
                     return false;
                 };
-                if offsets.high_watermark <= mark.next {
+                let end = end_of(&offsets, self.isolation);
+                if end <= mark.next {
                     continue;
                 }
-                let Ok(fetched) = reader.read_batches(mark.next, room, false) else {
+                let Ok(fetched) = reader.read_batches(mark.next, room, false, self.isolation)
+                else {
                     return false;
                 };
                 self.found += fetched.bytes.len();
                 // A batch that did not fit stops this partition: the answer goes without it.
-                mark.room = if fetched.next_offset < fetched.high_watermark {
+                let end = match self.isolation {
+                    Isolation::ReadCommitted => fetched.last_stable_offset,
+                    Isolation::ReadUncommitted => fetched.high_watermark,
+                };
+                mark.room = if fetched.next_offset < end {
                     0
                 } else {
                     room.saturating_sub(fetched.bytes.len())

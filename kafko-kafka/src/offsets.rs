@@ -1,4 +1,5 @@
-//! ListOffsets: earliest (-2) is the log start, latest (-1) the high watermark, a
+//! ListOffsets: earliest (-2) is the log start, latest (-1) the high watermark (at
+//! isolation level 1, read committed, the last stable offset), a
 //! timestamp the first offset whose record's timestamp is at or after it (the log's time
 //! index), answered with that record's timestamp, or offset -1 when no record is that
 //! late. Max-timestamp (-3) is the first record with the largest timestamp: the largest
@@ -16,7 +17,7 @@ use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
 };
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
-use kafko_core::{FetchError, PartitionReader};
+use kafko_core::{FetchError, Isolation, PartitionReader};
 
 use crate::{ListenerState, errors};
 use kafko_service::failure::Failure;
@@ -36,6 +37,7 @@ pub(crate) fn handle(
     version: i16,
 ) -> ListOffsetsResponse {
     let kafko = &broker.service.kafko;
+    let committed = version >= 2 && request.isolation_level == 1;
     let mut listed: HashMap<(&str, i32), u32> = HashMap::new();
     for topic in &request.topics {
         for p in &topic.partitions {
@@ -73,7 +75,7 @@ pub(crate) fn handle(
                                 .map_err(|_| errors::UNKNOWN_TOPIC_OR_PARTITION)?;
                             h.partition(partition).map_err(code)
                         });
-                    match reader.and_then(|r| lookup(broker, &r, p.timestamp)) {
+                    match reader.and_then(|r| lookup(broker, &r, p.timestamp, committed)) {
                         Ok((offset, timestamp)) => {
                             answer.offset = offset;
                             answer.timestamp = timestamp;
@@ -106,9 +108,14 @@ fn lookup(
     broker: &ListenerState,
     reader: &PartitionReader,
     timestamp: i64,
+    committed: bool,
 ) -> Result<(i64, i64), i16> {
     let offsets = reader.offsets().map_err(code)?;
+    // Timestamps are looked up in the whole log, as Kafka does: only latest depends on
+    // the isolation level.
+    let all = Isolation::ReadUncommitted;
     match timestamp {
+        LATEST if committed => Ok((to_i64(offsets.last_stable_offset), -1)),
         LATEST => Ok((to_i64(offsets.high_watermark), -1)),
         EARLIEST | EARLIEST_LOCAL => Ok((to_i64(offsets.log_start), -1)),
         LATEST_TIERED => Ok((-1, -1)),
@@ -133,7 +140,12 @@ fn lookup(
                 .saturating_sub(window)
                 .max(offsets.log_start);
             let fetched = reader
-                .read(from, config.max_records_per_fetch, config.max_fetch_bytes)
+                .read_with(
+                    from,
+                    config.max_records_per_fetch,
+                    config.max_fetch_bytes,
+                    all,
+                )
                 .map_err(code)?;
             Ok(fetched
                 .records
@@ -145,7 +157,7 @@ fn lookup(
         ts => match reader.offset_for_timestamp(ts).map_err(code)? {
             None => Ok((-1, -1)),
             Some(offset) => {
-                let fetched = reader.read(offset, 1, 1).map_err(code)?;
+                let fetched = reader.read_with(offset, 1, 1, all).map_err(code)?;
                 Ok(fetched
                     .records
                     .first()

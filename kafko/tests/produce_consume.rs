@@ -79,7 +79,7 @@ async fn three_body_shapes_round_trip_with_headers_and_timestamps() {
     assert_eq!(b["records"][0]["offset"], 1);
     assert_eq!(
         get_json(&c, &s, &offset_at("2500")).await,
-        json!({"partition": 0, "log_start_offset": 0, "high_watermark": 5, "offset": 3})
+        json!({"partition": 0, "log_start_offset": 0, "high_watermark": 5, "last_stable_offset": 5, "offset": 3})
     );
     let b = get_json(&c, &s, &offset_at("99999999999999")).await;
     assert_eq!(b["offset"], serde_json::Value::Null);

@@ -41,6 +41,7 @@ pub fn read_all(k: &Kafko, topic: &str, partition: u32) -> Vec<Record> {
     let Offsets {
         log_start,
         high_watermark,
+        ..
     } = offsets(k, topic, partition);
     let mut out = Vec::new();
     let mut at = log_start;

@@ -77,7 +77,8 @@ pub(super) fn lease_partitions(
         let log = &t.partition(partition)?.log;
         let hw = log.high_watermark();
         let start = start_position(group, &t.name, config, ts, partition, log.log_start(), hw)?;
-        let leased = start < hw;
+        // Group polls read committed: nothing to lease at or past the last stable offset.
+        let leased = start < log.last_stable_offset();
         if leased {
             ts.leases.insert(partition, Lease { start, ..template });
         }

@@ -1,5 +1,6 @@
 //! A partition: the shared, read-mostly [`PartitionLog`] (segment list, high watermark,
-//! log start offset) that readers use without involving the writer, plus the write
+//! last stable offset, log start offset) that readers use without involving the writer,
+//! and its reads at either [`Isolation`] (TRANSACTIONS.md, "In the partitions"), plus the write
 //! state (`writer`), the write groups that hand it from producer to producer
 //! (`write_queue`), what it is given to write (`command`), the async handle producers
 //! use (`handle`), and the open-time loading (`open`).
@@ -21,13 +22,26 @@ use tokio::sync::watch;
 use crate::activity::Activity;
 
 use crate::error::{KafkoError, Result};
-use crate::producer_state::ProducerStates;
 use crate::producer_state::table::ProducerTable;
+use crate::producer_state::{
+    AbortedTransaction, ProducerStates, is_aborted, transactional_producer,
+};
 use crate::record::Record;
 use crate::segment::Segment;
 use crate::segment::batch::{self, Format};
 use crate::segment::files::FileCache;
 use crate::storage::Storage;
+
+/// Which records a read sees of transactions (Kafka's `isolation.level`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Isolation {
+    /// Only what is stable: below the last stable offset (no open transaction's records),
+    /// without the records of aborted transactions.
+    #[default]
+    ReadCommitted,
+    /// Everything below the high watermark, open and aborted transactions' records too.
+    ReadUncommitted,
+}
 
 /// Records returned by one read, with the cursor to continue from.
 #[derive(Debug, Clone, Default)]
@@ -40,6 +54,9 @@ pub struct FetchedRecords {
     pub high_watermark: u64,
     /// First offset still in the partition when the read ran.
     pub log_start_offset: u64,
+    /// The last stable offset when the read ran: below it no transaction is open. A
+    /// read-committed read stops there.
+    pub last_stable_offset: u64,
 }
 
 /// Stored Kafka record batches returned by one read (see
@@ -57,6 +74,12 @@ pub struct FetchedBatches {
     pub high_watermark: u64,
     /// First offset still in the partition when the read ran.
     pub log_start_offset: u64,
+    /// The last stable offset when the read ran: a read-committed read serves only
+    /// batches below it.
+    pub last_stable_offset: u64,
+    /// Read committed: the aborted transactions whose records may lie in the batches
+    /// served (their consumer drops those records); read uncommitted: none.
+    pub aborted: Vec<AbortedTransaction>,
 }
 
 /// Where a partition lives and what it shares with its topic.
@@ -82,6 +105,9 @@ pub(crate) struct PartitionLog {
     /// Copy-on-write list, oldest first; the last one is active. Replaced only by the writer.
     segments: RwLock<Arc<Vec<Arc<Segment>>>>,
     high_watermark: AtomicU64,
+    /// The last stable offset: the first offset of the oldest open transaction, else the
+    /// high watermark. Published with the high watermark.
+    last_stable: AtomicU64,
     log_start: AtomicU64,
     /// Carries the high watermark to long-polling readers.
     hw_watch: watch::Sender<u64>,
@@ -100,8 +126,12 @@ impl PartitionLog {
         segments: Vec<Arc<Segment>>,
         log_start: u64,
         high_watermark: u64,
-        producers: ProducerTable,
+        mut producers: ProducerTable,
     ) -> Self {
+        producers.drop_aborted_below(log_start);
+        let last_stable = producers
+            .first_open()
+            .map_or(high_watermark, |f| f.min(high_watermark));
         let PartitionPlace {
             topic,
             partition,
@@ -118,6 +148,7 @@ impl PartitionLog {
             files,
             segments: RwLock::new(Arc::new(segments)),
             high_watermark: AtomicU64::new(high_watermark),
+            last_stable: AtomicU64::new(last_stable),
             log_start: AtomicU64::new(log_start),
             hw_watch: watch::Sender::new(high_watermark),
             activity,
@@ -166,11 +197,38 @@ impl PartitionLog {
     }
 
     pub(crate) fn set_log_start(&self, offset: u64) {
-        self.log_start.fetch_max(offset, Ordering::AcqRel);
+        let before = self.log_start.fetch_max(offset, Ordering::AcqRel);
+        if offset > before {
+            self.producers.drop_aborted_below(offset);
+        }
     }
 
-    /// Publishes a new high watermark and wakes long-polling readers.
+    /// The last stable offset: below it no transaction is open (at most the high
+    /// watermark).
+    pub(crate) fn last_stable_offset(&self) -> u64 {
+        let hw = self.high_watermark();
+        self.last_stable.load(Ordering::Acquire).min(hw)
+    }
+
+    /// One past the last offset a read at `isolation` may return.
+    pub(crate) fn readable_end(&self, isolation: Isolation) -> u64 {
+        match isolation {
+            Isolation::ReadCommitted => self.last_stable_offset(),
+            Isolation::ReadUncommitted => self.high_watermark(),
+        }
+    }
+
+    /// Open transactions here: `(producer id, epoch, first offset)`, oldest first.
+    #[allow(dead_code)] // the transaction coordinator's recovery sweep
+    pub(crate) fn open_transactions(&self) -> Vec<(i64, i16, u64)> {
+        self.producers.open_transactions()
+    }
+
+    /// Publishes a new high watermark, and the last stable offset of the producer state
+    /// just folded up to it, and wakes long-polling readers.
     pub(crate) fn publish_high_watermark(&self, hw: u64) {
+        let lso = self.producers.first_open().map_or(hw, |f| f.min(hw));
+        self.last_stable.store(lso, Ordering::Release);
         self.high_watermark.store(hw, Ordering::Release);
         self.hw_watch.send_replace(hw);
         self.activity.signal();
@@ -190,13 +248,26 @@ impl PartitionLog {
     /// A read that fails while retention or compaction replaced segments under it (a
     /// removed segment whose descriptor the cache had closed cannot be read) runs once
     /// more on the new list: it then finds the records, or `OffsetOutOfRange`.
+    /// Read committed (see [`read_with`](Self::read_with)).
     pub(crate) fn read(
         &self,
         offset: u64,
         max_records: usize,
         max_bytes: usize,
     ) -> Result<FetchedRecords> {
-        self.retried(|| self.read_once(offset, max_records, max_bytes))
+        self.read_with(offset, max_records, max_bytes, Isolation::ReadCommitted)
+    }
+
+    /// [`read`](Self::read) at `isolation`: read committed stops at the last stable
+    /// offset and leaves out the records of aborted transactions.
+    pub(crate) fn read_with(
+        &self,
+        offset: u64,
+        max_records: usize,
+        max_bytes: usize,
+        isolation: Isolation,
+    ) -> Result<FetchedRecords> {
+        self.retried(|| self.read_once(offset, max_records, max_bytes, isolation))
     }
 
     /// Runs `read` once more when it failed while retention or compaction replaced the
@@ -222,13 +293,18 @@ impl PartitionLog {
     /// batch even past it when `at_least_one`), below the high watermark. Format 2
     /// batches are served as stored, after their checks; format 1 batches are re-encoded
     /// as Kafka batches with the same offsets.
+    ///
+    /// Read committed serves only batches below the last stable offset, and names the
+    /// aborted transactions whose records may lie in them (Kafka's fetch at isolation
+    /// level 1); read uncommitted, every batch below the high watermark.
     pub(crate) fn read_batches(
         &self,
         offset: u64,
         max_bytes: usize,
         at_least_one: bool,
+        isolation: Isolation,
     ) -> Result<FetchedBatches> {
-        self.retried(|| self.read_batches_once(offset, max_bytes, at_least_one))
+        self.retried(|| self.read_batches_once(offset, max_bytes, at_least_one, isolation))
     }
 
     fn read_batches_once(
@@ -236,16 +312,24 @@ impl PartitionLog {
         offset: u64,
         max_bytes: usize,
         at_least_one: bool,
+        isolation: Isolation,
     ) -> Result<FetchedBatches> {
-        let hw = self.high_watermark();
+        let high_watermark = self.high_watermark();
+        let lso = self.last_stable_offset();
         let start = self.log_start();
-        if offset < start || offset > hw {
+        if offset < start || offset > high_watermark {
             return Err(self.out_of_range(offset));
         }
+        // Batches are served up to `hw`: the end this isolation may see.
+        let hw = match isolation {
+            Isolation::ReadCommitted => lso,
+            Isolation::ReadUncommitted => high_watermark,
+        };
         let mut out = FetchedBatches {
             next_offset: offset,
-            high_watermark: hw,
+            high_watermark,
             log_start_offset: start,
+            last_stable_offset: lso,
             ..FetchedBatches::default()
         };
         // Usually one segment's slice, as read; crossing into the next segment copies.
@@ -303,6 +387,9 @@ impl PartitionLog {
                 }
             }
         }
+        if isolation == Isolation::ReadCommitted && out.next_offset > offset {
+            out.aborted = self.producers.aborted_in(offset, out.next_offset);
+        }
         out.bytes = match parts.len() {
             0 => Bytes::new(),
             1 => parts.pop().unwrap_or_default(),
@@ -322,19 +409,30 @@ impl PartitionLog {
         offset: u64,
         max_records: usize,
         max_bytes: usize,
+        isolation: Isolation,
     ) -> Result<FetchedRecords> {
-        let hw = self.high_watermark();
+        let high_watermark = self.high_watermark();
+        let lso = self.last_stable_offset();
         let start = self.log_start();
-        if offset < start || offset > hw {
+        if offset < start || offset > high_watermark {
             return Err(self.out_of_range(offset));
         }
         let mut out = FetchedRecords {
             records: Vec::new(),
             next_offset: offset,
-            high_watermark: hw,
+            high_watermark,
             log_start_offset: start,
+            last_stable_offset: lso,
         };
-        if offset == hw || max_records == 0 {
+        // Records are read up to `hw`: the end this isolation may see.
+        let (hw, aborted) = match isolation {
+            Isolation::ReadCommitted if offset < lso => {
+                (lso, self.producers.aborted_in(offset, lso))
+            }
+            Isolation::ReadCommitted => (lso, Vec::new()),
+            Isolation::ReadUncommitted => (high_watermark, Vec::new()),
+        };
+        if offset >= hw || max_records == 0 {
             return Ok(out);
         }
         let (segments, first) = self.segments_from(offset);
@@ -358,8 +456,15 @@ impl PartitionLog {
                     break 'segments;
                 }
                 seg.decode(&batch, self.partition, &mut decoded)?;
+                let txn_producer = match aborted.is_empty() || seg.format != Format::V2 {
+                    true => None,
+                    false => transactional_producer(&batch.bytes),
+                };
                 for r in decoded.drain(..) {
                     if r.offset < cursor || r.offset >= hw {
+                        continue;
+                    }
+                    if txn_producer.is_some_and(|id| is_aborted(&aborted, id, r.offset)) {
                         continue;
                     }
                     let size = record_bytes(&r);

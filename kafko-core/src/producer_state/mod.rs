@@ -1,10 +1,14 @@
-//! Idempotent producers' state, per partition, kept in the log (FORMAT.md, "Producer
-//! state"): the table (`table`), its snapshots (`snapshot`), the rebuild at open, and
-//! [`ProducerStates`], what a partition shares between its appends and its writer.
+//! Idempotent and transactional producers' state, per partition, kept in the log
+//! (FORMAT.md, "Producer state"; TRANSACTIONS.md, "In the partitions"): the table
+//! (`table`: producers, open and aborted transactions), its snapshots (`snapshot`), the
+//! rebuild at open, and [`ProducerStates`], what a partition shares between its
+//! appends, its writer and its readers.
 //!
 //! Invariants:
 //! - the table is the fold of the readable log's batch headers: it changes only where a
-//!   write group is published, in offset order, and at open by the rebuild;
+//!   write group is published, in offset order (before the high watermark and last
+//!   stable offset that cover it), at open by the rebuild, and where the log start moves
+//!   (aborted transactions below it are forgotten);
 //! - one producer's batches to one partition are checked and appended one at a time (its
 //!   turn, held from the check until the append is published), so a check sees every
 //!   earlier batch of that producer, and a retry is never written twice.
@@ -16,11 +20,11 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use self::table::{Check, ProducerBatch, ProducerTable};
-pub use self::table::{ProducerInfo, ProducerRejection, UnknownProducer};
+pub use self::table::{AbortedTransaction, ProducerInfo, ProducerRejection, UnknownProducer};
+use self::table::{BatchKind, Check, ProducerBatch, ProducerTable};
 use crate::error::Result;
 use crate::segment::Segment;
-use crate::segment::batch::{ATTR_CONTROL, Format};
+use crate::segment::batch::{ATTR_CONTROL, ATTR_TRANSACTIONAL, Format};
 use crate::storage::Storage;
 
 /// A partition's producers: the table, and whose turn it is to append.
@@ -111,11 +115,98 @@ impl ProducerStates {
     pub(crate) fn describe(&self) -> Vec<ProducerInfo> {
         lock(&self.table).describe()
     }
+
+    /// The first offset of the oldest open transaction.
+    pub(crate) fn first_open(&self) -> Option<u64> {
+        lock(&self.table).first_open()
+    }
+
+    /// Open transactions: `(producer id, epoch, first offset)`, oldest first.
+    pub(crate) fn open_transactions(&self) -> Vec<(i64, i16, u64)> {
+        lock(&self.table).open_transactions()
+    }
+
+    /// The producer's epoch here, if the table knows it.
+    pub(crate) fn epoch_of(&self, id: i64) -> Option<i16> {
+        lock(&self.table).entries.get(&id).map(|e| e.epoch)
+    }
+
+    /// The aborted transactions whose records may lie in `from..to`.
+    pub(crate) fn aborted_in(&self, from: u64, to: u64) -> Vec<AbortedTransaction> {
+        lock(&self.table).aborted_in(from, to)
+    }
+
+    /// Forgets the aborted transactions wholly below `log_start`.
+    pub(crate) fn drop_aborted_below(&self, log_start: u64) {
+        lock(&self.table).drop_aborted_below(log_start);
+    }
+}
+
+/// Whether the record at `offset` of a batch of `producer_id` belongs to one of
+/// `aborted` (a read's aborted transactions).
+pub(crate) fn is_aborted(aborted: &[AbortedTransaction], producer_id: i64, offset: u64) -> bool {
+    aborted.iter().any(|a| {
+        a.producer_id == producer_id && a.first_offset <= offset && offset <= a.last_offset
+    })
+}
+
+/// The producer id of a transactional data batch, from its Kafka header (at least the
+/// 61-byte header); `None` for any other batch: only such batches' records can belong
+/// to an aborted transaction.
+pub(crate) fn transactional_producer(header: &[u8]) -> Option<i64> {
+    let attributes = u16::from_be_bytes(header.get(21..23)?.try_into().ok()?);
+    if attributes & ATTR_TRANSACTIONAL == 0 || attributes & ATTR_CONTROL != 0 {
+        return None;
+    }
+    Some(i64::from_be_bytes(header.get(43..51)?.try_into().ok()?))
+}
+
+/// A zigzag varint of `area` at `*at`, moving `*at` past it.
+fn varint(area: &[u8], at: &mut usize) -> Option<i64> {
+    let mut v: u64 = 0;
+    for shift in (0..64).step_by(7) {
+        let b = *area.get(*at)?;
+        *at += 1;
+        v |= u64::from(b & 0x7f) << shift;
+        if b & 0x80 == 0 {
+            #[allow(clippy::cast_possible_wrap)] // zigzag decoding, as Kafka's
+            return Some(((v >> 1) as i64) ^ -((v & 1) as i64));
+        }
+    }
+    None
+}
+
+/// The type of a control batch's marker, from its bytes (never compressed: Kafka's
+/// control batches are not): `Some(true)` COMMIT, `Some(false)` ABORT, `None` an unknown
+/// type or an unreadable key.
+pub(crate) fn marker_type(batch: &[u8]) -> Option<bool> {
+    let attributes = u16::from_be_bytes(batch.get(21..23)?.try_into().ok()?);
+    if attributes & 0x07 != 0 {
+        return None;
+    }
+    // One record: length, attributes (1 byte), timestamp delta, offset delta, key
+    // length, then the key: version (i16), type (i16).
+    let area = batch.get(61..)?;
+    let mut at = 0;
+    varint(area, &mut at)?;
+    at += 1;
+    varint(area, &mut at)?;
+    varint(area, &mut at)?;
+    if varint(area, &mut at)? < 4 {
+        return None;
+    }
+    let key = area.get(at..at + 4)?;
+    match i16::from_be_bytes([key[2], key[3]]) {
+        0 => Some(false),
+        1 => Some(true),
+        _ => None,
+    }
 }
 
 /// The producer of a batch, from its Kafka header (`bytes`, at least the 61-byte
-/// header) once it lands at `base_offset`; `None` for a batch without an idempotent
-/// producer, and for control batches (they carry no sequences).
+/// header; a control batch's whole bytes, for its marker type) once it lands at
+/// `base_offset`; `None` for a batch without an idempotent producer, and for a control
+/// batch whose marker type is unknown.
 pub(crate) fn producer_of(
     header: &[u8],
     base_offset: u64,
@@ -128,9 +219,15 @@ pub(crate) fn producer_of(
         return None;
     }
     let attributes = u16::from_be_bytes(field(21, 2)?.try_into().ok()?);
-    if attributes & ATTR_CONTROL != 0 {
-        return None;
-    }
+    let kind = if attributes & ATTR_CONTROL != 0 {
+        BatchKind::Marker {
+            commit: marker_type(header)?,
+        }
+    } else {
+        BatchKind::Data {
+            transactional: attributes & ATTR_TRANSACTIONAL != 0,
+        }
+    };
     let epoch = i16::from_be_bytes(field(51, 2)?.try_into().ok()?);
     let first = i32::from_be_bytes(field(53, 4)?.try_into().ok()?);
     Some(ProducerBatch {
@@ -140,6 +237,7 @@ pub(crate) fn producer_of(
         last: table::last_sequence(first, last_offset_delta),
         base_offset,
         max_timestamp,
+        kind,
     })
 }
 

@@ -1,14 +1,16 @@
 //! Producer state snapshots: `<offset>.producers`, the fold of every batch below
 //! `<offset>` as a state file (FORMAT.md, "Producer state"). Written at a roll and at a
 //! clean shutdown, so that an open folds only what came after; the two newest are kept.
-//! A snapshot is a cache: a damaged one is skipped, never fatal.
+//! A snapshot is a cache: a damaged one is skipped, never fatal. Version 2 adds each
+//! producer's open transaction and the partition's aborted transactions; a version 1
+//! snapshot (written before transactions) has neither.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::table::{ProducerEntry, ProducerTable, WrittenBatch};
+use super::table::{AbortedTransaction, ProducerEntry, ProducerTable, WrittenBatch};
 use crate::error::{KafkoError, Result};
 use crate::naming::{parse_offset_file, segment_file};
 use crate::state_file;
@@ -18,13 +20,16 @@ use crate::storage::Storage;
 const EXTENSION: &str = "producers";
 /// Snapshots kept per partition.
 const KEPT: usize = 2;
-/// The body version written and read.
-const VERSION: u32 = 1;
+/// The body version written; 1 is read too.
+const VERSION: u32 = 2;
 
 #[derive(Serialize, Deserialize)]
 struct Body {
     version: u32,
     producers: Vec<Entry>,
+    /// `[producer_id, first_offset, last_offset]`, by ascending last offset.
+    #[serde(default)]
+    aborted: Vec<(i64, u64, u64)>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -34,6 +39,9 @@ struct Entry {
     last_timestamp: i64,
     /// `[first, last, base_offset]`, oldest first.
     batches: Vec<(i32, i32, u64)>,
+    /// The first offset of its open transaction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    txn_first: Option<u64>,
 }
 
 fn path_of(dir: &Path, offset: u64) -> PathBuf {
@@ -81,12 +89,18 @@ pub(crate) fn write(
                 .iter()
                 .map(|b| (b.first, b.last, b.base_offset))
                 .collect(),
+            txn_first: e.txn_first,
         })
         .collect();
     producers.sort_by_key(|e| e.id);
     let body = Body {
         version: VERSION,
         producers,
+        aborted: table
+            .aborted
+            .iter()
+            .map(|a| (a.producer_id, a.first_offset, a.last_offset))
+            .collect(),
     };
     state_file::write(storage, &path_of(dir, offset), &body)?;
     let offsets = list(storage, dir)?;
@@ -148,7 +162,7 @@ fn read(storage: &dyn Storage, path: &Path) -> Result<Option<ProducerTable>> {
     let Some(body) = state_file::read::<Body>(storage, path)? else {
         return Ok(None);
     };
-    if body.version != VERSION {
+    if body.version != 1 && body.version != VERSION {
         return Err(KafkoError::corruption(
             path,
             state_file::BODY_OFFSET,
@@ -166,24 +180,34 @@ fn read(storage: &dyn Storage, path: &Path) -> Result<Option<ProducerTable>> {
                 base_offset,
             })
             .collect();
-        if batches.is_empty() {
-            continue;
-        }
         table.entries.insert(
             e.id,
             ProducerEntry {
                 epoch: e.epoch,
                 batches,
                 last_timestamp: e.last_timestamp,
+                txn_first: e.txn_first,
             },
         );
     }
+    table.index_open();
+    table.aborted = body
+        .aborted
+        .iter()
+        .map(
+            |&(producer_id, first_offset, last_offset)| AbortedTransaction {
+                producer_id,
+                first_offset,
+                last_offset,
+            },
+        )
+        .collect();
     Ok(Some(table))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::table::ProducerBatch;
+    use super::super::table::{BatchKind, ProducerBatch};
     use super::*;
     use crate::storage::StdStorage;
 
@@ -198,6 +222,9 @@ mod tests {
                 last: 9,
                 base_offset: offset * 10,
                 max_timestamp: 77,
+                kind: BatchKind::Data {
+                    transactional: false,
+                },
             });
         }
         t
@@ -234,5 +261,56 @@ mod tests {
         let (offset, table) = load_newest(&s, dir.path(), 25).unwrap().unwrap();
         assert_eq!((offset, table), (20, table_of(&[1])));
         assert!(load_newest(&s, dir.path(), 5).unwrap().is_none());
+    }
+
+    #[test]
+    fn open_and_aborted_transactions_round_trip_and_a_version_1_snapshot_has_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = StdStorage;
+        let mut t = table_of(&[1]);
+        let data = |id, base_offset| ProducerBatch {
+            id,
+            epoch: 0,
+            first: 0,
+            last: 0,
+            base_offset,
+            max_timestamp: 5,
+            kind: BatchKind::Data {
+                transactional: true,
+            },
+        };
+        t.fold(&data(8, 10));
+        t.fold(&ProducerBatch {
+            first: -1,
+            last: -1,
+            kind: BatchKind::Marker { commit: false },
+            ..data(8, 12)
+        });
+        t.fold(&data(9, 13));
+        assert_eq!(t.first_open(), Some(13));
+        write(&s, dir.path(), 20, &t).unwrap();
+        let (_, read) = load_newest(&s, dir.path(), 20).unwrap().unwrap();
+        assert_eq!(read, t);
+        assert_eq!(read.first_open(), Some(13));
+        assert_eq!(read.aborted_in(0, 20).len(), 1);
+
+        // A snapshot written before transactions: no such members.
+        #[derive(Serialize)]
+        struct V1 {
+            version: u32,
+            producers: Vec<serde_json::Value>,
+        }
+        let v1 = V1 {
+            version: 1,
+            producers: vec![serde_json::json!({
+                "id": 4, "epoch": 2, "last_timestamp": 77, "batches": [[0, 9, 0]]
+            })],
+        };
+        state_file::write(&s, &path_of(dir.path(), 30), &v1).unwrap();
+        let (offset, read) = load_newest(&s, dir.path(), 30).unwrap().unwrap();
+        assert_eq!(offset, 30);
+        assert_eq!(read.entries[&4].txn_first, None);
+        assert_eq!(read.first_open(), None);
+        assert!(read.aborted.is_empty());
     }
 }

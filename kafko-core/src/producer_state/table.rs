@@ -1,9 +1,11 @@
 //! One partition's idempotent producers, as Kafka keeps them: per producer id, its
-//! epoch, its last five batches' sequences and base offsets, and its last batch's newest
-//! timestamp. The table is a fold of batch headers in offset order (FORMAT.md, "Producer
-//! state"); [`ProducerTable::check`] holds the rules a producer's new batch meets.
+//! epoch, its last five batches' sequences and base offsets, its last batch's newest
+//! timestamp and the first offset of its open transaction; and the partition's aborted
+//! transactions. The table is a fold of batch headers in offset order (FORMAT.md,
+//! "Producer state"; TRANSACTIONS.md, "In the partitions"); [`ProducerTable::check`]
+//! holds the rules a producer's new batch meets.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
@@ -26,10 +28,28 @@ pub(crate) struct WrittenBatch {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ProducerEntry {
     pub(crate) epoch: i16,
-    /// The last batches, oldest first; never empty.
+    /// The last batches of this epoch, oldest first; empty when a transaction marker
+    /// started a new epoch (the next batch then starts at sequence 0).
     pub(crate) batches: VecDeque<WrittenBatch>,
     /// The newest timestamp of its last batch (expiry counts from it, as in Kafka).
     pub(crate) last_timestamp: i64,
+    /// The first offset of its open transaction in this partition.
+    pub(crate) txn_first: Option<u64>,
+}
+
+/// What a producer's batch is, for the fold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BatchKind {
+    /// Records; `transactional` when the batch carries the transactional bit.
+    Data {
+        /// Whether the batch belongs to a transaction.
+        transactional: bool,
+    },
+    /// A control batch ending the producer's transaction.
+    Marker {
+        /// COMMIT (else ABORT).
+        commit: bool,
+    },
 }
 
 /// A producer's batch as its header says: what the fold takes.
@@ -41,6 +61,19 @@ pub(crate) struct ProducerBatch {
     pub(crate) last: i32,
     pub(crate) base_offset: u64,
     pub(crate) max_timestamp: i64,
+    pub(crate) kind: BatchKind,
+}
+
+/// An aborted transaction of one producer in a partition: its records lie between
+/// `first_offset` and `last_offset` (its ABORT marker's offset).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AbortedTransaction {
+    /// The producer that wrote it.
+    pub producer_id: i64,
+    /// The offset of its first batch in the partition.
+    pub first_offset: u64,
+    /// The offset of its ABORT marker.
+    pub last_offset: u64,
 }
 
 /// The last sequence of a batch of `records_minus_one + 1` records from `first`:
@@ -92,6 +125,10 @@ pub enum ProducerRejection {
     /// UNKNOWN_PRODUCER_ID): it must ask for a new id.
     #[error("unknown producer id")]
     UnknownProducer,
+    /// The producer at this epoch has no ongoing transaction holding the partition
+    /// (Kafka's INVALID_TXN_STATE): a transactional batch is refused.
+    #[error("no ongoing transaction of this producer holds the partition")]
+    NotInTransaction,
 }
 
 /// What to do with an idempotent producer's batch.
@@ -115,17 +152,25 @@ pub struct ProducerInfo {
     pub last_sequence: i32,
     /// The newest timestamp of its last batch.
     pub last_timestamp: i64,
+    /// The first offset of its open transaction here, if one is open.
+    pub current_txn_start_offset: Option<u64>,
 }
 
 /// One partition's producers.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct ProducerTable {
     pub(crate) entries: HashMap<i64, ProducerEntry>,
+    /// Open transactions: first offset → producer id (first offsets are batch base
+    /// offsets, so unique). The smallest bounds the last stable offset.
+    pub(crate) open: BTreeMap<u64, i64>,
+    /// Aborted transactions, by ascending last offset (markers fold in offset order).
+    pub(crate) aborted: VecDeque<AbortedTransaction>,
 }
 
 impl ProducerTable {
     /// Folds one batch in: the producer's epoch and last batches become what the batch
-    /// says.
+    /// says; a transactional batch opens the producer's transaction if none is open; a
+    /// marker closes it (an ABORT adding it to the aborted list) and sets the epoch.
     pub(crate) fn fold(&mut self, batch: &ProducerBatch) {
         if !self.entries.contains_key(&batch.id) && self.entries.len() >= MAX_PRODUCERS {
             self.evict_oldest();
@@ -137,27 +182,95 @@ impl ProducerTable {
                 epoch: batch.epoch,
                 batches: VecDeque::with_capacity(1),
                 last_timestamp: batch.max_timestamp,
+                txn_first: None,
             });
         if entry.epoch != batch.epoch {
             entry.epoch = batch.epoch;
             entry.batches.clear();
         }
-        if entry.batches.len() == REMEMBERED {
-            entry.batches.pop_front();
-        }
-        entry.batches.push_back(WrittenBatch {
-            first: batch.first,
-            last: batch.last,
-            base_offset: batch.base_offset,
-        });
         entry.last_timestamp = batch.max_timestamp;
+        match batch.kind {
+            BatchKind::Marker { commit } => {
+                if let Some(first) = entry.txn_first.take() {
+                    self.open.remove(&first);
+                    if !commit {
+                        self.aborted.push_back(AbortedTransaction {
+                            producer_id: batch.id,
+                            first_offset: first,
+                            last_offset: batch.base_offset,
+                        });
+                    }
+                }
+            }
+            BatchKind::Data { transactional } => {
+                if entry.batches.len() == REMEMBERED {
+                    entry.batches.pop_front();
+                }
+                entry.batches.push_back(WrittenBatch {
+                    first: batch.first,
+                    last: batch.last,
+                    base_offset: batch.base_offset,
+                });
+                if transactional && entry.txn_first.is_none() {
+                    entry.txn_first = Some(batch.base_offset);
+                    self.open.insert(batch.base_offset, batch.id);
+                }
+            }
+        }
     }
 
-    /// Forgets the producer whose last batch is oldest.
+    /// The first offset of the oldest open transaction: the last stable offset, when
+    /// one is open.
+    pub(crate) fn first_open(&self) -> Option<u64> {
+        self.open.keys().next().copied()
+    }
+
+    /// Open transactions: `(producer id, epoch, first offset)`, oldest first.
+    pub(crate) fn open_transactions(&self) -> Vec<(i64, i16, u64)> {
+        self.open
+            .iter()
+            .map(|(&first, &id)| (id, self.entries.get(&id).map_or(-1, |e| e.epoch), first))
+            .collect()
+    }
+
+    /// The aborted transactions whose records may lie in `from..to`: last offset at or
+    /// after `from`, first offset before `to`.
+    pub(crate) fn aborted_in(&self, from: u64, to: u64) -> Vec<AbortedTransaction> {
+        let start = self.aborted.partition_point(|a| a.last_offset < from);
+        self.aborted
+            .range(start..)
+            .filter(|a| a.first_offset < to)
+            .copied()
+            .collect()
+    }
+
+    /// Forgets the aborted transactions wholly below `log_start`.
+    pub(crate) fn drop_aborted_below(&mut self, log_start: u64) {
+        while self
+            .aborted
+            .front()
+            .is_some_and(|a| a.last_offset < log_start)
+        {
+            self.aborted.pop_front();
+        }
+    }
+
+    /// Rebuilds the open-transaction index from the entries (after a snapshot load).
+    pub(crate) fn index_open(&mut self) {
+        self.open = self
+            .entries
+            .iter()
+            .filter_map(|(&id, e)| Some((e.txn_first?, id)))
+            .collect();
+    }
+
+    /// Forgets the producer whose last batch is oldest, among those with no open
+    /// transaction (those are never forgotten).
     fn evict_oldest(&mut self) {
         let oldest = self
             .entries
             .iter()
+            .filter(|(_, e)| e.txn_first.is_none())
             .min_by_key(|(_, e)| e.last_timestamp)
             .map(|(id, _)| *id);
         if let Some(id) = oldest {
@@ -208,11 +321,12 @@ impl ProducerTable {
     }
 
     /// Drops the producers whose last timestamp is `expiration_ms` or more before
-    /// `now_ms`; how many went.
+    /// `now_ms` and that have no open transaction; how many went.
     pub(crate) fn expire(&mut self, now_ms: i64, expiration_ms: i64) -> usize {
         let before = self.entries.len();
-        self.entries
-            .retain(|_, e| now_ms.saturating_sub(e.last_timestamp) < expiration_ms);
+        self.entries.retain(|_, e| {
+            e.txn_first.is_some() || now_ms.saturating_sub(e.last_timestamp) < expiration_ms
+        });
         before - self.entries.len()
     }
 
@@ -221,13 +335,12 @@ impl ProducerTable {
         let mut out: Vec<ProducerInfo> = self
             .entries
             .iter()
-            .filter_map(|(&producer_id, e)| {
-                Some(ProducerInfo {
-                    producer_id,
-                    epoch: e.epoch,
-                    last_sequence: e.batches.back()?.last,
-                    last_timestamp: e.last_timestamp,
-                })
+            .map(|(&producer_id, e)| ProducerInfo {
+                producer_id,
+                epoch: e.epoch,
+                last_sequence: e.batches.back().map_or(-1, |b| b.last),
+                last_timestamp: e.last_timestamp,
+                current_txn_start_offset: e.txn_first,
             })
             .collect();
         out.sort_by_key(|p| p.producer_id);
@@ -247,6 +360,9 @@ mod tests {
             last,
             base_offset,
             max_timestamp: 1_000 + i64::try_from(base_offset).unwrap(),
+            kind: BatchKind::Data {
+                transactional: false,
+            },
         }
     }
 
@@ -359,6 +475,7 @@ mod tests {
                         base_offset: 0,
                     }]),
                     last_timestamp: 10 + id,
+                    txn_first: None,
                 },
             );
         }
@@ -366,5 +483,129 @@ mod tests {
         assert_eq!(t.entries.len(), MAX_PRODUCERS);
         assert!(!t.entries.contains_key(&0));
         assert!(t.entries.contains_key(&(1 << 40)));
+    }
+
+    fn txn(id: i64, epoch: i16, first: i32, last: i32, base_offset: u64) -> ProducerBatch {
+        ProducerBatch {
+            kind: BatchKind::Data {
+                transactional: true,
+            },
+            ..batch(id, epoch, first, last, base_offset)
+        }
+    }
+
+    fn marker(id: i64, epoch: i16, commit: bool, offset: u64) -> ProducerBatch {
+        ProducerBatch {
+            kind: BatchKind::Marker { commit },
+            ..batch(id, epoch, -1, -1, offset)
+        }
+    }
+
+    #[test]
+    fn a_transaction_opens_at_its_first_batch_and_its_marker_closes_it() {
+        let mut t = ProducerTable::default();
+        t.fold(&batch(1, 0, 0, 4, 0)); // not transactional: opens nothing
+        assert_eq!(t.first_open(), None);
+        t.fold(&txn(2, 0, 0, 1, 5));
+        t.fold(&txn(3, 0, 0, 1, 7));
+        t.fold(&txn(2, 0, 2, 3, 9)); // already open: stays at 5
+        assert_eq!(t.first_open(), Some(5));
+        assert_eq!(t.open_transactions(), vec![(2, 0, 5), (3, 0, 7)]);
+        t.fold(&marker(2, 0, true, 11)); // COMMIT: closed, not aborted
+        assert_eq!(t.first_open(), Some(7));
+        assert!(t.aborted.is_empty());
+        t.fold(&marker(3, 0, false, 12)); // ABORT: closed, aborted
+        assert_eq!(t.first_open(), None);
+        let abort = AbortedTransaction {
+            producer_id: 3,
+            first_offset: 7,
+            last_offset: 12,
+        };
+        assert_eq!(t.aborted, VecDeque::from([abort]));
+        // The next transaction of the same producer opens afresh.
+        t.fold(&txn(3, 0, 2, 2, 13));
+        assert_eq!(t.first_open(), Some(13));
+        // A marker carries no sequences: the last batch still answers a retry.
+        assert_eq!(
+            t.check(2, 0, (2, 3), UnknownProducer::Refuse),
+            Ok(Check::Duplicate(9))
+        );
+        assert_eq!(t.describe()[1].current_txn_start_offset, None);
+        assert_eq!(t.describe()[2].current_txn_start_offset, Some(13));
+    }
+
+    #[test]
+    fn a_marker_of_a_new_epoch_starts_the_producer_at_sequence_zero() {
+        let mut t = ProducerTable::default();
+        t.fold(&txn(2, 0, 0, 9, 0));
+        // The coordinator aborts with a bumped epoch (a timed-out transaction).
+        t.fold(&marker(2, 1, false, 10));
+        assert_eq!(t.entries[&2].epoch, 1);
+        assert!(t.entries[&2].batches.is_empty());
+        assert_eq!(
+            t.check(2, 0, (10, 10), UnknownProducer::Refuse),
+            Err(ProducerRejection::EpochFenced {
+                epoch: 0,
+                current: 1
+            })
+        );
+        assert_eq!(
+            t.check(2, 1, (10, 10), UnknownProducer::Refuse),
+            Err(ProducerRejection::OutOfOrder {
+                first: 10,
+                expected: 0
+            })
+        );
+        assert_eq!(
+            t.check(2, 1, (0, 0), UnknownProducer::Refuse),
+            Ok(Check::Write)
+        );
+        assert_eq!(t.describe()[0].last_sequence, -1);
+    }
+
+    #[test]
+    fn producers_with_an_open_transaction_never_expire_nor_are_evicted() {
+        let mut t = ProducerTable::default();
+        t.fold(&txn(1, 0, 0, 0, 0)); // last timestamp 1000, open
+        t.fold(&batch(2, 0, 0, 0, 1)); // 1001
+        assert_eq!(t.expire(10_000, 1_000), 1);
+        assert!(t.entries.contains_key(&1));
+        t.fold(&marker(1, 0, true, 2)); // 1002, closed
+        assert_eq!(t.expire(10_000, 1_000), 1);
+        assert!(t.entries.is_empty());
+        // A full table passes over the open transaction's producer, oldest as it is.
+        t.fold(&txn(7, 0, 0, 0, 0));
+        for id in 100..i64::try_from(MAX_PRODUCERS).unwrap() + 99 {
+            t.entries.insert(
+                id,
+                ProducerEntry {
+                    epoch: 0,
+                    batches: VecDeque::new(),
+                    last_timestamp: 5_000 + id,
+                    txn_first: None,
+                },
+            );
+        }
+        t.fold(&batch(1 << 40, 0, 0, 0, 0));
+        assert!(t.entries.contains_key(&7));
+        assert!(!t.entries.contains_key(&100));
+    }
+
+    #[test]
+    fn aborted_transactions_are_found_by_range_and_dropped_below_the_log_start() {
+        let mut t = ProducerTable::default();
+        for (id, first, last) in [(1, 0, 10), (2, 5, 20), (1, 30, 40)] {
+            t.fold(&txn(id, 0, 0, 0, first));
+            t.fold(&marker(id, 0, false, last));
+        }
+        let ids = |v: Vec<AbortedTransaction>| v.iter().map(|a| a.first_offset).collect::<Vec<_>>();
+        assert_eq!(ids(t.aborted_in(0, 100)), vec![0, 5, 30]);
+        assert_eq!(ids(t.aborted_in(11, 30)), vec![5]);
+        assert_eq!(ids(t.aborted_in(21, 31)), vec![30]);
+        assert_eq!(ids(t.aborted_in(41, 100)), Vec::<u64>::new());
+        t.drop_aborted_below(11);
+        assert_eq!(ids(t.aborted_in(0, 100)), vec![5, 30]);
+        t.drop_aborted_below(41);
+        assert!(t.aborted.is_empty());
     }
 }

@@ -320,6 +320,15 @@ pub(crate) fn set_producer(batch: &mut EncodedBatch, producer: ProducerFields) {
     b[17..21].copy_from_slice(&crc.to_be_bytes());
 }
 
+/// Adds attribute bits (transactional, control) to a built batch, recomputing its CRC.
+pub(crate) fn add_attributes(batch: &mut EncodedBatch, bits: u16) {
+    let b = &mut batch.bytes;
+    let attributes = u16::from_be_bytes([b[21], b[22]]) | bits;
+    b[21..23].copy_from_slice(&attributes.to_be_bytes());
+    let crc = crc32c::crc32c(&b[CRC_START..]);
+    b[17..21].copy_from_slice(&crc.to_be_bytes());
+}
+
 /// Sets a built batch's last offset delta and newest timestamp (compaction keeps the
 /// offset range and timestamp bound of the batch it rewrites), recomputing its CRC.
 #[allow(clippy::cast_possible_wrap)] // a delta of a segment's 32-bit span, below i32::MAX
@@ -356,6 +365,9 @@ pub(crate) fn rebuild(kept: &[Record], h: &BatchHeader) -> Result<EncodedBatch, 
     let mut b = encode(h.codec, fields)?;
     set_range(&mut b, h.last_offset_delta, h.max_timestamp);
     set_producer(&mut b, h.producer);
+    if h.format == Format::V2 && h.attributes & ATTR_TRANSACTIONAL != 0 {
+        add_attributes(&mut b, ATTR_TRANSACTIONAL);
+    }
     Ok(b)
 }
 

@@ -432,6 +432,7 @@ impl Model {
                 let kafko_core::Offsets {
                     log_start: start,
                     high_watermark: hw,
+                    ..
                 } = k
                     .topic(&name)
                     .map_err(kafko_core::KafkoError::from)

@@ -1,5 +1,6 @@
 //! `GET /v1/topics/{topic}/records`: a stateless read by offset, `earliest`, `latest` or
 //! timestamp, with `wait_ms` long-poll; by `Accept` it becomes an NDJSON or SSE stream.
+//! Reads are read committed unless `isolation=read_uncommitted`.
 
 use std::time::Duration;
 
@@ -7,9 +8,9 @@ use axum::extract::State;
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 
-use kafko_core::{KafkoError, PartitionReader, TopicId};
+use kafko_core::{Isolation, KafkoError, PartitionReader, TopicId};
 
-use crate::dto::{FetchQuery, FetchResponse, FormatQuery, Problem};
+use crate::dto::{FetchQuery, FetchResponse, FormatQuery, IsolationParam, Problem};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Path, Query, check_topic};
 use crate::json;
@@ -87,7 +88,7 @@ pub(crate) async fn fetch(
         let deadline = tokio::time::Instant::now() + read.wait;
         let mut waiter = Waiter::new(&state, FrontEnd::V1, deadline);
         if let Some(r) = waiter
-            .until(reader.read_wait(read.start, 1, 1, read.wait))
+            .until(reader.read_wait_with(read.start, 1, 1, read.wait, read.isolation))
             .await
         {
             r?;
@@ -95,7 +96,7 @@ pub(crate) async fn fetch(
     }
     // Room for the records and their JSON before they are read.
     let mut room = reserve_answer(&state, read.max_records, read.max_bytes).await?;
-    let fetched = reader.read(read.start, read.max_records, read.max_bytes)?;
+    let fetched = reader.read_with(read.start, read.max_records, read.max_bytes, read.isolation)?;
     let records = fetched
         .records
         .iter()
@@ -108,6 +109,7 @@ pub(crate) async fn fetch(
         records,
         next_offset: fetched.next_offset,
         high_watermark: fetched.high_watermark,
+        last_stable_offset: fetched.last_stable_offset,
         log_start_offset: fetched.log_start_offset,
         topic_id: reader.topic_id().to_string(),
     };
@@ -159,6 +161,7 @@ pub(crate) struct ReadSpec {
     pub(crate) follow: bool,
     /// Streams only: stop after this many records (unbounded when absent).
     pub(crate) total: Option<usize>,
+    pub(crate) isolation: Isolation,
 }
 
 impl ReadSpec {
@@ -186,16 +189,19 @@ impl ReadSpec {
             }
         }
         let offsets = reader.offsets()?;
+        let isolation = IsolationParam::resolve(q.isolation);
+        let end = match isolation {
+            Isolation::ReadCommitted => offsets.last_stable_offset,
+            Isolation::ReadUncommitted => offsets.high_watermark,
+        };
         let start = if let Some(EventId { offset: last, .. }) = resume {
             last.saturating_add(1)
         } else if let Some(ts) = q.timestamp {
-            reader
-                .offset_for_timestamp(ts)?
-                .unwrap_or(offsets.high_watermark)
+            reader.offset_for_timestamp(ts)?.unwrap_or(end)
         } else {
             match q.offset.as_deref() {
                 None | Some("earliest") => offsets.log_start,
-                Some("latest") => offsets.high_watermark,
+                Some("latest") => end,
                 Some(n) => n.parse::<u64>().map_err(|_| {
                     ApiError::bad_request(
                         "invalid_query",
@@ -216,6 +222,7 @@ impl ReadSpec {
             max_bytes,
             wait: Duration::from_millis(q.wait_ms.unwrap_or(0)).min(cfg.max_wait),
             follow: q.follow.unwrap_or(false),
+            isolation,
         })
     }
 }

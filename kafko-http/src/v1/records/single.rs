@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 
-use crate::dto::{OffsetsQuery, OffsetsResponse, Problem};
+use crate::dto::{IsolationParam, OffsetsQuery, OffsetsResponse, Problem, RecordQuery};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Path, Query, check_topic};
 use crate::state::AppState;
@@ -24,7 +24,7 @@ use super::payload_bytes;
 #[utoipa::path(get, path = "/v1/topics/{topic}/partitions/{partition}/records/{offset}", operation_id = "get_record", tag = "records",
     params(("topic" = String, Path, description = "Topic name"),
         ("partition" = u32, Path, description = "Partition"),
-        ("offset" = u64, Path, description = "Offset")),
+        ("offset" = u64, Path, description = "Offset"), RecordQuery),
     responses(
         (status = 200, description = "The value bytes; key, timestamp and headers in Kafko-* response headers (base64)", body = crate::dto::Binary, content_type = "application/octet-stream",
             headers(("Kafko-Offset" = u64, description = "Offset"), ("Kafko-Partition" = u32, description = "Partition"),
@@ -38,6 +38,7 @@ use super::payload_bytes;
 pub(crate) async fn get_record(
     State(state): State<AppState>,
     Path((topic, partition, offset)): Path<(String, u32, u64)>,
+    Query(q): Query<RecordQuery>,
 ) -> ApiResult<Response> {
     check_topic(&topic)?;
     let reader = state.kafko.topic(&topic)?.partition(partition)?;
@@ -46,12 +47,14 @@ pub(crate) async fn get_record(
     if !offsets.contains(offset) || offset == offsets.high_watermark {
         return Err(offsets.out_of_range(offset).into());
     }
-    let fetched = reader.read(offset, 1, 1)?;
+    let fetched = reader.read_with(offset, 1, 1, IsolationParam::resolve(q.isolation))?;
     let Some(r) = fetched.records.into_iter().find(|r| r.offset == offset) else {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
             "record_not_found",
-            format!("offset {offset} holds no record (removed by compaction)"),
+            format!(
+                "offset {offset} holds no record to read (removed by compaction, a transaction marker, an aborted transaction's, or past the last stable offset)"
+            ),
         ));
     };
     state.metrics.consumed(&topic, 1, payload_bytes(&r));
@@ -119,6 +122,7 @@ pub(crate) async fn offsets(
         partition,
         log_start_offset: offsets.log_start,
         high_watermark: offsets.high_watermark,
+        last_stable_offset: offsets.last_stable_offset,
         offset,
     }))
 }

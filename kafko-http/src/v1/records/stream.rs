@@ -77,7 +77,8 @@ impl Cursor {
                 // Counted as a waiting read while it waits, like any long-poll.
                 let deadline = tokio::time::Instant::now() + FOLLOW_WAIT;
                 let mut waiter = Waiter::new(&self.state, FrontEnd::V1, deadline);
-                let read = reader.read_wait(self.next, max, self.read.max_bytes, FOLLOW_WAIT);
+                let (bytes, isolation) = (self.read.max_bytes, self.read.isolation);
+                let read = reader.read_wait_with(self.next, max, bytes, FOLLOW_WAIT, isolation);
                 match waiter.until(read).await {
                     Some(fetched) => fetched,
                     None if self.state.is_shutting_down() => return None,
@@ -88,7 +89,7 @@ impl Cursor {
                 if self.state.is_shutting_down() {
                     return None;
                 }
-                reader.read(self.next, max, self.read.max_bytes)
+                reader.read_with(self.next, max, self.read.max_bytes, self.read.isolation)
             };
             let fetched = match fetched {
                 Ok(f) => f,
