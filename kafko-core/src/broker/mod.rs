@@ -103,7 +103,7 @@ impl Kafko {
         self.inner.recovered_clean
     }
 
-    fn check_open(&self) -> Result<()> {
+    pub(crate) fn check_open(&self) -> Result<()> {
         if self.inner.closing.load(Ordering::Acquire) {
             return Err(KafkoError::ShuttingDown);
         }

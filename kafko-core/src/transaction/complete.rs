@@ -68,6 +68,10 @@ async fn commit_offsets(kafko: &Kafko, meta: &TxnMeta) -> Result<()> {
                     metadata: o.metadata.clone(),
                 })
                 .collect();
+            // Created again if it went idle and was forgotten since it joined.
+            if let Ok(handle) = kafko.group(group) {
+                handle.ensure_exists()?;
+            }
             kafko
                 .inner
                 .groups

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::state::TxnMeta;
 use crate::broker::internal::{RecoveredInternal, recover_internal_topic};
@@ -61,13 +61,6 @@ struct ValueOut<'a> {
     meta: &'a TxnMeta,
 }
 
-#[derive(Deserialize)]
-struct ValueIn {
-    version: u32,
-    #[serde(flatten)]
-    meta: TxnMeta,
-}
-
 /// The record value of `meta`.
 fn encode(meta: &TxnMeta) -> Result<Bytes> {
     serde_json::to_vec(&ValueOut {
@@ -82,11 +75,16 @@ fn encode(meta: &TxnMeta) -> Result<Bytes> {
 
 /// The state a record value holds, or why it cannot be read.
 fn decode(value: &[u8]) -> std::result::Result<TxnMeta, String> {
-    let v: ValueIn = serde_json::from_slice(value).map_err(|e| e.to_string())?;
-    if v.version != VERSION {
-        return Err(format!("unknown version {}", v.version));
+    // Read in two steps: `flatten` would lose the integer keys of the offsets.
+    let mut v: serde_json::Value = serde_json::from_slice(value).map_err(|e| e.to_string())?;
+    let version = v
+        .as_object_mut()
+        .and_then(|o| o.remove("version"))
+        .and_then(|v| v.as_u64());
+    if version != Some(u64::from(VERSION)) {
+        return Err(format!("unknown version {version:?}"));
     }
-    Ok(v.meta)
+    serde_json::from_value(v).map_err(|e| e.to_string())
 }
 
 /// Appends `id`'s state (`None`: the id is removed); durable when it returns.
@@ -152,7 +150,7 @@ mod tests {
         let other = String::from_utf8(bytes.to_vec())
             .unwrap()
             .replacen("\"version\":1", "\"version\":9", 1);
-        assert!(decode(other.as_bytes()).unwrap_err().contains("version 9"));
+        assert!(decode(other.as_bytes()).unwrap_err().contains("version Some(9)"));
         assert!(decode(b"{").is_err());
     }
 }

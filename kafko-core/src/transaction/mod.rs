@@ -375,7 +375,7 @@ impl Kafko {
         group: &str,
     ) -> Result<(), TxnError> {
         let txns = self.transactions()?;
-        crate::naming::validate_group_name(group).map_err(|_| TxnError::InvalidGroupId)?;
+        let handle = self.group(group).map_err(|_| TxnError::InvalidGroupId)?;
         let entry = txns
             .entry(transactional_id)
             .ok_or(TxnError::InvalidProducerIdMapping)?;
@@ -384,6 +384,7 @@ impl Kafko {
         meta.check_producer(producer_id, epoch)?;
         let mut next = meta.opened(now_ms())?;
         next.groups.insert(group.to_owned());
+        handle.ensure_exists()?;
         if next.entries() > txns.limits.max_partitions_per_transaction {
             return Err(TxnError::TooManyPartitions {
                 max: txns.limits.max_partitions_per_transaction,
