@@ -11,7 +11,7 @@ use crate::error::{KafkoError, Result};
 use crate::broker::{Inner, Kafko};
 use crate::group::CommitOffset;
 use crate::record::now_ms;
-use crate::topic::Marker;
+use crate::produced::Marker;
 
 /// The coordinator epoch markers carry: one node is always the same coordinator.
 const COORDINATOR_EPOCH: i32 = 0;
