@@ -20,7 +20,11 @@ fn limits() -> TransactionLimits {
 }
 
 async fn open_with(dir: &Path, limits: TransactionLimits) -> Kafko {
-    let k = KafkoOptions::new(dir).transactions(limits).open().await.unwrap();
+    let k = KafkoOptions::new(dir)
+        .transactions(limits)
+        .open()
+        .await
+        .unwrap();
     if k.find_topic("t").unwrap().is_none() {
         let config = TopicConfig {
             partitions: 3,
@@ -48,7 +52,10 @@ async fn wait_for_state(k: &Kafko, id: &str, want: TxnState) {
         }
         period.tick().await;
     }
-    panic!("{id} never reached {want:?}: {:?}", k.describe_transaction(id));
+    panic!(
+        "{id} never reached {want:?}: {:?}",
+        k.describe_transaction(id)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -63,9 +70,15 @@ async fn epochs_fence_older_instances_and_requests_check_id_epoch_and_partitions
         k.init_transactional_producer("a", 0, None).await,
         Err(TxnError::InvalidTimeout { .. })
     ));
-    let (pid, e0) = k.init_transactional_producer("a", 10_000, None).await.unwrap();
+    let (pid, e0) = k
+        .init_transactional_producer("a", 10_000, None)
+        .await
+        .unwrap();
     assert_eq!(e0, 0);
-    let (pid2, e1) = k.init_transactional_producer("a", 10_000, None).await.unwrap();
+    let (pid2, e1) = k
+        .init_transactional_producer("a", 10_000, None)
+        .await
+        .unwrap();
     assert_eq!((pid2, e1), (pid, 1));
     // The first instance is fenced everywhere.
     assert!(matches!(
@@ -104,7 +117,8 @@ async fn epochs_fence_older_instances_and_requests_check_id_epoch_and_partitions
     ));
     // A verify of a partition not in the (not yet open) transaction fails.
     assert!(matches!(
-        k.add_partitions_to_txn("a", pid, e1, &[tp("t", 0)], true).await,
+        k.add_partitions_to_txn("a", pid, e1, &[tp("t", 0)], true)
+            .await,
         Err(TxnError::InvalidTxnState)
     ));
     k.add_offsets_to_txn("a", pid, e1, "g").await.unwrap();
@@ -113,15 +127,21 @@ async fn epochs_fence_older_instances_and_requests_check_id_epoch_and_partitions
     assert!(d.start_ms > 0);
     // Bounds: at most 4 partitions, groups and offsets together.
     let three = [tp("t", 0), tp("t", 1), tp("t", 2), tp("t", 2)];
-    k.add_partitions_to_txn("a", pid, e1, &three, false).await.unwrap();
+    k.add_partitions_to_txn("a", pid, e1, &three, false)
+        .await
+        .unwrap();
     assert!(matches!(
         k.add_offsets_to_txn("a", pid, e1, "g2").await,
         Err(TxnError::TooManyPartitions { max: 4 })
     ));
     assert_eq!(k.describe_transaction("a").unwrap().partitions.len(), 3);
     // And at most 3 transactional ids.
-    k.init_transactional_producer("b", 1000, None).await.unwrap();
-    k.init_transactional_producer("c", 1000, None).await.unwrap();
+    k.init_transactional_producer("b", 1000, None)
+        .await
+        .unwrap();
+    k.init_transactional_producer("c", 1000, None)
+        .await
+        .unwrap();
     assert!(matches!(
         k.init_transactional_producer("d", 1000, None).await,
         Err(TxnError::TooManyTransactions { max: 3 })
@@ -142,7 +162,10 @@ async fn epochs_fence_older_instances_and_requests_check_id_epoch_and_partitions
 async fn offsets_become_the_groups_only_when_the_transaction_commits() {
     let dir = tempfile::tempdir().unwrap();
     let k = open_with(dir.path(), limits()).await;
-    let (pid, epoch) = k.init_transactional_producer("a", 10_000, None).await.unwrap();
+    let (pid, epoch) = k
+        .init_transactional_producer("a", 10_000, None)
+        .await
+        .unwrap();
     let offset = |partition, offset| CommitOffset {
         partition,
         offset,
@@ -151,11 +174,13 @@ async fn offsets_become_the_groups_only_when_the_transaction_commits() {
     // An aborted transaction's offsets are dropped.
     k.add_offsets_to_txn("a", pid, epoch, "g").await.unwrap();
     assert!(matches!(
-        k.txn_offset_commit("a", pid, epoch, "other", "t", &[offset(0, 1)]).await,
+        k.txn_offset_commit("a", pid, epoch, "other", "t", &[offset(0, 1)])
+            .await,
         Err(TxnError::InvalidTxnState)
     ));
     assert!(matches!(
-        k.txn_offset_commit("a", pid, epoch, "g", "t", &[offset(7, 1)]).await,
+        k.txn_offset_commit("a", pid, epoch, "g", "t", &[offset(7, 1)])
+            .await,
         Err(TxnError::UnknownTopicOrPartition(_))
     ));
     k.txn_offset_commit("a", pid, epoch, "g", "t", &[offset(0, 5)])
@@ -173,7 +198,10 @@ async fn offsets_become_the_groups_only_when_the_transaction_commits() {
         Err(TxnError::InvalidTxnState)
     ));
     let committed = k.group("g").and_then(|g| g.classic_committed());
-    assert!(committed.as_ref().map(|c| c.is_empty()).unwrap_or(true), "{committed:?}");
+    assert!(
+        committed.as_ref().map(|c| c.is_empty()).unwrap_or(true),
+        "{committed:?}"
+    );
     // A committed transaction's offsets are the group's; the later commit of a
     // partition in one transaction wins.
     k.add_offsets_to_txn("a", pid, epoch, "g").await.unwrap();
@@ -185,7 +213,10 @@ async fn offsets_become_the_groups_only_when_the_transaction_commits() {
         .unwrap();
     k.end_txn("a", pid, epoch, true).await.unwrap();
     let committed = k.group("g").unwrap().classic_committed().unwrap();
-    let t: Vec<(u32, u64)> = committed["t"].iter().map(|c| (c.partition, c.offset)).collect();
+    let t: Vec<(u32, u64)> = committed["t"]
+        .iter()
+        .map(|c| (c.partition, c.offset))
+        .collect();
     assert_eq!(t, [(0, 6), (1, 2)]);
     k.shutdown().await.unwrap();
 }
@@ -195,15 +226,22 @@ async fn the_state_survives_restarts_and_an_open_transaction_can_still_commit() 
     let dir = tempfile::tempdir().unwrap();
     let (pid, epoch) = {
         let k = open_with(dir.path(), limits()).await;
-        let (pid, epoch) = k.init_transactional_producer("a", 30_000, None).await.unwrap();
+        let (pid, epoch) = k
+            .init_transactional_producer("a", 30_000, None)
+            .await
+            .unwrap();
         k.add_offsets_to_txn("a", pid, epoch, "g").await.unwrap();
         let o = CommitOffset {
             partition: 2,
             offset: 9,
             metadata: None,
         };
-        k.txn_offset_commit("a", pid, epoch, "g", "t", &[o]).await.unwrap();
-        k.init_transactional_producer("idle", 1000, None).await.unwrap();
+        k.txn_offset_commit("a", pid, epoch, "g", "t", &[o])
+            .await
+            .unwrap();
+        k.init_transactional_producer("idle", 1000, None)
+            .await
+            .unwrap();
         // Not shut down: dropped as a killed process leaves it (the log is fsynced on
         // every append).
         drop(k);
@@ -215,7 +253,10 @@ async fn the_state_survives_restarts_and_an_open_transaction_can_still_commit() 
         (d.state, d.producer_id, d.producer_epoch, d.timeout_ms),
         (TxnState::Ongoing, pid, epoch, 30_000)
     );
-    assert_eq!(k.describe_transaction("idle").unwrap().state, TxnState::Empty);
+    assert_eq!(
+        k.describe_transaction("idle").unwrap().state,
+        TxnState::Empty
+    );
     k.end_txn("a", pid, epoch, true).await.unwrap();
     let committed = k.group("g").unwrap().classic_committed().unwrap();
     assert_eq!(committed["t"][0].offset, 9);
@@ -229,7 +270,9 @@ async fn the_state_survives_restarts_and_an_open_transaction_can_still_commit() 
     );
     // The next instance gets the next epoch, after the restart too.
     assert_eq!(
-        k.init_transactional_producer("a", 30_000, None).await.unwrap(),
+        k.init_transactional_producer("a", 30_000, None)
+            .await
+            .unwrap(),
         (pid, epoch + 1)
     );
     k.shutdown().await.unwrap();
@@ -239,14 +282,19 @@ async fn the_state_survives_restarts_and_an_open_transaction_can_still_commit() 
 async fn a_transaction_past_its_timeout_is_aborted_and_its_producer_fenced() {
     let dir = tempfile::tempdir().unwrap();
     let k = open_with(dir.path(), limits()).await;
-    let (pid, epoch) = k.init_transactional_producer("slow", 100, None).await.unwrap();
+    let (pid, epoch) = k
+        .init_transactional_producer("slow", 100, None)
+        .await
+        .unwrap();
     k.add_offsets_to_txn("slow", pid, epoch, "g").await.unwrap();
     let o = CommitOffset {
         partition: 0,
         offset: 3,
         metadata: None,
     };
-    k.txn_offset_commit("slow", pid, epoch, "g", "t", &[o]).await.unwrap();
+    k.txn_offset_commit("slow", pid, epoch, "g", "t", &[o])
+        .await
+        .unwrap();
     wait_for_state(&k, "slow", TxnState::CompleteAbort).await;
     let d = k.describe_transaction("slow").unwrap();
     assert_eq!(d.producer_epoch, epoch + 1);
@@ -264,7 +312,8 @@ async fn a_transaction_past_its_timeout_is_aborted_and_its_producer_fenced() {
     );
     // It may re-initialize naming its fenced epoch (KIP-360); a stranger may not.
     assert!(matches!(
-        k.init_transactional_producer("slow", 100, Some((pid + 1, epoch))).await,
+        k.init_transactional_producer("slow", 100, Some((pid + 1, epoch)))
+            .await,
         Err(TxnError::ProducerFenced)
     ));
     assert_eq!(
@@ -284,9 +333,14 @@ async fn idle_ids_expire_and_open_ones_do_not() {
         ..limits()
     };
     let k = open_with(dir.path(), short).await;
-    let (pid, epoch) = k.init_transactional_producer("open", 60_000, None).await.unwrap();
+    let (pid, epoch) = k
+        .init_transactional_producer("open", 60_000, None)
+        .await
+        .unwrap();
     k.add_offsets_to_txn("open", pid, epoch, "g").await.unwrap();
-    k.init_transactional_producer("idle", 60_000, None).await.unwrap();
+    k.init_transactional_producer("idle", 60_000, None)
+        .await
+        .unwrap();
     let mut period = tokio::time::interval(Duration::from_millis(20));
     for _ in 0..500 {
         if k.describe_transaction("idle").is_none() {
@@ -295,7 +349,10 @@ async fn idle_ids_expire_and_open_ones_do_not() {
         period.tick().await;
     }
     assert!(k.describe_transaction("idle").is_none());
-    assert_eq!(k.describe_transaction("open").unwrap().state, TxnState::Ongoing);
+    assert_eq!(
+        k.describe_transaction("open").unwrap().state,
+        TxnState::Ongoing
+    );
     k.shutdown().await.unwrap();
     // The removal is durable.
     let k = open_with(dir.path(), limits()).await;

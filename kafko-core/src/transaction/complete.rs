@@ -7,11 +7,11 @@ use std::sync::{Arc, Weak};
 
 use super::state::{TxnMeta, TxnState};
 use super::{Entry, Transactions};
-use crate::error::{KafkoError, Result};
 use crate::broker::{Inner, Kafko};
+use crate::error::{KafkoError, Result};
 use crate::group::CommitOffset;
-use crate::record::now_ms;
 use crate::produced::Marker;
+use crate::record::now_ms;
 
 /// The coordinator epoch markers carry: one node is always the same coordinator.
 const COORDINATOR_EPOCH: i32 = 0;
@@ -34,7 +34,9 @@ pub(super) async fn finish(
     };
     for (topic, partition) in &meta.partitions {
         // A topic deleted since holds nothing to mark.
-        let Some(t) = kafko.lookup(topic) else { continue };
+        let Some(t) = kafko.lookup(topic) else {
+            continue;
+        };
         let marker = Marker {
             producer_id: meta.producer_id,
             epoch: meta.epoch,

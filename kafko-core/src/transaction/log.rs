@@ -51,7 +51,13 @@ pub(crate) fn recover(
     data_dir: &Path,
     clean: bool,
 ) -> Result<RecoveredInternal> {
-    recover_internal_topic((storage, files), data_dir, clean, TRANSACTION_TOPIC, config())
+    recover_internal_topic(
+        (storage, files),
+        data_dir,
+        clean,
+        TRANSACTION_TOPIC,
+        config(),
+    )
 }
 
 #[derive(Serialize)]
@@ -147,10 +153,16 @@ mod tests {
         let bytes = encode(&meta).unwrap();
         assert!(bytes.starts_with(b"{\"version\":1,"));
         assert_eq!(decode(&bytes).unwrap(), meta);
-        let other = String::from_utf8(bytes.to_vec())
-            .unwrap()
-            .replacen("\"version\":1", "\"version\":9", 1);
-        assert!(decode(other.as_bytes()).unwrap_err().contains("version Some(9)"));
+        let other = String::from_utf8(bytes.to_vec()).unwrap().replacen(
+            "\"version\":1",
+            "\"version\":9",
+            1,
+        );
+        assert!(
+            decode(other.as_bytes())
+                .unwrap_err()
+                .contains("version Some(9)")
+        );
         assert!(decode(b"{").is_err());
     }
 }

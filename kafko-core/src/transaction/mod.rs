@@ -28,8 +28,8 @@ use std::time::Duration;
 
 pub use self::error::TxnError;
 pub use self::log::TRANSACTION_TOPIC;
-use self::state::{PendingOffset, TxnMeta};
 pub use self::state::TxnState;
+use self::state::{PendingOffset, TxnMeta};
 use crate::broker::Kafko;
 use crate::group::CommitOffset;
 use crate::producer_state::ProducerRejection;
@@ -426,7 +426,11 @@ impl Kafko {
         let known = self.lookup(topic);
         let unknown: Vec<TxnPartition> = offsets
             .iter()
-            .filter(|o| known.as_ref().is_none_or(|t| t.partition(o.partition).is_err()))
+            .filter(|o| {
+                known
+                    .as_ref()
+                    .is_none_or(|t| t.partition(o.partition).is_err())
+            })
             .map(|o| TxnPartition {
                 topic: topic.to_owned(),
                 partition: o.partition,

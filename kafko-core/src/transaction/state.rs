@@ -148,7 +148,12 @@ impl TxnMeta {
     /// The state once InitProducerId gave the producer a new epoch (or, at the last
     /// epoch, a new id `fresh_id` at epoch 0): Empty, nothing open. `self` must not be
     /// Ongoing or Prepare*.
-    pub(crate) fn bumped(&self, fresh_id: impl FnOnce() -> i64, timeout_ms: i32, now_ms: i64) -> TxnMeta {
+    pub(crate) fn bumped(
+        &self,
+        fresh_id: impl FnOnce() -> i64,
+        timeout_ms: i32,
+        now_ms: i64,
+    ) -> TxnMeta {
         let mut next = self.cleared(TxnState::Empty, now_ms);
         next.timeout_ms = timeout_ms;
         if self.epoch >= LAST_EPOCH {
@@ -305,8 +310,14 @@ mod tests {
     fn requests_check_the_id_and_the_epoch() {
         let m = ongoing();
         assert!(m.check_producer(7, 0).is_ok());
-        assert!(matches!(m.check_producer(8, 0), Err(TxnError::InvalidProducerIdMapping)));
-        assert!(matches!(m.check_producer(7, 1), Err(TxnError::ProducerFenced)));
+        assert!(matches!(
+            m.check_producer(8, 0),
+            Err(TxnError::InvalidProducerIdMapping)
+        ));
+        assert!(matches!(
+            m.check_producer(7, 1),
+            Err(TxnError::ProducerFenced)
+        ));
     }
 
     #[test]
@@ -314,15 +325,24 @@ mod tests {
         let m = ongoing();
         let prepared = m.ending(true, 20).unwrap().unwrap();
         assert_eq!(prepared.state, TxnState::PrepareCommit);
-        assert!(matches!(prepared.ending(true, 21), Err(TxnError::ConcurrentTransactions)));
+        assert!(matches!(
+            prepared.ending(true, 21),
+            Err(TxnError::ConcurrentTransactions)
+        ));
         let done = prepared.completed(22);
         assert_eq!(done.state, TxnState::CompleteCommit);
         assert!(done.partitions.is_empty());
         assert_eq!(done.start_ms, -1);
         assert!(matches!(done.ending(true, 23), Ok(None)));
-        assert!(matches!(done.ending(false, 23), Err(TxnError::InvalidTxnState)));
+        assert!(matches!(
+            done.ending(false, 23),
+            Err(TxnError::InvalidTxnState)
+        ));
         let empty = TxnMeta::new(7, 1, 0).bumped(|| 8, 1, 0);
-        assert!(matches!(empty.ending(false, 1), Err(TxnError::InvalidTxnState)));
+        assert!(matches!(
+            empty.ending(false, 1),
+            Err(TxnError::InvalidTxnState)
+        ));
     }
 
     #[test]
@@ -332,10 +352,16 @@ mod tests {
         assert!(m.timed_out(60_011));
         let aborted = m.fenced_abort(70_000).completed(70_001);
         assert_eq!((aborted.epoch, aborted.fenced_epoch), (1, 0));
-        assert!(matches!(aborted.check_producer(7, 0), Err(TxnError::ProducerFenced)));
+        assert!(matches!(
+            aborted.check_producer(7, 0),
+            Err(TxnError::ProducerFenced)
+        ));
         assert!(aborted.check_recovering(7, 0).is_ok());
         assert!(aborted.check_recovering(7, 1).is_ok());
-        assert!(matches!(aborted.check_recovering(6, 0), Err(TxnError::ProducerFenced)));
+        assert!(matches!(
+            aborted.check_recovering(6, 0),
+            Err(TxnError::ProducerFenced)
+        ));
         let again = aborted.bumped(|| 9, 1, 70_002);
         assert_eq!((again.epoch, again.fenced_epoch), (2, -1));
     }
@@ -344,11 +370,23 @@ mod tests {
     fn only_the_open_transactions_partitions_admit_its_epoch() {
         let m = ongoing();
         assert!(m.admits(0, "t", 0).is_ok());
-        assert!(matches!(m.admits(0, "t", 1), Err(TxnError::InvalidTxnState)));
-        assert!(matches!(m.admits(0, "u", 0), Err(TxnError::InvalidTxnState)));
+        assert!(matches!(
+            m.admits(0, "t", 1),
+            Err(TxnError::InvalidTxnState)
+        ));
+        assert!(matches!(
+            m.admits(0, "u", 0),
+            Err(TxnError::InvalidTxnState)
+        ));
         let bumped = m.fenced_abort(1);
-        assert!(matches!(bumped.admits(0, "t", 0), Err(TxnError::ProducerFenced)));
-        assert!(matches!(bumped.admits(1, "t", 0), Err(TxnError::InvalidTxnState)));
+        assert!(matches!(
+            bumped.admits(0, "t", 0),
+            Err(TxnError::ProducerFenced)
+        ));
+        assert!(matches!(
+            bumped.admits(1, "t", 0),
+            Err(TxnError::InvalidTxnState)
+        ));
     }
 
     #[test]
@@ -360,17 +398,25 @@ mod tests {
         assert!(done.expired(11, 5));
         let mut full = m.clone();
         full.groups.insert("g".into());
-        full.offsets.entry("g".into()).or_default().entry("t".into()).or_default().insert(
-            3,
-            PendingOffset {
-                offset: 42,
-                metadata: Some("m".into()),
-            },
-        );
+        full.offsets
+            .entry("g".into())
+            .or_default()
+            .entry("t".into())
+            .or_default()
+            .insert(
+                3,
+                PendingOffset {
+                    offset: 42,
+                    metadata: Some("m".into()),
+                },
+            );
         let json = serde_json::to_vec(&full).unwrap();
         let back: TxnMeta = serde_json::from_slice(&json).unwrap();
         assert_eq!(back, full);
         assert_eq!(full.entries(), 3);
-        assert_eq!(TxnState::from_kafka_name("PrepareAbort"), Some(TxnState::PrepareAbort));
+        assert_eq!(
+            TxnState::from_kafka_name("PrepareAbort"),
+            Some(TxnState::PrepareAbort)
+        );
     }
 }
