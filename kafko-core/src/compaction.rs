@@ -142,6 +142,7 @@ pub(crate) async fn compact_all(kafko: &Kafko) -> Result<CompactionOutcome> {
     let mut idle = kafko.inner.cleaner.idle.lock().await;
     let mut topics = kafko.all_topics();
     topics.push(kafko.inner.offsets_topic.clone());
+    topics.push(kafko.inner.transactions.log().clone());
     for t in topics {
         if !t.config().cleanup_policy.compacts() || t.check_live().is_err() {
             continue;

@@ -73,6 +73,7 @@ pub mod record;
 pub mod routing;
 pub mod send;
 pub mod storage;
+pub mod transaction;
 
 /// Decoder entry points for the fuzz targets (`fuzz/`); not a supported API.
 #[cfg(any(test, feature = "fuzzing"))]
@@ -130,3 +131,6 @@ pub use send::{
 };
 pub use topic::{PartitionInfo, TopicDescription};
 pub use topic_id::TopicId;
+pub use transaction::{
+    TRANSACTION_TOPIC, TransactionDescription, TransactionLimits, TxnError, TxnPartition, TxnState,
+};

@@ -62,14 +62,14 @@ fn batch_attributes(reader: &PartitionReader, from: u64) -> Vec<u16> {
 }
 
 /// Writes: plain 0, A's 1–2 (committed at 6), B's 3–4 (aborted at 7), plain 5.
-async fn write_two_transactions(t: &TopicHandle) {
+async fn write_two_transactions(t: &TopicHandle, (a, b): (i64, i64)) {
     let p = t.producer();
     let r = t.partition(0).unwrap();
     assert_eq!(append_plain(&p, 0, &[(b"k", b"plain0")], 1).await, 0);
     let two: &[(&[u8], &[u8])] = &[(b"a", b"a1"), (b"a", b"a2")];
-    assert_eq!(append_txn(&p, 0, two, (A, 0, 0), 2).await.unwrap(), 1);
+    assert_eq!(append_txn(&p, 0, two, (a, 0, 0), 2).await.unwrap(), 1);
     let two: &[(&[u8], &[u8])] = &[(b"b", b"b1"), (b"b", b"b2")];
-    assert_eq!(append_txn(&p, 0, two, (B, 0, 0), 3).await.unwrap(), 3);
+    assert_eq!(append_txn(&p, 0, two, (b, 0, 0), 3).await.unwrap(), 3);
     assert_eq!(append_plain(&p, 0, &[(b"k", b"plain5")], 4).await, 5);
     let o = r.offsets().unwrap();
     assert_eq!((o.high_watermark, o.last_stable_offset), (6, 1));
@@ -104,17 +104,37 @@ async fn write_two_transactions(t: &TopicHandle) {
     while t.waiting_readers() == 0 {
         tokio::task::yield_now().await;
     }
-    assert_eq!(end_txn(t, 0, A, 0, true).await.unwrap(), 6);
+    assert_eq!(end_txn(t, 0, a, 0, true).await.unwrap(), 6);
     let woken = poll.await.unwrap();
     let got: Vec<u64> = woken.records.iter().map(|r| r.offset).collect();
     assert_eq!(got, vec![1, 2], "A's records, up to B's open transaction");
     assert_eq!(woken.last_stable_offset, 3);
 
-    assert_eq!(end_txn(t, 0, B, 0, false).await.unwrap(), 7);
+    assert_eq!(end_txn(t, 0, b, 0, false).await.unwrap(), 7);
+}
+
+/// The producer id of transactional id `id`, initialized until its epoch is `epoch`,
+/// with t/0 in its open transaction.
+async fn coordinated(k: &Kafko, id: &str, epoch: i16) -> i64 {
+    let mut pid = (0, -1);
+    while pid.1 < epoch {
+        pid = k
+            .init_transactional_producer(id, 60_000, None)
+            .await
+            .unwrap();
+    }
+    let t0 = kafko_core::TxnPartition {
+        topic: "t".into(),
+        partition: 0,
+    };
+    k.add_partitions_to_txn(id, pid.0, pid.1, &[t0], false)
+        .await
+        .unwrap();
+    pid.0
 }
 
 /// What the log of `write_two_transactions` reads as once both are decided.
-fn check_decided(r: &PartitionReader) {
+fn check_decided(r: &PartitionReader, b: i64) {
     let o = r.offsets().unwrap();
     assert_eq!((o.high_watermark, o.last_stable_offset), (8, 8));
     // B's records are left out, and so are both markers.
@@ -127,7 +147,7 @@ fn check_decided(r: &PartitionReader) {
         ((0..6).collect(), 8)
     );
     assert_eq!(offsets(r, 3, Isolation::ReadCommitted), (vec![5], 8));
-    assert_eq!(aborted(r, 0), vec![(B, 3)]);
+    assert_eq!(aborted(r, 0), vec![(b, 3)]);
     // Past the aborted transaction's marker none is named.
     assert_eq!(aborted(r, 8), vec![]);
     // The default record read is read committed.
@@ -145,21 +165,27 @@ fn check_decided(r: &PartitionReader) {
 async fn stable_offsets_reads_and_aborted_transactions_survive_clean_and_unclean_restarts() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("d");
+    let (a, b, c);
     {
         let k = open(&dir).await;
         k.create_topic("t").await.unwrap();
+        // Producers the coordinator knows with t/0 in an open transaction: an open finds
+        // a partition's open transactions listed there, and keeps them.
+        a = coordinated(&k, "a", 0).await;
+        b = coordinated(&k, "b", 0).await;
+        c = coordinated(&k, "c", 3).await;
         let t = k.topic("t").unwrap();
-        write_two_transactions(&t).await;
-        check_decided(&t.partition(0).unwrap());
+        write_two_transactions(&t, (a, b)).await;
+        check_decided(&t.partition(0).unwrap(), b);
         // A marker from an older epoch is fenced.
         let p = t.producer();
         assert_eq!(
-            append_txn(&p, 0, &[(b"c", b"c1")], (C, 3, 0), 5)
+            append_txn(&p, 0, &[(b"c", b"c1")], (c, 3, 0), 5)
                 .await
                 .unwrap(),
             8
         );
-        let fenced = end_txn(&t, 0, C, 2, true).await.unwrap_err();
+        let fenced = end_txn(&t, 0, c, 2, true).await.unwrap_err();
         assert!(fenced.to_string().contains("epoch"), "{fenced}");
         assert_eq!(
             t.partition(0)
@@ -181,16 +207,16 @@ async fn stable_offsets_reads_and_aborted_transactions_survive_clean_and_unclean
         offsets(&r, 0, Isolation::ReadCommitted),
         (vec![0, 1, 2, 5], 8)
     );
-    assert_eq!(aborted(&r, 0), vec![(B, 3)]);
+    assert_eq!(aborted(&r, 0), vec![(b, 3)]);
     let states = t.producer().producer_states(0).unwrap();
-    let c = states.iter().find(|s| s.producer_id == C).unwrap();
-    assert_eq!(c.current_txn_start_offset, Some(8));
+    let c_state = states.iter().find(|s| s.producer_id == c).unwrap();
+    assert_eq!(c_state.current_txn_start_offset, Some(8));
     // C aborts; then a copy of the live directory is a stop with no shutdown: the open
     // folds the log from the snapshot on.
-    assert_eq!(end_txn(&t, 0, C, 3, false).await.unwrap(), 9);
+    assert_eq!(end_txn(&t, 0, c, 3, false).await.unwrap(), 9);
     let p = t.producer();
     assert_eq!(
-        append_txn(&p, 0, &[(b"a", b"a3")], (A, 0, 2), 6)
+        append_txn(&p, 0, &[(b"a", b"a3")], (a, 0, 2), 6)
             .await
             .unwrap(),
         10
@@ -204,7 +230,7 @@ async fn stable_offsets_reads_and_aborted_transactions_survive_clean_and_unclean
     let r = t.partition(0).unwrap();
     let o = r.offsets().unwrap();
     assert_eq!((o.high_watermark, o.last_stable_offset), (11, 10));
-    assert_eq!(aborted(&r, 0), vec![(B, 3), (C, 8)]);
+    assert_eq!(aborted(&r, 0), vec![(b, 3), (c, 8)]);
     assert_eq!(
         offsets(&r, 0, Isolation::ReadCommitted),
         (vec![0, 1, 2, 5], 10)
@@ -214,21 +240,21 @@ async fn stable_offsets_reads_and_aborted_transactions_survive_clean_and_unclean
         .producer_states(0)
         .unwrap()
         .into_iter()
-        .find(|s| s.producer_id == A)
+        .find(|s| s.producer_id == a)
         .unwrap();
     assert_eq!(open_txn.current_txn_start_offset, Some(10));
-    assert_eq!(end_txn(&t, 0, A, 0, true).await.unwrap(), 11);
+    assert_eq!(end_txn(&t, 0, a, 0, true).await.unwrap(), 11);
     assert_eq!(
         offsets(&r, 0, Isolation::ReadCommitted),
         (vec![0, 1, 2, 5, 10], 12)
     );
     // A transactional batch goes only through its transaction's append.
     let plain_path =
-        kafko_test_support::transactions::batch(&[(b"x", b"y")], Some((A, 0, 3)), true, 7);
+        kafko_test_support::transactions::batch(&[(b"x", b"y")], Some((a, 0, 3)), true, 7);
     let refused = p_append(&t, plain_path).await;
     assert!(refused.contains("transaction"), "{refused}");
     // The coordinator's answer is asked under the producer's turn, and refuses.
-    let b = kafko_test_support::transactions::batch(&[(b"x", b"y")], Some((A, 0, 3)), true, 7);
+    let b = kafko_test_support::transactions::batch(&[(b"x", b"y")], Some((a, 0, 3)), true, 7);
     let no = t
         .producer()
         .append_transactional(0, b, Default::default(), || {
@@ -255,7 +281,7 @@ async fn delete_records_past_an_aborted_transaction_forgets_it() {
     let k = open(tmp.path()).await;
     k.create_topic("t").await.unwrap();
     let t = k.topic("t").unwrap();
-    write_two_transactions(&t).await;
+    write_two_transactions(&t, (A, B)).await;
     t.delete_records(0, Some(7)).await.unwrap();
     let r = t.partition(0).unwrap();
     // Its marker is still there: it stays.

@@ -273,6 +273,41 @@ struct Args {
     /// answers the retriable COORDINATOR_LOAD_IN_PROGRESS).
     #[arg(long, env = "KAFKO_MAX_PRODUCER_IDS", default_value_t = 100_000)]
     max_producer_ids: usize,
+    /// The longest transaction timeout a transactional producer may ask for (Kafka's
+    /// `transaction.max.timeout.ms`), ms.
+    #[arg(
+        long,
+        env = "KAFKO_TRANSACTION_MAX_TIMEOUT_MS",
+        default_value_t = 900_000
+    )]
+    transaction_max_timeout_ms: u64,
+    /// How long a transactional id with no transaction and no request is kept (Kafka's
+    /// `transactional.id.expiration.ms`), ms.
+    #[arg(
+        long,
+        env = "KAFKO_TRANSACTIONAL_ID_EXPIRATION_MS",
+        default_value_t = 604_800_000
+    )]
+    transactional_id_expiration_ms: u64,
+    /// How often open transactions are checked against their timeout, and
+    /// transactional ids for expiry (Kafka's
+    /// `transaction.abort.timed.out.transaction.cleanup.interval.ms`), ms.
+    #[arg(
+        long,
+        env = "KAFKO_TRANSACTION_ABORT_CHECK_INTERVAL_MS",
+        default_value_t = 10_000
+    )]
+    transaction_abort_check_interval_ms: u64,
+    /// Transactional ids kept at most; InitProducerId for a new one past it is refused.
+    #[arg(long, env = "KAFKO_MAX_TRANSACTIONAL_IDS", default_value_t = 10_000)]
+    max_transactional_ids: usize,
+    /// Partitions, groups and offsets one transaction may hold at most.
+    #[arg(
+        long,
+        env = "KAFKO_MAX_PARTITIONS_PER_TRANSACTION",
+        default_value_t = 10_000
+    )]
+    max_partitions_per_transaction: usize,
     /// The base URL clients reach this server at, for the absolute URLs of REST Proxy
     /// answers (`base_uri`, v3 `metadata.self`), e.g. `https://kafko.example.com`;
     /// unset, the request's `Host` (a plain `host[:port]`, else 400).
@@ -294,6 +329,17 @@ struct Args {
 }
 
 impl Args {
+    fn transaction_limits(&self) -> kafko_core::TransactionLimits {
+        let ms = |v: u64| Duration::from_millis(v.max(1));
+        kafko_core::TransactionLimits {
+            max_timeout: ms(self.transaction_max_timeout_ms),
+            id_expiration: ms(self.transactional_id_expiration_ms),
+            abort_check_interval: ms(self.transaction_abort_check_interval_ms),
+            max_transactional_ids: self.max_transactional_ids.max(1),
+            max_partitions_per_transaction: self.max_partitions_per_transaction.max(1),
+        }
+    }
+
     fn registry_limits(&self) -> kafko_registry::Limits {
         kafko_registry::Limits {
             max_schema_bytes: self.schema_registry_max_schema_bytes.max(1),
@@ -428,6 +474,7 @@ async fn run(args: Args) -> Result<(), StartError> {
         .max_groups(args.max_groups)
         .group_limits(args.groups.limits())
         .producer_id_expiration(Duration::from_millis(args.producer_id_expiration_ms.max(1)))
+        .transactions(args.transaction_limits())
         .open()
         .await
         .map_err(StartError::Open)?;

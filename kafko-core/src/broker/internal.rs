@@ -1,8 +1,9 @@
-//! `__consumer_offsets`, the internal topic under `<data>/internal/`: recovered (or
-//! created) at open beside the topics, never in the topic registry, so no front end
-//! lists, produces to, reconfigures or deletes it as an ordinary topic. Its records
-//! are appended by the group coordinator only (`group/offsets_mirror.rs`); readers get
-//! it through [`Kafko::offsets_topic`].
+//! The internal topics under `<data>/internal/`: recovered (or created) at open beside
+//! the topics, never in the topic registry, so no front end lists, produces to,
+//! reconfigures or deletes them as ordinary topics. `__consumer_offsets` is appended by
+//! the group coordinator only (`group/offsets_mirror.rs`), and readers get it through
+//! [`Kafko::offsets_topic`]; `__transaction_state` is the transaction coordinator's
+//! (`transaction/log.rs`).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -39,31 +40,45 @@ fn offsets_topic_config() -> TopicConfig {
     }
 }
 
+/// A recovered internal topic, not started yet.
+pub(crate) type RecoveredInternal = RecoveredTopic;
+
 /// Recovers `<data>/internal/__consumer_offsets`, creating it when missing.
 pub(crate) fn recover_offsets_topic(
     (storage, files): (&Arc<dyn Storage>, &Arc<FileCache>),
     data_dir: &Path,
     clean: bool,
 ) -> Result<RecoveredTopic> {
+    recover_internal_topic(
+        (storage, files),
+        data_dir,
+        clean,
+        OFFSETS_TOPIC,
+        offsets_topic_config(),
+    )
+}
+
+/// Recovers the internal topic `<data>/internal/<name>`, creating it with `config` when
+/// missing.
+pub(crate) fn recover_internal_topic(
+    (storage, files): (&Arc<dyn Storage>, &Arc<FileCache>),
+    data_dir: &Path,
+    clean: bool,
+    name: &str,
+    config: TopicConfig,
+) -> Result<RecoveredTopic> {
     let s = &**storage;
     let internal = data_dir.join("internal");
     create_dir_durably(s, &internal).map_err(|e| KafkoError::io("creating", &internal, e))?;
-    let dir = internal.join(OFFSETS_TOPIC);
+    let dir = internal.join(name);
     match read_topic_config(s, &dir)? {
-        Some((config, Some(id))) => {
-            recover_topic((storage, files), &dir, OFFSETS_TOPIC, config, id, clean)
-        }
+        Some((config, Some(id))) => recover_topic((storage, files), &dir, name, config, id, clean),
         Some((_, None)) => Err(KafkoError::corruption(
             dir.join(super::TOPIC_CONFIG),
             0,
             "the internal topic's config has no id",
         )),
-        None => make_topic_dir(
-            (storage, files),
-            &dir,
-            OFFSETS_TOPIC,
-            offsets_topic_config(),
-        ),
+        None => make_topic_dir((storage, files), &dir, name, config),
     }
 }
 

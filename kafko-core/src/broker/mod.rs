@@ -8,7 +8,7 @@
 //! - `shutdown`: the graceful stop and its `Drop` fallback.
 
 mod data;
-mod internal;
+pub(crate) mod internal;
 mod open;
 mod recover;
 mod shutdown;
@@ -72,12 +72,14 @@ pub(crate) struct Inner {
     /// descriptors, say), by topic name: removed again before the next creation and
     /// after each delete (under the admin lock), else by the next open.
     unfinished: Mutex<Vec<(String, PathBuf)>>,
-    background: Mutex<Vec<JoinHandle<()>>>,
-    stop: watch::Sender<bool>,
+    pub(crate) background: Mutex<Vec<JoinHandle<()>>>,
+    pub(crate) stop: watch::Sender<bool>,
     /// Whether this open found a clean-shutdown marker.
     recovered_clean: bool,
     /// Consumer groups (offsets, members); see `group`.
     pub(crate) groups: crate::group::Coordinator,
+    /// The transaction coordinator and its log; see `transaction`.
+    pub(crate) transactions: crate::transaction::Transactions,
     /// Compaction state (one pass at a time); see `compaction`.
     pub(crate) cleaner: crate::compaction::Cleaner,
     /// Woken whenever a topic is created or deleted (see [`Kafko::topics_changed`]).
@@ -101,7 +103,7 @@ impl Kafko {
         self.inner.recovered_clean
     }
 
-    fn check_open(&self) -> Result<()> {
+    pub(crate) fn check_open(&self) -> Result<()> {
         if self.inner.closing.load(Ordering::Acquire) {
             return Err(KafkoError::ShuttingDown);
         }

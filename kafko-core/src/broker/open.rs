@@ -31,6 +31,7 @@ pub struct KafkoOptions {
     limits: Limits,
     group_limits: crate::GroupLimits,
     producer_id_expiration: Duration,
+    transactions: crate::transaction::TransactionLimits,
 }
 
 /// Limits on what a log may hold; `None` is unlimited.
@@ -57,6 +58,7 @@ impl KafkoOptions {
             limits: Limits::default(),
             group_limits: crate::GroupLimits::default(),
             producer_id_expiration: DEFAULT_PRODUCER_ID_EXPIRATION,
+            transactions: crate::transaction::TransactionLimits::default(),
         }
     }
 
@@ -65,6 +67,14 @@ impl KafkoOptions {
     /// every retention check interval; an expired producer's retry is written as new.
     pub fn producer_id_expiration(mut self, expiration: Duration) -> Self {
         self.producer_id_expiration = expiration;
+        self
+    }
+
+    /// The transaction coordinator's limits: the longest transaction timeout, how long
+    /// an idle transactional id is kept, how often timeouts are checked, how many ids
+    /// and how many partitions per transaction (defaults: Kafka's where it has one).
+    pub fn transactions(mut self, limits: crate::transaction::TransactionLimits) -> Self {
+        self.transactions = limits;
         self
     }
 
@@ -177,6 +187,17 @@ impl Kafko {
             .collect();
         let topic_ids = topics.iter().map(|(n, t)| (t.id, n.clone())).collect();
         let offsets_topic = Arc::new(recovered.offsets_topic.start());
+        let transaction_topic = Arc::new(recovered.transaction_topic.start());
+        let loaded = {
+            let handle = crate::handle::TopicHandle::new(transaction_topic.clone());
+            let dir = transaction_topic.dir.clone();
+            blocking("loading the transaction log", move || {
+                crate::transaction::log::load(&handle, &dir)
+            })
+            .await?
+        };
+        let transactions =
+            crate::transaction::Transactions::new(transaction_topic, loaded, options.transactions);
         let mut groups = recovered.groups;
         groups.set_idle_timeout(options.idle_group_timeout);
         groups.set_offsets_retention(options.offsets_retention);
@@ -200,10 +221,17 @@ impl Kafko {
             stop,
             recovered_clean: recovered.clean,
             groups: groups.with_max_groups(options.limits.groups),
+            transactions,
             cleaner: crate::compaction::Cleaner::default(),
             topics_changed: Arc::new(crate::activity::Activity::new()),
         });
         let kafko = Kafko { inner };
+        if let Err(e) = crate::transaction::open_sweep(&kafko).await {
+            // Stops what started; the directory opens again once the disk takes writes.
+            let _ = kafko.shutdown().await;
+            return Err(e.into());
+        }
+        crate::transaction::spawn_timer(&kafko);
         kafko.spawn_maintenance(options.retention_check_interval);
         kafko.spawn_group_eviction(options.idle_group_timeout);
         let mirror = kafko.inner.groups.spawn_offsets_mirror(

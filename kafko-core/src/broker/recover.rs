@@ -37,6 +37,8 @@ pub(crate) struct Recovered {
     pub(crate) topics: Vec<RecoveredTopic>,
     /// `__consumer_offsets` (see `internal`).
     pub(crate) offsets_topic: RecoveredTopic,
+    /// `__transaction_state`, the transaction log.
+    pub(crate) transaction_topic: RecoveredTopic,
     pub(crate) groups: Coordinator,
 }
 
@@ -125,6 +127,7 @@ pub(crate) fn recover_directory(
         )?);
     }
     let offsets_topic = super::internal::recover_offsets_topic((storage, files), dir, clean)?;
+    let transaction_topic = crate::transaction::log::recover((storage, files), dir, clean)?;
     let groups = Coordinator::open(dir, storage.clone())?;
     // Only once nothing can refuse the open any more: a refused open leaves the marker
     // and the trash as they were.
@@ -152,6 +155,7 @@ pub(crate) fn recover_directory(
         clean,
         topics,
         offsets_topic,
+        transaction_topic,
         groups,
     })
 }

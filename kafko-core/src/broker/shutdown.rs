@@ -59,6 +59,7 @@ async fn shutdown_inner(inner: &Inner) -> Result<()> {
         .cloned()
         .collect();
     topics.push(inner.offsets_topic.clone());
+    topics.push(inner.transactions.log().clone());
     let mut first_error = None;
     for t in &topics {
         for p in &t.partitions {

@@ -129,6 +129,12 @@ impl GroupHandle {
 
     /// Runs `f` on the group after expiring silent members of both kinds; `create`
     /// makes the group if it is missing.
+    /// Creates the group unless it exists (a transaction that will commit its offsets
+    /// holds it).
+    pub(crate) fn ensure_exists(&self) -> Result<()> {
+        self.with_classic(true, |_, _| Ok(()))
+    }
+
     fn with_classic<T>(
         &self,
         create: bool,

@@ -363,7 +363,7 @@ impl Coordinator {
     /// A Kafka client's OffsetCommit of `offsets` of `topic` for `group`: the offsets
     /// and their non-empty metadata strings, durably, then published to the group's
     /// positions.
-    pub(super) async fn commit_kafka_offsets(
+    pub(crate) async fn commit_kafka_offsets(
         &self,
         group: &str,
         topic: &str,
