@@ -12,9 +12,10 @@ use kafko_test_support::transactions::{append_plain, append_txn, end_txn};
 
 const A: i64 = 7000;
 const B: i64 = 7001;
-const C: i64 = 7002;
 
-/// Plain 0, A's 1–2 committed at 6, B's 3–4 aborted at 7, plain 5, C's 8 still open.
+/// Plain 0, A's 1–2 committed at 6, B's 3–4 aborted at 7, plain 5, C's 8 still open:
+/// C is a transactional id the coordinator knows with t/0 in its open transaction (an
+/// open aborts a partition's open transaction no transactional id lists).
 async fn write_log(dir: &std::path::Path) {
     let k = Kafko::open(dir).await.unwrap();
     k.create_topic("t").await.unwrap();
@@ -30,8 +31,19 @@ async fn write_log(dir: &std::path::Path) {
     append_plain(&p, 0, &[(b"k", b"plain5")], 4).await;
     assert_eq!(end_txn(&t, 0, A, 0, true).await.unwrap(), 6);
     assert_eq!(end_txn(&t, 0, B, 0, false).await.unwrap(), 7);
+    let (c, epoch) = k
+        .init_transactional_producer("c", 60_000, None)
+        .await
+        .unwrap();
+    let t0 = kafko_core::TxnPartition {
+        topic: "t".into(),
+        partition: 0,
+    };
+    k.add_partitions_to_txn("c", c, epoch, &[t0], false)
+        .await
+        .unwrap();
     assert_eq!(
-        append_txn(&p, 0, &[(b"c", b"c1")], (C, 0, 0), 5)
+        append_txn(&p, 0, &[(b"c", b"c1")], (c, epoch, 0), 5)
             .await
             .unwrap(),
         8
