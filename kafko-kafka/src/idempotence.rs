@@ -22,8 +22,8 @@
 //! Producer ids are drawn from the clock at start (milliseconds since the epoch, shifted
 //! left), so a restarted server does not hand out an id of an earlier run.
 //!
-//! Transactional producers (a transactional id) are refused with
-//! TRANSACTIONAL_ID_AUTHORIZATION_FAILED: transactions are not served.
+//! A transactional producer (a transactional id) gets its id and epoch from the
+//! transaction coordinator (`transactions`); its batches are checked there, not here.
 //!
 //! DescribeProducers shows, per partition, the producers its state holds: id, epoch,
 //! last sequence and the last batch's newest timestamp.
@@ -298,19 +298,17 @@ impl Producers {
     }
 }
 
-/// Answers InitProducerId.
-pub(crate) fn init_producer_id(
+/// Answers InitProducerId: a transactional producer's with the transaction
+/// coordinator, an idempotent producer's here.
+pub(crate) async fn init_producer_id(
     broker: &ListenerState,
     request: InitProducerIdRequest,
-    _version: i16,
+    version: i16,
 ) -> InitProducerIdResponse {
-    let mut response = InitProducerIdResponse::default();
-    if request.transactional_id.is_some() {
-        response.error_code = errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
-        response.producer_id = ProducerId(-1);
-        response.producer_epoch = -1;
-        return response;
+    if let Some(id) = &request.transactional_id {
+        return crate::transactions::init_producer_id(broker, id.as_str(), &request, version).await;
     }
+    let mut response = InitProducerIdResponse::default();
     let existing =
         (request.producer_id.0 >= 0).then_some((request.producer_id.0, request.producer_epoch));
     let limits = Limits::of(&broker.service.config);
