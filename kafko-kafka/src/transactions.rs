@@ -10,7 +10,10 @@
 //! exist answers UNKNOWN_TOPIC_OR_PARTITION for them and OPERATION_NOT_ATTEMPTED for the
 //! rest; a Kafka internal topic is INVALID_TOPIC_EXCEPTION. The coordinator's bounds on
 //! transactional ids and on a transaction's partitions answer COORDINATOR_LOAD_IN_PROGRESS
-//! (retriable, as for idempotent ids) and POLICY_VIOLATION.
+//! (retriable, as for idempotent ids) and POLICY_VIOLATION; a coordinator shutting down
+//! answers COORDINATOR_NOT_AVAILABLE, on which clients look for it again. Group ids are
+//! Kafka's, mapped to kafko's group names as every group API does (INVALID_GROUP_ID for
+//! one that maps to none).
 //!
 //! Bounds: one request adds at most [`MAX_PARTITIONS_PER_REQUEST`] distinct partitions
 //! (over all its transactions) and commits at most as many offsets; a request past it
@@ -32,6 +35,7 @@ use kafka_protocol::messages::{
     TxnOffsetCommitResponse,
 };
 use kafko_core::CommitOffset;
+use kafko_core::naming::group_name_for_id;
 use kafko_core::transaction::{TxnError, TxnPartition};
 use kafko_service::failure::Failure;
 
@@ -52,9 +56,11 @@ pub(crate) fn code(e: TxnError, fenced: i16) -> i16 {
         TxnError::InvalidTxnState => errors::INVALID_TXN_STATE,
         TxnError::InvalidTimeout { .. } => errors::INVALID_TRANSACTION_TIMEOUT,
         TxnError::UnknownTopicOrPartition(_) => errors::UNKNOWN_TOPIC_OR_PARTITION,
-        TxnError::TooManyTransactions => errors::COORDINATOR_LOAD_IN_PROGRESS,
-        TxnError::TooManyPartitions => errors::POLICY_VIOLATION,
-        TxnError::CoordinatorNotAvailable => errors::COORDINATOR_NOT_AVAILABLE,
+        TxnError::InvalidGroupId => errors::INVALID_GROUP_ID,
+        TxnError::TooManyTransactions { .. } => errors::COORDINATOR_LOAD_IN_PROGRESS,
+        TxnError::TooManyPartitions { .. } => errors::POLICY_VIOLATION,
+        // Clients look for the coordinator again, and find the restarted server.
+        TxnError::ShuttingDown => errors::COORDINATOR_NOT_AVAILABLE,
         TxnError::Kafko(e) => errors::code(&Failure::from(e)),
     }
 }
@@ -258,6 +264,10 @@ pub(crate) async fn add_offsets_to_txn(
     version: i16,
 ) -> AddOffsetsToTxnResponse {
     let mut response = AddOffsetsToTxnResponse::default();
+    let Some(group) = group_name_for_id(request.group_id.as_str()) else {
+        response.error_code = errors::INVALID_GROUP_ID;
+        return response;
+    };
     let done = broker
         .service
         .kafko
@@ -265,7 +275,7 @@ pub(crate) async fn add_offsets_to_txn(
             request.transactional_id.as_str(),
             request.producer_id.0,
             request.producer_epoch,
-            request.group_id.as_str(),
+            &group,
         )
         .await;
     if let Err(e) = done {
@@ -291,10 +301,15 @@ pub(crate) async fn txn_offset_commit(
     }
     let kafko = &broker.service.kafko;
     let max_metadata = kafko.group_limits().offset_metadata_max_bytes;
+    let group = group_name_for_id(request.group_id.as_str());
     let mut response = TxnOffsetCommitResponse::default();
     for topic in request.topics {
         let mut codes = vec![errors::NONE; topic.partitions.len()];
         let handle = match kafko.find_topic(topic.name.as_str()) {
+            _ if group.is_none() => {
+                codes.fill(errors::INVALID_GROUP_ID);
+                None
+            }
             Ok(Some(h)) => Some(h),
             Ok(None) => {
                 codes.fill(errors::UNKNOWN_TOPIC_OR_PARTITION);
@@ -332,7 +347,7 @@ pub(crate) async fn txn_offset_commit(
                         request.transactional_id.as_str(),
                         request.producer_id.0,
                         request.producer_epoch,
-                        request.group_id.as_str(),
+                        group.as_deref().unwrap_or_default(),
                         topic.name.as_str(),
                         &offsets,
                     )

@@ -39,8 +39,16 @@ const INVALID_RECORD: i16 = 87;
 const PRODUCER_FENCED: i16 = 90;
 const TRANSACTIONAL_ID_NOT_FOUND: i16 = 105;
 
+/// A server with a Kafka listener that checks open transactions against their timeout
+/// every 100 ms.
 async fn start(dir: &std::path::Path) -> Server {
-    Server::start(dir, &["--kafka-bind", "127.0.0.1:0"]).await
+    let flags = [
+        "--kafka-bind",
+        "127.0.0.1:0",
+        "--transaction-abort-check-interval-ms",
+        "100",
+    ];
+    Server::start(dir, &flags).await
 }
 
 fn txn_id(id: &str) -> TransactionalId {
@@ -656,7 +664,7 @@ async fn a_transaction_left_open_past_its_timeout_is_aborted() {
     assert_eq!(produce(&mut k, Some("slow"), "slow", b).await, 0);
     // The coordinator aborts it: the partition's LSO reaches its high watermark (the
     // marker written). A bounded wait on that condition.
-    let deadline = Instant::now() + Duration::from_secs(90);
+    let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let (hw, lso, committed) = fetch(&mut k, "slow", 1).await;
         if hw == 2 && lso == 2 {
