@@ -112,6 +112,8 @@ class Confluent:
         check(seen == count, f"read {seen} of {count} from {src}")
         producer.p.send_offsets_to_transaction(c.position(c.assignment()),
                                                c.consumer_group_metadata(), 30)
+        # Written before the end: an abort purges what was not sent yet.
+        producer.p.flush(30)
         if commit:
             producer.p.commit_transaction(30)
         else:
@@ -234,6 +236,7 @@ class KafkaPython:
         tp = TopicPartition(src, 0)
         offsets = {tp: OffsetAndMetadata(c.position(tp), "", -1)}
         producer.p.send_offsets_to_transaction(offsets, group)
+        producer.p.flush(30)
         if commit:
             producer.p.commit_transaction()
         else:
@@ -391,7 +394,7 @@ def timeout_abort(cl, run):
 def main():
     client, bootstrap = sys.argv[1:3]
     cl = {"confluent": Confluent, "kafka-python": KafkaPython}[client](bootstrap)
-    run = f"txn-{client}"
+    run = f"txn-{client}-{uuid.uuid4().hex[:8]}"
     print(f"--- transactions: {client}", flush=True)
     commit_and_abort(cl, run)
     consume_transform_produce(cl, run)

@@ -13,7 +13,7 @@ import kafkajs from "kafkajs";
 const { Kafka, logLevel } = kafkajs;
 const [bootstrap] = process.argv.slice(2);
 const END = "end";
-const run = "txn-kafkajs";
+const run = `txn-kafkajs-${randomUUID().slice(0, 8)}`;
 
 const kafka = new Kafka({
   clientId: "kafko-transactions",
@@ -172,7 +172,10 @@ async function zombieFencing() {
   const zombie = await txnProducer(tid);
   const zt = await zombie.transaction();
   await zt.send({ topic, messages: [{ value: "zombie-1" }] });
+  // kafkajs initializes the transactional id when the first transaction begins: that
+  // fences the zombie.
   const fresh = await txnProducer(tid);
+  const ft = await fresh.transaction();
   let error;
   try {
     await zt.send({ topic, messages: [{ value: "zombie-2" }] });
@@ -183,7 +186,6 @@ async function zombieFencing() {
   check(error !== undefined, "the zombie committed");
   check(/fenced|epoch/i.test(`${error.type} ${error.message}`), `the zombie's error: ${error}`);
   await zombie.disconnect();
-  const ft = await fresh.transaction();
   await ft.send({ topic, messages: [{ value: "fresh" }] });
   await ft.commit();
   await fresh.disconnect();
