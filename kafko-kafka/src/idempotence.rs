@@ -329,8 +329,8 @@ pub(crate) async fn init_producer_id(
 
 /// Answers DescribeProducers: each partition asked (once) with the idempotent
 /// producers its state holds; UNKNOWN_TOPIC_OR_PARTITION for a partition that does not
-/// exist. Transactions are not served: no producer has a coordinator epoch or an open
-/// transaction.
+/// exist. A producer with a transaction open on the partition shows its first offset;
+/// the coordinator epoch is −1 (one node: markers carry 0 and nothing fences by it).
 pub(crate) fn describe_producers(
     broker: &ListenerState,
     request: DescribeProducersRequest,
@@ -378,7 +378,9 @@ pub(crate) fn describe_producers(
                         state.last_sequence = info.last_sequence;
                         state.last_timestamp = info.last_timestamp;
                         state.coordinator_epoch = -1;
-                        state.current_txn_start_offset = -1;
+                        state.current_txn_start_offset = info
+                            .current_txn_start_offset
+                            .map_or(-1, |o| i64::try_from(o).unwrap_or(i64::MAX));
                         row.active_producers.push(state);
                     }
                 }
