@@ -7,15 +7,16 @@
 
 use bytes::Bytes;
 use kafka_protocol::messages::{
-    AlterConfigsRequest, ApiKey, ApiVersionsRequest, ConsumerGroupDescribeRequest,
-    ConsumerGroupHeartbeatRequest, CreatePartitionsRequest, CreateTopicsRequest,
-    DeleteGroupsRequest, DeleteRecordsRequest, DeleteTopicsRequest, DescribeAclsRequest,
-    DescribeClusterRequest, DescribeConfigsRequest, DescribeGroupsRequest, DescribeLogDirsRequest,
-    DescribeProducersRequest, FetchRequest, FindCoordinatorRequest, HeartbeatRequest,
-    IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest,
-    ListGroupsRequest, ListOffsetsRequest, MetadataRequest, OffsetCommitRequest,
-    OffsetDeleteRequest, OffsetFetchRequest, ProduceRequest, SaslAuthenticateRequest,
-    SaslHandshakeRequest, SyncGroupRequest,
+    AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, AlterConfigsRequest, ApiKey,
+    ApiVersionsRequest, ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest,
+    CreatePartitionsRequest, CreateTopicsRequest, DeleteGroupsRequest, DeleteRecordsRequest,
+    DeleteTopicsRequest, DescribeAclsRequest, DescribeClusterRequest, DescribeConfigsRequest,
+    DescribeGroupsRequest, DescribeLogDirsRequest, DescribeProducersRequest,
+    DescribeTransactionsRequest, EndTxnRequest, FetchRequest, FindCoordinatorRequest,
+    HeartbeatRequest, IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest,
+    LeaveGroupRequest, ListGroupsRequest, ListOffsetsRequest, ListTransactionsRequest,
+    MetadataRequest, OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest, ProduceRequest,
+    SaslAuthenticateRequest, SaslHandshakeRequest, SyncGroupRequest, TxnOffsetCommitRequest,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
 
@@ -23,7 +24,7 @@ use crate::dispatch::{Header, Outcome, Session, api_versions, encode};
 use crate::layouts::{self, Field};
 use crate::{
     ListenerState, admin, cluster, configs, consumer_groups, errors, fetch, groups, idempotence,
-    legacy, log_admin, metadata, offsets, produce, sasl,
+    legacy, log_admin, metadata, offsets, produce, sasl, transactions, transactions_describe,
 };
 
 /// Who may call an API on a connection of a server that requires SASL.
@@ -248,7 +249,22 @@ apis! {
         cx.answer(&log_admin::delete_records(cx.broker, r).await)
     };
     InitProducerId 0..=5, INIT_PRODUCER_ID, Authenticated, InitProducerIdRequest => |cx, r| {
-        cx.answer(&idempotence::init_producer_id(cx.broker, r, cx.version()))
+        cx.answer(&idempotence::init_producer_id(cx.broker, r, cx.version()).await)
+    };
+    AddPartitionsToTxn 0..=5, ADD_PARTITIONS_TO_TXN, Authenticated,
+        AddPartitionsToTxnRequest => |cx, r| {
+        cx.answer(&transactions::add_partitions_to_txn(cx.broker, r, cx.version()).await?)
+    };
+    AddOffsetsToTxn 0..=4, ADD_OFFSETS_TO_TXN, Authenticated,
+        AddOffsetsToTxnRequest => |cx, r| {
+        cx.answer(&transactions::add_offsets_to_txn(cx.broker, r, cx.version()).await)
+    };
+    EndTxn 0..=4, END_TXN, Authenticated, EndTxnRequest => |cx, r| {
+        cx.answer(&transactions::end_txn(cx.broker, r, cx.version()).await)
+    };
+    TxnOffsetCommit 0..=4, TXN_OFFSET_COMMIT, Authenticated,
+        TxnOffsetCommitRequest => |cx, r| {
+        cx.answer(&transactions::txn_offset_commit(cx.broker, r).await?)
     };
     DescribeConfigs 1..=4, DESCRIBE_CONFIGS, Authenticated, DescribeConfigsRequest => |cx, r| {
         cx.answer(&configs::describe_configs(cx.broker, r))
@@ -276,6 +292,14 @@ apis! {
     DescribeProducers 0..=0, DESCRIBE_PRODUCERS, Authenticated,
         DescribeProducersRequest => |cx, r| {
         cx.answer(&idempotence::describe_producers(cx.broker, r))
+    };
+    DescribeTransactions 0..=0, DESCRIBE_TRANSACTIONS, Authenticated,
+        DescribeTransactionsRequest => |cx, r| {
+        cx.answer(&transactions_describe::describe_transactions(cx.broker, r)?)
+    };
+    ListTransactions 0..=1, LIST_TRANSACTIONS, Authenticated,
+        ListTransactionsRequest => |cx, r| {
+        cx.answer(&transactions_describe::list_transactions(cx.broker, &r, cx.version()))
     };
     DescribeCluster 0..=2, DESCRIBE_CLUSTER, Authenticated, DescribeClusterRequest => |cx, r| {
         cx.answer(&cluster::describe_cluster(cx.broker, &r))

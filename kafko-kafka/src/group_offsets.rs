@@ -169,7 +169,11 @@ async fn commit_topic(
 /// The partition and offset one row of a commit stores, or its error code: a logical
 /// offset (−2 earliest, −1 latest) is the partition's log start offset or high
 /// watermark now.
-fn commit_offset(handle: &TopicHandle, partition: i32, offset: i64) -> Result<(u32, u64), i16> {
+pub(crate) fn commit_offset(
+    handle: &TopicHandle,
+    partition: i32,
+    offset: i64,
+) -> Result<(u32, u64), i16> {
     let reader = u32::try_from(partition)
         .ok()
         .and_then(|p| handle.partition(p).ok())

@@ -561,6 +561,80 @@ mod tests {
         covers(&mut seen, ApiKey::InitProducerId, |_| {
             InitProducerIdRequest::default().with_transactional_id(None)
         });
+        covers(&mut seen, ApiKey::InitProducerId, |_| {
+            InitProducerIdRequest::default()
+                .with_transactional_id(Some(TransactionalId(s("tx"))))
+                .with_transaction_timeout_ms(60_000)
+        });
+        covers(&mut seen, ApiKey::AddPartitionsToTxn, |v| {
+            use add_partitions_to_txn_request::*;
+            let topics = vec![
+                AddPartitionsToTxnTopic::default()
+                    .with_name(t("t"))
+                    .with_partitions(vec![0, 1]),
+                AddPartitionsToTxnTopic::default()
+                    .with_name(t("u"))
+                    .with_partitions(vec![3]),
+            ];
+            if v >= 4 {
+                AddPartitionsToTxnRequest::default().with_transactions(vec![
+                    AddPartitionsToTxnTransaction::default()
+                        .with_transactional_id(TransactionalId(s("tx")))
+                        .with_producer_id(ProducerId(7))
+                        .with_verify_only(true)
+                        .with_topics(topics),
+                ])
+            } else {
+                AddPartitionsToTxnRequest::default()
+                    .with_v3_and_below_transactional_id(TransactionalId(s("tx")))
+                    .with_v3_and_below_producer_id(ProducerId(7))
+                    .with_v3_and_below_topics(topics)
+            }
+        });
+        covers(&mut seen, ApiKey::AddOffsetsToTxn, |_| {
+            AddOffsetsToTxnRequest::default()
+                .with_transactional_id(TransactionalId(s("tx")))
+                .with_group_id(GroupId(s("g")))
+        });
+        covers(&mut seen, ApiKey::TxnOffsetCommit, |v| {
+            use txn_offset_commit_request::*;
+            let r = TxnOffsetCommitRequest::default()
+                .with_transactional_id(TransactionalId(s("tx")))
+                .with_group_id(GroupId(s("g")))
+                .with_topics(vec![
+                    TxnOffsetCommitRequestTopic::default()
+                        .with_name(t("t"))
+                        .with_partitions(vec![
+                            TxnOffsetCommitRequestPartition::default()
+                                .with_partition_index(1)
+                                .with_committed_offset(9)
+                                .with_committed_metadata(Some(s("meta"))),
+                            TxnOffsetCommitRequestPartition::default()
+                                .with_committed_metadata(None),
+                        ]),
+                ]);
+            if v >= 3 {
+                r.with_member_id(s("m"))
+                    .with_group_instance_id(Some(s("i")))
+            } else {
+                r
+            }
+        });
+        covers(&mut seen, ApiKey::EndTxn, |_| {
+            EndTxnRequest::default()
+                .with_transactional_id(TransactionalId(s("tx")))
+                .with_committed(true)
+        });
+        covers(&mut seen, ApiKey::DescribeTransactions, |_| {
+            DescribeTransactionsRequest::default()
+                .with_transactional_ids(vec![TransactionalId(s("a")), TransactionalId(s("bb"))])
+        });
+        covers(&mut seen, ApiKey::ListTransactions, |v| {
+            ListTransactionsRequest::default()
+                .with_state_filters(vec![s("Ongoing")])
+                .with_producer_id_filters(vec![ProducerId(1), ProducerId(2)])
+                .with_duration_filter(if v >= 1 { 5 } else { -1 })
+        });
         covers(&mut seen, ApiKey::SaslHandshake, |_| {
             SaslHandshakeRequest::default().with_mechanism(s("PLAIN"))
         });

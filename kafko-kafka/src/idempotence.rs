@@ -19,17 +19,16 @@
 //! produced for 5 minutes (it can no longer be retrying); when every id may still retry,
 //! InitProducerId answers COORDINATOR_LOAD_IN_PROGRESS, which clients retry.
 //!
-//! Producer ids are drawn from the clock at start (milliseconds since the epoch, shifted
-//! left), so a restarted server does not hand out an id of an earlier run.
+//! Producer ids come from the log's one allocator (`Kafko::allocate_producer_id`), which
+//! transactional producers share and which never hands out an id of an earlier run.
 //!
-//! Transactional producers (a transactional id) are refused with
-//! TRANSACTIONAL_ID_AUTHORIZATION_FAILED: transactions are not served.
+//! A transactional producer (a transactional id) gets its id and epoch from the
+//! transaction coordinator (`transactions`); its batches are checked there, not here.
 //!
 //! DescribeProducers shows, per partition, the producers its state holds: id, epoch,
 //! last sequence and the last batch's newest timestamp.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -175,19 +174,12 @@ pub(crate) enum Admission {
 
 /// The producer ids this run issued.
 pub(crate) struct Producers {
-    next_id: AtomicI64,
     table: Mutex<Table>,
 }
 
 impl Producers {
     pub(crate) fn new() -> Self {
-        let now_ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(0));
         Producers {
-            // 2^12 ids per millisecond of uptime before they could meet the next
-            // start's; far from i64::MAX for millennia.
-            next_id: AtomicI64::new(now_ms << 12),
             table: Mutex::new(Table::default()),
         }
     }
@@ -247,14 +239,19 @@ impl Producers {
         );
     }
 
-    /// A new producer id at epoch 0, or for `existing` (an id this server handed out, at
+    /// A new producer id (from `fresh`) at epoch 0, or for `existing` (an id this server handed out, at
     /// its current epoch or one it bumped to itself) an epoch past every one it used.
     ///
     /// # Errors
     /// COORDINATOR_LOAD_IN_PROGRESS (retriable, as Kafka answers when it has no id to
     /// hand out) when `--max-producer-ids` ids are kept and each produced within
     /// [`RETRY_WINDOW`].
-    fn init(&self, limits: Limits, existing: Option<(i64, i16)>) -> Result<(i64, i16), i16> {
+    fn init(
+        &self,
+        limits: Limits,
+        existing: Option<(i64, i16)>,
+        fresh: impl FnOnce() -> i64,
+    ) -> Result<(i64, i16), i16> {
         let mut table = self.table();
         // Taken under the lock, so the orders' stamps follow time.
         let now = Instant::now();
@@ -275,7 +272,7 @@ impl Producers {
                 return Err(errors::COORDINATOR_LOAD_IN_PROGRESS);
             }
         }
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let id = fresh();
         let stamp = table.stamp();
         table.unused.insert(stamp, id);
         table.producers.insert(
@@ -298,23 +295,25 @@ impl Producers {
     }
 }
 
-/// Answers InitProducerId.
-pub(crate) fn init_producer_id(
+/// Answers InitProducerId: a transactional producer's with the transaction
+/// coordinator, an idempotent producer's here.
+pub(crate) async fn init_producer_id(
     broker: &ListenerState,
     request: InitProducerIdRequest,
-    _version: i16,
+    version: i16,
 ) -> InitProducerIdResponse {
-    let mut response = InitProducerIdResponse::default();
-    if request.transactional_id.is_some() {
-        response.error_code = errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
-        response.producer_id = ProducerId(-1);
-        response.producer_epoch = -1;
-        return response;
+    if let Some(id) = &request.transactional_id {
+        return crate::transactions::init_producer_id(broker, id.as_str(), &request, version).await;
     }
+    let mut response = InitProducerIdResponse::default();
     let existing =
         (request.producer_id.0 >= 0).then_some((request.producer_id.0, request.producer_epoch));
     let limits = Limits::of(&broker.service.config);
-    match broker.producers.init(limits, existing) {
+    let kafko = &broker.service.kafko;
+    match broker
+        .producers
+        .init(limits, existing, || kafko.allocate_producer_id())
+    {
         Ok((id, epoch)) => {
             response.producer_id = ProducerId(id);
             response.producer_epoch = epoch;
@@ -330,8 +329,8 @@ pub(crate) fn init_producer_id(
 
 /// Answers DescribeProducers: each partition asked (once) with the idempotent
 /// producers its state holds; UNKNOWN_TOPIC_OR_PARTITION for a partition that does not
-/// exist. Transactions are not served: no producer has a coordinator epoch or an open
-/// transaction.
+/// exist. A producer with a transaction open on the partition shows its first offset;
+/// the coordinator epoch is −1 (one node: markers carry 0 and nothing fences by it).
 pub(crate) fn describe_producers(
     broker: &ListenerState,
     request: DescribeProducersRequest,
@@ -379,7 +378,9 @@ pub(crate) fn describe_producers(
                         state.last_sequence = info.last_sequence;
                         state.last_timestamp = info.last_timestamp;
                         state.coordinator_epoch = -1;
-                        state.current_txn_start_offset = -1;
+                        state.current_txn_start_offset = info
+                            .current_txn_start_offset
+                            .map_or(-1, |o| i64::try_from(o).unwrap_or(i64::MAX));
                         row.active_producers.push(state);
                     }
                 }
@@ -395,6 +396,13 @@ pub(crate) fn describe_producers(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicI64, Ordering};
+
+    /// Ids as the log's allocator hands them out: new each time.
+    fn fresh() -> i64 {
+        static NEXT: AtomicI64 = AtomicI64::new(1_000);
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    }
 
     fn limits(max_ids: usize) -> Limits {
         Limits {
@@ -409,13 +417,13 @@ mod tests {
         let l = limits(10);
         assert_eq!(p.admit(l, 42, 0), Ok(Admission::NotIssued));
         assert_eq!(p.len(), 0, "a made-up id is not remembered");
-        let (id, epoch) = p.init(l, None).unwrap();
+        let (id, epoch) = p.init(l, None, fresh).unwrap();
         assert_eq!(p.admit(l, id, epoch), Ok(Admission::Issued));
         // A producer's own bump: the partition's state decides.
         assert_eq!(p.admit(l, id, epoch + 1), Ok(Admission::Issued));
         // InitProducerId goes past it, from the issued epoch or the bumped one.
-        assert_eq!(p.init(l, Some((id, epoch))), Ok((id, 2)));
-        assert_eq!(p.init(l, Some((id, 2))), Ok((id, 3)));
+        assert_eq!(p.init(l, Some((id, epoch)), fresh), Ok((id, 2)));
+        assert_eq!(p.init(l, Some((id, 2)), fresh), Ok((id, 3)));
         assert_eq!(
             p.admit(l, id, 0),
             Err(errors::INVALID_PRODUCER_EPOCH),
@@ -430,18 +438,18 @@ mod tests {
         p.adopt(l, 42, 3);
         assert_eq!(p.admit(l, 42, 3), Ok(Admission::Issued));
         assert_eq!(p.admit(l, 42, 2), Err(errors::INVALID_PRODUCER_EPOCH));
-        assert_eq!(p.init(l, Some((42, 3))), Ok((42, 4)));
+        assert_eq!(p.init(l, Some((42, 3)), fresh), Ok((42, 4)));
     }
 
     #[test]
     fn a_flood_of_new_ids_evicts_unused_ones_first() {
         let p = Producers::new();
         let l = limits(100);
-        let (writer, epoch) = p.init(l, None).unwrap();
+        let (writer, epoch) = p.init(l, None, fresh).unwrap();
         p.admit(l, writer, epoch).unwrap();
-        let (first_unused, _) = p.init(l, None).unwrap();
+        let (first_unused, _) = p.init(l, None, fresh).unwrap();
         for _ in 0..1000 {
-            p.init(l, None).unwrap();
+            p.init(l, None, fresh).unwrap();
         }
         assert_eq!(p.len(), 100);
         assert_eq!(p.admit(l, first_unused, 0), Ok(Admission::NotIssued));
@@ -454,11 +462,14 @@ mod tests {
         let l = limits(3);
         let mut writers = Vec::new();
         for _ in 0..3 {
-            let (id, epoch) = p.init(l, None).unwrap();
+            let (id, epoch) = p.init(l, None, fresh).unwrap();
             p.admit(l, id, epoch).unwrap();
             writers.push(id);
         }
-        assert_eq!(p.init(l, None), Err(errors::COORDINATOR_LOAD_IN_PROGRESS));
+        assert_eq!(
+            p.init(l, None, fresh),
+            Err(errors::COORDINATOR_LOAD_IN_PROGRESS)
+        );
         for id in writers {
             assert_eq!(p.admit(l, id, 0), Ok(Admission::Issued));
         }
@@ -471,8 +482,8 @@ mod tests {
             expiration: Duration::from_millis(200),
             max_ids: 10,
         };
-        let (idle, _) = p.init(l, None).unwrap();
-        let (busy, _) = p.init(l, None).unwrap();
+        let (idle, _) = p.init(l, None, fresh).unwrap();
+        let (busy, _) = p.init(l, None, fresh).unwrap();
         for _ in 0..3 {
             std::thread::sleep(Duration::from_millis(100));
             assert_eq!(p.admit(l, busy, 0), Ok(Admission::Issued));

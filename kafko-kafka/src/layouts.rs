@@ -281,3 +281,35 @@ pub(super) const INIT_PRODUCER_ID: &[Field] =
     &[all(Ty::Str), all(I32), since(3, I64), since(3, I16)];
 pub(super) const SASL_HANDSHAKE: &[Field] = &[all(Ty::Str)];
 pub(super) const SASL_AUTHENTICATE: &[Field] = &[all(Ty::Bytes)];
+
+const TXN_TOPIC: &[Field] = &[all(Ty::Str), all(Ty::Fixeds(4))];
+const TXN_TRANSACTION: &[Field] = &[
+    all(Ty::Str),
+    all(I64),
+    all(I16),
+    all(BOOL),
+    all(Ty::Array(TXN_TOPIC)),
+];
+pub(super) const ADD_PARTITIONS_TO_TXN: &[Field] = &[
+    since(4, Ty::Array(TXN_TRANSACTION)),
+    until(3, Ty::Str),
+    until(3, I64),
+    until(3, I16),
+    until(3, Ty::Array(TXN_TOPIC)),
+];
+pub(super) const ADD_OFFSETS_TO_TXN: &[Field] = &[all(Ty::Str), all(I64), all(I16), all(Ty::Str)];
+const TXN_COMMIT_PARTITION: &[Field] = &[all(I32), all(I64), since(2, I32), all(Ty::Str)];
+const TXN_COMMIT_TOPIC: &[Field] = &[all(Ty::Str), all(Ty::Array(TXN_COMMIT_PARTITION))];
+pub(super) const TXN_OFFSET_COMMIT: &[Field] = &[
+    all(Ty::Str),
+    all(Ty::Str),
+    all(I64),
+    all(I16),
+    since(3, I32),
+    since(3, Ty::Str),
+    since(3, Ty::Str),
+    all(Ty::Array(TXN_COMMIT_TOPIC)),
+];
+pub(super) const END_TXN: &[Field] = &[all(Ty::Str), all(I64), all(I16), all(BOOL)];
+pub(super) const DESCRIBE_TRANSACTIONS: &[Field] = &[all(Ty::Strs)];
+pub(super) const LIST_TRANSACTIONS: &[Field] = &[all(Ty::Strs), all(Ty::Fixeds(8)), since(1, I64)];

@@ -23,7 +23,9 @@
 //!   the broker's configs in `broker_configs`), `cluster` (DescribeCluster,
 //!   DescribeAcls, DeleteGroups, OffsetDelete), `log_admin` (DeleteRecords,
 //!   DescribeLogDirs), `idempotence` (InitProducerId, sequence numbers,
-//!   DescribeProducers), `groups` (the group
+//!   DescribeProducers), `transactions` (InitProducerId with a transactional id,
+//!   AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, EndTxn; DescribeTransactions
+//!   and ListTransactions in `transactions_describe`), `groups` (the group
 //!   APIs; commits and offset fetches in `group_offsets`, the consumer protocol's
 //!   assignments read defensively in `consumer_protocol`), `sasl`.
 //! - `guard`: bounds on a request body's arrays before the codec decodes it, walking
@@ -69,6 +71,8 @@ mod records;
 mod refusals;
 mod request_limit;
 mod sasl;
+mod transactions;
+mod transactions_describe;
 
 pub use apis::{ServedApi, served_apis};
 pub use fuzz_entry::{RequestTarget, decode_request};

@@ -15,6 +15,13 @@
 //! does); 1 and -1 (all: this node is every replica) are
 //! answered once the batch is appended as the topic's fsync policy acknowledges writes —
 //! in the page cache (`never`, `interval_ms`), or fsynced (`always`).
+//!
+//! A transactional producer's request (a transactional id) carries transactional
+//! batches only (a plain one is INVALID_RECORD); each is appended under its producer's
+//! turn after the transaction coordinator confirms the partition is in the producer's
+//! ongoing transaction at its epoch (INVALID_TXN_STATE when not, INVALID_PRODUCER_EPOCH
+//! when fenced). A transactional batch without a transactional id is
+//! TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka answers.
 
 use std::sync::{Mutex, PoisonError};
 
@@ -80,19 +87,15 @@ pub(crate) async fn handle(
     version: i16,
 ) -> Produced {
     let acks = request.acks;
-    let refuse_all = if request.transactional_id.is_some() {
-        Some((
-            errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-            "transactions are not supported",
-        ))
-    } else if !matches!(acks, -1..=1) {
+    let transactional = request.transactional_id.is_some();
+    let refuse_all = if !matches!(acks, -1..=1) {
         Some((errors::INVALID_REQUIRED_ACKS, "acks must be -1, 0 or 1"))
     } else {
         None
     };
     let budget = Mutex::new(budget(&broker.service.config));
     let topics: Vec<TopicAnswer> = stream::iter(request.topic_data)
-        .map(|topic| produce_topic(broker, topic, refuse_all, &budget))
+        .map(|topic| produce_topic(broker, topic, transactional, refuse_all, &budget))
         .buffered(TOPICS_AT_ONCE)
         .collect()
         .await;
@@ -146,6 +149,7 @@ type TopicAnswer = (kafka_protocol::messages::TopicName, Vec<(i32, Answer)>);
 async fn produce_topic(
     broker: &ListenerState,
     topic: TopicProduceData,
+    transactional: bool,
     refuse_all: Option<(i16, &'static str)>,
     budget: &Mutex<BatchBudget>,
 ) -> TopicAnswer {
@@ -178,7 +182,7 @@ async fn produce_topic(
             }
         };
     let answers = stream::iter(topic.partition_data)
-        .map(|data| produce_partition(broker, &producer, data, budget))
+        .map(|data| produce_partition(broker, &producer, data, transactional, budget))
         .buffered(PARTITIONS_AT_ONCE)
         .collect()
         .await;
@@ -189,6 +193,7 @@ async fn produce_partition(
     broker: &ListenerState,
     producer: &Producer,
     data: PartitionProduceData,
+    transactional: bool,
     budget: &Mutex<BatchBudget>,
 ) -> (i32, Answer) {
     let index = data.index;
@@ -205,6 +210,12 @@ async fn produce_partition(
         Ok(batch) => batch,
         Err((code, message)) => return (index, Answer::error(code, message)),
     };
+    if transactional || batch.is_transactional() {
+        return (
+            index,
+            append_transactional(broker, producer, partition, batch, transactional).await,
+        );
+    }
     let answer = if batch.is_idempotent() {
         let limits = Limits::of(&broker.service.config);
         let (id, epoch) = (batch.producer_id(), batch.producer_epoch());
@@ -263,12 +274,6 @@ fn decode(
         ProducedBatch::check(data, &mut left)
     }
     .map_err(|e| (batch_code(&e), e.to_string()))?;
-    if batch.is_transactional() {
-        return Err((
-            errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-            "transactions are not supported".into(),
-        ));
-    }
     if batch.is_control() {
         return Err((
             errors::INVALID_RECORD,
@@ -276,6 +281,74 @@ fn decode(
         ));
     }
     Ok(batch)
+}
+
+/// Appends a transactional producer's batch (`transactional`: the request named a
+/// transactional id) once the coordinator confirms its partition is in the producer's
+/// ongoing transaction, checked under the producer's turn so that no marker lands
+/// between the check and the append.
+async fn append_transactional(
+    broker: &ListenerState,
+    producer: &Producer,
+    partition: u32,
+    batch: ProducedBatch,
+    transactional: bool,
+) -> Answer {
+    if !batch.is_transactional() {
+        return Answer::error(
+            errors::INVALID_RECORD,
+            "a transactional producer's batches must be transactional",
+        );
+    }
+    if !transactional {
+        return Answer::error(
+            errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+            "a transactional batch needs the request's transactional id",
+        );
+    }
+    if !batch.is_idempotent() {
+        return Answer::error(
+            errors::INVALID_RECORD,
+            "a transactional batch needs a producer id",
+        );
+    }
+    let (records, bytes) = (batch.record_count(), batch.len());
+    let (id, epoch) = (batch.producer_id(), batch.producer_epoch());
+    let kafko = &broker.service.kafko;
+    let topic = producer.topic();
+    let options = SendOptions {
+        sync: false,
+        no_wait: true,
+    };
+    let verify = || kafko.verify_transaction(id, epoch, topic, partition);
+    match producer
+        .append_transactional(partition, batch, options, verify)
+        .await
+    {
+        Ok(appended) => appended_answer(broker, producer, &appended, records, bytes),
+        Err(e) => Answer::failure(&Failure::from(e)),
+    }
+}
+
+/// The answer of an appended batch, counted in the metrics unless it was a duplicate.
+fn appended_answer(
+    broker: &ListenerState,
+    producer: &Producer,
+    appended: &AppendedBatch,
+    records: u32,
+    bytes: usize,
+) -> Answer {
+    let AppendedBatch { append, duplicate } = appended;
+    if !duplicate {
+        let metrics = &broker.service.metrics;
+        metrics.produced(producer.topic(), records as usize, bytes);
+    }
+    Answer {
+        code: errors::NONE,
+        base_offset: i64::try_from(append.base_offset).unwrap_or(i64::MAX),
+        log_start: i64::try_from(append.log_start).unwrap_or(i64::MAX),
+        message: None,
+    }
 }
 
 /// Appends one partition's batch as sent, under the topic's rules and, for an
@@ -298,18 +371,7 @@ async fn append(
         .append_batch_with(partition, batch, options, unknown)
         .await
     {
-        Ok(AppendedBatch { append, duplicate }) => {
-            if !duplicate {
-                let metrics = &broker.service.metrics;
-                metrics.produced(producer.topic(), records as usize, bytes);
-            }
-            Answer {
-                code: errors::NONE,
-                base_offset: i64::try_from(append.base_offset).unwrap_or(i64::MAX),
-                log_start: i64::try_from(append.log_start).unwrap_or(i64::MAX),
-                message: None,
-            }
-        }
+        Ok(appended) => appended_answer(broker, producer, &appended, records, bytes),
         Err(e) => Answer::failure(&Failure::from(e)),
     }
 }

@@ -341,18 +341,6 @@ async fn a_replayed_idempotent_batch_keeps_its_offsets_and_is_written_once() {
     assert_eq!(produce_batch(&mut k, "idem", 0, gap).await.0, 45);
     let next = batch(&[rec("f", "6", 6)], 0, Some((pid, epoch, 5)));
     assert_eq!(produce_batch(&mut k, "idem", 0, next).await, (0, 5));
-    // A transactional producer gets a clear refusal, not a hang.
-    let txn = k
-        .call(
-            &InitProducerIdRequest::default()
-                .with_transactional_id(Some(kafka_protocol::messages::TransactionalId(
-                    StrBytes::from_static_str("tx"),
-                )))
-                .with_transaction_timeout_ms(60_000),
-            4,
-        )
-        .await;
-    assert_eq!(txn.error_code, 53);
 }
 
 /// Kafka's Java producer, with batches in flight when one fails, bumps its epoch itself
@@ -1206,6 +1194,122 @@ async fn every_advertised_version_of_every_api_is_answered() {
             r.error_code == 0 && r.producer_id.0 >= 0,
             "InitProducerId v{v}"
         );
+    }
+    // The transaction APIs, for a transactional id the coordinator never saw: Kafka's
+    // INVALID_PRODUCER_ID_MAPPING, or TRANSACTIONAL_ID_NOT_FOUND when described.
+    {
+        use kafka_protocol::messages::add_partitions_to_txn_request::{
+            AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction,
+        };
+        use kafka_protocol::messages::txn_offset_commit_request::{
+            TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
+        };
+        use kafka_protocol::messages::{
+            AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, DescribeTransactionsRequest,
+            EndTxnRequest, GroupId, ListTransactionsRequest, ProducerId, TransactionalId,
+            TxnOffsetCommitRequest,
+        };
+        let unseen = || TransactionalId(StrBytes::from_static_str("never-seen"));
+        let topics = || {
+            vec![
+                AddPartitionsToTxnTopic::default()
+                    .with_name(name("v2"))
+                    .with_partitions(vec![0]),
+            ]
+        };
+        for (v, r) in every_version(&mut k, &mut seen, |v| {
+            if v >= 4 {
+                AddPartitionsToTxnRequest::default().with_transactions(vec![
+                    AddPartitionsToTxnTransaction::default()
+                        .with_transactional_id(unseen())
+                        .with_producer_id(ProducerId(5))
+                        .with_topics(topics()),
+                ])
+            } else {
+                AddPartitionsToTxnRequest::default()
+                    .with_v3_and_below_transactional_id(unseen())
+                    .with_v3_and_below_producer_id(ProducerId(5))
+                    .with_v3_and_below_topics(topics())
+            }
+        })
+        .await
+        {
+            let topics = if v >= 4 {
+                &r.results_by_transaction[0].topic_results
+            } else {
+                &r.results_by_topic_v3_and_below
+            };
+            let code = topics[0].results_by_partition[0].partition_error_code;
+            assert_eq!(code, 49, "AddPartitionsToTxn v{v}");
+        }
+        for (v, r) in every_version(&mut k, &mut seen, |_| {
+            AddOffsetsToTxnRequest::default()
+                .with_transactional_id(unseen())
+                .with_producer_id(ProducerId(5))
+                .with_group_id(GroupId(StrBytes::from_static_str("g")))
+        })
+        .await
+        {
+            assert_eq!(r.error_code, 49, "AddOffsetsToTxn v{v}");
+        }
+        for (v, r) in every_version(&mut k, &mut seen, |_| {
+            EndTxnRequest::default()
+                .with_transactional_id(unseen())
+                .with_producer_id(ProducerId(5))
+                .with_committed(true)
+        })
+        .await
+        {
+            assert_eq!(r.error_code, 49, "EndTxn v{v}");
+        }
+        for (v, r) in every_version(&mut k, &mut seen, |_| {
+            TxnOffsetCommitRequest::default()
+                .with_transactional_id(unseen())
+                .with_group_id(GroupId(StrBytes::from_static_str("g")))
+                .with_producer_id(ProducerId(5))
+                .with_topics(vec![
+                    TxnOffsetCommitRequestTopic::default()
+                        .with_name(name("v2"))
+                        .with_partitions(vec![
+                            TxnOffsetCommitRequestPartition::default()
+                                .with_partition_index(0)
+                                .with_committed_offset(1),
+                        ]),
+                ])
+        })
+        .await
+        {
+            let code = r.topics[0].partitions[0].error_code;
+            assert!(matches!(code, 48 | 49), "TxnOffsetCommit v{v}: {code}");
+        }
+        for (v, r) in every_version(&mut k, &mut seen, |_| {
+            DescribeTransactionsRequest::default().with_transactional_ids(vec![unseen()])
+        })
+        .await
+        {
+            let state = &r.transaction_states[0];
+            assert_eq!(
+                (state.error_code, state.transactional_id.as_str()),
+                (105, "never-seen"),
+                "DescribeTransactions v{v}"
+            );
+        }
+        for (v, r) in every_version(&mut k, &mut seen, |_| {
+            ListTransactionsRequest::default()
+                .with_state_filters(vec![StrBytes::from_static_str("NoSuchState")])
+        })
+        .await
+        {
+            assert_eq!(
+                (
+                    r.error_code,
+                    r.transaction_states.len(),
+                    r.unknown_state_filters.len()
+                ),
+                (0, 0, 1),
+                "ListTransactions v{v}"
+            );
+        }
     }
     for (v, r) in every_version(&mut k, &mut seen, |v| {
         if v >= 4 {

@@ -9,8 +9,8 @@
 # DescribeProducers, resetOffsets and the group's delete where the client has them),
 # delete the topic. The Python clients run scripts/clients/kafka_flow.py; kafkajs runs
 # scripts/clients/kafka/flow.mjs and compares records through /v1 (it consumes only in a
-# group); kcat runs below, its topic made through /v1 (it has no admin API). Then: a
-# transactional producer is refused at once; compressed topics written by one client
+# group); kcat runs below, its topic made through /v1 (it has no admin API). Then:
+# compressed topics written by one client
 # (zstd and lz4 by confluent, gzip by kafka-python, lz4 by kafkajs) are stored as sent and
 # read by every other client, whole and from inside a batch
 # (scripts/clients/cross_codecs.py, and scripts/clients/kafka/cross.mjs for kafkajs); two
@@ -20,7 +20,8 @@
 # SIGKILL of the server (scripts/clients/group_restart.py); idempotent producers of
 # confluent-kafka, kafka-python and kafkajs lose nothing and write nothing twice across
 # 50 SIGKILLs (scripts/clients/idempotent_kills.py); confluent-kafka over
-# SASL/PLAIN against a second server run with --auth-token. (README.md's sessions: 15-readme-defaults.sh.)
+# SASL/PLAIN against a second server run with --auth-token. (Transactions:
+# 62-kafka-transactions.sh; README.md's sessions: 15-readme-defaults.sh.)
 # Pinned clients, installed here on first use: PyPI into .venv-test/ (confluent-kafka,
 # kafka-python, aiokafka), npm into scripts/clients/kafka/node_modules from its lock
 # file (kafkajs), Debian's kcat.
@@ -54,7 +55,6 @@ for client in confluent kafka-python aiokafka; do
     timeout 300 "$VENV/bin/python" scripts/clients/kafka_flow.py "$client" "$KAFKA" "$URL"
 done
 (cd "$JS" && timeout 300 node flow.mjs "$KAFKA" "$URL")
-timeout 60 "$VENV/bin/python" scripts/clients/kafka_flow.py transactions "$KAFKA"
 echo "--- confluent-kafka with group.protocol=consumer (KIP-848)"
 timeout 180 "$VENV/bin/python" scripts/clients/consumer_protocol.py "$KAFKA"
 echo "--- compressed batches across clients"

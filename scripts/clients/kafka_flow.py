@@ -2,7 +2,6 @@
 
 Usage: kafka_flow.py CLIENT KAFKA_ADDR HTTP_URL   (CLIENT: confluent, kafka-python, aiokafka)
        kafka_flow.py sasl KAFKA_ADDR TOKEN          (a server run with --auth-token TOKEN)
-       kafka_flow.py transactions KAFKA_ADDR
 
 The flow: create a 3-partition topic; produce 1,000 keyed records with headers (a repeated
 header name among them) and CreateTime timestamps, compressed (confluent: snappy; the
@@ -647,28 +646,7 @@ def sasl(bootstrap, token):
     print("  ok  a wrong password: authentication failure", flush=True)
 
 
-def transactions(bootstrap):
-    """A transactional producer is refused at once, with a fatal, clear error (no hang)."""
-    from confluent_kafka import KafkaException, Producer
-
-    print("--- confluent transactional producer", flush=True)
-    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": "flow-tx", "log_level": 0})
-    t0 = time.time()
-    try:
-        p.init_transactions(30)
-    except KafkaException as e:
-        err = e.args[0]
-        check(err.fatal() and "Transactional Id authorization failed" in err.str(), f"error: {err}")
-    else:
-        raise AssertionError("init_transactions succeeded")
-    check(time.time() - t0 < 10, "refused at once")
-    print("  ok  init_transactions fails fatally: Transactional Id authorization failed", flush=True)
-
-
 if __name__ == "__main__":
-    if sys.argv[1] == "transactions":
-        transactions(sys.argv[2])
-        sys.exit(0)
     if sys.argv[1] == "sasl":
         sasl(*sys.argv[2:4])
         sys.exit(0)
