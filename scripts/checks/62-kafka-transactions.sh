@@ -6,6 +6,9 @@
 # a zombie producer fenced by a newer one with the same transactional id; a transaction
 # left open past its timeout aborted by the server. read_committed and read_uncommitted
 # consumers are counted record by record against the exact sets expected.
+# Then confluent-kafka and kafka-python transactional producers across 50 SIGKILLs of a
+# server of their own (scripts/clients/transactional_kills.py): committed transactions
+# whole, aborted and open ones never visible to read_committed, none visible in part.
 # confluent-kafka and kafka-python run scripts/clients/transactions.py, kafkajs runs
 # scripts/clients/kafka/transactions.mjs. Pinned clients, installed here on first use
 # (the pins of 60-kafka-clients.sh): PyPI into .venv-test/, npm into
@@ -38,5 +41,9 @@ for client in confluent kafka-python; do
     timeout 300 "$VENV/bin/python" scripts/clients/transactions.py "$client" "$KAFKA"
 done
 (cd "$JS" && timeout 300 node transactions.mjs "$KAFKA")
+
+echo "--- transactional producers across SIGKILLs"
+(cd scripts/clients && timeout 900 "../../$VENV/bin/python" transactional_kills.py \
+    ../../target/debug/kafko "$WORK" 50)
 
 fail_on_panic

@@ -102,7 +102,7 @@ def main():
     server = Server(binary, work, "txn-kills", ["--transaction-abort-check-interval-ms", "200"])
     server.start()
     bootstrap = server.bootstrap
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 2})
     for client in CLIENTS:
         for topic in topics_of(client):
             admin.create_topics([NewTopic(topic, num_partitions=partitions(topic))])[topic].result(30)
