@@ -504,6 +504,9 @@ impl Kafko {
         let Some(prepared) = meta.ending(commit, now_ms())? else {
             return Ok(());
         };
+        if commit {
+            self.sync_partitions(&prepared).await?;
+        }
         txns.store(transactional_id, &entry, prepared).await?;
         complete::finish(self, txns, transactional_id, &entry)
             .await
@@ -511,6 +514,21 @@ impl Kafko {
                 tracing::warn!(transactional_id, error = %e, "a transaction's end could not be completed yet; retrying");
                 TxnError::ConcurrentTransactions
             })
+    }
+
+    /// Fsyncs every partition of a transaction about to commit: once the decision is
+    /// durable, so are its records, whatever the topics' fsync policies, and a power cut
+    /// can never leave a committed transaction with records missing in one partition.
+    async fn sync_partitions(&self, meta: &TxnMeta) -> crate::error::Result<()> {
+        for (topic, partition) in &meta.partitions {
+            let Some(t) = self.lookup(topic) else {
+                continue;
+            };
+            if let Ok(handle) = t.partition(*partition) {
+                handle.sync().await?;
+            }
+        }
+        Ok(())
     }
 
     /// Whether producer `producer_id` at `epoch` may write a transactional batch to
