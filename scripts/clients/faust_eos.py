@@ -19,12 +19,10 @@ RECORDS/3 once each; a read_uncommitted one also sees what the killed transactio
 import asyncio
 import json
 import os
-import signal
-import subprocess
 import sys
-import time
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
+from eos_check import check_once_each, kill_and_restart, read_counts
 
 
 def worker(bootstrap, work):
@@ -54,43 +52,7 @@ CHANGELOG = "faust-eos-faust-counts-by-key-changelog"
 
 
 def counts(bootstrap, isolation, topic=CHANGELOG):
-    """Every (key, count) of `topic` a reader with `isolation` sees, in order."""
-    reader = Consumer({"bootstrap.servers": bootstrap, "group.id": f"faust-check-{time.monotonic()}",
-                       "isolation.level": isolation, "enable.auto.commit": False})
-    try:
-        meta = reader.list_topics(topic, timeout=10).topics.get(topic)
-        if meta is None or meta.error is not None:
-            return []
-        parts = sorted(meta.partitions)
-        ends = [reader.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in parts]
-        reader.assign([TopicPartition(topic, p, 0) for p in parts])
-        out, positions = [], dict.fromkeys(parts, 0)
-        deadline = time.monotonic() + 30
-        while any(positions[p] < e for p, e in zip(parts, ends)) and time.monotonic() < deadline:
-            for m in reader.consume(1000, 0.3):
-                if m.error() is None:
-                    # The table's values are counts; the sent ones JSON in a JSON string
-                    # (faust's json codec wraps the str).
-                    value = json.loads(m.value())
-                    value = json.loads(value) if isinstance(value, str) else value
-                    n = value["n"] if isinstance(value, dict) else value
-                    out.append((m.key().decode().strip('"'), n))
-                    positions[m.partition()] = m.offset() + 1
-            for tp in reader.position([TopicPartition(topic, p) for p in parts]):
-                if tp.offset >= 0:
-                    positions[tp.partition] = max(positions[tp.partition], tp.offset)
-        return out
-    finally:
-        reader.close()
-
-
-def wait_until(what, cond, seconds=120):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.2)
-    sys.exit(f"  FAIL {what}")
+    return read_counts(bootstrap, topic, isolation)
 
 
 def main():
@@ -105,28 +67,9 @@ def main():
     run = [sys.executable, __file__, "--worker", bootstrap, work]
     log = open(os.path.join(work, "faust.log"), "ab")
 
-    first = subprocess.Popen(run, stdout=log, stderr=log)
-    wait_until("the first run commits some counts", lambda: len(counts(bootstrap, "read_committed")) >= 30)
-    first.send_signal(signal.SIGKILL)
-    first.wait()
-    committed_at_kill = len(counts(bootstrap, "read_committed"))
-
-    per_key = records // 3
-    second = subprocess.Popen(run, stdout=log, stderr=log)
-    wait_until("the second run commits every count",
-               lambda: len(counts(bootstrap, "read_committed")) >= records, seconds=240)
-    second.send_signal(signal.SIGTERM)
-    second.wait(timeout=60)
-
-    seen = {}
-    for key, n in counts(bootstrap, "read_committed"):
-        seen.setdefault(key, []).append(n)
-    expected = list(range(1, per_key + 1))
-    for key in ("k0", "k1", "k2"):
-        if seen.get(key) != expected:
-            got = seen.get(key, [])
-            sys.exit(f"  FAIL {key}: {len(got)} counts, not 1…{per_key} once each "
-                     f"(first differences: {[(i, n) for i, n in enumerate(got, 1) if n != i][:5]})")
+    committed_at_kill = kill_and_restart(run, lambda: len(counts(bootstrap, "read_committed")), records,
+                                         stdout=log, stderr=log)
+    check_once_each(counts(bootstrap, "read_committed"), records)
     uncommitted = len(counts(bootstrap, "read_uncommitted"))
     sent = len(counts(bootstrap, "read_committed", "faust-counts"))
     print(f"  ok  faust's table counted {records} records exactly once across a SIGKILL ({committed_at_kill} "

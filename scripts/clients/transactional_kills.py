@@ -73,8 +73,9 @@ def wait_growth(bootstrap, since, seconds=120):
     check(False, f"every producer writes again: since {since}, now {now}")
 
 
-def read_all(bootstrap, topic, isolation):
-    """Every record value of `topic` as a reader with `isolation` sees it."""
+def read_all(bootstrap, topic, isolation, where=None):
+    """Every record value of `topic` as a reader with `isolation` sees it (and, into
+    `where`, value → (partition, offset))."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"txn-kills-{isolation}",
                          "enable.auto.commit": False, "isolation.level": isolation})
     # The end a reader reaches: the last stable offset, or the high watermark.
@@ -86,6 +87,8 @@ def read_all(bootstrap, topic, isolation):
         for m in consumer.consume(1000, 0.5):
             check(m.error() is None, f"read {topic}: {m.error()}")
             values.append(m.value().decode())
+            if where is not None:
+                where[values[-1]] = (m.partition(), m.offset())
             positions[m.partition()] = m.offset() + 1
         # Aborted records and markers are skipped: the position moves past them.
         for tp in consumer.position([TopicPartition(topic, p) for p in positions]):
@@ -148,16 +151,24 @@ def main():
                 check(i not in seen[t], f"{client}: record {v} read once")
                 seen[t].add(i)
                 sizes[t] = k
-        partial = [t for t in seen if len(seen[t]) != sizes[t]]
+        dropped = set(result["dropped"])
+        partial = [t for t in seen if len(seen[t]) != sizes[t] and t not in dropped]
         committed, aborted = set(result["committed"]), set(result["aborted"])
         missing = committed - set(seen)
         visible_aborted = aborted & set(seen)
         uncommitted = sum(len(read_all(bootstrap, t, "read_uncommitted")) for t in topics_of(client))
         print(f"  {client}: {result['transactions']} transactions, {len(committed)} committed, "
-              f"{len(aborted)} aborted, {len(result['unknown'])} unknown ({result['failures']} failures); "
+              f"{len(aborted)} aborted, {len(result['unknown'])} unknown ({result['failures']} failures), "
+              f"{len(dropped)} committed by the client after a failed send; "
               f"read_committed sees {len(seen)} whole, {len(partial)} partial, {len(missing)} committed missing, "
               f"{len(visible_aborted)} aborted visible; read_uncommitted sees {uncommitted} records")
         check(not partial, f"{client}: no transaction visible in part ({partial[:5]})")
+        if missing:
+            where = {}
+            for topic in topics_of(client):
+                for v in read_all(bootstrap, topic, "read_uncommitted", where):
+                    if int(v.split(":")[0]) in missing:
+                        print(f"    {topic} {where[v]} holds {v} (read_uncommitted)")
         check(not missing, f"{client}: every committed transaction visible ({sorted(missing)[:5]})")
         check(not visible_aborted, f"{client}: no aborted transaction visible ({sorted(visible_aborted)[:5]})")
         check(len(committed) > 0 and len(aborted) > 0, f"{client}: both commits and aborts happened")

@@ -7,9 +7,11 @@ CLIENT is confluent or kafka-python; TOPICS a comma-separated list. Transaction 
 k records (k from 1 to 40, drawn with SEED) with the value "t:i:k" (i = 0…k−1) spread
 over every topic and several partitions, then commits it, or (one in five) aborts it.
 OUT gets, once the file STOP exists: {"committed": [t…], "aborted": [t…], "unknown":
-[t…], "failures": n}: a transaction is committed or aborted once the client said so, and
-unknown when the commit failed (the server died under it): then it may have committed
-or not, but never in part. After a failure the producer starts again: a new instance
+[t…], "dropped": [t…], "failures": n}: a transaction is committed or aborted once the
+client said so, and unknown when the commit failed (the server died under it): then it
+may have committed or not, but never in part. Dropped: the client committed it but one
+of its sends had failed (kafka-python's commit does not fail then): its records were
+never delivered, so it may be visible in part or not at all. After a failure the producer starts again: a new instance
 of the same transactional id, which fences the old one and aborts what it left open.
 """
 
@@ -46,6 +48,7 @@ class Confluent:
 
     def commit(self):
         self.producer.commit_transaction(30)
+        return True
 
     def abort(self):
         self.producer.abort_transaction(30)
@@ -65,15 +68,20 @@ class KafkaPython:
             retry_backoff_ms=50,
         )
         self.producer.init_transactions()
+        self.sent = []
 
     def begin(self):
         self.producer.begin_transaction()
+        self.sent = []
 
     def send(self, topic, partition, value):
-        self.producer.send(topic, value=value.encode(), partition=partition)
+        self.sent.append(self.producer.send(topic, value=value.encode(), partition=partition))
 
     def commit(self):
+        """Whether every record sent in the transaction was delivered: kafka-python's
+        commit can succeed after it dropped a record it failed to send."""
         self.producer.commit_transaction()
+        return all(f.is_done and f.succeeded() for f in self.sent)
 
     def abort(self):
         self.producer.abort_transaction()
@@ -94,7 +102,7 @@ def main():
     topics = topics.split(",")
     make = {"confluent": Confluent, "kafka-python": KafkaPython}[client]
     rng = random.Random(int(seed))
-    committed, aborted, unknown, failures = [], [], [], 0
+    committed, aborted, unknown, dropped, failures = [], [], [], [], 0
     producer = start(make, bootstrap, stop)
     t = 0
     while producer is not None and not os.path.exists(stop):
@@ -110,8 +118,10 @@ def main():
                 producer.send(topic, rng.randrange(3 if topic.endswith("a") else 2), f"{t}:{i}:{k}")
             stage = "end"
             if commit:
-                producer.commit()
-                committed.append(t)
+                if producer.commit():
+                    committed.append(t)
+                else:
+                    dropped.append(t)
             else:
                 producer.abort()
                 aborted.append(t)
@@ -123,7 +133,7 @@ def main():
             producer = start(make, bootstrap, stop)
     with open(out, "w") as f:
         json.dump({"committed": committed, "aborted": aborted, "unknown": unknown,
-                   "failures": failures, "transactions": t}, f)
+                   "dropped": dropped, "failures": failures, "transactions": t}, f)
 
 
 if __name__ == "__main__":

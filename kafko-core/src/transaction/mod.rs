@@ -322,43 +322,24 @@ impl Kafko {
         partitions: &[TxnPartition],
         verify_only: bool,
     ) -> Result<(), TxnError> {
-        let txns = self.transactions()?;
-        let entry = txns
-            .entry(transactional_id)
-            .ok_or(TxnError::InvalidProducerIdMapping)?;
-        let _op = entry.op.lock().await;
-        let meta = entry.meta();
-        meta.check_producer(producer_id, epoch)?;
-        if verify_only {
-            for p in partitions {
-                meta.admits(epoch, &p.topic, p.partition)?;
+        let who = (transactional_id, producer_id, epoch);
+        self.change_open(who, |meta| {
+            if verify_only {
+                for p in partitions {
+                    meta.admits(epoch, &p.topic, p.partition)?;
+                }
+                return Ok(meta.clone());
             }
-            return Ok(());
-        }
-        let unknown: Vec<TxnPartition> = partitions
-            .iter()
-            .filter(|p| {
-                self.lookup(&p.topic)
-                    .is_none_or(|t| t.partition(p.partition).is_err())
-            })
-            .cloned()
-            .collect();
-        if !unknown.is_empty() {
-            return Err(TxnError::UnknownTopicOrPartition(unknown));
-        }
-        let mut next = meta.opened(now_ms())?;
-        next.partitions
-            .extend(partitions.iter().map(|p| (p.topic.clone(), p.partition)));
-        if next.entries() > txns.limits.max_partitions_per_transaction {
-            return Err(TxnError::TooManyPartitions {
-                max: txns.limits.max_partitions_per_transaction,
-            });
-        }
-        if next == meta {
-            return Ok(());
-        }
-        next.updated_ms = now_ms();
-        Ok(txns.store(transactional_id, &entry, next).await?)
+            let unknown = self.unknown(partitions.iter().cloned());
+            if !unknown.is_empty() {
+                return Err(TxnError::UnknownTopicOrPartition(unknown));
+            }
+            let mut next = meta.opened(now_ms())?;
+            next.partitions
+                .extend(partitions.iter().map(|p| (p.topic.clone(), p.partition)));
+            Ok(next)
+        })
+        .await
     }
 
     /// AddOffsetsToTxn: the open transaction (opened if none is) may commit offsets of
@@ -374,27 +355,14 @@ impl Kafko {
         epoch: i16,
         group: &str,
     ) -> Result<(), TxnError> {
-        let txns = self.transactions()?;
         let handle = self.group(group).map_err(|_| TxnError::InvalidGroupId)?;
-        let entry = txns
-            .entry(transactional_id)
-            .ok_or(TxnError::InvalidProducerIdMapping)?;
-        let _op = entry.op.lock().await;
-        let meta = entry.meta();
-        meta.check_producer(producer_id, epoch)?;
-        let mut next = meta.opened(now_ms())?;
-        next.groups.insert(group.to_owned());
-        handle.ensure_exists()?;
-        if next.entries() > txns.limits.max_partitions_per_transaction {
-            return Err(TxnError::TooManyPartitions {
-                max: txns.limits.max_partitions_per_transaction,
-            });
-        }
-        if next == meta {
-            return Ok(());
-        }
-        next.updated_ms = now_ms();
-        Ok(txns.store(transactional_id, &entry, next).await?)
+        self.change_open((transactional_id, producer_id, epoch), |meta| {
+            let mut next = meta.opened(now_ms())?;
+            next.groups.insert(group.to_owned());
+            handle.ensure_exists()?;
+            Ok(next)
+        })
+        .await
     }
 
     /// TxnOffsetCommit: `offsets` of `topic` become `group`'s committed offsets when the
@@ -413,6 +381,54 @@ impl Kafko {
         topic: &str,
         offsets: &[CommitOffset],
     ) -> Result<(), TxnError> {
+        self.change_open((transactional_id, producer_id, epoch), |meta| {
+            if meta.state != TxnState::Ongoing || !meta.groups.contains(group) {
+                return Err(TxnError::InvalidTxnState);
+            }
+            let unknown = self.unknown(offsets.iter().map(|o| TxnPartition {
+                topic: topic.to_owned(),
+                partition: o.partition,
+            }));
+            if !unknown.is_empty() {
+                return Err(TxnError::UnknownTopicOrPartition(unknown));
+            }
+            let mut next = meta.clone();
+            let pending = next
+                .offsets
+                .entry(group.to_owned())
+                .or_default()
+                .entry(topic.to_owned())
+                .or_default();
+            for o in offsets {
+                let offset = PendingOffset {
+                    offset: o.offset,
+                    metadata: o.metadata.clone(),
+                };
+                pending.insert(o.partition, offset);
+            }
+            Ok(next)
+        })
+        .await
+    }
+
+    /// The partitions of `partitions` that do not exist.
+    fn unknown(&self, partitions: impl Iterator<Item = TxnPartition>) -> Vec<TxnPartition> {
+        partitions
+            .filter(|p| {
+                self.lookup(&p.topic)
+                    .is_none_or(|t| t.partition(p.partition).is_err())
+            })
+            .collect()
+    }
+
+    /// One request that changes an open (or opening) transaction: for the current
+    /// producer of the transactional id, `change` makes the next state from the current
+    /// one; within the bounds, and if it differs, it is stored before the answer.
+    async fn change_open(
+        &self,
+        (transactional_id, producer_id, epoch): (&str, i64, i16),
+        change: impl FnOnce(&TxnMeta) -> Result<TxnMeta, TxnError>,
+    ) -> Result<(), TxnError> {
         let txns = self.transactions()?;
         let entry = txns
             .entry(transactional_id)
@@ -420,45 +436,10 @@ impl Kafko {
         let _op = entry.op.lock().await;
         let meta = entry.meta();
         meta.check_producer(producer_id, epoch)?;
-        if meta.state != TxnState::Ongoing || !meta.groups.contains(group) {
-            return Err(TxnError::InvalidTxnState);
-        }
-        let known = self.lookup(topic);
-        let unknown: Vec<TxnPartition> = offsets
-            .iter()
-            .filter(|o| {
-                known
-                    .as_ref()
-                    .is_none_or(|t| t.partition(o.partition).is_err())
-            })
-            .map(|o| TxnPartition {
-                topic: topic.to_owned(),
-                partition: o.partition,
-            })
-            .collect();
-        if !unknown.is_empty() {
-            return Err(TxnError::UnknownTopicOrPartition(unknown));
-        }
-        let mut next = meta.clone();
-        let pending = next
-            .offsets
-            .entry(group.to_owned())
-            .or_default()
-            .entry(topic.to_owned())
-            .or_default();
-        for o in offsets {
-            pending.insert(
-                o.partition,
-                PendingOffset {
-                    offset: o.offset,
-                    metadata: o.metadata.clone(),
-                },
-            );
-        }
-        if next.entries() > txns.limits.max_partitions_per_transaction {
-            return Err(TxnError::TooManyPartitions {
-                max: txns.limits.max_partitions_per_transaction,
-            });
+        let mut next = change(&meta)?;
+        let max = txns.limits.max_partitions_per_transaction;
+        if next.entries() > max {
+            return Err(TxnError::TooManyPartitions { max });
         }
         if next == meta {
             return Ok(());
