@@ -132,9 +132,9 @@ def main():
         pass
     for client, (proc, _) in producers.items():
         check(proc.wait(timeout=300) == 0, f"the {client} producer exits cleanly")
-    # Every transaction left open is aborted by its timeout (10 s) at the latest: wait
+    # Every transaction left open is aborted by its timeout (60 s) at the latest: wait
     # until the last stable offsets reach the high watermarks.
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120
     for client in CLIENTS:
         for topic in topics_of(client):
             while watermarks(bootstrap, topic, "read_committed") != watermarks(bootstrap, topic, "read_uncommitted"):

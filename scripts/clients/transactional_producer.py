@@ -31,8 +31,8 @@ class Confluent:
         self.producer = Producer({
             "bootstrap.servers": bootstrap,
             "transactional.id": f"{TRANSACTIONAL_ID}-confluent",
-            "transaction.timeout.ms": 10000,
-            "message.timeout.ms": 10000,
+            "transaction.timeout.ms": 60000,
+            "message.timeout.ms": 60000,
             "retry.backoff.ms": 50,
             "reconnect.backoff.ms": 50,
             "reconnect.backoff.max.ms": 500,
@@ -61,7 +61,7 @@ class KafkaPython:
         self.producer = KafkaProducer(
             bootstrap_servers=bootstrap,
             transactional_id=f"{TRANSACTIONAL_ID}-kafka-python",
-            transaction_timeout_ms=10000,
+            transaction_timeout_ms=60000,
             request_timeout_ms=5000,
             reconnect_backoff_ms=50,
             reconnect_backoff_max_ms=500,
