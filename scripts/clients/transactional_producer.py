@@ -81,7 +81,11 @@ class KafkaPython:
         """Whether every record sent in the transaction was delivered: kafka-python's
         commit can succeed after it dropped a record it failed to send."""
         self.producer.commit_transaction()
-        return all(f.is_done and f.succeeded() for f in self.sent)
+        failed = [f for f in self.sent if not (f.is_done and f.succeeded())]
+        if failed:
+            why = failed[0].exception if failed[0].is_done else "not done"
+            print(f"  kafka-python committed after {len(failed)} failed sends: {why!r}", file=sys.stderr)
+        return not failed
 
     def abort(self):
         self.producer.abort_transaction()
