@@ -149,6 +149,7 @@ async fn two_members_rebalance_through_join_and_sync() {
         partition,
         offset,
         metadata: Some(format!("note {partition}")),
+        leader_epoch: None,
     };
     assert!(matches!(
         g.classic_commit(Some(((&b_id).into(), 1)), &t, &[offset(1, 0)])

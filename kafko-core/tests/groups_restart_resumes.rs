@@ -3,7 +3,7 @@
 mod gc_support;
 
 use gc_support::{GroupOps, open, small};
-use kafko_core::{Bytes, GroupPollOptions, PartitionOffset};
+use kafko_core::{Bytes, CommitOffset, GroupPollOptions, PartitionOffset};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_group_resumes_after_its_last_commit() {
@@ -119,5 +119,51 @@ async fn each_group_resumes_after_its_last_commit() {
     );
     let d = k.group("b").and_then(|g| g.describe()).unwrap();
     assert_eq!(d.topics[0].partitions[1].committed, Some(5));
+    k.shutdown().await.unwrap();
+}
+
+/// A Kafka commit's leader epoch is durable with its offset; a later commit without
+/// one replaces it with none, durably too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commits_leader_epoch_survives_a_restart_and_a_commit_without_one_clears_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let commit = |partition, offset, leader_epoch| CommitOffset {
+        partition,
+        offset,
+        metadata: None,
+        leader_epoch,
+    };
+    let epochs = |k: &kafko_core::Kafko| {
+        let committed = k.group("g").unwrap().classic_committed().unwrap();
+        committed["t"]
+            .iter()
+            .map(|o| (o.partition, o.offset, o.leader_epoch))
+            .collect::<Vec<_>>()
+    };
+    let k = open(dir.path()).await;
+    k.create_topic_with_config("t", small(2)).await.unwrap();
+    let t = k.topic("t").unwrap();
+    let g = k.group("g").unwrap();
+    g.classic_commit(None, &t, &[commit(0, 0, Some(3)), commit(1, 0, Some(-1))])
+        .await
+        .unwrap();
+    assert_eq!(epochs(&k), [(0, 0, Some(3)), (1, 0, None)]);
+    k.shutdown().await.unwrap();
+    drop(k);
+
+    let k = open(dir.path()).await;
+    assert_eq!(epochs(&k), [(0, 0, Some(3)), (1, 0, None)]);
+    let t = k.topic("t").unwrap();
+    let g = k.group("g").unwrap();
+    // The same offset without an epoch: the epoch goes.
+    g.classic_commit(None, &t, &[commit(0, 0, None), commit(1, 0, Some(0))])
+        .await
+        .unwrap();
+    assert_eq!(epochs(&k), [(0, 0, None), (1, 0, Some(0))]);
+    k.shutdown().await.unwrap();
+    drop(k);
+
+    let k = open(dir.path()).await;
+    assert_eq!(epochs(&k), [(0, 0, None), (1, 0, Some(0))]);
     k.shutdown().await.unwrap();
 }

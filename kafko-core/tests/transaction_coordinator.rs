@@ -170,6 +170,7 @@ async fn offsets_become_the_groups_only_when_the_transaction_commits() {
         partition,
         offset,
         metadata: Some("m".into()),
+        leader_epoch: None,
     };
     // An aborted transaction's offsets are dropped.
     k.add_offsets_to_txn("a", pid, epoch, "g").await.unwrap();
@@ -235,6 +236,7 @@ async fn the_state_survives_restarts_and_an_open_transaction_can_still_commit() 
             partition: 2,
             offset: 9,
             metadata: None,
+            leader_epoch: Some(4),
         };
         k.txn_offset_commit("a", pid, epoch, "g", "t", &[o])
             .await
@@ -260,6 +262,7 @@ async fn the_state_survives_restarts_and_an_open_transaction_can_still_commit() 
     k.end_txn("a", pid, epoch, true).await.unwrap();
     let committed = k.group("g").unwrap().classic_committed().unwrap();
     assert_eq!(committed["t"][0].offset, 9);
+    assert_eq!(committed["t"][0].leader_epoch, Some(4));
     // New producer ids stay above every one the log holds.
     assert!(k.allocate_producer_id() > pid);
     k.shutdown().await.unwrap();
@@ -291,6 +294,7 @@ async fn a_transaction_past_its_timeout_is_aborted_and_its_producer_fenced() {
         partition: 0,
         offset: 3,
         metadata: None,
+        leader_epoch: None,
     };
     k.txn_offset_commit("slow", pid, epoch, "g", "t", &[o])
         .await

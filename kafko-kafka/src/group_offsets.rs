@@ -129,6 +129,7 @@ async fn commit_topic(
                     partition,
                     offset,
                     metadata: metadata.map(ToString::to_string),
+                    leader_epoch: leader_epoch(p.committed_leader_epoch),
                 });
                 committing.push(i);
             }
@@ -245,13 +246,21 @@ fn committed(
     })
 }
 
-fn offset_out(o: Option<&CommittedOffset>) -> (i64, Option<StrBytes>) {
+/// The committed leader epoch a commit gave: `None` for −1 (or any negative), as
+/// Kafka keeps only the epochs ≥ 0.
+pub(crate) fn leader_epoch(committed_leader_epoch: i32) -> Option<i32> {
+    (committed_leader_epoch >= 0).then_some(committed_leader_epoch)
+}
+
+/// An OffsetFetch row's committed offset, metadata and leader epoch (−1 when none).
+fn offset_out(o: Option<&CommittedOffset>) -> (i64, Option<StrBytes>, i32) {
     match o {
         Some(o) => (
             i64::try_from(o.offset).unwrap_or(i64::MAX),
             Some(str(o.metadata.as_deref().unwrap_or(""))),
+            o.leader_epoch.unwrap_or(-1),
         ),
-        None => (-1, Some(str(""))),
+        None => (-1, Some(str("")), -1),
     }
 }
 
@@ -270,8 +279,11 @@ macro_rules! offset_rows {
                     .map(|(p, o)| {
                         let mut row = <$partition>::default();
                         row.partition_index = *p;
-                        (row.committed_offset, row.metadata) = offset_out(o.as_ref());
-                        row.committed_leader_epoch = -1;
+                        (
+                            row.committed_offset,
+                            row.metadata,
+                            row.committed_leader_epoch,
+                        ) = offset_out(o.as_ref());
                         row
                     })
                     .collect();

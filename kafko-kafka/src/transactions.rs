@@ -335,6 +335,9 @@ pub(crate) async fn txn_offset_commit(
                             partition,
                             offset,
                             metadata: metadata.map(ToString::to_string),
+                            leader_epoch: crate::group_offsets::leader_epoch(
+                                p.committed_leader_epoch,
+                            ),
                         });
                         committing.push(i);
                     }

@@ -22,7 +22,9 @@ use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::offset_commit_request::{
     OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 };
-use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
+use kafka_protocol::messages::offset_fetch_request::{
+    OffsetFetchRequestGroup, OffsetFetchRequestTopic, OffsetFetchRequestTopics,
+};
 use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::{
     ConsumerProtocolAssignment, DescribeGroupsRequest, GroupId, HeartbeatRequest, JoinGroupRequest,
@@ -406,6 +408,107 @@ async fn offsets_committed_over_kafka_survive_a_restart_and_any_group_id_works()
     assert_eq!(fetch_offsets(&mut k, "fresh", "t", &[0]).await[0].0, -1);
     let answer = k.call(&join_request("fresh", "made-up"), 5).await;
     assert_eq!(answer.error_code, UNKNOWN_MEMBER_ID);
+}
+
+/// Commits (OffsetCommit v8, as a client that is no member) `offsets` of `topic`:
+/// (partition, next offset, committed leader epoch, −1 for none).
+async fn commit_with_epochs(k: &mut Kafka, group: &str, topic: &str, offsets: &[(i32, i64, i32)]) {
+    let mut t = OffsetCommitRequestTopic::default();
+    t.name = TopicName(s(topic));
+    t.partitions = offsets
+        .iter()
+        .map(|&(p, o, epoch)| {
+            let mut partition = OffsetCommitRequestPartition::default();
+            partition.partition_index = p;
+            partition.committed_offset = o;
+            partition.committed_leader_epoch = epoch;
+            partition
+        })
+        .collect();
+    let mut request = OffsetCommitRequest::default();
+    request.group_id = GroupId(s(group));
+    request.generation_id_or_member_epoch = -1;
+    request.topics = vec![t];
+    let answer = k.call(&request, 8).await;
+    for p in &answer.topics[0].partitions {
+        assert_eq!(p.error_code, 0, "commit of partition {}", p.partition_index);
+    }
+}
+
+/// The committed (offset, leader epoch) of each of `partitions`, by OffsetFetch v7 (one
+/// group) and v8 (a list of groups), which must agree.
+async fn fetch_epochs(
+    k: &mut Kafka,
+    group: &str,
+    topic: &str,
+    partitions: &[i32],
+) -> Vec<(i64, i32)> {
+    let mut t = OffsetFetchRequestTopic::default();
+    t.name = TopicName(s(topic));
+    t.partition_indexes = partitions.to_vec();
+    let mut request = OffsetFetchRequest::default();
+    request.group_id = GroupId(s(group));
+    request.topics = Some(vec![t]);
+    let answer = k.call(&request, 7).await;
+    assert_eq!(answer.error_code, 0);
+    let single: Vec<(i64, i32)> = answer.topics[0]
+        .partitions
+        .iter()
+        .map(|p| (p.committed_offset, p.committed_leader_epoch))
+        .collect();
+    let mut topics = OffsetFetchRequestTopics::default();
+    topics.name = TopicName(s(topic));
+    topics.partition_indexes = partitions.to_vec();
+    let mut g = OffsetFetchRequestGroup::default();
+    g.group_id = GroupId(s(group));
+    g.topics = Some(vec![topics]);
+    let mut request = OffsetFetchRequest::default();
+    request.groups = vec![g];
+    let answer = k.call(&request, 8).await;
+    assert_eq!(answer.groups[0].error_code, 0);
+    let listed: Vec<(i64, i32)> = answer.groups[0].topics[0]
+        .partitions
+        .iter()
+        .map(|p| (p.committed_offset, p.committed_leader_epoch))
+        .collect();
+    assert_eq!(single, listed, "OffsetFetch v7 and v8 agree");
+    single
+}
+
+#[tokio::test]
+async fn offset_fetch_answers_the_leader_epoch_each_commit_gave() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = start(dir.path()).await;
+    let c = client();
+    create_topic(&c, &server, "t", json!({"partitions": 2})).await;
+    let mut k = Kafka::connect(&server).await;
+    commit_with_epochs(&mut k, "epochs", "t", &[(0, 0, 0), (1, 0, -1)]).await;
+    assert_eq!(
+        fetch_epochs(&mut k, "epochs", "t", &[0, 1]).await,
+        [(0, 0), (0, -1)]
+    );
+    // Versions before 5 have no leader epoch: the offsets alone.
+    let mut t = OffsetFetchRequestTopic::default();
+    t.name = TopicName(s("t"));
+    t.partition_indexes = vec![0];
+    let mut request = OffsetFetchRequest::default();
+    request.group_id = GroupId(s("epochs"));
+    request.topics = Some(vec![t]);
+    let answer = k.call(&request, 4).await;
+    assert_eq!(answer.topics[0].partitions[0].committed_offset, 0);
+    server.sigterm().await;
+    let server = start(dir.path()).await;
+    let mut k = Kafka::connect(&server).await;
+    assert_eq!(
+        fetch_epochs(&mut k, "epochs", "t", &[0, 1]).await,
+        [(0, 0), (0, -1)]
+    );
+    // A commit replaces offset and leader epoch together: without one, none is left.
+    commit_with_epochs(&mut k, "epochs", "t", &[(0, 0, -1), (1, 0, 3)]).await;
+    assert_eq!(
+        fetch_epochs(&mut k, "epochs", "t", &[0, 1]).await,
+        [(0, -1), (0, 3)]
+    );
 }
 
 /// A JoinGroup of the static member `instance` (v9, which answers `skip_assignment`).

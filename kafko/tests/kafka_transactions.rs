@@ -380,6 +380,12 @@ async fn a_transaction_across_two_topics_commits_and_another_aborts() {
 
 /// The group's committed offset of `topic`'s partition 0 (OffsetFetch v7), −1 for none.
 async fn committed(k: &mut Kafka, group: &str, topic: &str) -> i64 {
+    committed_with_epoch(k, group, topic).await.0
+}
+
+/// The group's committed offset and leader epoch of `topic`'s partition 0 (OffsetFetch
+/// v7), each −1 for none.
+async fn committed_with_epoch(k: &mut Kafka, group: &str, topic: &str) -> (i64, i32) {
     let request = OffsetFetchRequest::default()
         .with_group_id(GroupId(s(group)))
         .with_topics(Some(vec![
@@ -388,8 +394,9 @@ async fn committed(k: &mut Kafka, group: &str, topic: &str) -> i64 {
                 .with_partition_indexes(vec![0]),
         ]));
     let r = k.call(&request, 7).await;
-    assert_eq!(r.topics[0].partitions[0].error_code, 0);
-    r.topics[0].partitions[0].committed_offset
+    let p = &r.topics[0].partitions[0];
+    assert_eq!(p.error_code, 0);
+    (p.committed_offset, p.committed_leader_epoch)
 }
 
 #[tokio::test]
@@ -411,7 +418,8 @@ async fn group_offsets_of_a_transaction_move_only_when_it_commits() {
                     .with_partitions(vec![
                         TxnOffsetCommitRequestPartition::default()
                             .with_partition_index(0)
-                            .with_committed_offset(offset),
+                            .with_committed_offset(offset)
+                            .with_committed_leader_epoch(5),
                     ]),
             ])
     };
@@ -437,7 +445,11 @@ async fn group_offsets_of_a_transaction_move_only_when_it_commits() {
         "not before the commit"
     );
     assert_eq!(end(&mut k, t, true, 3).await, 0);
-    assert_eq!(committed(&mut k, "ctp-group", "src").await, 0);
+    // The commit stores the offset with the leader epoch it was given.
+    assert_eq!(
+        committed_with_epoch(&mut k, "ctp-group", "src").await,
+        (0, 5)
+    );
 
     // An aborted transaction's offsets never land.
     assert_eq!(k.call(&add_offsets, 3).await.error_code, 0);

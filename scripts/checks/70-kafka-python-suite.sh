@@ -30,7 +30,11 @@ touch "$SRC/test/__init__.py"
 mkdir -p "$SRC/servers/4.0.0/kafka-bin"
 
 source scripts/lib/debug-server.sh
-start_server --kafka-bind 127.0.0.1:0
+# Topics the suite does not create itself are auto-created with 4 partitions, as on the
+# suite's own test broker (its fixture sets num.partitions=4): its tests address
+# partitions of such topics (test_transactional_producer_offsets commits an offset of
+# partition 1).
+start_server --kafka-bind 127.0.0.1:0 --default-partitions 4
 KAFKA=$(sed -n 's/^kafka listening on //p' "$WORK/stdout")
 [[ -n "$KAFKA" ]] || { echo "the Kafka listener did not start"; exit 1; }
 

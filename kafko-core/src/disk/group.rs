@@ -57,9 +57,10 @@ impl From<GroupConfigFileV1> for GroupConfig {
 }
 
 /// `<topic>.offsets`: partition → next offset to read. Version 2 adds `committed_at`
-/// (partition → the commit's wall-clock time, ms; what offsets retention counts from)
-/// and `metadata`, the commits' metadata strings (partition → text, only the non-empty
-/// ones).
+/// (partition → the commit's wall-clock time, ms; what offsets retention counts from),
+/// `metadata`, the commits' metadata strings (partition → text, only the non-empty
+/// ones) and `leader_epoch`, the commits' leader epochs (partition → epoch, only those
+/// given, ≥ 0; files without it read as none).
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct OffsetsFile {
     /// The topic, authoritative over the file name (which is shortened for long names);
@@ -71,10 +72,12 @@ struct OffsetsFile {
     committed_at: BTreeMap<u32, i64>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     metadata: BTreeMap<u32, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    leader_epoch: BTreeMap<u32, i32>,
 }
 
-/// Committed offsets as read: the topic named in the body, if any, the offsets and
-/// their metadata strings.
+/// Committed offsets as read: the topic named in the body, if any, the offsets, their
+/// metadata strings and leader epochs.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(crate) struct StoredOffsets {
     pub(crate) topic: Option<String>,
@@ -82,6 +85,8 @@ pub(crate) struct StoredOffsets {
     /// When each offset was committed (ms); absent in version 1 files.
     pub(crate) committed_at: BTreeMap<u32, i64>,
     pub(crate) metadata: BTreeMap<u32, String>,
+    /// The leader epoch each commit carried (only those ≥ 0).
+    pub(crate) leader_epoch: BTreeMap<u32, i32>,
 }
 
 /// Decodes an offsets body of version 1 or 2.
@@ -90,9 +95,9 @@ fn decode_offsets(version: u32, body: Value) -> std::result::Result<StoredOffset
         2 => serde_json::from_value(body).map_err(|e| format!("{OFFSETS_FILE}: {e}"))?,
         _ => {
             let f: OffsetsFile = decode_v1(OFFSETS_FILE, version, body)?;
-            if !f.metadata.is_empty() || !f.committed_at.is_empty() {
+            if !f.metadata.is_empty() || !f.committed_at.is_empty() || !f.leader_epoch.is_empty() {
                 return Err(format!(
-                    "{OFFSETS_FILE} version 1 has no metadata or commit times"
+                    "{OFFSETS_FILE} version 1 has no metadata, commit times or leader epochs"
                 ));
             }
             f
@@ -103,6 +108,7 @@ fn decode_offsets(version: u32, body: Value) -> std::result::Result<StoredOffset
         offsets: f.offsets,
         committed_at: f.committed_at,
         metadata: f.metadata,
+        leader_epoch: f.leader_epoch,
     })
 }
 
@@ -146,6 +152,7 @@ pub(crate) fn write_offsets(
         offsets: stored.offsets.clone(),
         committed_at: stored.committed_at.clone(),
         metadata: stored.metadata.clone(),
+        leader_epoch: stored.leader_epoch.clone(),
     };
     write_versioned(storage, path, 2, &body)
 }
@@ -182,7 +189,7 @@ mod tests {
     }
 
     #[test]
-    fn version_two_keeps_commit_times_and_metadata() {
+    fn version_two_keeps_commit_times_metadata_and_leader_epochs() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.offsets");
         let storage = crate::storage::StdStorage;
@@ -191,10 +198,14 @@ mod tests {
             offsets: [(0, 5), (1, 9)].into(),
             committed_at: [(0, 1_700_000_000_000), (1, 1_700_000_000_123)].into(),
             metadata: [(1, "by consumer-1".to_owned())].into(),
+            leader_epoch: [(0, 3)].into(),
         };
         write_offsets(&storage, &path, &stored).unwrap();
         let (version, _) = read_versioned(&storage, &path).unwrap().unwrap();
         assert_eq!(version, 2);
         assert_eq!(read_offsets(&storage, &path).unwrap().unwrap(), stored);
+        // Files written before leader epochs were kept read as none.
+        let older = offsets_body(br#"{"version":2,"offsets":{"0":4},"metadata":{"0":"m"}}"#);
+        assert!(older.unwrap().leader_epoch.is_empty());
     }
 }

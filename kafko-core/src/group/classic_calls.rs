@@ -40,6 +40,9 @@ pub struct CommitOffset {
     pub offset: u64,
     /// The client's metadata string, read back by OffsetFetch.
     pub metadata: Option<String>,
+    /// The leader epoch of the record the client consumed last, read back by
+    /// OffsetFetch; `None` (or a negative epoch) when the client gave none.
+    pub leader_epoch: Option<i32>,
 }
 
 /// A committed offset as OffsetFetch reads it.
@@ -51,6 +54,8 @@ pub struct CommittedOffset {
     pub offset: u64,
     /// The metadata string of the commit, if it carried one.
     pub metadata: Option<String>,
+    /// The leader epoch of the commit, if it carried one.
+    pub leader_epoch: Option<i32>,
 }
 
 /// What a waiting call's look at its group found.
@@ -626,6 +631,7 @@ impl GroupHandle {
                         partition,
                         offset,
                         metadata: ts.metadata.get(&partition).cloned(),
+                        leader_epoch: ts.leader_epoch.get(&partition).copied(),
                     })
                     .collect();
                 (topic.clone(), offsets)

@@ -65,6 +65,17 @@ pub(super) struct TopicState {
     /// The metadata string of each partition's last commit that carried one (Kafka
     /// clients read it back). Durable: equal to the `.offsets` file.
     pub(super) metadata: BTreeMap<u32, String>,
+    /// The leader epoch of each partition's last commit that carried one (≥ 0; Kafka
+    /// clients read it back). Durable: equal to the `.offsets` file.
+    pub(super) leader_epoch: BTreeMap<u32, i32>,
+}
+
+/// What a commit stores beside its offsets, by partition: the non-empty metadata
+/// strings and the leader epochs (≥ 0) it carried.
+#[derive(Default)]
+pub(super) struct CommitExtras {
+    pub(super) metadata: BTreeMap<u32, String>,
+    pub(super) leader_epoch: BTreeMap<u32, i32>,
 }
 
 /// An offset delivered to `member` (`""`: the implicit member), to be committed by its
@@ -138,6 +149,7 @@ impl TopicState {
         self.committed.remove(&partition);
         self.committed_at.remove(&partition);
         self.metadata.remove(&partition);
+        self.leader_epoch.remove(&partition);
         self.positions.remove(&partition);
         self.leases.remove(&partition);
         self.pending.remove(&partition);
@@ -311,6 +323,7 @@ impl Coordinator {
                         committed: stored.offsets,
                         committed_at,
                         metadata: stored.metadata,
+                        leader_epoch: stored.leader_epoch,
                         ..Default::default()
                     },
                 );
@@ -356,13 +369,13 @@ impl Coordinator {
         offsets: &[PartitionOffset],
         publish: impl FnOnce(&mut TopicState),
     ) -> Result<()> {
-        self.commit_with_metadata(group, topic, offsets, BTreeMap::new(), publish)
+        self.commit_with_metadata(group, topic, offsets, CommitExtras::default(), publish)
             .await
     }
 
-    /// A Kafka client's OffsetCommit of `offsets` of `topic` for `group`: the offsets
-    /// and their non-empty metadata strings, durably, then published to the group's
-    /// positions.
+    /// A Kafka client's OffsetCommit of `offsets` of `topic` for `group`: the offsets,
+    /// their non-empty metadata strings and their leader epochs (≥ 0), durably, then
+    /// published to the group's positions.
     pub(crate) async fn commit_kafka_offsets(
         &self,
         group: &str,
@@ -376,14 +389,20 @@ impl Coordinator {
                 offset: o.offset,
             })
             .collect();
-        let metadata = offsets
-            .iter()
-            .filter_map(|o| {
-                let text = o.metadata.as_ref().filter(|s| !s.is_empty())?;
-                Some((o.partition, text.clone()))
-            })
-            .collect();
-        self.commit_with_metadata(group, topic, &plain, metadata, |ts| {
+        let extras = CommitExtras {
+            metadata: offsets
+                .iter()
+                .filter_map(|o| {
+                    let text = o.metadata.as_ref().filter(|s| !s.is_empty())?;
+                    Some((o.partition, text.clone()))
+                })
+                .collect(),
+            leader_epoch: offsets
+                .iter()
+                .filter_map(|o| Some((o.partition, o.leader_epoch.filter(|&e| e >= 0)?)))
+                .collect(),
+        };
+        self.commit_with_metadata(group, topic, &plain, extras, |ts| {
             for o in offsets {
                 ts.set_committed(o.partition, o.offset);
             }
@@ -391,15 +410,15 @@ impl Coordinator {
         .await
     }
 
-    /// [`commit`](Self::commit) with the commit's metadata strings (partition → text):
-    /// each committed partition's string is replaced by the one given, or cleared, as a
-    /// Kafka commit replaces offset and metadata together.
+    /// [`commit`](Self::commit) with the commit's metadata strings and leader epochs:
+    /// each committed partition's string and epoch are replaced by the ones given, or
+    /// cleared, as a Kafka commit replaces offset, metadata and leader epoch together.
     pub(super) async fn commit_with_metadata(
         &self,
         group: &str,
         topic: &str,
         offsets: &[PartitionOffset],
-        metadata: BTreeMap<u32, String>,
+        extras: CommitExtras,
         publish: impl FnOnce(&mut TopicState),
     ) -> Result<()> {
         let _writing = self.write_lock(group).await?;
@@ -418,9 +437,15 @@ impl Coordinator {
         for po in offsets {
             next.offsets.insert(po.partition, po.offset);
             next.metadata.remove(&po.partition);
+            next.leader_epoch.remove(&po.partition);
         }
-        next.metadata.extend(metadata);
-        if stale || next.offsets != before.offsets || next.metadata != before.metadata {
+        next.metadata.extend(extras.metadata);
+        next.leader_epoch.extend(extras.leader_epoch);
+        if stale
+            || next.offsets != before.offsets
+            || next.metadata != before.metadata
+            || next.leader_epoch != before.leader_epoch
+        {
             for po in offsets {
                 next.committed_at.insert(po.partition, now);
             }
@@ -437,12 +462,13 @@ impl Coordinator {
         ts.committed = next.offsets;
         ts.committed_at = next.committed_at;
         ts.metadata = next.metadata;
+        ts.leader_epoch = next.leader_epoch;
         publish(ts);
         Ok(())
     }
 
-    /// A topic's committed offsets, commit times and metadata strings as its file
-    /// holds them (memory equals the file); `None` for a group or topic without any.
+    /// A topic's committed offsets, commit times, metadata strings and leader epochs as
+    /// its file holds them (memory equals the file); `None` for a group or topic without any.
     fn durable_offsets(&self, group: &str, topic: &str) -> Option<disk::StoredOffsets> {
         let groups = self.lock();
         let ts = groups.get(group)?.topics.get(topic)?;
@@ -451,6 +477,7 @@ impl Coordinator {
             offsets: ts.committed.clone(),
             committed_at: ts.committed_at.clone(),
             metadata: ts.metadata.clone(),
+            leader_epoch: ts.leader_epoch.clone(),
         })
     }
 
@@ -502,6 +529,7 @@ impl Coordinator {
             next.offsets.remove(p);
             next.committed_at.remove(p);
             next.metadata.remove(p);
+            next.leader_epoch.remove(p);
         }
         if next.offsets != before.offsets {
             self.write_durable(group, topic, &next, what).await?;

@@ -286,6 +286,7 @@ mod tests {
             offsets: offsets.clone(),
             committed_at: [(0, 1)].into(),
             metadata: [(3, "m".to_owned())].into(),
+            leader_epoch: [(0, 2)].into(),
         };
         store.write_offsets("g", "t", &stored).unwrap();
         let config = GroupConfig {
@@ -295,6 +296,7 @@ mod tests {
         let loaded = store.load_all().unwrap();
         assert_eq!(loaded["g"].topics["t"].offsets, offsets);
         assert_eq!(loaded["g"].topics["t"].metadata, [(3, "m".into())].into());
+        assert_eq!(loaded["g"].topics["t"].leader_epoch, [(0, 2)].into());
         assert_eq!(loaded["g"].config, config);
         store.remove_offsets("g", "t").unwrap();
         assert!(store.load_all().unwrap()["g"].topics.is_empty());

@@ -65,13 +65,18 @@ pub(crate) fn group_key(id: &str) -> Bytes {
     out.freeze()
 }
 
-/// `OffsetCommitValue` v3 of one committed partition: no leader epoch (−1), the
-/// commit's metadata string and time.
-pub(crate) fn offset_value(offset: u64, metadata: &str, committed_at: i64) -> Bytes {
+/// `OffsetCommitValue` v3 of one committed partition: the commit's leader epoch (−1
+/// when it gave none), metadata string and time.
+pub(crate) fn offset_value(
+    offset: u64,
+    leader_epoch: Option<i32>,
+    metadata: &str,
+    committed_at: i64,
+) -> Bytes {
     let mut out = BytesMut::with_capacity(24 + metadata.len());
     out.put_i16(OFFSET_VALUE_VERSION);
     out.put_i64(offset as i64);
-    out.put_i32(-1);
+    out.put_i32(leader_epoch.unwrap_or(-1));
     put_str(&mut out, metadata);
     out.put_i64(committed_at);
     out.freeze()
@@ -85,7 +90,9 @@ pub(crate) fn offset_records(id: &str, topic: &str, stored: &StoredOffsets) -> V
         .map(|(&p, &offset)| {
             let metadata = stored.metadata.get(&p).map_or("", String::as_str);
             let at = stored.committed_at.get(&p).copied().unwrap_or(0);
-            (offset_key(id, topic, p), offset_value(offset, metadata, at))
+            let epoch = stored.leader_epoch.get(&p).copied();
+            let value = offset_value(offset, epoch, metadata, at);
+            (offset_key(id, topic, p), value)
         })
         .collect()
 }
@@ -202,12 +209,19 @@ mod tests {
         );
         assert_eq!(&group_key("g")[..], &[0, 2, 0, 1, b'g']);
         assert_eq!(key_group(&offset_key("grp", "t", 0)), Some("grp"));
-        let v = offset_value(7, "m", 5);
+        let v = offset_value(7, None, "m", 5);
         assert_eq!(
             &v[..],
             &[
                 0, 3, 0, 0, 0, 0, 0, 0, 0, 7, 255, 255, 255, 255, 0, 1, b'm', 0, 0, 0, 0, 0, 0, 0,
                 5
+            ]
+        );
+        let v = offset_value(7, Some(2), "", 5);
+        assert_eq!(
+            &v[..],
+            &[
+                0, 3, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5
             ]
         );
         let empty = empty_group_value("consumer", 4);

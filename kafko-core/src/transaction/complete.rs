@@ -68,6 +68,7 @@ async fn commit_offsets(kafko: &Kafko, meta: &TxnMeta) -> Result<()> {
                     partition,
                     offset: o.offset,
                     metadata: o.metadata.clone(),
+                    leader_epoch: o.leader_epoch,
                 })
                 .collect();
             // Created again if it went idle and was forgotten since it joined.

@@ -403,6 +403,7 @@ impl Kafko {
                 let offset = PendingOffset {
                     offset: o.offset,
                     metadata: o.metadata.clone(),
+                    leader_epoch: o.leader_epoch.filter(|&e| e >= 0),
                 };
                 pending.insert(o.partition, offset);
             }

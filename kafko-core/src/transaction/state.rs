@@ -67,6 +67,9 @@ pub(crate) struct PendingOffset {
     pub(crate) offset: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) metadata: Option<String>,
+    /// The commit's leader epoch, if it gave one (≥ 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) leader_epoch: Option<i32>,
 }
 
 /// group → topic → partition → offset.
@@ -408,6 +411,7 @@ mod tests {
                 PendingOffset {
                     offset: 42,
                     metadata: Some("m".into()),
+                    leader_epoch: Some(7),
                 },
             );
         let json = serde_json::to_vec(&full).unwrap();
