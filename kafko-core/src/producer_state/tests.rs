@@ -184,6 +184,8 @@ async fn a_stop_without_shutdown_folds_the_batch_headers_again() {
     k.create_topic_with_config("t", config(4096)).await.unwrap();
     let p = k.producer_for("t").unwrap();
     write(&p, 12).await;
+    // The seals of the rolled segments (each writes its snapshot) are over.
+    p.sync().await.unwrap();
     // What a killed process leaves: the files as written, no clean-stop marker.
     copy_dir(dir.path(), copy.path());
     k.shutdown().await.unwrap();
