@@ -115,27 +115,13 @@ async fn commit_topic(
         .group_limits()
         .offset_metadata_max_bytes;
     let mut codes = every(errors::NONE);
-    let mut offsets = Vec::with_capacity(topic.partitions.len());
-    let mut committing = Vec::with_capacity(topic.partitions.len());
-    for (i, p) in topic.partitions.iter().enumerate() {
-        let metadata = p.committed_metadata.as_ref();
-        if metadata.is_some_and(|m| m.len() > max_metadata) {
-            codes[i] = errors::OFFSET_METADATA_TOO_LARGE;
-            continue;
-        }
-        match commit_offset(&handle, p.partition_index, p.committed_offset) {
-            Ok((partition, offset)) => {
-                offsets.push(CommitOffset {
-                    partition,
-                    offset,
-                    metadata: metadata.map(ToString::to_string),
-                    leader_epoch: leader_epoch(p.committed_leader_epoch),
-                });
-                committing.push(i);
-            }
-            Err(code) => codes[i] = code,
-        }
-    }
+    let rows = topic.partitions.iter().map(|p| CommitRow {
+        partition_index: p.partition_index,
+        committed_offset: p.committed_offset,
+        metadata: p.committed_metadata.as_deref(),
+        leader_epoch: p.committed_leader_epoch,
+    });
+    let (offsets, committing) = commit_rows(&handle, rows, max_metadata, &mut codes);
     if offsets.is_empty() {
         return codes;
     }
@@ -165,6 +151,46 @@ async fn commit_topic(
         }
     }
     codes
+}
+
+/// One row of an offset commit, from OffsetCommit or TxnOffsetCommit.
+pub(crate) struct CommitRow<'a> {
+    pub(crate) partition_index: i32,
+    pub(crate) committed_offset: i64,
+    pub(crate) metadata: Option<&'a str>,
+    pub(crate) leader_epoch: i32,
+}
+
+/// The offsets a commit's rows store, and the indexes of the rows they came from; a row
+/// that cannot be stored (metadata past `max_metadata`, an unknown partition, a bad
+/// offset) gets its error code in `codes`.
+pub(crate) fn commit_rows<'a>(
+    handle: &TopicHandle,
+    rows: impl Iterator<Item = CommitRow<'a>>,
+    max_metadata: usize,
+    codes: &mut [i16],
+) -> (Vec<CommitOffset>, Vec<usize>) {
+    let mut offsets = Vec::new();
+    let mut committing = Vec::new();
+    for (i, row) in rows.enumerate() {
+        if row.metadata.is_some_and(|m| m.len() > max_metadata) {
+            codes[i] = errors::OFFSET_METADATA_TOO_LARGE;
+            continue;
+        }
+        match commit_offset(handle, row.partition_index, row.committed_offset) {
+            Ok((partition, offset)) => {
+                offsets.push(CommitOffset {
+                    partition,
+                    offset,
+                    metadata: row.metadata.map(ToString::to_string),
+                    leader_epoch: leader_epoch(row.leader_epoch),
+                });
+                committing.push(i);
+            }
+            Err(code) => codes[i] = code,
+        }
+    }
+    (offsets, committing)
 }
 
 /// The partition and offset one row of a commit stores, or its error code: a logical

@@ -34,12 +34,11 @@ use kafka_protocol::messages::{
     InitProducerIdResponse, ProducerId, TopicName, TransactionalId, TxnOffsetCommitRequest,
     TxnOffsetCommitResponse,
 };
-use kafko_core::CommitOffset;
 use kafko_core::naming::group_name_for_id;
 use kafko_core::transaction::{TxnError, TxnPartition};
 use kafko_service::failure::Failure;
 
-use crate::group_offsets::commit_offset;
+use crate::group_offsets::{CommitRow, commit_rows};
 use crate::{ListenerState, errors};
 
 /// Distinct partitions one AddPartitionsToTxn adds, or offsets one TxnOffsetCommit
@@ -321,29 +320,13 @@ pub(crate) async fn txn_offset_commit(
             }
         };
         if let Some(handle) = handle {
-            let mut offsets = Vec::with_capacity(topic.partitions.len());
-            let mut committing = Vec::with_capacity(topic.partitions.len());
-            for (i, p) in topic.partitions.iter().enumerate() {
-                let metadata = p.committed_metadata.as_ref();
-                if metadata.is_some_and(|m| m.len() > max_metadata) {
-                    codes[i] = errors::OFFSET_METADATA_TOO_LARGE;
-                    continue;
-                }
-                match commit_offset(&handle, p.partition_index, p.committed_offset) {
-                    Ok((partition, offset)) => {
-                        offsets.push(CommitOffset {
-                            partition,
-                            offset,
-                            metadata: metadata.map(ToString::to_string),
-                            leader_epoch: crate::group_offsets::leader_epoch(
-                                p.committed_leader_epoch,
-                            ),
-                        });
-                        committing.push(i);
-                    }
-                    Err(code) => codes[i] = code,
-                }
-            }
+            let rows = topic.partitions.iter().map(|p| CommitRow {
+                partition_index: p.partition_index,
+                committed_offset: p.committed_offset,
+                metadata: p.committed_metadata.as_deref(),
+                leader_epoch: p.committed_leader_epoch,
+            });
+            let (offsets, committing) = commit_rows(&handle, rows, max_metadata, &mut codes);
             if !offsets.is_empty() {
                 let done = kafko
                     .txn_offset_commit(

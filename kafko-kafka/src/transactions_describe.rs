@@ -25,17 +25,6 @@ pub(crate) const MAX_DESCRIBED: usize = 10_000;
 /// Transactions one ListTransactions answer lists at most.
 pub(crate) const MAX_LISTED: usize = 10_000;
 
-/// Every state a ListTransactions may filter on, by Kafka's names.
-const STATES: [TxnState; 7] = [
-    TxnState::Empty,
-    TxnState::Ongoing,
-    TxnState::PrepareCommit,
-    TxnState::PrepareAbort,
-    TxnState::CompleteCommit,
-    TxnState::CompleteAbort,
-    TxnState::Dead,
-];
-
 /// Answers DescribeTransactions: each id named, once, with its state, producer,
 /// timeout, start and partitions (grouped by topic); TRANSACTIONAL_ID_NOT_FOUND for an
 /// id the coordinator does not know.
@@ -115,8 +104,8 @@ pub(crate) fn list_transactions(
     let mut response = ListTransactionsResponse::default();
     let mut states: Vec<TxnState> = Vec::new();
     for name in &request.state_filters {
-        match STATES.iter().find(|s| s.kafka_name() == name.as_str()) {
-            Some(s) => states.push(*s),
+        match TxnState::from_kafka_name(name.as_str()) {
+            Some(s) => states.push(s),
             None => response.unknown_state_filters.push(name.clone()),
         }
     }

@@ -41,19 +41,20 @@ impl TxnState {
         }
     }
 
+    /// Every state, in Kafka's order.
+    pub const ALL: [TxnState; 7] = [
+        TxnState::Empty,
+        TxnState::Ongoing,
+        TxnState::PrepareCommit,
+        TxnState::PrepareAbort,
+        TxnState::CompleteCommit,
+        TxnState::CompleteAbort,
+        TxnState::Dead,
+    ];
+
     /// The state named `name` (Kafka's name), if any.
     pub fn from_kafka_name(name: &str) -> Option<TxnState> {
-        [
-            TxnState::Empty,
-            TxnState::Ongoing,
-            TxnState::PrepareCommit,
-            TxnState::PrepareAbort,
-            TxnState::CompleteCommit,
-            TxnState::CompleteAbort,
-            TxnState::Dead,
-        ]
-        .into_iter()
-        .find(|s| s.kafka_name() == name)
+        TxnState::ALL.into_iter().find(|s| s.kafka_name() == name)
     }
 
     fn preparing(self) -> bool {
