@@ -43,7 +43,7 @@ done
 (cd "$JS" && timeout 300 node transactions.mjs "$KAFKA")
 
 echo "--- transactional producers across SIGKILLs"
-(cd scripts/clients && timeout 900 "../../$VENV/bin/python" transactional_kills.py \
+(cd scripts/clients && timeout 1200 "../../$VENV/bin/python" transactional_kills.py \
     ../../target/debug/kafko "$WORK" 50)
 
 fail_on_panic
