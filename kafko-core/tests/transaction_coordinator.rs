@@ -1,12 +1,15 @@
 //! The transaction coordinator on real files: producer ids and epochs, fencing, the
 //! requests' checks and bounds, the state surviving restarts (clean and killed), offsets
-//! committed only by a commit, timeouts and expiry.
+//! committed only by a commit, the timeout abort (expiry: the timer's unit test in
+//! `src/transaction/complete.rs`).
 use std::path::Path;
 use std::time::Duration;
 
+use kafko_test_support::transactions::{append_plain, append_txn};
+
 use kafko_core::{
-    CommitOffset, Kafko, KafkoOptions, TopicConfig, TransactionLimits, TxnError, TxnPartition,
-    TxnState,
+    CommitOffset, Isolation, Kafko, KafkoOptions, TopicConfig, TransactionLimits, TxnError,
+    TxnPartition, TxnState,
 };
 
 fn limits() -> TransactionLimits {
@@ -40,22 +43,6 @@ fn tp(topic: &str, partition: u32) -> TxnPartition {
         topic: topic.into(),
         partition,
     }
-}
-
-/// Waits (long-polling the group's committed offsets is not possible) until `id`'s
-/// state is `want`, checking every timer period, for at most 10 s.
-async fn wait_for_state(k: &Kafko, id: &str, want: TxnState) {
-    let mut period = tokio::time::interval(Duration::from_millis(20));
-    for _ in 0..500 {
-        if k.describe_transaction(id).map(|d| d.state) == Some(want) {
-            return;
-        }
-        period.tick().await;
-    }
-    panic!(
-        "{id} never reached {want:?}: {:?}",
-        k.describe_transaction(id)
-    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -299,15 +286,52 @@ async fn a_transaction_past_its_timeout_is_aborted_and_its_producer_fenced() {
     k.txn_offset_commit("slow", pid, epoch, "g", "t", &[o])
         .await
         .unwrap();
-    wait_for_state(&k, "slow", TxnState::CompleteAbort).await;
+    // Its record, then a plain one: a read-committed long poll from the plain record
+    // returns once the timer's abort marker moves the last stable offset past it.
+    let t0 = TxnPartition {
+        topic: "t".into(),
+        partition: 0,
+    };
+    k.add_partitions_to_txn("slow", pid, epoch, &[t0], false)
+        .await
+        .unwrap();
+    let topic = k.topic("t").unwrap();
+    let p = topic.producer();
+    append_txn(&p, 0, &[(b"k", b"open")], (pid, epoch, 0), 1)
+        .await
+        .unwrap();
+    let plain = append_plain(&p, 0, &[(b"k", b"plain")], 2).await;
+    let read = topic
+        .partition(0)
+        .unwrap()
+        .read_wait_with(
+            plain,
+            10,
+            1 << 20,
+            Duration::from_secs(30),
+            Isolation::ReadCommitted,
+        )
+        .await
+        .unwrap();
+    assert_eq!(read.records.len(), 1, "the abort came within the wait");
+    assert_eq!(read.records[0].offset, plain);
+    // Read committed from the start: the aborted record is skipped.
+    let all = topic.partition(0).unwrap().read(0, 10, 1 << 20).unwrap();
+    let offsets: Vec<u64> = all.records.iter().map(|r| r.offset).collect();
+    assert_eq!(offsets, [plain]);
     let d = k.describe_transaction("slow").unwrap();
     assert_eq!(d.producer_epoch, epoch + 1);
     assert!(matches!(
         k.end_txn("slow", pid, epoch, true).await,
         Err(TxnError::ProducerFenced)
     ));
-    // Its own abort has nothing left to do; its offsets were dropped.
+    // Its own abort (after the timer's end, whose lock it waits for) has nothing left
+    // to do; its offsets were dropped.
     k.end_txn("slow", pid, epoch, false).await.unwrap();
+    assert_eq!(
+        k.describe_transaction("slow").unwrap().state,
+        TxnState::CompleteAbort
+    );
     assert!(
         k.group("g")
             .and_then(|g| g.classic_committed())
@@ -326,41 +350,5 @@ async fn a_transaction_past_its_timeout_is_aborted_and_its_producer_fenced() {
             .unwrap(),
         (pid, epoch + 2)
     );
-    k.shutdown().await.unwrap();
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn idle_ids_expire_and_open_ones_do_not() {
-    let dir = tempfile::tempdir().unwrap();
-    let short = TransactionLimits {
-        id_expiration: Duration::from_millis(50),
-        ..limits()
-    };
-    let k = open_with(dir.path(), short).await;
-    let (pid, epoch) = k
-        .init_transactional_producer("open", 60_000, None)
-        .await
-        .unwrap();
-    k.add_offsets_to_txn("open", pid, epoch, "g").await.unwrap();
-    k.init_transactional_producer("idle", 60_000, None)
-        .await
-        .unwrap();
-    let mut period = tokio::time::interval(Duration::from_millis(20));
-    for _ in 0..500 {
-        if k.describe_transaction("idle").is_none() {
-            break;
-        }
-        period.tick().await;
-    }
-    assert!(k.describe_transaction("idle").is_none());
-    assert_eq!(
-        k.describe_transaction("open").unwrap().state,
-        TxnState::Ongoing
-    );
-    k.shutdown().await.unwrap();
-    // The removal is durable.
-    let k = open_with(dir.path(), limits()).await;
-    assert!(k.describe_transaction("idle").is_none());
-    assert!(k.describe_transaction("open").is_some());
     k.shutdown().await.unwrap();
 }

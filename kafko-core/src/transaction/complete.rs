@@ -200,3 +200,56 @@ pub(crate) fn spawn_timer(kafko: &Kafko) {
         .unwrap_or_else(|p| p.into_inner())
         .push(task);
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::tick;
+    use crate::transaction::{TransactionLimits, TxnState};
+    use crate::{Kafko, KafkoOptions};
+
+    async fn open(dir: &std::path::Path) -> Kafko {
+        let limits = TransactionLimits {
+            id_expiration: Duration::from_millis(1),
+            // The test runs the passes itself.
+            abort_check_interval: Duration::from_secs(3600),
+            ..TransactionLimits::default()
+        };
+        KafkoOptions::new(dir)
+            .transactions(limits)
+            .open()
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_pass_removes_idle_ids_durably_and_keeps_open_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let k = open(dir.path()).await;
+        let (pid, epoch) = k
+            .init_transactional_producer("open", 60_000, None)
+            .await
+            .unwrap();
+        k.add_offsets_to_txn("open", pid, epoch, "g").await.unwrap();
+        k.init_transactional_producer("idle", 60_000, None)
+            .await
+            .unwrap();
+        let stored = k.describe_transaction("idle").unwrap().last_update_ms;
+        // The expiration is 1 ms: the pass runs once the clock moved past it.
+        while crate::record::now_ms() <= stored + 1 {
+            tokio::task::yield_now().await;
+        }
+        tick(&k).await;
+        assert!(k.describe_transaction("idle").is_none());
+        assert_eq!(
+            k.describe_transaction("open").unwrap().state,
+            TxnState::Ongoing
+        );
+        k.shutdown().await.unwrap();
+        let k = open(dir.path()).await;
+        assert!(k.describe_transaction("idle").is_none());
+        assert!(k.describe_transaction("open").is_some());
+        k.shutdown().await.unwrap();
+    }
+}

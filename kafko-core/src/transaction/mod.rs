@@ -528,10 +528,15 @@ impl Kafko {
     ) -> Result<(), ProducerRejection> {
         let txns = &self.inner.transactions;
         let id = lock(&txns.by_producer).get(&producer_id).cloned();
-        let meta = id.and_then(|id| txns.entry(&id)).map(|e| e.meta());
-        let Some(meta) = meta.filter(|m| m.producer_id == producer_id) else {
+        let Some(entry) = id.and_then(|id| txns.entry(&id)) else {
             return Err(ProducerRejection::NotInTransaction);
         };
+        // Checked in place: every produced batch passes here, and a state may list
+        // thousands of partitions.
+        let meta = lock(&entry.meta);
+        if meta.producer_id != producer_id {
+            return Err(ProducerRejection::NotInTransaction);
+        }
         match meta.admits(epoch, topic, partition) {
             Ok(()) => Ok(()),
             Err(TxnError::ProducerFenced) => Err(ProducerRejection::EpochFenced {

@@ -275,11 +275,7 @@ impl TxnMeta {
         if epoch < self.epoch {
             return Err(TxnError::ProducerFenced);
         }
-        let listed = self
-            .partitions
-            .range((topic.to_owned(), partition)..=(topic.to_owned(), partition))
-            .next()
-            .is_some();
+        let listed = self.partitions.contains(&(topic.to_owned(), partition));
         if epoch == self.epoch && self.state == TxnState::Ongoing && listed {
             Ok(())
         } else {
