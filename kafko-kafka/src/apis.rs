@@ -23,8 +23,9 @@ use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion};
 use crate::dispatch::{Header, Outcome, Session, api_versions, encode};
 use crate::layouts::{self, Field};
 use crate::{
-    ListenerState, admin, cluster, configs, consumer_groups, errors, fetch, groups, idempotence,
-    legacy, log_admin, metadata, offsets, produce, sasl, transactions, transactions_describe,
+    ListenerState, admin, cluster, configs, consumer_groups, errors, fetch, fetch_frame, groups,
+    idempotence, legacy, log_admin, metadata, offsets, produce, sasl, transactions,
+    transactions_describe,
 };
 
 /// Who may call an API on a connection of a server that requires SASL.
@@ -176,13 +177,10 @@ apis! {
     Fetch 4..=17, FETCH, Authenticated, FetchRequest => |cx, r| {
         let (correlation, version) = (cx.header.correlation_id, cx.version());
         let (frame, room) = fetch::answer(cx.broker, r, version, |response| {
-            encode(correlation, version, response)
+            fetch_frame::encode(correlation, version, response)
         })
         .await?;
-        Ok(match room {
-            Some(room) => Outcome::Held(frame, room),
-            None => Outcome::Answer(frame),
-        })
+        Ok(Outcome::Held(frame, room))
     };
     ListOffsets 1..=9 from 0, LIST_OFFSETS, Authenticated, ListOffsetsRequest => |cx, r| {
         let response = offsets::handle(cx.broker, r, cx.version().max(1));

@@ -18,6 +18,7 @@ use kafka_protocol::messages::{ApiKey, ApiVersionsResponse};
 use kafka_protocol::protocol::{Encodable, HeaderVersion};
 
 use crate::apis::{self, Api, Call, Gate};
+use crate::frame::Frame;
 use crate::{ListenerState, errors, frame, guard, refusals};
 use kafko_service::answer_budget::Reservation;
 
@@ -49,8 +50,9 @@ impl Session {
 pub(crate) enum Outcome {
     /// Send this frame.
     Answer(Bytes),
-    /// Send this frame, holding its room in the answer budget until it is written.
-    Held(Bytes, Reservation),
+    /// Send this frame of pieces, holding its room in the answer budget (if any) until
+    /// it is written.
+    Held(Frame, Option<Reservation>),
     /// Send nothing (a produce with acks=0).
     Silent,
     /// Send this frame, then close (a failed authentication).

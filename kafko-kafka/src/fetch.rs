@@ -1,5 +1,5 @@
-//! Fetch: reads every asked partition from its offset, one uncompressed batch per
-//! partition, within the request's `max_bytes` and each partition's
+//! Fetch: reads every asked partition from its offset, its stored batches whole
+//! (`fetch_read`; framed without a copy by `fetch_frame`), within the request's `max_bytes` and each partition's
 //! `partition_max_bytes` (and the server's `--max-fetch-bytes` and
 //! `--max-records-per-fetch`); the first partition with data returns at least one record
 //! whatever the limits, as Kafka does. While fewer than `min_bytes` are found it waits, up
@@ -22,13 +22,13 @@
 
 use std::time::Duration;
 
-use bytes::Bytes;
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::{FetchRequest, FetchResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use kafko_core::{ActivityWatch, Isolation, TopicHandle};
 
 use crate::fetch_read::{Asked, Named, empty, read_all};
+use crate::frame::Frame;
 use crate::metadata::topic_by_uuid;
 use crate::{ListenerState, errors};
 use kafko_service::answer_budget::Reservation;
@@ -58,13 +58,13 @@ pub(crate) async fn answer(
     broker: &ListenerState,
     request: FetchRequest,
     version: i16,
-    encode: impl Fn(&FetchResponse) -> Result<Bytes, String>,
-) -> Result<(Bytes, Option<Reservation>), String> {
+    encode: impl Fn(FetchResponse) -> Result<Frame, String>,
+) -> Result<(Frame, Option<Reservation>), String> {
     let mut response = FetchResponse::default();
     if version >= 7 && request.session_id != 0 {
         // This broker never hands out a session id.
         response.error_code = errors::FETCH_SESSION_ID_NOT_FOUND;
-        return Ok((encode(&response)?, None));
+        return Ok((encode(response)?, None));
     }
     let config = &broker.service.config;
     let wait =
@@ -148,8 +148,7 @@ pub(crate) async fn answer(
         drop(waiter);
     }
     response.responses = answer;
-    let frame = encode(&response)?;
-    drop(response);
+    let frame = encode(response)?;
     if !room.fit(budget, frame.len()).await {
         // A single record past the estimate, and no room for it.
         return throttled(broker, &topics, version, entries, &encode).await;
@@ -178,8 +177,8 @@ async fn throttled(
     topics: &Asked,
     version: i16,
     entries: usize,
-    encode: &impl Fn(&FetchResponse) -> Result<Bytes, String>,
-) -> Result<(Bytes, Option<Reservation>), String> {
+    encode: &impl Fn(FetchResponse) -> Result<Frame, String>,
+) -> Result<(Frame, Option<Reservation>), String> {
     let mut response = FetchResponse::default();
     response.throttle_time_ms = THROTTLE_MS;
     let budget = &broker.service.answers;
@@ -192,7 +191,7 @@ async fn throttled(
             response.responses = empty(topics, version);
         }
     }
-    let frame = encode(&response)?;
+    let frame = encode(response)?;
     if let Some(room) = room.as_mut() {
         // Only shrinks: `entries` bounds this answer.
         room.fit(budget, frame.len()).await;

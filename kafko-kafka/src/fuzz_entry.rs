@@ -126,9 +126,8 @@ impl RequestTarget {
         });
         match outcome {
             Err(_) | Ok(Outcome::Silent) => Ok(0),
-            Ok(
-                Outcome::Answer(frame) | Outcome::Held(frame, _) | Outcome::AnswerAndClose(frame),
-            ) => Ok(frame.len()),
+            Ok(Outcome::Answer(frame) | Outcome::AnswerAndClose(frame)) => Ok(frame.len()),
+            Ok(Outcome::Held(frame, _)) => Ok(frame.len()),
             Ok(Outcome::Close(why)) => Err(why),
         }
     }

@@ -52,6 +52,7 @@ mod consumer_protocol;
 mod dispatch;
 mod errors;
 mod fetch;
+mod fetch_frame;
 mod fetch_read;
 mod frame;
 mod fuzz_entry;

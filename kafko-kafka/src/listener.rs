@@ -164,15 +164,20 @@ async fn connection(mut stream: TcpStream, mut admitted: Admitted, broker: &List
         }
         match outcome {
             Outcome::Answer(frame) => {
-                if let Err(e) =
-                    frame::write_frame(&mut stream, &frame, config.request_timeout).await
+                if let Err(e) = frame::write_frame(
+                    &mut stream,
+                    std::slice::from_ref(&frame),
+                    config.request_timeout,
+                )
+                .await
                 {
                     tracing::debug!(error = %e, "kafka connection: write failed");
                     return;
                 }
             }
             Outcome::Held(frame, room) => {
-                let written = frame::write_frame(&mut stream, &frame, config.request_timeout).await;
+                let written =
+                    frame::write_frame(&mut stream, frame.parts(), config.request_timeout).await;
                 drop(room);
                 if let Err(e) = written {
                     tracing::debug!(error = %e, "kafka connection: write failed");
@@ -184,7 +189,12 @@ async fn connection(mut stream: TcpStream, mut admitted: Admitted, broker: &List
                 // A failed authentication: answered late, as Kafka does, so that guessing
                 // passwords is slow (one try per connection, and the connection cap).
                 tokio::time::sleep(config.failed_auth_delay).await;
-                let _ = frame::write_frame(&mut stream, &frame, config.request_timeout).await;
+                let _ = frame::write_frame(
+                    &mut stream,
+                    std::slice::from_ref(&frame),
+                    config.request_timeout,
+                )
+                .await;
                 return;
             }
             Outcome::Close(why) => {
