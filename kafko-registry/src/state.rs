@@ -209,7 +209,12 @@ impl State {
         }
     }
 
-    /// The id the next new schema gets: one past every id ever seen.
+    /// The largest id the topic showed since the state was read from its start.
+    pub(crate) fn max_id(&self) -> u32 {
+        self.max_id
+    }
+
+    /// One past every id the topic showed since the state was read from its start.
     pub(crate) fn next_id(&self) -> u32 {
         self.max_id.saturating_add(1)
     }

@@ -879,7 +879,8 @@ async fn the_schemas_topic_holds_confluents_records_and_survives_restarts() {
         (200, json!({"id": 41}))
     );
 
-    // The topic deleted by a client: the registry starts over from what it holds now.
+    // The topic deleted by a client: the registry starts over from what it holds now,
+    // and its ids go on past every id it handed out or saw.
     let resp = c.delete(s.url("/v1/topics/_schemas")).send().await.unwrap();
     assert!(resp.status().is_success(), "{}", resp.status());
     assert_eq!(
@@ -888,7 +889,7 @@ async fn the_schemas_topic_holds_confluents_records_and_survives_restarts() {
     );
     assert_eq!(
         register(&c, &r, "again", "\"int\"").await,
-        (200, json!({"id": 1}))
+        (200, json!({"id": 42}))
     );
     assert_eq!(
         call(&c, "GET", &format!("{r}/subjects"), None).await,
@@ -1038,4 +1039,73 @@ async fn import_mode_keeps_the_ids_and_versions_it_is_given() {
     )
     .await;
     assert_eq!(b["version"], 6);
+}
+
+/// Sets `subject`'s compatibility level.
+async fn set_level(c: &Client, r: &str, subject: &str, level: &str) {
+    let body = json!({"compatibility": level});
+    let (st, b) = call(c, "PUT", &format!("{r}/config/{subject}"), Some(body)).await;
+    assert_eq!(st, 200, "{subject} {level}: {b}");
+}
+
+/// Whether any record of `_schemas` has a key naming `subject`.
+async fn topic_names(c: &Client, s: &Server, subject: &str) -> bool {
+    schemas_topic(c, s)
+        .await
+        .iter()
+        .any(|(key, _)| key["subject"] == subject)
+}
+
+#[tokio::test]
+async fn a_deleted_newest_id_is_never_given_again_after_compaction_and_restarts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("d");
+    // Retention and compaction run every 10 ms.
+    let flags = ["--log-retention-check-interval-ms", "10"];
+    let (mut s, r) = start(&dir, &flags).await;
+    let c = client();
+    assert_eq!(register(&c, &r, "a", &user_v1()).await.1, json!({"id": 1}));
+    assert_eq!(register(&c, &r, "b", &user_v2()).await.1, json!({"id": 2}));
+    // Every append 1 ms past its segment's first rolls it; tombstones go at once.
+    let config = json!({"segment_ms": 1, "delete_retention_ms": 0, "min_compaction_lag_ms": 0});
+    let resp = common::patch_json(&c, &s, "/v1/topics/_schemas", &config).await;
+    assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
+    let b1 = format!("{r}/subjects/b/versions/1");
+    assert_eq!(call(&c, "DELETE", &b1, None).await, (200, json!(1)));
+    let permanent = format!("{b1}?permanent=true");
+    assert_eq!(call(&c, "DELETE", &permanent, None).await, (200, json!(1)));
+    assert!(topic_names(&c, &s, "b").await);
+    // Writes after the tombstone seal its segment; the cleaner then removes every
+    // record of id 2.
+    let mut n = 0;
+    common::until("compaction removes the records of id 2", async || {
+        n += 1;
+        let level = if n % 2 == 0 { "FULL" } else { "NONE" };
+        set_level(&c, &r, "a", level).await;
+        !topic_names(&c, &s, "b").await
+    })
+    .await;
+    assert!(s.sigterm().await.success());
+
+    let (mut s, r) = start(&dir, &flags).await;
+    assert_eq!(
+        call(&c, "GET", &format!("{r}/schemas/ids/2"), None).await.0,
+        404
+    );
+    let fresh = json!({"type":"record","name":"Fresh","fields":[]}).to_string();
+    assert_eq!(register(&c, &r, "c", &fresh).await.1, json!({"id": 3}));
+    // The data directory keeps it: `schema-registry/max-id`, a state file.
+    let kept = std::fs::read(dir.join("schema-registry/max-id")).unwrap();
+    assert!(kept.starts_with(b"KSTF"), "{kept:?}");
+    assert!(String::from_utf8_lossy(&kept).contains(r#""max_id":3"#));
+    // Nor after `_schemas` itself is deleted (by a client), and a restart.
+    let resp = c.delete(s.url("/v1/topics/_schemas")).send().await.unwrap();
+    assert!(resp.status().is_success(), "{}", resp.status());
+    assert!(s.sigterm().await.success());
+    let (_s, r) = start(&dir, &flags).await;
+    assert_eq!(
+        call(&c, "GET", &format!("{r}/subjects"), None).await.1,
+        json!([])
+    );
+    assert_eq!(register(&c, &r, "a", &user_v1()).await.1, json!({"id": 4}));
 }
