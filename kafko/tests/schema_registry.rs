@@ -1109,3 +1109,81 @@ async fn a_deleted_newest_id_is_never_given_again_after_compaction_and_restarts(
     );
     assert_eq!(register(&c, &r, "a", &user_v1()).await.1, json!({"id": 4}));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_answers_50001_keeps_reads_and_writes_resume() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(disk) = common::small_disk::small_disk_or_skip(tmp.path(), "registry disk full")
+    else {
+        return;
+    };
+    // The data directory on the small disk; the server's log beside it, off it.
+    let dir = tmp.path().join("d");
+    std::fs::create_dir(disk.mount.join("d")).unwrap();
+    std::os::unix::fs::symlink(disk.mount.join("d"), &dir).unwrap();
+    let (mut s, r) = start(&dir, &[]).await;
+    let c = client();
+    // A schema of 64 KiB: its soft delete rewrites it whole.
+    let big = json!({"type":"record","name":"Big","doc":"x".repeat(64 << 10),"fields":[]});
+    assert_eq!(
+        register(&c, &r, "big", &big.to_string()).await.1,
+        json!({"id": 1})
+    );
+    common::small_disk::fill(&disk.mount);
+
+    // A new id needs the id's state file written, a soft delete 64 KiB appended.
+    let (st, b) = register(&c, &r, "new", &user_v1()).await;
+    assert_eq!((st, error_code(&b)), (500, 50001), "{b}");
+    assert!(b["message"].as_str().unwrap().contains("max-id"), "{b}");
+    let big_v1 = format!("{r}/subjects/big/versions/1");
+    let (st, b) = call(&c, "DELETE", &big_v1, None).await;
+    assert_eq!((st, error_code(&b)), (500, 50001), "{b}");
+    assert!(b["message"].as_str().unwrap().contains("_schemas"), "{b}");
+    // Reads are served all along.
+    let (st, b) = call(&c, "GET", &format!("{r}/subjects/big/versions"), None).await;
+    assert_eq!((st, b), (200, json!([1])));
+    assert_eq!(
+        call(&c, "GET", &format!("{r}/subjects"), None).await.1,
+        json!(["big"])
+    );
+
+    // Space again: the same writes succeed, the failed id was never handed out.
+    std::fs::remove_file(disk.mount.join("filler")).unwrap();
+    assert_eq!(
+        register(&c, &r, "new", &user_v1()).await,
+        (200, json!({"id": 2}))
+    );
+    assert_eq!(call(&c, "DELETE", &big_v1, None).await, (200, json!(1)));
+    assert!(s.sigterm().await.success());
+    let (_s, r) = start(&dir, &[]).await;
+    assert_eq!(
+        call(&c, "GET", &format!("{r}/subjects"), None).await.1,
+        json!(["new"])
+    );
+    let deleted = format!("{r}/subjects/big/versions?deleted=true");
+    assert_eq!(call(&c, "GET", &deleted, None).await.1, json!([1]));
+    drop(disk);
+}
+
+#[tokio::test]
+async fn a_schemas_topic_of_several_partitions_answers_50001_until_it_is_gone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (s, r) = start(&tmp.path().join("d"), &[]).await;
+    let c = client();
+    // Another client creates `_schemas` with 3 partitions before the registry writes.
+    common::create_topic(&c, &s, "_schemas", json!({"partitions": 3})).await;
+    let (st, b) = register(&c, &r, "a", &user_v1()).await;
+    assert_eq!((st, error_code(&b)), (500, 50001), "{b}");
+    assert!(
+        b["message"].as_str().unwrap().contains("3 partitions"),
+        "{b}"
+    );
+    let (st, b) = call(&c, "GET", &format!("{r}/subjects"), None).await;
+    assert_eq!((st, error_code(&b)), (500, 50001), "{b}");
+    let resp = c.delete(s.url("/v1/topics/_schemas")).send().await.unwrap();
+    assert!(resp.status().is_success(), "{}", resp.status());
+    assert_eq!(
+        register(&c, &r, "a", &user_v1()).await,
+        (200, json!({"id": 1}))
+    );
+}
