@@ -96,12 +96,11 @@ pub enum RegistryError {
     /// A schema, reference list or request past a configured bound.
     #[error("{0}")]
     LimitExceeded(String),
-    /// Writing to or reading from the `_schemas` topic failed.
-    #[error("Error while storing the schema: {0}")]
+    /// Writing to or reading from the `_schemas` topic or the registry's state file
+    /// failed (a full disk, an I/O error, a `_schemas` topic of more than one
+    /// partition), or the registry failed inside.
+    #[error("Error in the backend data store: {0}")]
     Store(String),
-    /// The store did not answer within the time allowed.
-    #[error("Operation timed out: {0}")]
-    Timeout(String),
 }
 
 impl RegistryError {
@@ -128,7 +127,6 @@ impl RegistryError {
             RegistryError::BadRequest(_) => 400,
             RegistryError::NotDecodable(_) => 422,
             RegistryError::Store(_) => 50001,
-            RegistryError::Timeout(_) => 50002,
         }
     }
 

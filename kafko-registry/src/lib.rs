@@ -13,6 +13,7 @@
 //! - [`record`]: the `_schemas` key and value formats;
 //! - `state`: what the registry knows, rebuilt from the records;
 //! - `store`: the `_schemas` topic (replay, durable appends);
+//! - `max_id`: the largest id handed out, kept in the data directory;
 //! - [`schema`]: schema types (Avro, JSON Schema, Protobuf), identity, normalization,
 //!   compatibility of two schemas, and decoding a record's payload;
 //! - `compat`: which versions a check covers, references, the cost bound;
@@ -22,8 +23,9 @@
 //!
 //! ## Durability and ids
 //! A write is appended with an fsync and applied to the state by reading it back
-//! from the log; only then is it answered. Ids are one past the largest id the topic
-//! ever showed, and the same schema keeps its id across subjects.
+//! from the log; only then is it answered. A new id is one past the largest id the
+//! topic shows and the largest the data directory keeps (so ids are never reused,
+//! whatever compaction removes), and the same schema keeps its id across subjects.
 
 // Bad input and I/O failures answer with a typed error, never a panic (tests may
 // unwrap: clippy.toml).
@@ -35,6 +37,7 @@ pub mod error;
 pub mod http;
 pub mod level;
 pub mod limits;
+mod max_id;
 pub mod record;
 pub mod registry;
 pub mod schema;

@@ -12,6 +12,8 @@
 //! - `{"keytype":"DELETE_SUBJECT","subject":S,"magic":0}`: value
 //!   `{"subject":S,"version":V}`, soft-deletes every version up to `V`.
 //! - `{"keytype":"NOOP","magic":0}`: carries nothing.
+//!
+//! An empty value reads as a tombstone: Karapace writes its deletes so.
 
 use serde::{Deserialize, Serialize};
 

@@ -53,9 +53,11 @@ pub(crate) struct State {
 }
 
 impl State {
-    /// Applies one record; returns why it was ignored, if it was.
+    /// Applies one record; returns why it was ignored, if it was. An empty value is a
+    /// null one: Karapace writes its deletes so.
     pub(crate) fn apply(&mut self, key: &[u8], value: Option<&[u8]>) -> Result<(), String> {
         let key = Key::decode(key).ok_or("not a registry key")?;
+        let value = value.filter(|v| !v.is_empty());
         match (key, value) {
             (Key::Schema { subject, version }, Some(v)) => {
                 let v: SchemaValue = serde_json::from_slice(v).map_err(|e| e.to_string())?;
@@ -209,7 +211,12 @@ impl State {
         }
     }
 
-    /// The id the next new schema gets: one past every id ever seen.
+    /// The largest id the topic showed since the state was read from its start.
+    pub(crate) fn max_id(&self) -> u32 {
+        self.max_id
+    }
+
+    /// One past every id the topic showed since the state was read from its start.
     pub(crate) fn next_id(&self) -> u32 {
         self.max_id.saturating_add(1)
     }
@@ -347,6 +354,11 @@ mod tests {
         // A permanent delete of the newest id still never gives it out again.
         s.apply(&k, None).unwrap();
         assert!(s.schema(5).is_none());
+        // Karapace's permanent delete: an empty value.
+        let (k1, v1) = schema_record("b", 1, 3, true);
+        s.apply(&k1, Some(&v1)).unwrap();
+        s.apply(&k1, Some(b"")).unwrap();
+        assert!(s.version("b", 1).is_none() && s.schema(3).is_none());
         assert_eq!(s.next_id(), 6);
         let cfg = Key::Config { subject: None }.encode();
         s.apply(&cfg, Some(br#"{"compatibilityLevel":"FULL"}"#))

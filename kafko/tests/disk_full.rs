@@ -10,75 +10,12 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
+use common::small_disk::{fill, small_disk_or_skip};
 use common::{Server, client, create_topic, get, high_watermarks, json, post_body};
 use serde_json::json;
-
-/// A loop-mounted ext4 image, unmounted on drop.
-struct SmallDisk {
-    mount: PathBuf,
-}
-
-impl SmallDisk {
-    fn new(dir: &Path, mib: u32) -> Result<SmallDisk, String> {
-        let image = dir.join("disk.img");
-        let mount = dir.join("mnt");
-        std::fs::create_dir_all(&mount).map_err(|e| e.to_string())?;
-        let file = std::fs::File::create(&image).map_err(|e| e.to_string())?;
-        file.set_len(u64::from(mib) << 20)
-            .map_err(|e| e.to_string())?;
-        run(
-            "mkfs.ext4",
-            &["-q", "-F", "-m", "0", image.to_str().unwrap()],
-        )?;
-        run(
-            "mount",
-            &[
-                "-o",
-                "loop",
-                image.to_str().unwrap(),
-                mount.to_str().unwrap(),
-            ],
-        )?;
-        Ok(SmallDisk { mount })
-    }
-}
-
-impl Drop for SmallDisk {
-    fn drop(&mut self) {
-        // Lazy: a still-open descriptor must not leave the mount behind.
-        let _ = Command::new("umount").arg("-l").arg(&self.mount).status();
-    }
-}
-
-fn run(program: &str, args: &[&str]) -> Result<(), String> {
-    let out = Command::new(program)
-        .args(args)
-        .output()
-        .map_err(|e| format!("{program}: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "{program} {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
-}
-
-/// A 16 MiB disk under `dir`, or `None` (the skip said) where the machine does not
-/// allow one.
-fn small_disk_or_skip(dir: &Path) -> Option<SmallDisk> {
-    SmallDisk::new(dir, 16)
-        .map_err(|reason| {
-            eprintln!("SKIP disk_full: cannot loop-mount a small ext4 filesystem here ({reason})")
-        })
-        .ok()
-}
 
 /// A value that names its own sequence number, so a mix-up cannot pass.
 fn value(n: usize) -> Vec<u8> {
@@ -114,7 +51,7 @@ async fn assert_acked_read_back(c: &reqwest::Client, s: &Server, acked: &[(u64, 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn disk_full_answers_507_keeps_reads_and_recovers_when_space_returns() {
     let tmp = tempfile::tempdir().unwrap();
-    let Some(disk) = small_disk_or_skip(tmp.path()) else {
+    let Some(disk) = small_disk_or_skip(tmp.path(), "disk_full") else {
         return;
     };
     // Ballast: space to give back later.
@@ -215,19 +152,10 @@ async fn disk_full_answers_507_keeps_reads_and_recovers_when_space_returns() {
     drop(disk);
 }
 
-/// Fills what is left of the filesystem at `dir` with a file of zeros.
-fn fill(dir: &Path) {
-    use std::io::Write;
-    let mut f = std::fs::File::create(dir.join("filler")).unwrap();
-    let block = vec![0u8; 4096];
-    while f.write_all(&block).is_ok() {}
-    let _ = f.sync_all();
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_on_a_full_disk_serves_reads_and_answers_507() {
     let tmp = tempfile::tempdir().unwrap();
-    let Some(disk) = small_disk_or_skip(tmp.path()) else {
+    let Some(disk) = small_disk_or_skip(tmp.path(), "disk_full") else {
         return;
     };
     // The data directory is on the small disk; the server's log (beside the path the

@@ -3,9 +3,10 @@
 # JSONSerializer/JSONDeserializer, ProtobufSerializer/ProtobufDeserializer,
 # SchemaRegistryClient) against the schema registry
 # (--schema-registry-bind) and Kafka listener of the real debug binary: produce,
-# consume, evolution under BACKWARD, an incompatible change refused with 409, JSON
-# Schema, Protobuf, and basic auth with the token as password against a second server run with
-# --auth-token (scripts/clients/schema_registry_flow.py). Pinned, in its own venv.
+# consume, evolution under each of the seven compatibility levels (what each allows
+# registered and produced, the rest refused with 409), JSON Schema, Protobuf, and basic
+# auth with the token as password against a second server run with --auth-token
+# (scripts/clients/schema_registry_flow.py). Pinned, in its own venv.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 

@@ -2,11 +2,12 @@
 # Karapace 3.16.0 (stock, built from its source in scripts/vendor/, with the dependencies
 # it pins, aiokafka 0.10.0 among them, in its own venv) with the real debug binary as its
 # Kafka broker, and the `_schemas` topic shared with kafko's own registry
-# (scripts/clients/karapace_flow.py): Karapace registers Avro schemas, sets a level and
-# soft-deletes a version, serves them by id and subject/version, also after its restart;
-# kafko's registry serves what Karapace wrote, and Karapace what kafko's registry wrote;
-# after kafko's restart on the same data directory both serve the same again, and
-# Karapace's next id follows on.
+# (scripts/clients/karapace_flow.py): Karapace registers Avro, JSON Schema and Protobuf
+# schemas, sets a level, soft-deletes a version and a subject and deletes a subject for
+# good, serves them by id and subject/version, also after its restart; kafko's registry
+# serves what Karapace wrote, and Karapace what kafko's registry wrote (the same kinds
+# of writes); after kafko's restart on the same data directory both serve the same
+# again, and Karapace's next id follows on.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 

@@ -3,24 +3,29 @@
 
   karapace_flow.py first KAFKA KAFKO_REGISTRY WORKDIR
       Karapace registers Avro schemas (two subjects, an evolution, one schema under
-      two subjects), sets a subject's compatibility and soft-deletes a version; it
-      serves them by id and by subject/version, also after its own restart. kafko's
-      registry serves what Karapace wrote; Karapace serves what kafko's registry
-      then registers, sets and deletes. The state both serve is saved in WORKDIR.
+      two subjects), a JSON Schema and a Protobuf schema, sets a subject's
+      compatibility, soft-deletes a version and a subject and deletes a subject for
+      good; it serves them by id and by subject/version, also after its own restart.
+      kafko's registry serves what Karapace wrote; Karapace serves what kafko's
+      registry then registers (Avro, JSON Schema, Protobuf), sets and deletes (a
+      version, a subject softly, a subject for good). The state both serve is saved
+      in WORKDIR.
   karapace_flow.py again KAFKA KAFKO_REGISTRY WORKDIR
       After kafko's restart on the same data: kafko's registry (replaying `_schemas`)
       and a fresh Karapace serve the saved state; a schema Karapace then registers
       takes the next id, and kafko's registry serves it.
 
-Ids, subjects, versions, compatibility levels and schemas are compared: the text
-Karapace wrote is served by kafko byte for byte; Karapace serves every Avro schema in
-its own form (keys sorted, compact), so a schema kafko's registry wrote is compared as
-JSON.
+Ids, subjects, versions (soft-deleted ones too), schema types, compatibility levels
+and schemas are compared: the text Karapace wrote is served by kafko byte for byte;
+Karapace serves every schema in its own form (Avro and JSON Schema with keys sorted,
+Protobuf printed by its parser), so a schema kafko's registry wrote is compared as JSON
+(Avro, JSON Schema) or by its tokens (Protobuf).
 """
 
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -48,6 +53,13 @@ USER_V1 = avro("User", ("name", "string", {}))
 USER_V2 = avro("User", ("name", "string", {}), ("email", ["null", "string"], {"default": None}))
 AUDIT_V1 = avro("Audit", ("at", "long", {}))
 LATE_V1 = avro("Late", ("n", "long", {}))
+TMP_V1 = avro("Tmp", ("t", "int", {}))
+GONE_V1 = avro("Gone", ("g", "int", {}))
+TICKET_JSON = json.dumps({"type": "object", "required": ["id"],
+                          "properties": {"id": {"type": "integer"}, "note": {"type": "string"}}})
+TICKET_PROTO = 'syntax = "proto3";\npackage interop;\n\nmessage Ticket {\n  string id = 1;\n  int64 seat = 2;\n}\n'
+EVENT_JSON = json.dumps({"type": "object", "properties": {"at": {"type": "string"}}})
+SEAT_PROTO = 'syntax = "proto3";\npackage interop;\n\nmessage Seat {\n  string row = 1;\n  int32 number = 2;\n}\n'
 
 
 def check(cond, what):
@@ -75,8 +87,17 @@ def ok(base, method, path, body=None):
     return answer
 
 
-def register(base, subject, schema):
-    return ok(base, "POST", f"/subjects/{subject}/versions", {"schema": schema})["id"]
+def register(base, subject, schema, schema_type="AVRO"):
+    body = {"schema": schema} if schema_type == "AVRO" else {"schema": schema, "schemaType": schema_type}
+    return ok(base, "POST", f"/subjects/{subject}/versions", body)["id"]
+
+
+def deleted_for_good(base, subject, schema):
+    """Registers `schema` under `subject`, soft-deletes the subject, then deletes it
+    for good."""
+    register(base, subject, schema)
+    check(ok(base, "DELETE", f"/subjects/{subject}") == [1], f"{base}: {subject} soft-deleted")
+    check(ok(base, "DELETE", f"/subjects/{subject}?permanent=true") == [1], f"{base}: {subject} deleted for good")
 
 
 def poll(what, fn, deadline_s):
@@ -95,35 +116,47 @@ def poll(what, fn, deadline_s):
 
 
 def state(base):
-    """What a registry serves: subject -> version -> (id, schema), id -> schema,
-    subject -> compatibility level (if set on the subject)."""
-    subjects, ids, configs = {}, {}, {}
+    """What a registry serves: subject -> version -> (id, type, schema), id -> (type,
+    schema), subject -> every version, soft-deleted ones too (subjects with only
+    soft-deleted versions included), subject -> compatibility level (if set on the
+    subject)."""
+    subjects, ids, every, configs = {}, {}, {}, {}
     for subject in sorted(ok(base, "GET", "/subjects")):
         versions = {}
         for v in ok(base, "GET", f"/subjects/{subject}/versions"):
             got = ok(base, "GET", f"/subjects/{subject}/versions/{v}")
             assert got["subject"] == subject and got["version"] == v, got
-            if got.get("schemaType", "AVRO") != "AVRO":
-                raise SystemExit(f"FAILED: {base}: {subject} v{v} is not Avro: {got}")
-            versions[v] = (got["id"], got["schema"])
-            ids[got["id"]] = ok(base, "GET", f"/schemas/ids/{got['id']}")["schema"]
+            kind = got.get("schemaType", "AVRO")
+            versions[v] = (got["id"], kind, got["schema"])
+            by_id = ok(base, "GET", f"/schemas/ids/{got['id']}")
+            ids[got["id"]] = (by_id.get("schemaType", "AVRO"), by_id["schema"])
         subjects[subject] = versions
         status, config = call(base, "GET", f"/config/{subject}")
         if status == 200:
             configs[subject] = config["compatibilityLevel"]
-    return {"subjects": subjects, "ids": ids, "configs": configs}
+    for subject in sorted(ok(base, "GET", "/subjects?deleted=true")):
+        every[subject] = ok(base, "GET", f"/subjects/{subject}/versions?deleted=true")
+    return {"subjects": subjects, "ids": ids, "every": every, "configs": configs}
+
+
+def text(kind, schema):
+    """A schema as compared across registries: Avro and JSON Schema as JSON, Protobuf
+    as its tokens (comments and layout dropped)."""
+    if kind == "PROTOBUF":
+        return re.findall(r'"(?:\\.|[^"\\])*"|\w+|[^\s\w]', re.sub(r"//[^\n]*", "", schema))
+    return json.loads(schema)
 
 
 def same_state(a, b, what):
-    """The two states are equal: ids, subjects, versions and levels exactly, schemas
-    as JSON."""
+    """The two states are equal: ids, subjects, versions, types and levels exactly,
+    schemas as `text` reads them."""
     def shape(s):
-        return ({sub: {v: i for v, (i, _) in vs.items()} for sub, vs in s["subjects"].items()},
-                s["configs"], sorted(s["ids"]))
+        return ({sub: {v: (i, k) for v, (i, k, _) in vs.items()} for sub, vs in s["subjects"].items()},
+                s["configs"], s["every"], sorted(s["ids"]))
 
     def schemas(s):
-        return ({(sub, v): json.loads(t) for sub, vs in s["subjects"].items() for v, (_, t) in vs.items()},
-                {i: json.loads(t) for i, t in s["ids"].items()})
+        return ({(sub, v): text(k, t) for sub, vs in s["subjects"].items() for v, (_, k, t) in vs.items()},
+                {i: text(k, t) for i, (k, t) in s["ids"].items()})
 
     if shape(a) != shape(b):
         raise SystemExit(f"FAILED: {what}:\n  {shape(a)}\n  {shape(b)}")
@@ -211,6 +244,12 @@ def first(kafka, kafko, workdir):
         ok(k.url, "PUT", "/config/payments-value", {"compatibility": "FULL"})
         check(ok(k.url, "DELETE", "/subjects/scratch-value/versions/1") == 1,
               "Karapace soft-deleted scratch-value version 1")
+        register(k.url, "tickets-json-value", TICKET_JSON, "JSON")
+        register(k.url, "tickets-proto-value", TICKET_PROTO, "PROTOBUF")
+        register(k.url, "karapace-tmp-value", TMP_V1)
+        check(ok(k.url, "DELETE", "/subjects/karapace-tmp-value") == [1],
+              "Karapace soft-deleted the subject karapace-tmp-value")
+        deleted_for_good(k.url, "karapace-gone-value", GONE_V1)
         byid = json.loads(ok(k.url, "GET", f"/schemas/ids/{p2}")["schema"])
         check(byid == json.loads(PAYMENT_V2), f"Karapace serves id {p2} by id")
         before = state(k.url)
@@ -220,9 +259,12 @@ def first(kafka, kafko, workdir):
 
         # (a) kafko's registry reads what Karapace wrote into `_schemas`.
         ours = state(kafko)
-        check(ours == before and before["configs"] == {"payments-value": "FULL"} and len(before["ids"]) == 3,
-              "kafko's registry serves Karapace's schemas (same ids, subjects, versions, schema text byte for"
-              " byte), its level FULL and its soft delete")
+        check(ours == before and before["configs"] == {"payments-value": "FULL"} and len(before["ids"]) == 5,
+              "kafko's registry serves Karapace's schemas (same ids, subjects, versions, types, schema text"
+              " byte for byte: Avro, JSON Schema, Protobuf), its level FULL and its soft deletes")
+        check(before["every"]["karapace-tmp-value"] == [1] and before["every"]["scratch-value"] == [1, 2]
+              and "karapace-gone-value" not in before["every"] and "karapace-tmp-value" not in before["subjects"],
+              "both list karapace-tmp-value only with the deleted, and karapace-gone-value not at all")
 
         # (b) Karapace reads what kafko's registry writes.
         u1 = register(kafko, "users-value", USER_V1)
@@ -232,13 +274,23 @@ def first(kafka, kafko, workdir):
         check(len({p1, p2, s1, s2, u1, u2}) == 6, f"kafko's registry gave the new ids {u1}, {u2}")
         ok(kafko, "PUT", "/config/users-value", {"compatibility": "NONE"})
         ok(kafko, "DELETE", "/subjects/scratch-value/versions/2")
+        register(kafko, "events-json-value", EVENT_JSON, "JSON")
+        register(kafko, "seats-proto-value", SEAT_PROTO, "PROTOBUF")
+        register(kafko, "kafko-tmp-value", avro("KafkoTmp", ("t", "int", {})))
+        check(ok(kafko, "DELETE", "/subjects/kafko-tmp-value") == [1],
+              "kafko's registry soft-deleted the subject kafko-tmp-value")
+        deleted_for_good(kafko, "kafko-gone-value", avro("KafkoGone", ("g", "int", {})))
+        # Written last: once Karapace serves it, it has read every record before it.
         audit = register(kafko, "audit-value", AUDIT_V1)
         poll("Karapace serving kafko's registrations",
              lambda: call(k.url, "GET", "/subjects/audit-value/versions/1")[0] == 200, PROPAGATE_S)
         want = state(kafko)
         got = state(k.url)
-        same_state(want, got, "Karapace serves kafko's registrations (ids, subjects, versions, schemas as JSON),"
-                   " its level NONE and its soft delete")
+        same_state(want, got, "Karapace serves kafko's registrations (ids, subjects, versions, types; Avro and"
+                   " JSON Schema as JSON, Protobuf by its tokens), its level NONE and its soft deletes")
+        check(got["every"]["kafko-tmp-value"] == [1] and "kafko-tmp-value" not in got["subjects"]
+              and "kafko-gone-value" not in got["every"],
+              "both list kafko-tmp-value only with the deleted, and kafko-gone-value not at all")
         check(audit in got["ids"] and "scratch-value" not in got["subjects"]
               and got["configs"] == {"payments-value": "FULL", "users-value": "NONE"},
               "both hide scratch-value, all of its versions soft-deleted; both show the two levels")

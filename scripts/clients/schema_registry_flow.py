@@ -1,8 +1,11 @@
 """confluent-kafka's schema-registry serializers against kafko's registry and Kafka
 listener: Avro produce and consume, evolution under BACKWARD (an old record read with
-the new reader schema), an incompatible change refused with 409, JSON Schema and
-Protobuf produce and consume (Protobuf evolution and a refused change too), the
-client's admin calls, and basic auth with the token as password.
+the new reader schema), an incompatible change refused with 409, evolution under each
+of the seven levels (the serializer registers what the level allows and refuses the
+rest with 409; the transitive levels alone refuse a schema compatible with the latest
+version only), JSON Schema and Protobuf produce and consume (Protobuf evolution and a
+refused change too), the client's admin calls, and basic auth with the token as
+password.
 
 Usage: schema_registry_flow.py REGISTRY_URL KAFKA_BOOTSTRAP [AUTH_REGISTRY_URL TOKEN]
 """
@@ -44,6 +47,69 @@ ORDER = json.dumps({
     "properties": {"id": {"type": "integer"}, "item": {"type": "string"}},
     "required": ["id", "item"],
 })
+
+
+def evo(*fields):
+    """An Avro record shop.Evo with `fields` (name, type[, default])."""
+    return json.dumps({"type": "record", "name": "Evo", "namespace": "shop", "fields": [
+        {"name": f[0], "type": f[1], **({"default": f[2]} if len(f) > 2 else {})} for f in fields]})
+
+
+# S2 drops a field that has a default (compatible with S1 both ways); S3 brings it back
+# as a string (compatible with S2 both ways, with S1 in neither).
+S1 = evo(("id", "string"), ("b", "int", 0))
+S2 = evo(("id", "string"))
+S3 = evo(("id", "string"), ("b", "string", ""))
+# A field added without a default (new readers cannot read S2 records), and the field
+# S2 readers need removed (S2 readers cannot read the new records).
+NOT_BACKWARD = evo(("id", "string"), ("c", "string"))
+NOT_FORWARD = evo(("n", "int", 0))
+LEVELS = ["BACKWARD", "FORWARD", "FULL", "NONE",
+          "BACKWARD_TRANSITIVE", "FORWARD_TRANSITIVE", "FULL_TRANSITIVE"]
+
+
+def serialized(sr, topic, schema, value):
+    """The record as the serializer writes it with `schema`, or None when the registry
+    refuses the schema with a 409."""
+    try:
+        return AvroSerializer(sr, schema)(value, SerializationContext(topic, MessageField.VALUE))
+    except Exception as e:  # the serializer wraps the registry's error
+        if "409" not in str(e) and "incompatible" not in str(e).lower():
+            raise
+        return None
+
+
+def evolution_under_each_level(sr):
+    """Under each level, the serializer writes S1 then S2, then tries S3, NOT_BACKWARD
+    and NOT_FORWARD (in that order, each checked against what was accepted before):
+    the level accepts and refuses each as it should, and every record written reads
+    back by its schema id."""
+    for level in LEVELS:
+        topic = f"evo-{level.lower()}"
+        sr.set_compatibility(subject_name=f"{topic}-value", level=level)
+        backward = level.startswith(("BACKWARD", "FULL"))
+        forward = level.startswith(("FORWARD", "FULL"))
+        transitive = level.endswith("_TRANSITIVE")
+        tries = [
+            ("S1", S1, {"id": "a", "b": 1}, False),
+            ("S2 (a field with a default removed)", S2, {"id": "b"}, False),
+            ("S3 (compatible with the latest version only)", S3, {"id": "c", "b": "s"}, transitive),
+            ("a field added without a default", NOT_BACKWARD, {"id": "x", "c": "y"}, backward),
+            ("a field without a default removed", NOT_FORWARD, {"n": 1}, forward),
+        ]
+        p = Producer({"bootstrap.servers": KAFKA})
+        written = []
+        for what, schema, value, refuse in tries:
+            record = serialized(sr, topic, schema, value)
+            check((record is None) == refuse, f"{level}: {what} {'refused' if refuse else 'accepted'}")
+            if record is not None:
+                p.produce(topic, value=record)
+                written.append(value)
+        check(p.flush(30) == 0, f"{level}: {len(written)} records produced")
+        check(consume(topic, AvroDeserializer(sr), len(written)) == written,
+              f"{level}: every record decodes by its schema id")
+        check(len(sr.get_versions(f"{topic}-value")) == len(written),
+              f"{level}: one version per accepted schema")
 
 
 def order_class(fields):
@@ -136,6 +202,8 @@ def main():
     found = sr.lookup_schema(subject, Schema(V1, "AVRO"))
     check(found.version == 1 and found.schema_id == v1.schema_id, "lookup finds version 1")
 
+    evolution_under_each_level(sr)
+
     # JSON Schema.
     jser = JSONSerializer(ORDER, sr)
     produce("orders-json", jser, [{"id": 1, "item": "book"}, {"id": 2, "item": "pen"}])
@@ -177,9 +245,11 @@ def main():
     sr.delete_subject("orders-proto-value")
 
     # Admin calls.
-    check(set(sr.get_subjects()) == {"payments-value", "orders-json-value"}, "two subjects")
+    evo_subjects = {f"evo-{level.lower()}-value" for level in LEVELS}
+    check(set(sr.get_subjects()) == {"payments-value", "orders-json-value"} | evo_subjects,
+          "the subjects")
     check(sr.delete_subject("orders-json-value") == [1], "soft delete of a subject")
-    check(sr.get_subjects() == ["payments-value"], "the deleted subject is hidden")
+    check(set(sr.get_subjects()) == {"payments-value"} | evo_subjects, "the deleted subject is hidden")
     check(sr.delete_subject("orders-json-value", permanent=True) == [1], "permanent delete")
 
     if len(sys.argv) > 4:

@@ -5,6 +5,7 @@
 //! - `recover`: locking and recovering a directory (blocking code);
 //! - `topics`: creating, describing, reconfiguring and deleting topics;
 //! - `data`: topic handles (produce, read, wait), explicit sync and retention;
+//! - `state_files`: small state files the layers above the log keep beside it;
 //! - `shutdown`: the graceful stop and its `Drop` fallback.
 
 mod data;
@@ -12,6 +13,7 @@ pub(crate) mod internal;
 mod open;
 mod recover;
 mod shutdown;
+mod state_files;
 mod topics;
 
 use std::any::Any;

@@ -22,6 +22,7 @@ use crate::compat;
 use crate::error::RegistryError;
 use crate::level::CompatibilityLevel;
 use crate::limits::Limits;
+use crate::max_id::MaxId;
 use crate::record::Reference;
 use crate::schema::SchemaType;
 use crate::state::{State, StoredSchema};
@@ -43,6 +44,8 @@ pub struct Registry {
 
 struct Inner {
     store: Store,
+    /// The largest id ever handed out, as the data directory keeps it.
+    max_id: MaxId,
     applied: RwLock<Applied>,
     writer: tokio::sync::Mutex<()>,
     limits: Limits,
@@ -94,10 +97,11 @@ fn poisoned<T>(_: T) -> RegistryError {
 
 impl Registry {
     /// Opens the registry on `kafko`'s `_schemas` topic, replaying every record in it
-    /// (the topic is created by the first write).
+    /// (the topic is created by the first write), and reads the largest id handed out
+    /// from the data directory.
     ///
     /// # Errors
-    /// [`RegistryError::Store`] when the topic cannot be created or read.
+    /// [`RegistryError::Store`] when the topic or the id's state file cannot be read.
     pub fn open(kafko: &Kafko, limits: Limits) -> Result<Registry, RegistryError> {
         // A schema's JSON escaping may grow it up to six times; references and fields
         // add little. Bounded by the log's own ceiling.
@@ -109,6 +113,7 @@ impl Registry {
         let registry = Registry {
             inner: Arc::new(Inner {
                 store,
+                max_id: MaxId::open(kafko)?,
                 applied: RwLock::new(Applied {
                     state: State::default(),
                     incarnation: None,
@@ -158,8 +163,12 @@ impl Registry {
         f(&a.state)
     }
 
-    /// Appends `writes` durably, then applies them.
+    /// Appends `writes` durably, then applies them. Every id seen so far is kept in the
+    /// data directory first: a write may be the tombstone that lets compaction remove
+    /// the last record of an id.
     pub(super) async fn commit(&self, writes: Vec<Write>) -> Result<(), RegistryError> {
+        let seen = self.read(|s| Ok(s.max_id()))?;
+        self.inner.max_id.keep(seen).await?;
         self.inner.store.append(writes).await?;
         self.refresh()
     }

@@ -25,7 +25,7 @@ impl Registry {
 
     /// Registers `new` under `subject`; returns its id. The same schema already live
     /// under the subject returns its id; the same schema under another subject keeps
-    /// its id; a new one gets one past the largest id ever seen.
+    /// its id; a new one gets one past the largest id ever handed out or seen.
     ///
     /// # Errors
     /// An invalid schema, [`RegistryError::Incompatible`], a limit, a read-only mode, or
@@ -43,6 +43,7 @@ impl Registry {
         let candidate = self.prepare(&new)?;
         let identity = schema::identity(new.schema_type, &candidate.text);
         let limits = self.inner.limits;
+        let handed_out = self.inner.max_id.get();
         let plan = self.read(|s| {
             let existing = s.id_of(new.schema_type, &identity, &new.references);
             let versions = s.versions(subject);
@@ -75,7 +76,7 @@ impl Registry {
                     }
                     id
                 }
-                None => existing.unwrap_or_else(|| s.next_id()),
+                None => existing.unwrap_or_else(|| s.next_id().max(handed_out.saturating_add(1))),
             };
             let version = match new.version {
                 Some(v) => {
@@ -142,6 +143,7 @@ impl Registry {
             subject: subject.to_owned(),
             version,
         };
+        self.inner.max_id.keep(id).await?;
         self.commit(vec![(key, Some(encode_value(&value)))]).await?;
         Ok(id)
     }

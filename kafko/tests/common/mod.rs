@@ -19,6 +19,7 @@ use tokio::process::{Child, Command};
 pub use kafko_test_support::{failing_appends, gate, interposed, on_disk};
 
 pub mod kafka;
+pub mod small_disk;
 
 /// A running server process.
 pub struct Server {

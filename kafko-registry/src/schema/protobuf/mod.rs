@@ -333,4 +333,38 @@ mod tests {
         .unwrap();
         assert!(!incompatibilities(&old, &no_line).is_empty());
     }
+
+    #[test]
+    fn a_field_keeps_its_oneof() {
+        let proto = |body: &str| {
+            parse(&format!("syntax = \"proto3\"; message M {{ {body} }}"), &[]).unwrap()
+        };
+        let loose = proto("string a = 1; string b = 2;");
+        let pay = proto("oneof pay { string a = 1; string b = 2; }");
+        let pay_a = proto("oneof pay { string a = 1; } string b = 2;");
+        let pay_renamed = proto("oneof pay { string card = 1; string iban = 2; }");
+        let other = proto("oneof method { string a = 1; string b = 2; }");
+        let split = proto("oneof pay { string a = 1; } oneof alt { string b = 2; }");
+        let moved = |w: &ProtoFile, r: &ProtoFile| {
+            let found = incompatibilities(w, r);
+            assert!(
+                found.iter().all(|m| m.contains("moved between oneofs")),
+                "{found:?}"
+            );
+            found.len()
+        };
+        // Into a oneof and out of one, both ways; one message per field that moved.
+        assert_eq!(moved(&loose, &pay), 2);
+        assert_eq!(moved(&pay, &loose), 2);
+        assert_eq!(moved(&loose, &pay_a), 1);
+        assert_eq!(moved(&pay_a, &pay), 1, "b joined the oneof");
+        // From one oneof to another (by name), or a field split off into its own.
+        assert_eq!(moved(&pay, &other), 2);
+        assert_eq!(moved(&pay, &split), 1);
+        // The same oneof with its fields renamed, or a new field added to it: compatible.
+        assert_eq!(moved(&pay, &pay_renamed), 0);
+        let grown = proto("oneof pay { string a = 1; string b = 2; string c = 3; }");
+        assert_eq!(moved(&pay, &grown), 0);
+        assert_eq!(moved(&grown, &pay), 0);
+    }
 }
