@@ -182,7 +182,7 @@ apis! {
         .await?;
         Ok(Outcome::Held(frame, room))
     };
-    ListOffsets 1..=9 from 0, LIST_OFFSETS, Authenticated, ListOffsetsRequest => |cx, r| {
+    ListOffsets 1..=10 from 0, LIST_OFFSETS, Authenticated, ListOffsetsRequest => |cx, r| {
         let response = offsets::handle(cx.broker, r, cx.version().max(1));
         if cx.version() == 0 {
             return Ok(Outcome::Answer(legacy::list_offsets_v0_answer(
@@ -192,7 +192,7 @@ apis! {
         }
         cx.answer(&response)
     };
-    Metadata 0..=12, METADATA, Authenticated, MetadataRequest => |cx, r| {
+    Metadata 0..=13, METADATA, Authenticated, MetadataRequest => |cx, r| {
         cx.answer(&metadata::handle(cx.broker, r, cx.version()).await)
     };
     OffsetCommit 2..=9, OFFSET_COMMIT, Authenticated, OffsetCommitRequest => |cx, r| {
@@ -317,11 +317,8 @@ apis! {
         ConsumerGroupDescribeRequest => |cx, r| {
         cx.answer(&consumer_groups::describe(cx.broker, r))
     };
-    SaslHandshake 1..=1, SASL_HANDSHAKE, Sasl, SaslHandshakeRequest => |cx, r| {
-        let mut response = sasl::handshake(cx.session, &r);
-        if cx.session.authenticated {
-            response.error_code = errors::ILLEGAL_SASL_STATE;
-        }
+    SaslHandshake 0..=1, SASL_HANDSHAKE, Sasl, SaslHandshakeRequest => |cx, r| {
+        let response = sasl::handshake(cx.session, &r, cx.version());
         cx.answer(&response)
     };
     SaslAuthenticate 0..=2, SASL_AUTHENTICATE, Sasl, SaslAuthenticateRequest => |cx, r| {
@@ -419,6 +416,86 @@ mod tests {
                 api.key
             );
             assert_eq!(find(api.key).map(|a| a.key), Some(api.key));
+        }
+    }
+
+    /// Apache Kafka 4.0's broker ranges of every API this table serves, from 4.0's
+    /// message definitions (`clients/src/main/resources/common/message/*.json`,
+    /// `validVersions`), as its ApiVersions advertises them.
+    const KAFKA_4_0: &[(ApiKey, i16, i16)] = &[
+        (ApiKey::Produce, 3, 12),
+        (ApiKey::Fetch, 4, 17),
+        (ApiKey::ListOffsets, 1, 10),
+        (ApiKey::Metadata, 0, 13),
+        (ApiKey::OffsetCommit, 2, 9),
+        (ApiKey::OffsetFetch, 1, 9),
+        (ApiKey::FindCoordinator, 0, 6),
+        (ApiKey::JoinGroup, 2, 9),
+        (ApiKey::Heartbeat, 0, 4),
+        (ApiKey::LeaveGroup, 0, 5),
+        (ApiKey::SyncGroup, 0, 5),
+        (ApiKey::DescribeGroups, 0, 6),
+        (ApiKey::ListGroups, 0, 5),
+        (ApiKey::SaslHandshake, 0, 1),
+        (ApiKey::ApiVersions, 0, 4),
+        (ApiKey::CreateTopics, 2, 7),
+        (ApiKey::DeleteTopics, 1, 6),
+        (ApiKey::DeleteRecords, 0, 2),
+        (ApiKey::InitProducerId, 0, 5),
+        (ApiKey::AddPartitionsToTxn, 0, 5),
+        (ApiKey::AddOffsetsToTxn, 0, 4),
+        (ApiKey::EndTxn, 0, 5),
+        (ApiKey::TxnOffsetCommit, 0, 5),
+        (ApiKey::DescribeAcls, 1, 3),
+        (ApiKey::DescribeConfigs, 1, 4),
+        (ApiKey::AlterConfigs, 0, 2),
+        (ApiKey::DescribeLogDirs, 1, 4),
+        (ApiKey::SaslAuthenticate, 0, 2),
+        (ApiKey::CreatePartitions, 0, 3),
+        (ApiKey::DeleteGroups, 0, 2),
+        (ApiKey::IncrementalAlterConfigs, 0, 1),
+        (ApiKey::OffsetDelete, 0, 0),
+        (ApiKey::DescribeCluster, 0, 2),
+        (ApiKey::DescribeProducers, 0, 0),
+        (ApiKey::DescribeTransactions, 0, 0),
+        (ApiKey::ListTransactions, 0, 1),
+        (ApiKey::ConsumerGroupHeartbeat, 0, 1),
+        (ApiKey::ConsumerGroupDescribe, 0, 1),
+    ];
+
+    /// The versions Kafka 4.0 serves that this table does not: transactions v2
+    /// (`refusals` answers them UNSUPPORTED_VERSION in their own layout).
+    const TRANSACTIONS_V2: &[(ApiKey, i16)] = &[(ApiKey::EndTxn, 5), (ApiKey::TxnOffsetCommit, 5)];
+
+    #[test]
+    fn every_version_kafka_4_0_serves_is_served_but_transactions_v2() {
+        for &(key, min, max) in KAFKA_4_0 {
+            let api = find(key).unwrap_or_else(|| panic!("{key:?} is not served"));
+            assert!(api.oldest <= min, "{key:?}: Kafka 4.0 serves v{min}");
+            let refused = TRANSACTIONS_V2.iter().any(|&(k, v)| k == key && v == max);
+            if refused {
+                assert_eq!(api.max, max - 1, "{key:?}");
+            } else {
+                assert!(api.max >= max, "{key:?}: Kafka 4.0 serves v{max}");
+            }
+        }
+        for api in APIS {
+            assert!(
+                KAFKA_4_0.iter().any(|&(key, _, _)| key == api.key),
+                "{:?}: Kafka 4.0's range is listed",
+                api.key
+            );
+        }
+        for &(key, version) in TRANSACTIONS_V2 {
+            let header = Header {
+                api_key: key as i16,
+                version,
+                correlation_id: 1,
+                client_id: String::new(),
+            };
+            let body = default_body(key, version).expect("a body the codec encodes");
+            let answered = crate::refusals::answer(&header, key, &body, 10);
+            assert!(matches!(answered, Some(Ok(_))), "{key:?} v{version}");
         }
     }
 

@@ -6,8 +6,10 @@
 //! the table's in `apis`.
 //!
 //! An unsupported ApiVersions version is answered with error 35 in the v0 layout,
-//! listing the supported ranges, so the client retries with one of them. Produce v0–2
-//! and Fetch v0–3 are answered UNSUPPORTED_VERSION in their own layout (`refusals`).
+//! listing the supported ranges, so the client retries with one of them. Produce v0–2,
+//! Fetch v0–3, EndTxn v5 and TxnOffsetCommit v5 are answered UNSUPPORTED_VERSION in
+//! their own layout (`refusals`). The frame after a SaslHandshake v0 is no request but
+//! the raw credentials (`sasl`).
 //! Any other unsupported API or version, or bytes that are no request, close the
 //! connection, as a Kafka broker does. A refused version is logged at `info`: it is a
 //! client to upgrade or configure.
@@ -19,7 +21,7 @@ use kafka_protocol::protocol::{Encodable, HeaderVersion};
 
 use crate::apis::{self, Api, Call, Gate};
 use crate::frame::Frame;
-use crate::{ListenerState, errors, frame, guard, refusals};
+use crate::{ListenerState, errors, frame, guard, refusals, sasl};
 use kafko_service::answer_budget::Reservation;
 
 /// A connection's state between requests.
@@ -29,7 +31,9 @@ pub(crate) struct Session {
     pub(crate) auth_required: bool,
     /// A SaslHandshake chose PLAIN.
     pub(crate) handshake: bool,
-    /// A SaslAuthenticate succeeded.
+    /// A SaslHandshake v0 chose PLAIN: the next frame is the raw credentials.
+    pub(crate) raw_credentials_next: bool,
+    /// The client authenticated.
     pub(crate) authenticated: bool,
     /// The client's address, as group descriptions show it.
     pub(crate) peer: String,
@@ -40,6 +44,7 @@ impl Session {
         Session {
             auth_required,
             handshake: false,
+            raw_credentials_next: false,
             authenticated: false,
             peer,
         }
@@ -159,6 +164,9 @@ pub(crate) async fn handle(
     session: &mut Session,
     mut body: Bytes,
 ) -> Outcome {
+    if session.raw_credentials_next {
+        return sasl::raw_credentials(broker, session, &body);
+    }
     let header = match parse_header(&mut body) {
         Ok(header) => header,
         Err(why) => return Outcome::Close(why),

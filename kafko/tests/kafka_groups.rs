@@ -2,7 +2,8 @@
 //! `--kafka-bind`, classic-protocol requests encoded by the `kafka-protocol` crate. Two
 //! members rebalance and, committing as they go, read every record exactly once; stale
 //! generations and unknown members are refused; offsets committed over Kafka are the
-//! ones `/v1` shows and survive a restart with their metadata; DescribeGroups, ListGroups and any group id.
+//! ones `/v1` shows and survive a restart, SIGKILL included, with their metadata;
+//! DescribeGroups, ListGroups and any group id.
 //! A group of three survives a SIGKILL of the server with no rebalance, and its static
 //! member restarts without one, fencing its old id.
 
@@ -408,6 +409,65 @@ async fn offsets_committed_over_kafka_survive_a_restart_and_any_group_id_works()
     assert_eq!(fetch_offsets(&mut k, "fresh", "t", &[0]).await[0].0, -1);
     let answer = k.call(&join_request("fresh", "made-up"), 5).await;
     assert_eq!(answer.error_code, UNKNOWN_MEMBER_ID);
+}
+
+#[tokio::test]
+async fn commit_metadata_survives_a_sigkill() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = start(dir.path()).await;
+    let c = client();
+    create_topic(&c, &server, "t", json!({"partitions": 4})).await;
+    let mut k = Kafka::connect(&server).await;
+    // Each partition's commit with its own metadata: none (null), empty, text with
+    // multi-byte characters, and the longest allowed (4 KiB).
+    let longest = "m".repeat(4096);
+    let metadata = [
+        None,
+        Some(""),
+        Some("checkpoint 42 ✓ ünïcode"),
+        Some(&*longest),
+    ];
+    let mut t = OffsetCommitRequestTopic::default();
+    t.name = TopicName(s("t"));
+    t.partitions = metadata
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let mut partition = OffsetCommitRequestPartition::default();
+            partition.partition_index = i32::try_from(i).unwrap();
+            partition.committed_offset = 0;
+            partition.committed_metadata = m.map(s);
+            partition
+        })
+        .collect();
+    let mut request = OffsetCommitRequest::default();
+    request.group_id = GroupId(s("kept"));
+    request.generation_id_or_member_epoch = -1;
+    request.topics = vec![t];
+    let answer = k.call(&request, 8).await;
+    assert!(
+        answer.topics[0]
+            .partitions
+            .iter()
+            .all(|p| p.error_code == 0)
+    );
+    let want: Vec<(i64, String)> = metadata
+        .iter()
+        .map(|m| (0, m.unwrap_or_default().to_owned()))
+        .collect();
+    assert_eq!(
+        fetch_offsets(&mut k, "kept", "t", &[0, 1, 2, 3]).await,
+        want
+    );
+    // Killed, not stopped: nothing is written on the way out.
+    server.sigkill().await;
+    let server = start(dir.path()).await;
+    let mut k = Kafka::connect(&server).await;
+    assert_eq!(
+        fetch_offsets(&mut k, "kept", "t", &[0, 1, 2, 3]).await,
+        want,
+        "the metadata strings after a SIGKILL"
+    );
 }
 
 /// Commits (OffsetCommit v8, as a client that is no member) `offsets` of `topic`:

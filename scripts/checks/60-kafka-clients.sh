@@ -7,7 +7,10 @@
 # a consumer group reads 500 and commits and a new consumer resumes at the commit,
 # the admin calls (CreatePartitions, DeleteRecords; OffsetDelete, DescribeLogDirs,
 # DescribeProducers, resetOffsets and the group's delete where the client has them),
-# delete the topic. The Python clients run scripts/clients/kafka_flow.py; kafkajs runs
+# the configs (DescribeConfigs, AlterConfigs and, but kafkajs, IncrementalAlterConfigs on
+# a topic, each change read back and taking effect, and the broker's configs; not
+# aiokafka), DescribeCluster and DescribeAcls (confluent, kafka-python), delete the
+# topic. The Python clients run scripts/clients/kafka_flow.py; kafkajs runs
 # scripts/clients/kafka/flow.mjs and compares records through /v1 (it consumes only in a
 # group); kcat runs below, its topic made through /v1 (it has no admin API). Then:
 # compressed topics written by one client
@@ -20,8 +23,8 @@
 # SIGKILL of the server (scripts/clients/group_restart.py); idempotent producers of
 # confluent-kafka, kafka-python and kafkajs lose nothing and write nothing twice across
 # 50 SIGKILLs (scripts/clients/idempotent_kills.py); confluent-kafka over
-# SASL/PLAIN against a second server run with --auth-token. (Transactions:
-# 62-kafka-transactions.sh; README.md's sessions: 15-readme-defaults.sh.)
+# SASL/PLAIN against a second server run with --auth-token (DescribeAcls: no ACL).
+# (Transactions: 62-kafka-transactions.sh; README.md's sessions: 15-readme-defaults.sh.)
 # Pinned clients, installed here on first use: PyPI into .venv-test/ (confluent-kafka,
 # kafka-python, aiokafka), npm into scripts/clients/kafka/node_modules from its lock
 # file (kafkajs), Debian's kcat.

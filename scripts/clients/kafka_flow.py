@@ -12,7 +12,12 @@ timestamps; the watermarks; ListOffsets earliest, latest and by timestamp; delet
 topic. Between them, a consumer group reads 500 records and commits, and a new consumer
 of the group resumes at the commit and reads the other 500; the group is listed and
 described; then the admin calls: CreatePartitions, DeleteRecords, and OffsetDelete,
-DescribeLogDirs, DescribeProducers and the group's delete where the client has them. Each client is an adapter of the same few calls; the steps are a list.
+DescribeLogDirs, DescribeProducers and the group's delete where the client has them; the
+configs (confluent and kafka-python): DescribeConfigs, IncrementalAlterConfigs and
+AlterConfigs on a topic, each change read back through the client and /v1 and taking
+effect on what the topic accepts, and the broker's configs; the cluster (confluent and
+kafka-python): DescribeCluster and DescribeAcls. Each client is an adapter of the same few calls; the
+steps are a list.
 """
 
 import asyncio
@@ -24,6 +29,16 @@ import urllib.request
 RECORDS = 1000
 PARTITIONS = 3
 BASE_TS = 1_700_000_000_000
+# Topic configs every Kafka broker describes; DescribeConfigs must list them all.
+STANDARD_TOPIC_CONFIGS = {
+    "cleanup.policy", "compression.type", "delete.retention.ms", "file.delete.delay.ms",
+    "flush.messages", "flush.ms", "index.interval.bytes", "max.compaction.lag.ms",
+    "max.message.bytes", "message.timestamp.type", "min.cleanable.dirty.ratio",
+    "min.compaction.lag.ms", "min.insync.replicas", "preallocate", "retention.bytes",
+    "retention.ms", "segment.bytes", "segment.index.bytes", "segment.jitter.ms", "segment.ms",
+    "unclean.leader.election.enable",
+}
+MESSAGE_TOO_LARGE = 10
 
 
 def record(i):
@@ -193,6 +208,72 @@ class Confluent:
         d = self.admin.describe_consumer_groups([group])[group].result(30)
         return str(d.state.name).lower(), len(d.members)
 
+    def _describe_configs(self, resource_type, name):
+        from confluent_kafka.admin import ConfigResource, ConfigSource
+
+        r = ConfigResource(resource_type, name)
+        entries = self.admin.describe_configs([r])[r].result(30)
+        return {n: (e.value, ConfigSource(e.source).name, e.is_read_only) for n, e in entries.items()}
+
+    def describe_topic_configs(self, topic):
+        from confluent_kafka.admin import ResourceType
+
+        return self._describe_configs(ResourceType.TOPIC, topic)
+
+    def describe_broker_configs(self):
+        from confluent_kafka.admin import ResourceType
+
+        return self._describe_configs(ResourceType.BROKER, "0")
+
+    def incremental_alter_configs(self, topic, ops):
+        from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+        entries = [ConfigEntry(name, value, incremental_operation=AlterConfigOpType[op])
+                   for name, (op, value) in ops.items()]
+        r = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=entries)
+        for f in self.admin.incremental_alter_configs([r]).values():
+            f.result(30)
+
+    def alter_configs(self, topic, configs):
+        """AlterConfigs with `configs` alone: True, the set replaces the topic's."""
+        from confluent_kafka.admin import ConfigResource, ResourceType
+
+        r = ConfigResource(ResourceType.TOPIC, topic, set_config=configs)
+        for f in self.admin.alter_configs([r]).values():
+            f.result(30)
+        return True
+
+    def produce_one(self, topic, size):
+        """One keyed record of `size` value bytes, unretried: its error code (0: written)."""
+        from confluent_kafka import Producer
+
+        p = Producer({"bootstrap.servers": self.bootstrap, "retries": 0, "linger.ms": 0})
+        errors = []
+        p.produce(topic, key=b"k", value=b"v" * size, on_delivery=lambda err, _: errors.append(err))
+        check(p.flush(30) == 0, "unflushed record")
+        return 0 if errors[0] is None else errors[0].code()
+
+    def describe_cluster(self):
+        d = self.admin.describe_cluster(request_timeout=30).result(30)
+        return d.cluster_id, d.controller.id, [(n.id, n.host, n.port) for n in d.nodes]
+
+    # librdkafka reads DescribeAcls' error code and drops it: SECURITY_DISABLED reaches
+    # confluent-kafka as an empty listing.
+    NO_AUTHORIZER = []
+
+    def describe_acls(self):
+        """Every ACL, or the error's name."""
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import (AclBindingFilter, AclOperation, AclPermissionType,
+                                           ResourcePatternType, ResourceType)
+
+        everything = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None,
+                                      AclOperation.ANY, AclPermissionType.ANY)
+        try:
+            return self.admin.describe_acls(everything, request_timeout=30).result(30)
+        except KafkaException as e:
+            return e.args[0].name()
+
     def close(self):
         if self.consumer is not None:
             self.consumer.close()
@@ -306,6 +387,74 @@ class KafkaPython:
     def describe_group(self, group):
         d = self.admin.describe_groups([group])[group]
         return d["group_state"].lower(), len(d["members"])
+
+    def _describe_configs(self, resource_type, name):
+        from kafka.admin import ConfigResource
+
+        got = self.admin.describe_configs([ConfigResource(resource_type, name)], config_filter="all")
+        return {n: (c["value"], c["config_source"], c["read_only"])
+                for n, c in got[resource_type.name.lower()][name].items()}
+
+    def describe_topic_configs(self, topic):
+        from kafka.admin import ConfigResourceType
+
+        return self._describe_configs(ConfigResourceType.TOPIC, topic)
+
+    def describe_broker_configs(self):
+        from kafka.admin import ConfigResourceType
+
+        return self._describe_configs(ConfigResourceType.BROKER, "0")
+
+    def _alter(self, topic, configs, incremental):
+        from kafka.admin import ConfigResource, ConfigResourceType
+
+        got = self.admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic, configs)],
+                                       incremental=incremental)
+        check(got == {"topic": {topic: "OK"}}, f"alter_configs: {got}")
+
+    def incremental_alter_configs(self, topic, ops):
+        self._alter(topic, ops, incremental=True)
+
+    def alter_configs(self, topic, configs):
+        """AlterConfigs: False, kafka-python sends the topic's other set configs along
+        (an AlterConfigs replaces the whole set)."""
+        self._alter(topic, configs, incremental=False)
+        return False
+
+    def describe_cluster(self):
+        d = self.admin.describe_cluster()
+        return d["cluster_id"], d["controller_id"], [(b["broker_id"], b["host"], b["port"]) for b in d["brokers"]]
+
+    NO_AUTHORIZER = "SECURITY_DISABLED"
+
+    def describe_acls(self):
+        """Every ACL, or the error's name."""
+        from kafka.admin import (ACLFilter, ACLOperation, ACLPermissionType, ACLResourcePatternType,
+                                 ResourcePatternFilter, ResourceType)
+        from kafka.errors import SecurityDisabledError
+
+        everything = ACLFilter(principal=None, host="*", operation=ACLOperation.ANY,
+                               permission_type=ACLPermissionType.ANY,
+                               resource_pattern=ResourcePatternFilter(ResourceType.ANY, None,
+                                                                      ACLResourcePatternType.ANY))
+        try:
+            return self.admin.describe_acls(everything)[0]
+        except SecurityDisabledError:
+            return "SECURITY_DISABLED"
+
+    def produce_one(self, topic, size):
+        from kafka import KafkaProducer
+        from kafka.errors import KafkaError
+
+        p = KafkaProducer(bootstrap_servers=self.bootstrap, enable_idempotence=False, retries=0,
+                          linger_ms=0)
+        try:
+            p.send(topic, key=b"k", value=b"v" * size).get(30)
+            return 0
+        except KafkaError as e:
+            return e.errno
+        finally:
+            p.close()
 
     def close(self):
         if self.consumer is not None:
@@ -469,8 +618,12 @@ class AioKafka:
 
 
 ADAPTERS = {"confluent": Confluent, "kafka-python": KafkaPython, "aiokafka": AioKafka}
-# The admin step's calls, where a client's adapter has them.
-ADMIN_CLIENTS = {"confluent", "kafka-python", "aiokafka"}
+# The clients each step runs with (every one when unlisted): where the adapter has the calls.
+STEP_CLIENTS = {
+    "admin": {"confluent", "kafka-python", "aiokafka"},
+    "configs": {"confluent", "kafka-python"},
+    "cluster": {"confluent", "kafka-python"},
+}
 
 
 # ------------------------------------------------------------------- the flow
@@ -479,10 +632,11 @@ ADMIN_CLIENTS = {"confluent", "kafka-python", "aiokafka"}
 class Flow:
     def __init__(self, client, bootstrap, http_url):
         self.c = ADAPTERS[client](bootstrap)
+        self.bootstrap = bootstrap
         self.http_url = http_url
         self.topic = f"flow-{client}"
         self.records = [record(i) for i in range(RECORDS)]
-        self.steps = [s for s in self.STEPS if s != "admin" or client in ADMIN_CLIENTS]
+        self.steps = [s for s in self.STEPS if client in STEP_CLIENTS.get(s, {client})]
 
     def create(self):
         self.c.create_topic(self.topic)
@@ -598,7 +752,93 @@ class Flow:
         else:
             raise AssertionError("the group is still there")
 
-    STEPS = ["create", "produce", "read_back", "watermarks", "list_offsets", "group", "admin", "delete"]
+    def configs(self):
+        """On a topic of its own: DescribeConfigs lists every standard topic config (the
+        defaults /v1 shows, none read-only); IncrementalAlterConfigs SETs retention.ms and
+        max.message.bytes and APPENDs compact to cleanup.policy (described as set on the
+        topic, shown by /v1, and a record past the new max.message.bytes is refused);
+        AlterConfigs sets retention.ms alone, which replaces the topic's whole set (the
+        others back to their defaults, DELETE by IncrementalAlterConfigs where the client
+        carries them along), and the large record is taken again. The broker's configs are
+        described read-only."""
+        topic = f"{self.topic}-configs"
+        self.c.create_topic(topic)
+
+        def v1():
+            return http(f"{self.http_url}/v1/topics/{topic}")["config"]
+
+        described = self.c.describe_topic_configs(topic)
+        missing = STANDARD_TOPIC_CONFIGS - set(described)
+        check(not missing, f"DescribeConfigs lacks {sorted(missing)}")
+        read_only = [n for n, (_, _, ro) in described.items() if ro]
+        check(not read_only, f"topic configs described read-only: {read_only}")
+        defaults = v1()
+        check(described["retention.ms"] == (str(defaults["retention_ms"]), "DEFAULT_CONFIG", False),
+              f"retention.ms {described['retention.ms']}, /v1 {defaults['retention_ms']}")
+        default_max = described["max.message.bytes"]
+        check(default_max[:2] == (str(defaults["max_record_bytes"]), "DEFAULT_CONFIG"),
+              f"max.message.bytes {default_max}, /v1 {defaults['max_record_bytes']}")
+        check(described["cleanup.policy"][:2] == ("delete", "DEFAULT_CONFIG"),
+              f"cleanup.policy {described['cleanup.policy']}")
+        check(self.c.produce_one(topic, 4000) == 0, "a 4000-byte record at the defaults")
+
+        self.c.incremental_alter_configs(topic, {"retention.ms": ("SET", "3600000"),
+                                                 "max.message.bytes": ("SET", "2048"),
+                                                 "cleanup.policy": ("APPEND", "compact")})
+        described = self.c.describe_topic_configs(topic)
+        check(described["retention.ms"][:2] == ("3600000", "DYNAMIC_TOPIC_CONFIG"),
+              f"retention.ms {described['retention.ms']}")
+        check(described["max.message.bytes"][:2] == ("2048", "DYNAMIC_TOPIC_CONFIG"),
+              f"max.message.bytes {described['max.message.bytes']}")
+        policy, source, _ = described["cleanup.policy"]
+        check(set(policy.split(",")) == {"delete", "compact"} and source == "DYNAMIC_TOPIC_CONFIG",
+              f"cleanup.policy {described['cleanup.policy']}")
+        shown = v1()
+        check((shown["retention_ms"], shown["max_record_bytes"], shown["cleanup_policy"])
+              == (3600000, 2048, "compact_delete"), f"/v1 after IncrementalAlterConfigs: {shown}")
+        refused = self.c.produce_one(topic, 4000)
+        check(refused == MESSAGE_TOO_LARGE, f"a 4000-byte record past max.message.bytes 2048: {refused}")
+        check(self.c.produce_one(topic, 100) == 0, "a 100-byte record within it")
+
+        replaces = self.c.alter_configs(topic, {"retention.ms": "7200000"})
+        described = self.c.describe_topic_configs(topic)
+        check(described["retention.ms"][:2] == ("7200000", "DYNAMIC_TOPIC_CONFIG"),
+              f"retention.ms {described['retention.ms']}")
+        if not replaces:
+            check(described["max.message.bytes"][:2] == ("2048", "DYNAMIC_TOPIC_CONFIG"),
+                  f"carried along: max.message.bytes {described['max.message.bytes']}")
+            self.c.incremental_alter_configs(topic, {"max.message.bytes": ("DELETE", None),
+                                                     "cleanup.policy": ("DELETE", None)})
+            described = self.c.describe_topic_configs(topic)
+        check(described["max.message.bytes"] == default_max,
+              f"max.message.bytes back to its default: {described['max.message.bytes']}")
+        check(described["cleanup.policy"][:2] == ("delete", "DEFAULT_CONFIG"),
+              f"cleanup.policy back to its default: {described['cleanup.policy']}")
+        shown = v1()
+        check((shown["retention_ms"], shown["max_record_bytes"], shown["cleanup_policy"])
+              == (7200000, defaults["max_record_bytes"], "delete"), f"/v1 after AlterConfigs: {shown}")
+        check(self.c.produce_one(topic, 4000) == 0, "a 4000-byte record at the default again")
+
+        broker = self.c.describe_broker_configs()
+        for name in ("log.retention.ms", "num.partitions", "log.segment.bytes", "message.max.bytes"):
+            check(name in broker and broker[name][2], f"broker config {name}: {broker.get(name)}")
+        check(broker["log.retention.ms"][0] == str(defaults["retention_ms"]),
+              f"log.retention.ms {broker['log.retention.ms']}, the topics' default {defaults['retention_ms']}")
+        self.c.delete_topic(topic)
+
+    def cluster(self):
+        """DescribeCluster: this one node, the controller, at the bootstrap address;
+        DescribeAcls: SECURITY_DISABLED (no --auth-token), as Kafka without an authorizer
+        answers (kafka-python raises it; confluent-kafka lists nothing, as from Kafka)."""
+        cluster_id, controller, nodes = self.c.describe_cluster()
+        host, port = self.bootstrap.rsplit(":", 1)
+        check(cluster_id and controller == 0 and nodes == [(0, host, int(port))],
+              f"DescribeCluster: {cluster_id}, controller {controller}, nodes {nodes}")
+        acls = self.c.describe_acls()
+        check(acls == self.c.NO_AUTHORIZER, f"DescribeAcls: {acls}")
+
+    STEPS = ["create", "produce", "read_back", "watermarks", "list_offsets", "group", "admin",
+             "configs", "cluster", "delete"]
 
     def run(self):
         try:
@@ -612,10 +852,11 @@ class Flow:
 
 def sasl(bootstrap, token):
     """confluent-kafka with SASL/PLAIN against a server run with --auth-token: the token as
-    password produces and reads back; a wrong one is reported as an authentication
-    failure."""
+    password produces and reads back, and DescribeAcls answers no ACL; a wrong one is
+    reported as an authentication failure."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import (AclBindingFilter, AclOperation, AclPermissionType, AdminClient,
+                                       NewTopic, ResourcePatternType, ResourceType)
 
     print("--- confluent with SASL/PLAIN", flush=True)
 
@@ -634,6 +875,12 @@ def sasl(bootstrap, token):
     c.close()
     check(len(got) == 1 and got[0].value() == b"secret value", f"read back {got}")
     print("  ok  the token as password: create, produce, read back", flush=True)
+    everything = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None,
+                                  AclOperation.ANY, AclPermissionType.ANY)
+    acls = admin.describe_acls(everything, request_timeout=30).result(30)
+    check(acls == [], f"DescribeAcls with a token: {acls}")
+    print("  ok  DescribeAcls with a token: no ACL (every authenticated client may do everything)",
+          flush=True)
     errors = []
     refused = Producer(conf("wrong", **{"error_cb": errors.append, "log_level": 0}))
     refused.produce("flow-sasl", b"x")

@@ -7,15 +7,20 @@
 // reads the other 500; list and describe the group). Every other step (create, produce
 // with the Java-compatible murmur2 partitioner, watermarks, ListOffsets by timestamp,
 // the admin calls: createPartitions, deleteTopicRecords, resetOffsets, deleteGroups;
-// delete) goes through kafkajs.
+// the configs: describeConfigs and alterConfigs on a topic, read back through kafkajs and
+// /v1 and taking effect on what the topic accepts, and the broker's configs; delete) goes
+// through kafkajs.
 import kafkajs from "kafkajs";
 
-const { Kafka, CompressionTypes, logLevel } = kafkajs;
+const { Kafka, CompressionTypes, ConfigResourceTypes, logLevel } = kafkajs;
 const [bootstrap, httpUrl] = process.argv.slice(2);
 const RECORDS = 1000;
 const PARTITIONS = 3;
 const BASE_TS = 1_700_000_000_000;
 const topic = "flow-kafkajs";
+// DescribeConfigs' config sources (Kafka's numbers).
+const DYNAMIC_TOPIC_CONFIG = 1;
+const DEFAULT_CONFIG = 5;
 
 const kafka = new Kafka({ clientId: "kafko-flow", brokers: [bootstrap], logLevel: logLevel.ERROR });
 const admin = kafka.admin();
@@ -177,7 +182,97 @@ async function adminCalls() {
   check((await http(`/v1/groups/${groupId}`)) === null, "the group is still there");
 }
 
-const STEPS = [create, produce, readBack, watermarks, listOffsets, group, adminCalls, remove];
+/** One keyed record of `size` value bytes: the error types on the way (none: written). */
+async function produceOne(t, size) {
+  // Quiet: kafkajs logs a refused produce at error level.
+  const quiet = new Kafka({ clientId: "kafko-flow", brokers: [bootstrap], logLevel: logLevel.NOTHING });
+  const producer = quiet.producer({ retry: { retries: 0 } });
+  await producer.connect();
+  try {
+    await producer.send({ topic: t, acks: -1, messages: [{ key: "k", value: "v".repeat(size) }] });
+    return [];
+  } catch (e) {
+    const types = [];
+    const seen = new Set();
+    for (let err = e; err && !seen.has(err); err = err.cause ?? err.originalError) {
+      seen.add(err);
+      if (err.type) types.push(err.type);
+    }
+    return types.length ? types : [String(e)];
+  } finally {
+    await producer.disconnect();
+  }
+}
+
+/** describeConfigs of one resource: its entries by name. */
+async function described(type, name) {
+  const { resources: [r] } = await admin.describeConfigs({ includeSynonyms: false, resources: [{ type, name }] });
+  check(r.errorCode === 0, `describeConfigs ${name}: error ${r.errorCode}`);
+  return new Map(r.configEntries.map((e) => [e.configName, e]));
+}
+
+/** On a topic of its own: describeConfigs lists the topic configs (the defaults /v1 shows,
+ * none read-only); alterConfigs sets retention.ms and max.message.bytes (described as set
+ * on the topic, shown by /v1, and a record past the new max.message.bytes is refused); a
+ * second alterConfigs setting retention.ms alone replaces the whole set (max.message.bytes
+ * back to its default: the large record is taken again). The broker's configs are
+ * described read-only. */
+async function configs() {
+  const t = `${topic}-configs`;
+  check(await admin.createTopics({ topics: [{ topic: t, numPartitions: 1 }], waitForLeaders: true }),
+    "createTopics answered false");
+  const v1 = async () => (await http(`/v1/topics/${t}`)).config;
+  const defaults = await v1();
+  let d = await described(ConfigResourceTypes.TOPIC, t);
+  for (const name of ["cleanup.policy", "retention.ms", "retention.bytes", "segment.bytes", "max.message.bytes",
+    "min.insync.replicas", "compression.type", "message.timestamp.type"]) {
+    check(d.has(name), `describeConfigs lacks ${name}`);
+  }
+  const readOnly = [...d.values()].filter((e) => e.readOnly).map((e) => e.configName);
+  check(readOnly.length === 0, `topic configs described read-only: ${readOnly}`);
+  const entry = (name) => { const e = d.get(name); return [e.configValue, e.configSource]; };
+  const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+  check(same(entry("retention.ms"), [`${defaults.retention_ms}`, DEFAULT_CONFIG]),
+    `retention.ms ${entry("retention.ms")}, /v1 ${defaults.retention_ms}`);
+  check(same(entry("max.message.bytes"), [`${defaults.max_record_bytes}`, DEFAULT_CONFIG]),
+    `max.message.bytes ${entry("max.message.bytes")}, /v1 ${defaults.max_record_bytes}`);
+  check((await produceOne(t, 4000)).length === 0, "a 4000-byte record at the defaults");
+
+  const alter = (entries) => admin.alterConfigs({
+    validateOnly: false,
+    resources: [{ type: ConfigResourceTypes.TOPIC, name: t, configEntries: entries }],
+  });
+  await alter([{ name: "retention.ms", value: "3600000" }, { name: "max.message.bytes", value: "2048" }]);
+  d = await described(ConfigResourceTypes.TOPIC, t);
+  check(same(entry("retention.ms"), ["3600000", DYNAMIC_TOPIC_CONFIG]), `retention.ms ${entry("retention.ms")}`);
+  check(same(entry("max.message.bytes"), ["2048", DYNAMIC_TOPIC_CONFIG]),
+    `max.message.bytes ${entry("max.message.bytes")}`);
+  let shown = await v1();
+  check(shown.retention_ms === 3600000 && shown.max_record_bytes === 2048, `/v1 after alterConfigs: ${JSON.stringify(shown)}`);
+  const refused = await produceOne(t, 4000);
+  check(refused.includes("MESSAGE_TOO_LARGE"), `a 4000-byte record past max.message.bytes 2048: ${refused}`);
+  check((await produceOne(t, 100)).length === 0, "a 100-byte record within it");
+
+  await alter([{ name: "retention.ms", value: "7200000" }]);
+  d = await described(ConfigResourceTypes.TOPIC, t);
+  check(same(entry("retention.ms"), ["7200000", DYNAMIC_TOPIC_CONFIG]), `retention.ms ${entry("retention.ms")}`);
+  check(same(entry("max.message.bytes"), [`${defaults.max_record_bytes}`, DEFAULT_CONFIG]),
+    `alterConfigs replaces the whole set: max.message.bytes ${entry("max.message.bytes")}`);
+  shown = await v1();
+  check(shown.retention_ms === 7200000 && shown.max_record_bytes === defaults.max_record_bytes,
+    `/v1 after the second alterConfigs: ${JSON.stringify(shown)}`);
+  check((await produceOne(t, 4000)).length === 0, "a 4000-byte record at the default again");
+
+  const broker = await described(ConfigResourceTypes.BROKER, "0");
+  for (const name of ["log.retention.ms", "num.partitions", "log.segment.bytes", "message.max.bytes"]) {
+    check(broker.has(name) && broker.get(name).readOnly, `broker config ${name}: ${JSON.stringify(broker.get(name))}`);
+  }
+  check(broker.get("log.retention.ms").configValue === `${defaults.retention_ms}`,
+    `log.retention.ms ${broker.get("log.retention.ms").configValue}`);
+  await admin.deleteTopics({ topics: [t] });
+}
+
+const STEPS = [create, produce, readBack, watermarks, listOffsets, group, adminCalls, configs, remove];
 
 console.log("--- kafkajs");
 await admin.connect();
