@@ -101,7 +101,7 @@ pub fn record_area(data: &[u8]) {
     framed[35..43].copy_from_slice(&2_000i64.to_be_bytes());
     framed[43..57].fill(0xff);
     framed[57..61].copy_from_slice(&(count as i32).to_be_bytes());
-    let crc = crc32c::crc32c(&framed[21..]);
+    let crc = crate::segment::batch::crc32c(&framed[21..]);
     framed[17..21].copy_from_slice(&crc.to_be_bytes());
     read_back(framed, Format::V2);
 }

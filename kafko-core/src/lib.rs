@@ -126,6 +126,7 @@ pub use produced::{AppendedBatch, BatchBudget, BatchError, ProducedBatch};
 pub use producer::Producer;
 pub use producer_state::{AbortedTransaction, ProducerInfo, ProducerRejection, UnknownProducer};
 pub use record::{Header, ProducerRecord, Record, RecordMetadata};
+pub use segment::batch::crc32c;
 pub use send::{
     PartialSend, PartitionAppend, PartitionFailure, RecordRef, SendBatch, SendOptions, SendReceipt,
 };

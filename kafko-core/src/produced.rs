@@ -146,7 +146,7 @@ impl ProducedBatch {
         }
         #[allow(clippy::cast_sign_loss)] // the CRC is unsigned on the wire
         let crc = be_i32(17) as u32;
-        if crc32c::crc32c(&bytes[CRC_START..]) != crc {
+        if crate::segment::batch::crc32c(&bytes[CRC_START..]) != crc {
             return Err(corrupt("CRC-32C mismatch"));
         }
         let attributes = u16::from_be_bytes([bytes[21], bytes[22]]);
@@ -307,7 +307,7 @@ impl ProducedBatch {
         out[12..16].copy_from_slice(&batch::LEADER_EPOCH.to_be_bytes());
         out[35..43].copy_from_slice(&max_timestamp.to_be_bytes());
         if log_append || target != self.codec || max_timestamp != self.header_max_timestamp {
-            let crc = crc32c::crc32c(&out[CRC_START..]);
+            let crc = crate::segment::batch::crc32c(&out[CRC_START..]);
             out[17..21].copy_from_slice(&crc.to_be_bytes());
         }
         Ok(EncodedBatch {

@@ -96,7 +96,7 @@ pub(crate) fn encode_batch(records: &[Record], out: &mut BytesMut, limit: Option
     batch[23..27].copy_from_slice(&i32::try_from(last_delta).unwrap_or(i32::MAX).to_be_bytes());
     batch[35..43].copy_from_slice(&max_timestamp.to_be_bytes());
     batch[57..61].copy_from_slice(&i32::try_from(written).unwrap_or(i32::MAX).to_be_bytes());
-    let crc = crc32c::crc32c(&batch[CRC_START..]);
+    let crc = kafko_core::crc32c(&batch[CRC_START..]);
     batch[17..21].copy_from_slice(&crc.to_be_bytes());
     written
 }

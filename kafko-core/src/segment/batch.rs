@@ -23,6 +23,17 @@ pub(crate) const MAGIC: u8 = 2;
 pub(crate) const LEADER_EPOCH: i32 = 0;
 /// Where the CRC-32C-covered bytes begin (the attributes).
 pub(crate) const CRC_START: usize = 21;
+/// Kafka's batch checksum: CRC-32C (Castagnoli) of `bytes`, the batch from its
+/// attributes on.
+pub fn crc32c(bytes: &[u8]) -> u32 {
+    // The checksum comes widened to 64 bits; a CRC-32 always fits in 32.
+    u32::try_from(crc_fast::checksum(
+        crc_fast::CrcAlgorithm::Crc32Iscsi,
+        bytes,
+    ))
+    .unwrap_or(0)
+}
+
 /// Bytes of a header after the `length` field: what `length` counts besides records.
 const HEADER_AFTER_LENGTH: usize = HEADER_LEN - 12;
 
@@ -276,7 +287,7 @@ fn write_header(batch: &mut [u8], f: &HeaderFields) {
     batch[51..53].copy_from_slice(&f.producer.epoch.to_be_bytes());
     batch[53..57].copy_from_slice(&f.producer.base_sequence.to_be_bytes());
     batch[57..61].copy_from_slice(&(f.record_count as i32).to_be_bytes());
-    let crc = crc32c::crc32c(&batch[CRC_START..]);
+    let crc = crc32c(&batch[CRC_START..]);
     batch[17..21].copy_from_slice(&crc.to_be_bytes());
 }
 
@@ -316,7 +327,7 @@ pub(crate) fn set_producer(batch: &mut EncodedBatch, producer: ProducerFields) {
     b[43..51].copy_from_slice(&producer.id.to_be_bytes());
     b[51..53].copy_from_slice(&producer.epoch.to_be_bytes());
     b[53..57].copy_from_slice(&producer.base_sequence.to_be_bytes());
-    let crc = crc32c::crc32c(&b[CRC_START..]);
+    let crc = crc32c(&b[CRC_START..]);
     b[17..21].copy_from_slice(&crc.to_be_bytes());
 }
 
@@ -325,7 +336,7 @@ pub(crate) fn add_attributes(batch: &mut EncodedBatch, bits: u16) {
     let b = &mut batch.bytes;
     let attributes = u16::from_be_bytes([b[21], b[22]]) | bits;
     b[21..23].copy_from_slice(&attributes.to_be_bytes());
-    let crc = crc32c::crc32c(&b[CRC_START..]);
+    let crc = crc32c(&b[CRC_START..]);
     b[17..21].copy_from_slice(&crc.to_be_bytes());
 }
 
@@ -336,7 +347,7 @@ pub(crate) fn set_range(batch: &mut EncodedBatch, last_offset_delta: u32, max_ti
     let b = &mut batch.bytes;
     b[23..27].copy_from_slice(&(last_offset_delta as i32).to_be_bytes());
     b[35..43].copy_from_slice(&max_timestamp.to_be_bytes());
-    let crc = crc32c::crc32c(&b[CRC_START..]);
+    let crc = crc32c(&b[CRC_START..]);
     b[17..21].copy_from_slice(&crc.to_be_bytes());
     batch.last_offset_delta = last_offset_delta;
     batch.max_timestamp = max_timestamp;
@@ -573,7 +584,7 @@ pub(crate) fn crc_matches(header: &BatchHeader, framed: &[u8]) -> bool {
     }
     match header.format {
         Format::V1 => batch_v1::crc_matches(header, framed),
-        Format::V2 => crc32c::crc32c(&framed[CRC_START..]) == header.crc,
+        Format::V2 => crc32c(&framed[CRC_START..]) == header.crc,
     }
 }
 

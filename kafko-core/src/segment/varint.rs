@@ -41,7 +41,19 @@ impl<'a> Cursor<'a> {
         self.pos >= self.buf.len()
     }
 
+    #[inline]
     pub(crate) fn uvarint(&mut self) -> Result<u64, String> {
+        // One byte, the usual case for a record's lengths and deltas, without the loop.
+        match self.buf.get(self.pos) {
+            Some(&b) if b & 0x80 == 0 => {
+                self.pos += 1;
+                Ok(u64::from(b))
+            }
+            _ => self.long_uvarint(),
+        }
+    }
+
+    fn long_uvarint(&mut self) -> Result<u64, String> {
         let mut v: u64 = 0;
         for shift in (0..64).step_by(7) {
             let b = *self.buf.get(self.pos).ok_or("truncated varint")?;
@@ -55,17 +67,20 @@ impl<'a> Cursor<'a> {
     }
 
     /// A varint that sizes something in memory: a length, or a count.
+    #[inline]
     pub(crate) fn length(&mut self) -> Result<usize, String> {
         let v = self.uvarint()?;
         usize::try_from(v).map_err(|_| format!("length {v} does not fit in memory"))
     }
 
+    #[inline]
     pub(crate) fn varint(&mut self) -> Result<i64, String> {
         let u = self.uvarint()?;
         Ok(((u >> 1) as i64) ^ -((u & 1) as i64))
     }
 
     /// Takes `len` bytes, returning their range in the underlying buffer.
+    #[inline]
     pub(crate) fn take(&mut self, len: usize) -> Result<std::ops::Range<usize>, String> {
         let end = self.pos.checked_add(len).ok_or("length overflow")?;
         if end > self.buf.len() {
@@ -77,6 +92,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// A length-prefixed optional field (-1 = absent).
+    #[inline]
     pub(crate) fn optional_bytes(&mut self) -> Result<Option<std::ops::Range<usize>>, String> {
         match self.varint()? {
             -1 => Ok(None),
