@@ -352,3 +352,81 @@ async fn a_transaction_past_its_timeout_is_aborted_and_its_producer_fenced() {
     );
     k.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transactions_v2_end_bumps_the_epoch_its_markers_carry_and_its_retry_survives_a_kill() {
+    let dir = tempfile::tempdir().unwrap();
+    let (pid, e0) = {
+        let k = open_with(dir.path(), limits()).await;
+        let (pid, e0) = k
+            .init_transactional_producer("v2", 30_000, None)
+            .await
+            .unwrap();
+        k.add_partitions_to_txn("v2", pid, e0, &[tp("t", 0)], false)
+            .await
+            .unwrap();
+        let p = k.topic("t").unwrap().producer();
+        append_txn(&p, 0, &[(b"k", b"one")], (pid, e0, 0), 1)
+            .await
+            .unwrap();
+        assert_eq!(
+            k.end_txn_v2("v2", pid, e0, true).await.unwrap(),
+            (pid, e0 + 1)
+        );
+        // The partition knows the new epoch from the marker: the old one is fenced there.
+        assert!(
+            append_txn(&p, 0, &[(b"k", b"late")], (pid, e0, 1), 2)
+                .await
+                .is_err()
+        );
+        // Not shut down: dropped as a killed process leaves it.
+        drop(k);
+        (pid, e0)
+    };
+    let k = open_with(dir.path(), limits()).await;
+    let d = k.describe_transaction("v2").unwrap();
+    assert_eq!(
+        (d.state, d.producer_id, d.producer_epoch),
+        (TxnState::CompleteCommit, pid, e0 + 1)
+    );
+    // The retry of the same end, after the restart: the current id and epoch.
+    assert_eq!(
+        k.end_txn_v2("v2", pid, e0, true).await.unwrap(),
+        (pid, e0 + 1)
+    );
+    assert!(matches!(
+        k.end_txn_v2("v2", pid, e0, false).await,
+        Err(TxnError::InvalidTxnState)
+    ));
+    // An older version's end at the old epoch is fenced.
+    assert!(matches!(
+        k.end_txn("v2", pid, e0, true).await,
+        Err(TxnError::ProducerFenced)
+    ));
+    // The next transaction at the new epoch, from sequence 0.
+    k.add_partitions_to_txn("v2", pid, e0 + 1, &[tp("t", 0)], false)
+        .await
+        .unwrap();
+    let p = k.topic("t").unwrap().producer();
+    append_txn(&p, 0, &[(b"k", b"two")], (pid, e0 + 1, 0), 3)
+        .await
+        .unwrap();
+    assert_eq!(
+        k.end_txn_v2("v2", pid, e0 + 1, false).await.unwrap(),
+        (pid, e0 + 2)
+    );
+    let read = k
+        .topic("t")
+        .unwrap()
+        .partition(0)
+        .unwrap()
+        .read(0, 10, 1 << 20)
+        .unwrap();
+    let values: Vec<&[u8]> = read
+        .records
+        .iter()
+        .filter_map(|r| r.value.as_deref())
+        .collect();
+    assert_eq!(values, [&b"one"[..]]);
+    k.shutdown().await.unwrap();
+}

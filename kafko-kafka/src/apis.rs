@@ -257,12 +257,12 @@ apis! {
         AddOffsetsToTxnRequest => |cx, r| {
         cx.answer(&transactions::add_offsets_to_txn(cx.broker, r, cx.version()).await)
     };
-    EndTxn 0..=4, END_TXN, Authenticated, EndTxnRequest => |cx, r| {
+    EndTxn 0..=5, END_TXN, Authenticated, EndTxnRequest => |cx, r| {
         cx.answer(&transactions::end_txn(cx.broker, r, cx.version()).await)
     };
-    TxnOffsetCommit 0..=4, TXN_OFFSET_COMMIT, Authenticated,
+    TxnOffsetCommit 0..=5, TXN_OFFSET_COMMIT, Authenticated,
         TxnOffsetCommitRequest => |cx, r| {
-        cx.answer(&transactions::txn_offset_commit(cx.broker, r).await?)
+        cx.answer(&transactions::txn_offset_commit(cx.broker, r, cx.version()).await?)
     };
     DescribeConfigs 1..=4, DESCRIBE_CONFIGS, Authenticated, DescribeConfigsRequest => |cx, r| {
         cx.answer(&configs::describe_configs(cx.broker, r))
@@ -463,21 +463,12 @@ mod tests {
         (ApiKey::ConsumerGroupDescribe, 0, 1),
     ];
 
-    /// The versions Kafka 4.0 serves that this table does not: transactions v2
-    /// (`refusals` answers them UNSUPPORTED_VERSION in their own layout).
-    const TRANSACTIONS_V2: &[(ApiKey, i16)] = &[(ApiKey::EndTxn, 5), (ApiKey::TxnOffsetCommit, 5)];
-
     #[test]
-    fn every_version_kafka_4_0_serves_is_served_but_transactions_v2() {
+    fn every_version_kafka_4_0_serves_is_served() {
         for &(key, min, max) in KAFKA_4_0 {
             let api = find(key).unwrap_or_else(|| panic!("{key:?} is not served"));
             assert!(api.oldest <= min, "{key:?}: Kafka 4.0 serves v{min}");
-            let refused = TRANSACTIONS_V2.iter().any(|&(k, v)| k == key && v == max);
-            if refused {
-                assert_eq!(api.max, max - 1, "{key:?}");
-            } else {
-                assert!(api.max >= max, "{key:?}: Kafka 4.0 serves v{max}");
-            }
+            assert!(api.max >= max, "{key:?}: Kafka 4.0 serves v{max}");
         }
         for api in APIS {
             assert!(
@@ -485,17 +476,6 @@ mod tests {
                 "{:?}: Kafka 4.0's range is listed",
                 api.key
             );
-        }
-        for &(key, version) in TRANSACTIONS_V2 {
-            let header = Header {
-                api_key: key as i16,
-                version,
-                correlation_id: 1,
-                client_id: String::new(),
-            };
-            let body = default_body(key, version).expect("a body the codec encodes");
-            let answered = crate::refusals::answer(&header, key, &body, 10);
-            assert!(matches!(answered, Some(Ok(_))), "{key:?} v{version}");
         }
     }
 

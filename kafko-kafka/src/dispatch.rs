@@ -6,10 +6,9 @@
 //! the table's in `apis`.
 //!
 //! An unsupported ApiVersions version is answered with error 35 in the v0 layout,
-//! listing the supported ranges, so the client retries with one of them. Produce v0–2,
-//! Fetch v0–3, EndTxn v5 and TxnOffsetCommit v5 are answered UNSUPPORTED_VERSION in
-//! their own layout (`refusals`). The frame after a SaslHandshake v0 is no request but
-//! the raw credentials (`sasl`).
+//! listing the supported ranges, so the client retries with one of them. Produce v0–2
+//! and Fetch v0–3 are answered UNSUPPORTED_VERSION in their own layout (`refusals`).
+//! The frame after a SaslHandshake v0 is no request but the raw credentials (`sasl`).
 //! Any other unsupported API or version, or bytes that are no request, close the
 //! connection, as a Kafka broker does. A refused version is logged at `info`: it is a
 //! client to upgrade or configure.

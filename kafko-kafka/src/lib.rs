@@ -16,7 +16,7 @@
 //!   from it. `dispatch`: the request header, the version check, SASL gating and
 //!   encoding answers. `legacy`: old versions served (ListOffsets v0, CreateTopics
 //!   v0–1); `refusals`: versions answered UNSUPPORTED_VERSION in their own layout
-//!   (Produce v0–2, Fetch v0–3, EndTxn and TxnOffsetCommit v5). `fuzz_entry`: the
+//!   (Produce v0–2, Fetch v0–3). `fuzz_entry`: the
 //!   decoder and whole-request entries for fuzzing.
 //! - One file per API family: `metadata` (Metadata, FindCoordinator), `produce`, `fetch`
 //!   (reading in `fetch_read`), `offsets` (ListOffsets), `admin` (CreateTopics,

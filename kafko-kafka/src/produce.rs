@@ -20,7 +20,10 @@
 //! batches only (a plain one is INVALID_RECORD); each is appended under its producer's
 //! turn after the transaction coordinator confirms the partition is in the producer's
 //! ongoing transaction at its epoch (INVALID_TXN_STATE when not, INVALID_PRODUCER_EPOCH
-//! when fenced). A transactional batch without a transactional id is
+//! when fenced). From v12 on (transactions v2, as Kafka 4.0 decides by the version), a
+//! partition not yet in the transaction joins it first, as AddPartitionsToTxn would
+//! (opening the transaction if none is), and the coordinator's refusal is the
+//! partition's answer. A transactional batch without a transactional id is
 //! TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka answers.
 
 use std::sync::{Mutex, PoisonError};
@@ -31,8 +34,10 @@ use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProdu
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use kafka_protocol::protocol::StrBytes;
+use kafko_core::transaction::TxnPartition;
 use kafko_core::{
-    AppendedBatch, BatchBudget, BatchError, ProducedBatch, Producer, SendOptions, UnknownProducer,
+    AppendedBatch, BatchBudget, BatchError, ProducedBatch, Producer, ProducerRejection,
+    SendOptions, UnknownProducer,
 };
 
 use crate::idempotence::{Admission, Limits};
@@ -87,7 +92,10 @@ pub(crate) async fn handle(
     version: i16,
 ) -> Produced {
     let acks = request.acks;
-    let transactional = request.transactional_id.is_some();
+    let transactional = Transactional {
+        id: request.transactional_id.as_deref().map(|id| id.as_str()),
+        adds: version >= ADDS_PARTITIONS,
+    };
     let refuse_all = if !matches!(acks, -1..=1) {
         Some((errors::INVALID_REQUIRED_ACKS, "acks must be -1, 0 or 1"))
     } else {
@@ -146,10 +154,22 @@ pub(crate) async fn handle(
 
 type TopicAnswer = (kafka_protocol::messages::TopicName, Vec<(i32, Answer)>);
 
+/// The first Produce version whose transactional batches add their partition to the
+/// transaction (transactions v2).
+const ADDS_PARTITIONS: i16 = 12;
+
+/// What a request says of transactions: its transactional id, and whether a partition
+/// joins the transaction with its batch.
+#[derive(Clone, Copy)]
+struct Transactional<'a> {
+    id: Option<&'a str>,
+    adds: bool,
+}
+
 async fn produce_topic(
     broker: &ListenerState,
     topic: TopicProduceData,
-    transactional: bool,
+    transactional: Transactional<'_>,
     refuse_all: Option<(i16, &'static str)>,
     budget: &Mutex<BatchBudget>,
 ) -> TopicAnswer {
@@ -193,7 +213,7 @@ async fn produce_partition(
     broker: &ListenerState,
     producer: &Producer,
     data: PartitionProduceData,
-    transactional: bool,
+    transactional: Transactional<'_>,
     budget: &Mutex<BatchBudget>,
 ) -> (i32, Answer) {
     let index = data.index;
@@ -210,7 +230,7 @@ async fn produce_partition(
         Ok(batch) => batch,
         Err((code, message)) => return (index, Answer::error(code, message)),
     };
-    if transactional || batch.is_transactional() {
+    if transactional.id.is_some() || batch.is_transactional() {
         return (
             index,
             append_transactional(broker, producer, partition, batch, transactional).await,
@@ -292,7 +312,7 @@ async fn append_transactional(
     producer: &Producer,
     partition: u32,
     batch: ProducedBatch,
-    transactional: bool,
+    transactional: Transactional<'_>,
 ) -> Answer {
     if !batch.is_transactional() {
         return Answer::error(
@@ -300,12 +320,12 @@ async fn append_transactional(
             "a transactional producer's batches must be transactional",
         );
     }
-    if !transactional {
+    let Some(transactional_id) = transactional.id else {
         return Answer::error(
             errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
             "a transactional batch needs the request's transactional id",
         );
-    }
+    };
     if !batch.is_idempotent() {
         return Answer::error(
             errors::INVALID_RECORD,
@@ -321,6 +341,24 @@ async fn append_transactional(
         no_wait: true,
     };
     let verify = || kafko.verify_transaction(id, epoch, topic, partition);
+    if transactional.adds
+        && let Err(ProducerRejection::NotInTransaction) = verify()
+    {
+        let joining = [TxnPartition {
+            topic: topic.to_owned(),
+            partition,
+        }];
+        let added = kafko
+            .add_partitions_to_txn(transactional_id, id, epoch, &joining, false)
+            .await;
+        if let Err(e) = added {
+            let message = e.to_string();
+            return Answer::error(
+                crate::transactions::code(e, errors::INVALID_PRODUCER_EPOCH),
+                message,
+            );
+        }
+    }
     match producer
         .append_transactional(partition, batch, options, verify)
         .await

@@ -7,28 +7,13 @@
 //!   codec knows (the same fields, in the same order, once the missing ones are put
 //!   in), after the guard bounded its arrays. A produce with acks=0 expects no answer:
 //!   its connection is closed.
-//! - EndTxn v5 and TxnOffsetCommit v5 are transactions v2 (KIP-890 part 2: the epoch
-//!   bumped at each transaction's end, partitions and groups joining a transaction by
-//!   the produce or the commit itself), which kafko's coordinator does not do. Clients
-//!   send them only to a cluster whose ApiVersions finalizes the `transaction.version`
-//!   feature at 2, which kafko never advertises; one sent anyway is answered
-//!   UNSUPPORTED_VERSION (EndTxn as a whole, TxnOffsetCommit per partition).
 
 use bytes::{BufMut, BytesMut};
-use kafka_protocol::messages::txn_offset_commit_response::{
-    TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
-};
-use kafka_protocol::messages::{
-    ApiKey, EndTxnRequest, EndTxnResponse, FetchRequest, ProduceRequest, ProducerId,
-    TxnOffsetCommitRequest, TxnOffsetCommitResponse,
-};
+use kafka_protocol::messages::{ApiKey, FetchRequest, ProduceRequest};
 use kafka_protocol::protocol::Decodable;
 
-use crate::dispatch::{Header, Outcome, encode};
+use crate::dispatch::{Header, Outcome};
 use crate::{apis, errors, frame, guard};
-
-/// The version of EndTxn and TxnOffsetCommit that means transactions v2.
-const TRANSACTIONS_V2: i16 = 5;
 
 /// The answer to a refused version of `key`, when it has one here.
 pub(crate) fn answer(
@@ -41,10 +26,6 @@ pub(crate) fn answer(
     match key {
         ApiKey::Produce if (0..=2).contains(&version) => Some(produce(header, body, max_tagged)),
         ApiKey::Fetch if (0..=3).contains(&version) => Some(fetch(header, body, max_tagged)),
-        ApiKey::EndTxn if version == TRANSACTIONS_V2 => Some(end_txn(header, body, max_tagged)),
-        ApiKey::TxnOffsetCommit if version == TRANSACTIONS_V2 => {
-            Some(txn_offset_commit(header, body, max_tagged))
-        }
         _ => None,
     }
 }
@@ -140,47 +121,6 @@ fn fetch(header: &Header, body: &[u8], max_tagged: usize) -> Result<Outcome, Str
         }
     }
     sealed(out)
-}
-
-fn end_txn(header: &Header, body: &[u8], max_tagged: usize) -> Result<Outcome, String> {
-    let version = header.version;
-    let _request: EndTxnRequest = read(ApiKey::EndTxn, version, BytesMut::from(body), max_tagged)?;
-    let mut response = EndTxnResponse::default();
-    response.error_code = errors::UNSUPPORTED_VERSION;
-    response.producer_id = ProducerId(-1);
-    response.producer_epoch = -1;
-    encode(header.correlation_id, version, &response).map(Outcome::Answer)
-}
-
-fn txn_offset_commit(header: &Header, body: &[u8], max_tagged: usize) -> Result<Outcome, String> {
-    let version = header.version;
-    let request: TxnOffsetCommitRequest = read(
-        ApiKey::TxnOffsetCommit,
-        version,
-        BytesMut::from(body),
-        max_tagged,
-    )?;
-    let mut response = TxnOffsetCommitResponse::default();
-    response.topics = request
-        .topics
-        .into_iter()
-        .map(|topic| {
-            let mut answer = TxnOffsetCommitResponseTopic::default();
-            answer.name = topic.name;
-            answer.partitions = topic
-                .partitions
-                .iter()
-                .map(|p| {
-                    let mut row = TxnOffsetCommitResponsePartition::default();
-                    row.partition_index = p.partition_index;
-                    row.error_code = errors::UNSUPPORTED_VERSION;
-                    row
-                })
-                .collect();
-            answer
-        })
-        .collect();
-    encode(header.correlation_id, version, &response).map(Outcome::Answer)
 }
 
 #[cfg(test)]
@@ -292,75 +232,5 @@ mod tests {
             assert!(b.is_empty(), "v{version}");
         }
         assert!(answer(&header(ApiKey::Metadata, 0), ApiKey::OffsetCommit, &[], 10).is_none());
-    }
-
-    #[test]
-    fn transactions_v2_versions_are_answered_unsupported_version_in_their_layout() {
-        use kafka_protocol::messages::txn_offset_commit_request::{
-            TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
-        };
-        use kafka_protocol::messages::{GroupId, TopicName, TransactionalId};
-        use kafka_protocol::protocol::{Encodable, StrBytes};
-        let s = |v: &str| StrBytes::from_string(v.to_owned());
-        let decoded = |outcome: Outcome| {
-            let mut b = frame_body(outcome);
-            assert_eq!(b.get_i32(), 9, "the correlation id");
-            assert_eq!(b.get_u8(), 0, "a flexible answer header: no tagged field");
-            b
-        };
-        let mut body = BytesMut::new();
-        EndTxnRequest::default()
-            .with_transactional_id(TransactionalId(s("tx")))
-            .with_producer_id(ProducerId(7))
-            .with_committed(true)
-            .encode(&mut body, TRANSACTIONS_V2)
-            .unwrap();
-        let out = answer(&header(ApiKey::EndTxn, 5), ApiKey::EndTxn, &body, 10)
-            .unwrap()
-            .unwrap();
-        let got = EndTxnResponse::decode(&mut decoded(out), 5).unwrap();
-        assert_eq!(
-            (got.error_code, got.producer_id.0, got.producer_epoch),
-            (errors::UNSUPPORTED_VERSION, -1, -1)
-        );
-        let mut body = BytesMut::new();
-        TxnOffsetCommitRequest::default()
-            .with_transactional_id(TransactionalId(s("tx")))
-            .with_group_id(GroupId(s("g")))
-            .with_topics(vec![
-                TxnOffsetCommitRequestTopic::default()
-                    .with_name(TopicName(s("t")))
-                    .with_partitions(vec![
-                        TxnOffsetCommitRequestPartition::default().with_partition_index(0),
-                        TxnOffsetCommitRequestPartition::default().with_partition_index(3),
-                    ]),
-            ])
-            .encode(&mut body, TRANSACTIONS_V2)
-            .unwrap();
-        let h = header(ApiKey::TxnOffsetCommit, 5);
-        let out = answer(&h, ApiKey::TxnOffsetCommit, &body, 10)
-            .unwrap()
-            .unwrap();
-        let got = TxnOffsetCommitResponse::decode(&mut decoded(out), 5).unwrap();
-        assert_eq!(got.topics[0].name.as_str(), "t");
-        let rows: Vec<_> = got.topics[0]
-            .partitions
-            .iter()
-            .map(|p| (p.partition_index, p.error_code))
-            .collect();
-        assert_eq!(
-            rows,
-            [
-                (0, errors::UNSUPPORTED_VERSION),
-                (3, errors::UNSUPPORTED_VERSION)
-            ]
-        );
-        // Cut short: closed. Other versions past the table are not answered here.
-        assert!(
-            answer(&h, ApiKey::TxnOffsetCommit, &body[..body.len() - 1], 10)
-                .unwrap()
-                .is_err()
-        );
-        assert!(answer(&header(ApiKey::EndTxn, 6), ApiKey::EndTxn, &body, 10).is_none());
     }
 }

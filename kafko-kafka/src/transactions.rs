@@ -3,6 +3,11 @@
 //! transaction coordinator (`kafko_core::transaction`); the transactional produce is
 //! `produce`'s, DescribeTransactions and ListTransactions are `transactions_describe`'s.
 //!
+//! Transactions v2 (KIP-890 part 2) by the request's version, as Kafka 4.0 decides it:
+//! EndTxn v5 bumps the producer's epoch and answers the producer id and epoch to go on
+//! with; TxnOffsetCommit v5 adds its group to the transaction first. AddPartitionsToTxn
+//! v5 is v4 (the TRANSACTION_ABORTABLE it may answer in Kafka never arises here).
+//!
 //! Errors as Kafka answers them: a producer fenced by a newer epoch is PRODUCER_FENCED
 //! for the versions that know it (InitProducerId v4+, AddPartitionsToTxn,
 //! AddOffsetsToTxn and EndTxn v2+), INVALID_PRODUCER_EPOCH before and in TxnOffsetCommit
@@ -40,6 +45,10 @@ use kafko_service::failure::Failure;
 
 use crate::group_offsets::{CommitRow, commit_rows};
 use crate::{ListenerState, errors};
+
+/// The version of EndTxn and TxnOffsetCommit that speaks transactions v2 (KIP-890 part
+/// 2), as Kafka 4.0 decides it: by the request's version.
+pub(crate) const TRANSACTIONS_V2: i16 = 5;
 
 /// Distinct partitions one AddPartitionsToTxn adds, or offsets one TxnOffsetCommit
 /// commits, at most.
@@ -284,13 +293,16 @@ pub(crate) async fn add_offsets_to_txn(
 }
 
 /// Answers TxnOffsetCommit: each topic's offsets are held in the transaction, and
-/// become the group's committed offsets when it commits.
+/// become the group's committed offsets when it commits. At v5 (transactions v2) the
+/// group joins the transaction first, as AddOffsetsToTxn would; when it cannot, every
+/// offset is answered with why.
 ///
 /// # Errors
 /// The request commits more than [`MAX_PARTITIONS_PER_REQUEST`] offsets.
 pub(crate) async fn txn_offset_commit(
     broker: &ListenerState,
     request: TxnOffsetCommitRequest,
+    version: i16,
 ) -> Result<TxnOffsetCommitResponse, String> {
     let asked: usize = request.topics.iter().map(|t| t.partitions.len()).sum();
     if asked > MAX_PARTITIONS_PER_REQUEST {
@@ -301,12 +313,28 @@ pub(crate) async fn txn_offset_commit(
     let kafko = &broker.service.kafko;
     let max_metadata = kafko.group_limits().offset_metadata_max_bytes;
     let group = group_name_for_id(request.group_id.as_str());
+    let joined = match &group {
+        Some(group) if version >= TRANSACTIONS_V2 => kafko
+            .add_offsets_to_txn(
+                request.transactional_id.as_str(),
+                request.producer_id.0,
+                request.producer_epoch,
+                group,
+            )
+            .await
+            .map_err(|e| code(e, errors::INVALID_PRODUCER_EPOCH)),
+        _ => Ok(()),
+    };
     let mut response = TxnOffsetCommitResponse::default();
     for topic in request.topics {
         let mut codes = vec![errors::NONE; topic.partitions.len()];
         let handle = match kafko.find_topic(topic.name.as_str()) {
             _ if group.is_none() => {
                 codes.fill(errors::INVALID_GROUP_ID);
+                None
+            }
+            _ if joined.is_err() => {
+                codes.fill(joined.err().unwrap_or_default());
                 None
             }
             Ok(Some(h)) => Some(h),
@@ -365,7 +393,8 @@ pub(crate) async fn txn_offset_commit(
 }
 
 /// Answers EndTxn: the transaction commits or aborts (its markers written) before the
-/// answer.
+/// answer; v5 (transactions v2) bumps the producer's epoch and answers the producer id
+/// and epoch to go on with.
 pub(crate) async fn end_txn(
     broker: &ListenerState,
     request: EndTxnRequest,
@@ -374,16 +403,25 @@ pub(crate) async fn end_txn(
     let mut response = EndTxnResponse::default();
     response.producer_id = ProducerId(-1);
     response.producer_epoch = -1;
-    let done = broker
-        .service
-        .kafko
-        .end_txn(
-            request.transactional_id.as_str(),
-            request.producer_id.0,
-            request.producer_epoch,
-            request.committed,
-        )
-        .await;
+    let kafko = &broker.service.kafko;
+    let (id, producer_id, epoch) = (
+        request.transactional_id.as_str(),
+        request.producer_id.0,
+        request.producer_epoch,
+    );
+    let done = if version >= TRANSACTIONS_V2 {
+        kafko
+            .end_txn_v2(id, producer_id, epoch, request.committed)
+            .await
+            .map(|(producer_id, epoch)| {
+                response.producer_id = ProducerId(producer_id);
+                response.producer_epoch = epoch;
+            })
+    } else {
+        kafko
+            .end_txn(id, producer_id, epoch, request.committed)
+            .await
+    };
     if let Err(e) = done {
         response.error_code = code(e, fenced(version, 2));
     }

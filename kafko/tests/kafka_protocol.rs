@@ -2015,12 +2015,13 @@ fn refusals_logged_at_info(dir: &std::path::Path) -> usize {
 }
 
 #[tokio::test]
-async fn transactions_v2_versions_are_refused_in_their_own_layout() {
+async fn transactions_v2_versions_are_served_and_the_feature_is_not_advertised() {
     use kafka_protocol::messages::txn_offset_commit_request::{
         TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
     };
     use kafka_protocol::messages::{
-        EndTxnRequest, GroupId, ProducerId, TransactionalId, TxnOffsetCommitRequest,
+        ApiVersionsRequest, EndTxnRequest, GroupId, ProducerId, TransactionalId,
+        TxnOffsetCommitRequest,
     };
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("d");
@@ -2035,10 +2036,20 @@ async fn transactions_v2_versions_are_refused_in_their_own_layout() {
             .versions
             .end()
     };
-    // Advertised up to v4 (transactions v1), as every client without transactions v2
-    // sends; v5 is answered UNSUPPORTED_VERSION in its own layout.
-    assert_eq!(newest(EndTxnRequest::KEY), 4);
-    assert_eq!(newest(TxnOffsetCommitRequest::KEY), 4);
+    assert_eq!(newest(EndTxnRequest::KEY), 5);
+    assert_eq!(newest(TxnOffsetCommitRequest::KEY), 5);
+    // ApiVersions finalizes no `transaction.version`: clients keep to transactions v1
+    // unless they pick v5 themselves.
+    let versions = k.call(&ApiVersionsRequest::default(), 3).await;
+    assert!(
+        versions
+            .finalized_features
+            .iter()
+            .all(|f| f.name.as_str() != "transaction.version"),
+        "{:?}",
+        versions.finalized_features
+    );
+    // Served by the coordinator: an unknown transactional id, in each API's layout.
     let tx = || TransactionalId(StrBytes::from_static_str("tx"));
     let r = k
         .call(
@@ -2051,9 +2062,10 @@ async fn transactions_v2_versions_are_refused_in_their_own_layout() {
         .await;
     assert_eq!(
         (r.error_code, r.producer_id.0, r.producer_epoch),
-        (35, -1, -1),
-        "EndTxn v5"
+        (49, -1, -1),
+        "EndTxn v5: INVALID_PRODUCER_ID_MAPPING"
     );
+    assert_eq!(create_topic(&mut k, "t", 3, &[]).await, 0);
     let r = k
         .call(
             &TxnOffsetCommitRequest::default()
@@ -2076,13 +2088,9 @@ async fn transactions_v2_versions_are_refused_in_their_own_layout() {
         .iter()
         .map(|p| (p.partition_index, p.error_code))
         .collect();
-    assert_eq!(rows, [(0, 35), (2, 35)], "TxnOffsetCommit v5");
-    // The connection still serves; both refusals are in the log at info.
-    let r = k
-        .call(&MetadataRequest::default().with_topics(None), 13)
-        .await;
-    assert_eq!(r.error_code, 0);
-    assert_eq!(refusals_logged_at_info(&dir), 2);
+    assert_eq!(rows, [(0, 49), (2, 49)], "TxnOffsetCommit v5");
+    // Nothing was refused.
+    assert_eq!(refusals_logged_at_info(&dir), 0);
 }
 
 #[tokio::test]

@@ -2,8 +2,10 @@
 //! request: a transaction across two topics committed and one aborted (read_committed
 //! and read_uncommitted fetches, record by record), the group offsets of a transaction,
 //! fencing by a newer InitProducerId (PRODUCER_FENCED or INVALID_PRODUCER_EPOCH by
-//! version), each API's errors, a transaction aborted by its timeout, and the bounds on
-//! a request's partitions and ids.
+//! version), each API's errors, a transaction aborted by its timeout, the bounds on
+//! a request's partitions and ids, and transactions v2 by request version (EndTxn v5's
+//! epoch bump and its retry, across a SIGKILL too; TxnOffsetCommit v5 and Produce v12
+//! joining the transaction).
 
 mod common;
 
@@ -777,4 +779,160 @@ async fn requests_past_the_bounds_close_the_connection() {
             .all(|t| t.error_code == TRANSACTIONAL_ID_NOT_FOUND)
     );
     common::kafka::assert_bystanders_served(&server).await;
+}
+
+/// Produces one batch at `version` with the request's transactional id `txn`: the error
+/// code.
+async fn produce_at(k: &mut Kafka, txn: &str, topic: &str, records: Bytes, version: i16) -> i16 {
+    let r = k
+        .call(
+            &produce_request(topic, 0, records, -1).with_transactional_id(Some(txn_id(txn))),
+            version,
+        )
+        .await;
+    r.responses[0].partition_responses[0].error_code
+}
+
+/// EndTxn v5 (transactions v2): (error, producer id, producer epoch) answered.
+async fn end_v2(k: &mut Kafka, t: Txn<'_>, commit: bool) -> (i16, i64, i16) {
+    let r = k
+        .call(
+            &EndTxnRequest::default()
+                .with_transactional_id(txn_id(t.id))
+                .with_producer_id(ProducerId(t.pid))
+                .with_producer_epoch(t.epoch)
+                .with_committed(commit),
+            5,
+        )
+        .await;
+    (r.error_code, r.producer_id.0, r.producer_epoch)
+}
+
+/// A TxnOffsetCommit v5 (no AddOffsetsToTxn before it) of `offset` for `group` on
+/// `topic`'s partition 0: its error code.
+async fn offset_commit_v2(k: &mut Kafka, t: Txn<'_>, group: &str, topic: &str, offset: i64) -> i16 {
+    let request = TxnOffsetCommitRequest::default()
+        .with_transactional_id(txn_id(t.id))
+        .with_group_id(GroupId(s(group)))
+        .with_producer_id(ProducerId(t.pid))
+        .with_producer_epoch(t.epoch)
+        .with_topics(vec![
+            TxnOffsetCommitRequestTopic::default()
+                .with_name(name(topic))
+                .with_partitions(vec![
+                    TxnOffsetCommitRequestPartition::default()
+                        .with_partition_index(0)
+                        .with_committed_offset(offset),
+                ]),
+        ]);
+    k.call(&request, 5).await.topics[0].partitions[0].error_code
+}
+
+#[tokio::test]
+async fn transactions_v2_bump_the_epoch_at_each_end_and_join_by_produce_and_commit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("d");
+    let mut server = start(&dir).await;
+    let mut k = Kafka::connect(&server).await;
+    assert_eq!(create_topic(&mut k, "v2", 1, &[]).await, 0);
+    assert_eq!(create_topic(&mut k, "v1", 1, &[]).await, 0);
+    assert_eq!(create_topic(&mut k, "src", 1, &[]).await, 0);
+    let t0 = begin(&mut k, "tv2").await;
+
+    // Produce v12 adds its partition; up to v11 a partition must have been added.
+    let b = producer_batch(&["c1", "c2"], t0.pid, t0.epoch, 0, true);
+    assert_eq!(produce_at(&mut k, "tv2", "v2", b, 12).await, 0);
+    let b = producer_batch(&["no"], t0.pid, t0.epoch, 0, true);
+    assert_eq!(
+        produce_at(&mut k, "tv2", "v1", b, 11).await,
+        INVALID_TXN_STATE
+    );
+    // TxnOffsetCommit v5 adds the group.
+    assert_eq!(offset_commit_v2(&mut k, t0, "g2", "src", 7).await, 0);
+    assert_eq!(
+        state(&mut k, "tv2").await,
+        ("Ongoing".into(), vec![("v2".into(), 0)])
+    );
+    assert_eq!(committed(&mut k, "g2", "src").await, -1);
+
+    // EndTxn v5 commits and answers the next epoch.
+    let (code, pid, epoch) = end_v2(&mut k, t0, true).await;
+    assert_eq!((code, pid, epoch), (0, t0.pid, t0.epoch + 1));
+    let t1 = Txn { epoch, ..t0 };
+    assert_eq!(
+        fetch(&mut k, "v2", 1).await,
+        (3, 3, vec!["c1".into(), "c2".into()])
+    );
+    assert_eq!(committed(&mut k, "g2", "src").await, 7);
+    let (_, described) = state(&mut k, "tv2").await;
+    assert!(described.is_empty());
+    assert_eq!(
+        describe(&mut k, "tv2").await.transaction_states[0].producer_epoch,
+        t1.epoch
+    );
+    // The old epoch is fenced, on the produce and on another end.
+    let old = producer_batch(&["late"], t0.pid, t0.epoch, 2, true);
+    assert_eq!(
+        produce_at(&mut k, "tv2", "v2", old, 12).await,
+        INVALID_PRODUCER_EPOCH
+    );
+    // A retry of the same end answers success with the current id and epoch; the other
+    // decision at the old epoch is refused.
+    assert_eq!(end_v2(&mut k, t0, true).await, (0, t1.pid, t1.epoch));
+    assert_eq!(end_v2(&mut k, t0, false).await.0, INVALID_TXN_STATE);
+    assert_eq!(
+        offset_commit_v2(&mut k, t0, "g2", "src", 9).await,
+        INVALID_PRODUCER_EPOCH
+    );
+
+    // The next transaction, at the new epoch, aborts: its records stay hidden.
+    let b = producer_batch(&["a1"], t1.pid, t1.epoch, 0, true);
+    assert_eq!(produce_at(&mut k, "tv2", "v2", b, 12).await, 0);
+    assert_eq!(offset_commit_v2(&mut k, t1, "g2", "src", 9).await, 0);
+    let (code, pid, epoch) = end_v2(&mut k, t1, false).await;
+    assert_eq!((code, pid, epoch), (0, t1.pid, t1.epoch + 1));
+    let t2 = Txn { epoch, ..t1 };
+    assert_eq!(
+        fetch(&mut k, "v2", 1).await,
+        (5, 5, vec!["c1".into(), "c2".into()])
+    );
+    assert_eq!(
+        fetch(&mut k, "v2", 0).await.2,
+        ["c1", "c2", "a1"],
+        "read_uncommitted keeps the aborted record"
+    );
+    assert_eq!(committed(&mut k, "g2", "src").await, 7);
+    assert_eq!(end_v2(&mut k, t1, false).await, (0, t2.pid, t2.epoch));
+    // An abort with nothing open bumps the epoch too; a commit has nothing to commit.
+    assert_eq!(end_v2(&mut k, t2, true).await.0, INVALID_TXN_STATE);
+    let (code, _, epoch) = end_v2(&mut k, t2, false).await;
+    assert_eq!((code, epoch), (0, t2.epoch + 1));
+    let t3 = Txn { epoch, ..t2 };
+
+    // A commit, then SIGKILL: the retry after the restart still answers success.
+    let b = producer_batch(&["k1"], t3.pid, t3.epoch, 0, true);
+    assert_eq!(produce_at(&mut k, "tv2", "v2", b, 12).await, 0);
+    let (code, _, epoch) = end_v2(&mut k, t3, true).await;
+    assert_eq!((code, epoch), (0, t3.epoch + 1));
+    let t4 = Txn { epoch, ..t3 };
+    drop(k);
+    server.sigkill().await;
+    let server = start(&dir).await;
+    let mut k = Kafka::connect(&server).await;
+    assert_eq!(end_v2(&mut k, t3, true).await, (0, t4.pid, t4.epoch));
+    assert_eq!(end_v2(&mut k, t3, false).await.0, INVALID_TXN_STATE);
+    assert_eq!(
+        fetch(&mut k, "v2", 1).await,
+        (7, 7, vec!["c1".into(), "c2".into(), "k1".into()])
+    );
+    let old = producer_batch(&["late"], t3.pid, t3.epoch, 1, true);
+    assert_eq!(
+        produce_at(&mut k, "tv2", "v2", old, 12).await,
+        INVALID_PRODUCER_EPOCH
+    );
+    // The next transaction goes on at the answered epoch.
+    let b = producer_batch(&["n1"], t4.pid, t4.epoch, 0, true);
+    assert_eq!(produce_at(&mut k, "tv2", "v2", b, 12).await, 0);
+    assert_eq!(end_v2(&mut k, t4, true).await, (0, t4.pid, t4.epoch + 1));
+    assert_eq!(fetch(&mut k, "v2", 1).await.2, ["c1", "c2", "k1", "n1"]);
 }

@@ -132,7 +132,11 @@ impl Transactions {
         loaded: HashMap<String, TxnMeta>,
         limits: TransactionLimits,
     ) -> Transactions {
-        let highest = loaded.values().map(|m| m.producer_id).max().unwrap_or(0);
+        let highest = loaded
+            .values()
+            .map(|m| m.producer_id.max(m.next_producer_id))
+            .max()
+            .unwrap_or(0);
         let by_producer = loaded
             .iter()
             .map(|(id, m)| (m.producer_id, id.clone()))
@@ -466,6 +470,41 @@ impl Kafko {
         epoch: i16,
         commit: bool,
     ) -> Result<(), TxnError> {
+        self.end(transactional_id, (producer_id, epoch), commit, false)
+            .await
+            .map(|_| ())
+    }
+
+    /// EndTxn v5 (transactions v2): ends the transaction as [`end_txn`](Self::end_txn)
+    /// does, and bumps the producer's epoch: the markers carry the new epoch, and the
+    /// answer is the producer id and epoch the producer goes on with (at the epoch's
+    /// limit, a new producer id at epoch 0). An abort with no transaction open bumps the
+    /// epoch too. A retry of an end already made (the same id, epoch and decision)
+    /// answers the current id and epoch.
+    ///
+    /// # Errors
+    /// As [`end_txn`](Self::end_txn); `ProducerFenced` for any epoch but the current
+    /// one (or the one a retry names).
+    pub async fn end_txn_v2(
+        &self,
+        transactional_id: &str,
+        producer_id: i64,
+        epoch: i16,
+        commit: bool,
+    ) -> Result<(i64, i16), TxnError> {
+        self.end(transactional_id, (producer_id, epoch), commit, true)
+            .await
+    }
+
+    /// EndTxn at any version (`bump`: transactions v2); the producer id and epoch
+    /// after it.
+    async fn end(
+        &self,
+        transactional_id: &str,
+        (producer_id, epoch): (i64, i16),
+        commit: bool,
+        bump: bool,
+    ) -> Result<(i64, i16), TxnError> {
         let txns = self.transactions()?;
         let entry = txns
             .entry(transactional_id)
@@ -480,11 +519,16 @@ impl Kafko {
         {
             // The server aborted this producer's transaction (its timeout) and fenced
             // it: its own abort then has nothing left to do.
-            return Ok(());
+            return Ok((meta.producer_id, meta.epoch));
         }
-        meta.check_producer(producer_id, epoch)?;
-        let Some(prepared) = meta.ending(commit, now_ms())? else {
-            return Ok(());
+        let prepared = if bump {
+            meta.ending_v2((producer_id, epoch), commit, || txns.allocate(), now_ms())?
+        } else {
+            meta.check_producer(producer_id, epoch)?;
+            meta.ending(commit, now_ms())?
+        };
+        let Some(prepared) = prepared else {
+            return Ok((meta.producer_id, meta.epoch));
         };
         if commit {
             self.sync_partitions(&prepared).await?;
@@ -495,7 +539,9 @@ impl Kafko {
             .map_err(|e| {
                 tracing::warn!(transactional_id, error = %e, "a transaction's end could not be completed yet; retrying");
                 TxnError::ConcurrentTransactions
-            })
+            })?;
+        let done = entry.meta();
+        Ok((done.producer_id, done.epoch))
     }
 
     /// Fsyncs every partition of a transaction about to commit: once the decision is

@@ -100,10 +100,32 @@ pub(crate) struct TxnMeta {
     /// When the open transaction began (ms since the epoch), −1 if none is open.
     pub(crate) start_ms: i64,
     pub(crate) updated_ms: i64,
+    /// The producer id and epoch the last transaction-v2 end (EndTxn v5) was asked
+    /// with, −1 if none: a retry of that end names them after the epoch moved on.
+    #[serde(default = "no_id", skip_serializing_if = "is_none_id")]
+    pub(crate) last_producer_id: i64,
+    #[serde(default = "no_epoch", skip_serializing_if = "is_none_epoch")]
+    pub(crate) last_epoch: i16,
+    /// While a transaction-v2 end at the epoch's limit is Prepare*, the producer id the
+    /// producer moves to (at epoch 0) once it completes; −1 otherwise.
+    #[serde(default = "no_id", skip_serializing_if = "is_none_id")]
+    pub(crate) next_producer_id: i64,
 }
 
 fn no_epoch() -> i16 {
     -1
+}
+
+fn no_id() -> i64 {
+    -1
+}
+
+fn is_none_epoch(epoch: &i16) -> bool {
+    *epoch < 0
+}
+
+fn is_none_id(id: &i64) -> bool {
+    *id < 0
 }
 
 /// Kafka moves a producer to a new id once its epoch would reach this.
@@ -123,6 +145,9 @@ impl TxnMeta {
             offsets: PendingOffsets::new(),
             start_ms: -1,
             updated_ms: now_ms,
+            last_producer_id: -1,
+            last_epoch: -1,
+            next_producer_id: -1,
         }
     }
 
@@ -167,7 +192,15 @@ impl TxnMeta {
             next.epoch = self.epoch + 1;
         }
         next.fenced_epoch = -1;
+        next.forget_last_end();
         next
+    }
+
+    /// Forgets the last transaction-v2 end: no retry of it is recognized any more.
+    fn forget_last_end(&mut self) {
+        self.last_producer_id = -1;
+        self.last_epoch = -1;
+        self.next_producer_id = -1;
     }
 
     /// This state with nothing open, in `state`.
@@ -212,12 +245,65 @@ impl TxnMeta {
                     TxnState::PrepareAbort
                 };
                 next.updated_ms = now_ms;
+                next.forget_last_end();
                 Ok(Some(next))
             }
             (TxnState::CompleteCommit, true) | (TxnState::CompleteAbort, false) => Ok(None),
             (s, _) if s.preparing() => Err(TxnError::ConcurrentTransactions),
             _ => Err(TxnError::InvalidTxnState),
         }
+    }
+
+    /// What EndTxn v5 (transactions v2) asked by `(producer_id, epoch)` does:
+    /// `Ok(Some(prepared))` to end the transaction and bump the epoch, `Ok(None)` when it
+    /// is a retry of the end already made (answered with the current id and epoch),
+    /// else Kafka's error. The prepared state holds the bumped epoch, which the markers
+    /// carry; at the epoch's limit it is the last one of the producer id, and the
+    /// completion moves to `fresh_id()` at epoch 0. An abort with no transaction open
+    /// bumps the epoch too (it writes no marker).
+    pub(crate) fn ending_v2(
+        &self,
+        (producer_id, epoch): (i64, i16),
+        commit: bool,
+        fresh_id: impl FnOnce() -> i64,
+        now_ms: i64,
+    ) -> Result<Option<TxnMeta>, TxnError> {
+        let names_last_end = self.last_epoch >= 0
+            && self.last_producer_id == producer_id
+            && self.last_epoch == epoch;
+        let committed = match self.state {
+            TxnState::PrepareCommit | TxnState::CompleteCommit => Some(true),
+            TxnState::PrepareAbort | TxnState::CompleteAbort => Some(false),
+            _ => None,
+        };
+        if names_last_end && let Some(committed) = committed {
+            return match (committed == commit, self.state.preparing()) {
+                (false, _) => Err(TxnError::InvalidTxnState),
+                (true, true) => Err(TxnError::ConcurrentTransactions),
+                (true, false) => Ok(None),
+            };
+        }
+        self.check_producer(producer_id, epoch)?;
+        match (self.state, commit) {
+            (TxnState::Ongoing, _)
+            | (TxnState::Empty | TxnState::CompleteCommit | TxnState::CompleteAbort, false) => {}
+            // The epoch of a decided end is one the producer was never given.
+            (s, _) if s.preparing() => return Err(TxnError::ProducerFenced),
+            (TxnState::Dead, _) => return Err(TxnError::InvalidProducerIdMapping),
+            _ => return Err(TxnError::InvalidTxnState),
+        }
+        let mut next = self.clone();
+        next.state = if commit {
+            TxnState::PrepareCommit
+        } else {
+            TxnState::PrepareAbort
+        };
+        next.last_producer_id = producer_id;
+        next.last_epoch = epoch;
+        next.next_producer_id = if epoch >= LAST_EPOCH { fresh_id() } else { -1 };
+        next.epoch = epoch.saturating_add(1);
+        next.updated_ms = now_ms;
+        Ok(Some(next))
     }
 
     /// The state once the coordinator aborts the open transaction itself (a timeout, or
@@ -229,6 +315,7 @@ impl TxnMeta {
         next.fenced_epoch = self.epoch;
         next.epoch = self.epoch.saturating_add(1).min(LAST_EPOCH);
         next.updated_ms = now_ms;
+        next.forget_last_end();
         next
     }
 
@@ -238,7 +325,13 @@ impl TxnMeta {
             TxnState::PrepareCommit => TxnState::CompleteCommit,
             _ => TxnState::CompleteAbort,
         };
-        self.cleared(state, now_ms)
+        let mut next = self.cleared(state, now_ms);
+        if self.next_producer_id >= 0 {
+            next.producer_id = self.next_producer_id;
+            next.epoch = 0;
+            next.next_producer_id = -1;
+        }
+        next
     }
 
     /// Whether the open transaction ran past its timeout at `now_ms`.
@@ -419,5 +512,89 @@ mod tests {
             TxnState::from_kafka_name("PrepareAbort"),
             Some(TxnState::PrepareAbort)
         );
+    }
+
+    #[test]
+    fn a_v2_end_bumps_the_epoch_and_a_retry_of_it_succeeds() {
+        let m = ongoing();
+        let prepared = m.ending_v2((7, 0), true, || 99, 20).unwrap().unwrap();
+        assert_eq!(
+            (prepared.state, prepared.epoch),
+            (TxnState::PrepareCommit, 1)
+        );
+        assert!(matches!(
+            prepared.ending_v2((7, 0), true, || 99, 21),
+            Err(TxnError::ConcurrentTransactions)
+        ));
+        assert!(matches!(
+            prepared.ending_v2((7, 1), true, || 99, 21),
+            Err(TxnError::ProducerFenced)
+        ));
+        let done = prepared.completed(22);
+        assert_eq!((done.producer_id, done.epoch), (7, 1));
+        assert!(matches!(done.ending_v2((7, 0), true, || 99, 23), Ok(None)));
+        assert!(matches!(
+            done.ending_v2((7, 0), false, || 99, 23),
+            Err(TxnError::InvalidTxnState)
+        ));
+        assert!(matches!(
+            done.ending_v2((7, 1), true, || 99, 23),
+            Err(TxnError::InvalidTxnState)
+        ));
+        // An abort with nothing open bumps the epoch and forgets the last end.
+        let empty_abort = done.ending_v2((7, 1), false, || 99, 24).unwrap().unwrap();
+        assert_eq!(empty_abort.epoch, 2);
+        assert!(empty_abort.partitions.is_empty());
+        let aborted = empty_abort.completed(25);
+        assert!(matches!(
+            aborted.ending_v2((7, 0), true, || 99, 26),
+            Err(TxnError::ProducerFenced)
+        ));
+        assert!(matches!(
+            aborted.ending_v2((7, 1), false, || 99, 26),
+            Ok(None)
+        ));
+        // The record keeps what the retry needs, and an older reader's record reads.
+        let json = serde_json::to_vec(&aborted).unwrap();
+        let back: TxnMeta = serde_json::from_slice(&json).unwrap();
+        assert_eq!(back, aborted);
+        let plain = serde_json::to_vec(&m).unwrap();
+        assert!(
+            !String::from_utf8(plain.clone())
+                .unwrap()
+                .contains("last_epoch")
+        );
+        let back: TxnMeta = serde_json::from_slice(&plain).unwrap();
+        assert_eq!((back.last_producer_id, back.last_epoch), (-1, -1));
+    }
+
+    #[test]
+    fn a_v2_end_at_the_last_epoch_moves_to_a_new_producer_id() {
+        let mut m = ongoing();
+        m.epoch = LAST_EPOCH;
+        let prepared = m
+            .ending_v2((7, LAST_EPOCH), false, || 99, 1)
+            .unwrap()
+            .unwrap();
+        assert_eq!((prepared.producer_id, prepared.epoch), (7, i16::MAX));
+        assert_eq!(prepared.next_producer_id, 99);
+        let done = prepared.completed(2);
+        assert_eq!(
+            (done.producer_id, done.epoch, done.next_producer_id),
+            (99, 0, -1)
+        );
+        assert!(matches!(
+            done.ending_v2((7, LAST_EPOCH), false, || 100, 3),
+            Ok(None)
+        ));
+        assert!(matches!(
+            done.ending_v2((7, 0), false, || 100, 3),
+            Err(TxnError::InvalidProducerIdMapping)
+        ));
+        let v1 = ongoing().ending(true, 1).unwrap().unwrap().completed(2);
+        assert!(matches!(
+            v1.ending_v2((7, -1), true, || 100, 3),
+            Err(TxnError::ProducerFenced)
+        ));
     }
 }
