@@ -26,6 +26,7 @@ use kafka_protocol::messages::offset_commit_request::{
 use kafka_protocol::messages::offset_fetch_request::{
     OffsetFetchRequestGroup, OffsetFetchRequestTopic, OffsetFetchRequestTopics,
 };
+use kafka_protocol::messages::offset_fetch_response::OffsetFetchResponsePartition;
 use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::{
     ConsumerProtocolAssignment, DescribeGroupsRequest, GroupId, HeartbeatRequest, JoinGroupRequest,
@@ -108,22 +109,27 @@ async fn heartbeat(k: &mut Kafka, group: &str, member: &str, generation: i32) ->
     k.call(&request, 3).await.error_code
 }
 
-/// Commits `offsets` (partition, next offset) of `topic`; the partitions' error codes.
-async fn commit(
+/// One partition's commit: (partition, next offset, leader epoch or −1, metadata).
+type CommitRow<'a> = (i32, i64, i32, Option<&'a str>);
+
+/// Commits `rows` of `topic` by OffsetCommit v8 as `member` (empty, generation −1: as no
+/// member); the partitions' error codes.
+async fn commit_rows(
     k: &mut Kafka,
     (group, member, generation): (&str, &str, i32),
     topic: &str,
-    offsets: &[(i32, i64)],
+    rows: &[CommitRow<'_>],
 ) -> Vec<i16> {
     let mut t = OffsetCommitRequestTopic::default();
     t.name = TopicName(s(topic));
-    t.partitions = offsets
+    t.partitions = rows
         .iter()
-        .map(|&(p, o)| {
+        .map(|&(p, o, epoch, metadata)| {
             let mut partition = OffsetCommitRequestPartition::default();
             partition.partition_index = p;
             partition.committed_offset = o;
-            partition.committed_metadata = Some(s(&format!("by {member}")));
+            partition.committed_leader_epoch = epoch;
+            partition.committed_metadata = metadata.map(s);
             partition
         })
         .collect();
@@ -140,6 +146,42 @@ async fn commit(
         .collect()
 }
 
+/// Commits `offsets` (partition, next offset) of `topic`, with metadata naming the
+/// member; the partitions' error codes.
+async fn commit(
+    k: &mut Kafka,
+    who: (&str, &str, i32),
+    topic: &str,
+    offsets: &[(i32, i64)],
+) -> Vec<i16> {
+    let by = format!("by {}", who.1);
+    let rows: Vec<CommitRow> = offsets
+        .iter()
+        .map(|&(p, o)| (p, o, -1, Some(&*by)))
+        .collect();
+    commit_rows(k, who, topic, &rows).await
+}
+
+/// OffsetFetch at `version` (before 8: one group) of `partitions` of `topic`; its
+/// partitions, after checking the answer's error code.
+async fn offset_fetch(
+    k: &mut Kafka,
+    group: &str,
+    topic: &str,
+    partitions: &[i32],
+    version: i16,
+) -> Vec<OffsetFetchResponsePartition> {
+    let mut t = OffsetFetchRequestTopic::default();
+    t.name = TopicName(s(topic));
+    t.partition_indexes = partitions.to_vec();
+    let mut request = OffsetFetchRequest::default();
+    request.group_id = GroupId(s(group));
+    request.topics = Some(vec![t]);
+    let mut answer = k.call(&request, version).await;
+    assert_eq!(answer.error_code, 0);
+    answer.topics.swap_remove(0).partitions
+}
+
 /// The committed offset and metadata of each of `partitions` (v7).
 async fn fetch_offsets(
     k: &mut Kafka,
@@ -147,16 +189,8 @@ async fn fetch_offsets(
     topic: &str,
     partitions: &[i32],
 ) -> Vec<(i64, String)> {
-    let mut t = OffsetFetchRequestTopic::default();
-    t.name = TopicName(s(topic));
-    t.partition_indexes = partitions.to_vec();
-    let mut request = OffsetFetchRequest::default();
-    request.group_id = GroupId(s(group));
-    request.topics = Some(vec![t]);
-    let answer = k.call(&request, 7).await;
-    assert_eq!(answer.error_code, 0);
-    answer.topics[0]
-        .partitions
+    offset_fetch(k, group, topic, partitions, 7)
+        .await
         .iter()
         .map(|p| {
             let metadata = p
@@ -427,30 +461,9 @@ async fn commit_metadata_survives_a_sigkill() {
         Some("checkpoint 42 ✓ ünïcode"),
         Some(&*longest),
     ];
-    let mut t = OffsetCommitRequestTopic::default();
-    t.name = TopicName(s("t"));
-    t.partitions = metadata
-        .iter()
-        .enumerate()
-        .map(|(i, m)| {
-            let mut partition = OffsetCommitRequestPartition::default();
-            partition.partition_index = i32::try_from(i).unwrap();
-            partition.committed_offset = 0;
-            partition.committed_metadata = m.map(s);
-            partition
-        })
-        .collect();
-    let mut request = OffsetCommitRequest::default();
-    request.group_id = GroupId(s("kept"));
-    request.generation_id_or_member_epoch = -1;
-    request.topics = vec![t];
-    let answer = k.call(&request, 8).await;
-    assert!(
-        answer.topics[0]
-            .partitions
-            .iter()
-            .all(|p| p.error_code == 0)
-    );
+    let rows: Vec<CommitRow> = (0..).zip(metadata).map(|(p, m)| (p, 0, -1, m)).collect();
+    let codes = commit_rows(&mut k, ("kept", "", -1), "t", &rows).await;
+    assert!(codes.iter().all(|&c| c == 0), "{codes:?}");
     let want: Vec<(i64, String)> = metadata
         .iter()
         .map(|m| (0, m.unwrap_or_default().to_owned()))
@@ -473,26 +486,9 @@ async fn commit_metadata_survives_a_sigkill() {
 /// Commits (OffsetCommit v8, as a client that is no member) `offsets` of `topic`:
 /// (partition, next offset, committed leader epoch, −1 for none).
 async fn commit_with_epochs(k: &mut Kafka, group: &str, topic: &str, offsets: &[(i32, i64, i32)]) {
-    let mut t = OffsetCommitRequestTopic::default();
-    t.name = TopicName(s(topic));
-    t.partitions = offsets
-        .iter()
-        .map(|&(p, o, epoch)| {
-            let mut partition = OffsetCommitRequestPartition::default();
-            partition.partition_index = p;
-            partition.committed_offset = o;
-            partition.committed_leader_epoch = epoch;
-            partition
-        })
-        .collect();
-    let mut request = OffsetCommitRequest::default();
-    request.group_id = GroupId(s(group));
-    request.generation_id_or_member_epoch = -1;
-    request.topics = vec![t];
-    let answer = k.call(&request, 8).await;
-    for p in &answer.topics[0].partitions {
-        assert_eq!(p.error_code, 0, "commit of partition {}", p.partition_index);
-    }
+    let rows: Vec<CommitRow> = offsets.iter().map(|&(p, o, e)| (p, o, e, None)).collect();
+    let codes = commit_rows(k, (group, "", -1), topic, &rows).await;
+    assert!(codes.iter().all(|&c| c == 0), "{codes:?}");
 }
 
 /// The committed (offset, leader epoch) of each of `partitions`, by OffsetFetch v7 (one
@@ -503,16 +499,8 @@ async fn fetch_epochs(
     topic: &str,
     partitions: &[i32],
 ) -> Vec<(i64, i32)> {
-    let mut t = OffsetFetchRequestTopic::default();
-    t.name = TopicName(s(topic));
-    t.partition_indexes = partitions.to_vec();
-    let mut request = OffsetFetchRequest::default();
-    request.group_id = GroupId(s(group));
-    request.topics = Some(vec![t]);
-    let answer = k.call(&request, 7).await;
-    assert_eq!(answer.error_code, 0);
-    let single: Vec<(i64, i32)> = answer.topics[0]
-        .partitions
+    let single: Vec<(i64, i32)> = offset_fetch(k, group, topic, partitions, 7)
+        .await
         .iter()
         .map(|p| (p.committed_offset, p.committed_leader_epoch))
         .collect();
@@ -548,14 +536,8 @@ async fn offset_fetch_answers_the_leader_epoch_each_commit_gave() {
         [(0, 0), (0, -1)]
     );
     // Versions before 5 have no leader epoch: the offsets alone.
-    let mut t = OffsetFetchRequestTopic::default();
-    t.name = TopicName(s("t"));
-    t.partition_indexes = vec![0];
-    let mut request = OffsetFetchRequest::default();
-    request.group_id = GroupId(s("epochs"));
-    request.topics = Some(vec![t]);
-    let answer = k.call(&request, 4).await;
-    assert_eq!(answer.topics[0].partitions[0].committed_offset, 0);
+    let answer = offset_fetch(&mut k, "epochs", "t", &[0], 4).await;
+    assert_eq!(answer[0].committed_offset, 0);
     server.sigterm().await;
     let server = start(dir.path()).await;
     let mut k = Kafka::connect(&server).await;

@@ -41,26 +41,45 @@ def read_counts(bootstrap, topic, isolation):
         reader.close()
 
 
-def wait_until(what, cond, seconds=120):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.2)
-    sys.exit(f"  FAIL {what}")
+class CommittedFollower:
+    """A read_committed reader that follows `topic` from its start and counts the records
+    it has seen. Waiting for a count long-polls the broker, which answers as soon as a
+    transaction's records become readable: no re-read of the topic, no pause."""
+
+    def __init__(self, bootstrap, topic):
+        self.seen = 0
+        self.reader = Consumer({"bootstrap.servers": bootstrap,
+                                "group.id": f"eos-follow-{time.monotonic()}",
+                                "isolation.level": "read_committed",
+                                "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                                # The topic may not exist yet: look for it again soon.
+                                "topic.metadata.refresh.interval.ms": 1000})
+        self.reader.subscribe([topic])
+
+    def wait_for(self, count, what, seconds):
+        deadline = time.monotonic() + seconds
+        while self.seen < count and time.monotonic() < deadline:
+            self.seen += sum(1 for m in self.reader.consume(1000, 1.0) if m.error() is None)
+        if self.seen < count:
+            sys.exit(f"  FAIL {what}: {self.seen} of {count} counts committed")
+
+    def close(self):
+        self.reader.close()
 
 
-def kill_and_restart(run, committed, records, **popen):
-    """Starts the application `run`; once `committed()` counts 30, SIGKILLs it (a
-    transaction open) and starts it again; once `committed()` counts `records`, stops it
-    with SIGTERM. Returns the count committed at the kill."""
+def kill_and_restart(run, bootstrap, topic, records, **popen):
+    """Starts the application `run`; once 30 counts are committed to `topic`, SIGKILLs it
+    (a transaction open) and starts it again; once `records` counts are committed, stops
+    it with SIGTERM. Returns the count committed at the kill."""
+    follower = CommittedFollower(bootstrap, topic)
     first = subprocess.Popen(run, **popen)
-    wait_until("the first run commits some counts", lambda: committed() >= 30)
+    follower.wait_for(30, "the first run commits some counts", 120)
     first.send_signal(signal.SIGKILL)
     first.wait()
-    at_kill = committed()
+    at_kill = len(read_counts(bootstrap, topic, "read_committed"))
     second = subprocess.Popen(run, **popen)
-    wait_until("the second run commits every count", lambda: committed() >= records, seconds=240)
+    follower.wait_for(records, "the second run commits every count", 240)
+    follower.close()
     second.send_signal(signal.SIGTERM)
     if second.wait(timeout=60) not in (0, -signal.SIGTERM):
         sys.exit("  FAIL the application did not stop on SIGTERM")

@@ -67,7 +67,7 @@ def main():
     run = [sys.executable, __file__, "--worker", bootstrap, work]
     log = open(os.path.join(work, "faust.log"), "ab")
 
-    committed_at_kill = kill_and_restart(run, lambda: len(counts(bootstrap, "read_committed")), records,
+    committed_at_kill = kill_and_restart(run, bootstrap, CHANGELOG, records,
                                          stdout=log, stderr=log)
     check_once_each(counts(bootstrap, "read_committed"), records)
     uncommitted = len(counts(bootstrap, "read_uncommitted"))

@@ -56,7 +56,7 @@ def main():
         producer.produce("eos-words", key=f"k{i % 3}".encode(), value=json.dumps({"i": i}).encode())
     producer.flush(30)
     run = [sys.executable, __file__, "--app", bootstrap, state_dir]
-    committed_at_kill = kill_and_restart(run, lambda: len(counts(bootstrap, "read_committed")), records)
+    committed_at_kill = kill_and_restart(run, bootstrap, "eos-counts", records)
     check_once_each(counts(bootstrap, "read_committed"), records)
     uncommitted = len(counts(bootstrap, "read_uncommitted"))
     print(f"  ok  {records} records counted exactly once across a SIGKILL ({committed_at_kill} counts "
